@@ -1,0 +1,75 @@
+// Model presets: the released checkpoints of reference/checkpoints.json with
+// their real shapes, compiled into the binary, and the shape rules a parallel
+// config must satisfy for a model (head and expert divisibility).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "seam/sim/parallel_config.h"
+#include "seam/sim/pattern.h"
+#include "seam/sim/status.h"
+
+namespace seam {
+
+/// A shape value the sources do not establish.
+inline constexpr int kUnknown = -1;
+/// A shape value that does not apply (MoE fields of a dense model).
+inline constexpr int kNotApplicable = 0;
+
+/// How a model's decoder layers are built (DESIGN §2.2).
+enum class LayerFamily : std::uint8_t {
+  kSingleStage,     ///< Nemotron-H: one pattern character = one layer = one stage
+  kTwoStage,        ///< classic decoder layer: mixer stage then FFN stage
+  kParallelHybrid,  ///< Falcon-H1: attention || Mamba-2 on one input, summed, then MLP
+};
+std::string_view familyName(LayerFamily family);
+
+/// Real shapes of one checkpoint. kUnknown / kNotApplicable as above.
+struct ModelShape {
+  int hidden = kNotApplicable;                   ///< hidden size h
+  int heads = kNotApplicable;                    ///< attention query heads
+  int kv_heads = kNotApplicable;                 ///< attention KV heads
+  int head_dim = kNotApplicable;                 ///< attention head dim
+  int mamba_heads = kNotApplicable;              ///< Mamba-2 heads
+  int mamba_head_dim = kNotApplicable;           ///< Mamba-2 head dim
+  int mamba_groups = kNotApplicable;             ///< Mamba-2 n_groups (B/C groups)
+  int ssm_state = kNotApplicable;                ///< SSM state size
+  int ffn_intermediate = kNotApplicable;         ///< dense MLP, or routed-expert intermediate
+  int moe_experts = kNotApplicable;              ///< routed experts
+  int moe_top_k = kNotApplicable;                ///< experts per token
+  int moe_shared_intermediate = kNotApplicable;  ///< shared-expert intermediate
+};
+
+/// One released checkpoint.
+struct ModelPreset {
+  std::string_view name;          ///< the CLI name, e.g. "nemotron-h-8b"
+  std::string_view display_name;  ///< the name in checkpoints.md, e.g. "Nemotron-H-8B"
+  LayerFamily family;
+  int layers;                     ///< decoder layers (single stage: pattern length)
+  std::string_view pattern;       ///< exact pattern; kMixerOnly alphabet for two-stage; "" if none
+  std::string_view mtp_pattern;   ///< MTP pattern, "" when none is declared
+  ModelShape shape;
+  std::string_view source;        ///< where the shapes come from
+
+  bool hasMoe() const { return shape.moe_experts > 0; }
+  /// The main pattern plus its MTP pattern (`/` separated), parsed.
+  Expected<Pattern> parsedPattern() const;
+};
+
+/// Every preset, in the order of checkpoints.json.
+std::span<const ModelPreset> presets();
+/// The preset named `name` (CLI name, case-insensitive), or an error listing the names.
+Expected<const ModelPreset*> findPreset(std::string_view name);
+/// The model seam runs on when none is named.
+inline constexpr std::string_view kDefaultModel = "nemotron-3-nano";
+
+/// The shape rules of SGLang's layers for one model under one config
+/// (NemotronHAttention: heads % attn_tp == 0, KV heads divisible or
+/// replicated; Mamba heads and groups sharded over attn_tp; experts % moe_ep;
+/// a dense model has no MoE axes). The message names the values.
+Status fitsModel(const ModelPreset& model, const ParallelConfig& config);
+
+}  // namespace seam

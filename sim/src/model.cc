@@ -1,0 +1,91 @@
+#include "seam/sim/model.h"
+
+#include <cctype>
+#include <string>
+
+#include "presets_data.h"
+
+namespace seam {
+
+std::string_view familyName(LayerFamily family) {
+  switch (family) {
+    case LayerFamily::kSingleStage: return "single-stage";
+    case LayerFamily::kTwoStage: return "two-stage";
+    case LayerFamily::kParallelHybrid: return "parallel-hybrid";
+  }
+  return "?";
+}
+
+std::span<const ModelPreset> presets() { return {kPresets, static_cast<size_t>(kPresetCount)}; }
+
+Expected<Pattern> ModelPreset::parsedPattern() const {
+  if (pattern.empty()) {
+    return Status::invalid("model " + std::string(name) + " (" + std::string(familyName(family)) +
+                           ") has no layer pattern");
+  }
+  if (family == LayerFamily::kTwoStage) return parsePattern(pattern, PatternAlphabet::kMixerOnly);
+  std::string text(pattern);
+  if (!mtp_pattern.empty()) text += "/" + std::string(mtp_pattern);
+  return parsePattern(text, PatternAlphabet::kSingleStage);
+}
+
+namespace {
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+}  // namespace
+
+Expected<const ModelPreset*> findPreset(std::string_view name) {
+  for (const ModelPreset& p : presets()) {
+    if (equalsIgnoreCase(p.name, name)) return &p;
+  }
+  std::string names;
+  for (const ModelPreset& p : presets()) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  std::string shown(name.substr(0, 64));
+  return Status::invalid("unknown model \"" + shown + "\" (known: " + names + ")");
+}
+
+namespace {
+std::string str(int v) { return std::to_string(v); }
+}  // namespace
+
+Status fitsModel(const ModelPreset& model, const ParallelConfig& c) {
+  const ModelShape& s = model.shape;
+  const int atp = c.attnTp();
+  const std::string who = "model " + std::string(model.name) + ": ";
+  if (s.heads > 0 && s.heads % atp != 0) {
+    return Status::invalid(who + "attn_tp=" + str(atp) + " does not divide heads=" + str(s.heads));
+  }
+  // KV heads are sharded when divisible, replicated when attn_tp is a multiple.
+  if (s.kv_heads > 0 && s.kv_heads % atp != 0 && atp % s.kv_heads != 0) {
+    return Status::invalid(who + "kv_heads=" + str(s.kv_heads) + " neither divides nor is a multiple of attn_tp=" +
+                           str(atp));
+  }
+  // Mamba-2 heads and groups shard over attention TP (mamba2_cache_params).
+  if (s.mamba_heads > 0 && s.mamba_heads % atp != 0) {
+    return Status::invalid(who + "attn_tp=" + str(atp) + " does not divide mamba_heads=" + str(s.mamba_heads));
+  }
+  if (s.mamba_groups > 1 && s.mamba_groups % atp != 0) {
+    return Status::invalid(who + "attn_tp=" + str(atp) + " does not divide mamba n_groups=" +
+                           str(s.mamba_groups));
+  }
+  if (!model.hasMoe()) {
+    if (c.moe_ep != 1 || c.moe_dp != 1) {
+      return Status::invalid(who + "a dense model has no MoE axes (moe_ep=" + str(c.moe_ep) +
+                             " moe_dp=" + str(c.moe_dp) + ")");
+    }
+  } else if (s.moe_experts % c.moe_ep != 0) {
+    return Status::invalid(who + "moe_ep=" + str(c.moe_ep) + " does not divide experts=" + str(s.moe_experts));
+  }
+  if (c.pp > model.layers) {
+    return Status::invalid(who + "pp=" + str(c.pp) + " exceeds layers=" + str(model.layers));
+  }
+  return Status::ok();
+}
+
+}  // namespace seam

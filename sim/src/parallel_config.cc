@@ -1,0 +1,149 @@
+#include "seam/sim/parallel_config.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace seam {
+
+std::string ParallelConfig::describe() const {
+  return "pp=" + std::to_string(pp) + " tp=" + std::to_string(tp) +
+         " attn_dp=" + std::to_string(attn_dp) + " attn_cp=" + std::to_string(attn_cp) +
+         " moe_ep=" + std::to_string(moe_ep) + " moe_dp=" + std::to_string(moe_dp);
+}
+
+Status validate(const ParallelConfig& c) {
+  const std::pair<const char*, int> leaves[] = {{"pp", c.pp},         {"tp", c.tp},
+                                                {"attn_dp", c.attn_dp}, {"attn_cp", c.attn_cp},
+                                                {"moe_ep", c.moe_ep}, {"moe_dp", c.moe_dp}};
+  for (const auto& [name, value] : leaves) {
+    if (value < 1) {
+      return Status::invalid(std::string(name) + "=" + std::to_string(value) + " must be >= 1");
+    }
+  }
+  // derive_attn_tp_size: "Invalid attention topology" unless exact.
+  if (c.tp % (c.attn_dp * c.attn_cp) != 0) {
+    return Status::invalid("attn_dp*attn_cp=" + std::to_string(c.attn_dp * c.attn_cp) +
+                           " does not divide tp=" + std::to_string(c.tp));
+  }
+  if (c.tp % (c.moe_ep * c.moe_dp) != 0) {
+    return Status::invalid("moe_ep*moe_dp=" + std::to_string(c.moe_ep * c.moe_dp) +
+                           " does not divide tp=" + std::to_string(c.tp));
+  }
+  return Status::ok();
+}
+
+namespace {
+constexpr std::string_view kAxisNames[kAxisCount] = {"tp",     "attn_tp", "attn_cp", "attn_dp",
+                                                     "moe_ep", "moe_tp",  "moe_dp",  "pp"};
+}  // namespace
+
+std::string_view axisName(Axis axis) { return kAxisNames[static_cast<int>(axis)]; }
+
+bool parseAxis(std::string_view name, Axis* axis) {
+  for (int i = 0; i < kAxisCount; ++i) {
+    if (kAxisNames[i] == name) {
+      *axis = static_cast<Axis>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Group construction follows SGLang's initialize_model_parallel: every group
+// except pp lives inside one TP group of T ranks starting at b = stage * T.
+Topology::Topology(const ParallelConfig& config) : config_(config) {
+  assert(validate(config).isOk() && "Topology of an invalid config");
+  const int world = config.world();
+  const int T = config.tp;
+  const int atp = config.attnTp();
+  const int acp = config.attn_cp;
+  const int adp = config.attn_dp;
+  const int mtp = config.moeTp();
+  const int mep = config.moe_ep;
+  const int mdp = config.moe_dp;
+
+  std::vector<std::vector<int>> tp, attn_tp, attn_cp, attn_dp, moe_ep, moe_tp, moe_dp, pp;
+  for (int b = 0; b < world; b += T) {
+    tp.emplace_back();
+    for (int l = 0; l < T; ++l) tp.back().push_back(b + l);
+    // attn_tp: contiguous blocks of attn_tp ranks.
+    for (int k = 0; k < adp * acp; ++k) {
+      std::vector<int> g;
+      for (int i = 0; i < atp; ++i) g.push_back(b + k * atp + i);
+      attn_tp.push_back(std::move(g));
+    }
+    // attn_cp: inside each DP block of attn_tp*attn_cp ranks, stride attn_tp.
+    for (int d = 0; d < adp; ++d) {
+      for (int i = 0; i < atp; ++i) {
+        std::vector<int> g;
+        for (int j = 0; j < acp; ++j) g.push_back(b + d * atp * acp + i + j * atp);
+        attn_cp.push_back(std::move(g));
+      }
+    }
+    // attn_dp: the ranks holding the same attention position in every DP block.
+    for (int pos = 0; pos < atp * acp; ++pos) {
+      std::vector<int> g;
+      for (int d = 0; d < adp; ++d) g.push_back(b + d * atp * acp + pos);
+      attn_dp.push_back(std::move(g));
+    }
+    // moe_tp: contiguous blocks of moe_tp ranks.
+    for (int k = 0; k < T / mtp; ++k) {
+      std::vector<int> g;
+      for (int i = 0; i < mtp; ++i) g.push_back(b + k * mtp + i);
+      moe_tp.push_back(std::move(g));
+    }
+    // moe_ep: per moe_dp block of moe_ep*moe_tp ranks and per moe_tp position,
+    // stride moe_tp.
+    for (int q = 0; q < mdp; ++q) {
+      for (int t = 0; t < mtp; ++t) {
+        std::vector<int> g;
+        for (int e = 0; e < mep; ++e) g.push_back(b + q * mep * mtp + t + e * mtp);
+        moe_ep.push_back(std::move(g));
+      }
+    }
+    // moe_dp: stride moe_tp*moe_ep across the TP group.
+    for (int pos = 0; pos < mtp * mep; ++pos) {
+      std::vector<int> g;
+      for (int k = 0; k < mdp; ++k) g.push_back(b + pos + k * mtp * mep);
+      moe_dp.push_back(std::move(g));
+    }
+  }
+  // pp: stride world / pp.
+  for (int l = 0; l < T; ++l) {
+    std::vector<int> g;
+    for (int s = 0; s < config.pp; ++s) g.push_back(l + s * T);
+    pp.push_back(std::move(g));
+  }
+  // SGLang: the moe_dp handle *is* the attn_cp ("MoE-CP") group when
+  // attn_cp > moe_dp.
+  if (acp > mdp) moe_dp = attn_cp;
+
+  set(Axis::kTp, std::move(tp));
+  set(Axis::kAttnTp, std::move(attn_tp));
+  set(Axis::kAttnCp, std::move(attn_cp));
+  set(Axis::kAttnDp, std::move(attn_dp));
+  set(Axis::kMoeEp, std::move(moe_ep));
+  set(Axis::kMoeTp, std::move(moe_tp));
+  set(Axis::kMoeDp, std::move(moe_dp));
+  set(Axis::kPp, std::move(pp));
+}
+
+void Topology::set(Axis axis, std::vector<std::vector<int>> groups) {
+  AxisGroups& a = axes_[static_cast<int>(axis)];
+  for (auto& g : groups) std::sort(g.begin(), g.end());
+  std::sort(groups.begin(), groups.end());
+  a.groups = std::move(groups);
+  a.group_of.assign(config_.world(), -1);
+  a.rank_in.assign(config_.world(), -1);
+  for (int gi = 0; gi < static_cast<int>(a.groups.size()); ++gi) {
+    const auto& g = a.groups[gi];
+    for (int i = 0; i < static_cast<int>(g.size()); ++i) {
+      assert(a.group_of[g[i]] == -1 && "rank in two groups of one axis");
+      a.group_of[g[i]] = gi;
+      a.rank_in[g[i]] = i;
+    }
+  }
+}
+
+}  // namespace seam

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for seam and builds it (Release, 2 jobs).
+# Idempotent: apt runs only when a package is missing; cmake rebuilds what changed.
+# Usage: tools/setup.sh [build-dir]   (default: build/)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$root/build}"
+
+packages=(
+  cmake g++ make pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  libcli11-dev nlohmann-json3-dev libsqlite3-dev libeigen3-dev libgraphviz-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+if ! cmake --build "$build" -j 2 >"$build/build.log" 2>&1; then
+  grep -E "error|Error" "$build/build.log" | head -40 >&2 || true
+  echo "setup: build failed; full log in $build/build.log" >&2
+  exit 1
+fi
+grep -E "warning:" "$build/build.log" | head -20 || true
+echo "setup: built seam in $build"
