@@ -11,8 +11,10 @@
 namespace seam {
 
 /// Why an operation did not succeed. Maps one-to-one onto the exit codes of
-/// DESIGN §9 (kInvalidInput -> 2, kInternal -> 3).
-enum class StatusCode { kOk, kInvalidInput, kInternal };
+/// DESIGN §9 (kInvalidInput and kRefused -> 2, kInternal -> 3). kRefused: a
+/// combination the real engine refuses, with the engine's reason; sweeps count
+/// it apart from checked cases.
+enum class StatusCode { kOk, kInvalidInput, kRefused, kInternal };
 
 /// Success, or a failure with a one-line message naming the bad value.
 class [[nodiscard]] Status {
@@ -23,6 +25,8 @@ class [[nodiscard]] Status {
   static Status invalid(std::string message) {
     return Status(StatusCode::kInvalidInput, std::move(message));
   }
+  /// The modelled engine refuses this combination (e.g. attention CP for Nemotron-H).
+  static Status refused(std::string message) { return Status(StatusCode::kRefused, std::move(message)); }
   /// Something seam or a foreign library failed at (device error, I/O).
   static Status internal(std::string message) {
     return Status(StatusCode::kInternal, std::move(message));

@@ -1,0 +1,22 @@
+// Words for verdicts and violations: what `seam check` prints and what the
+// sweep's failure lines say.
+#pragma once
+
+#include <string>
+
+#include "seam/properties/check.h"
+#include "seam/reports/table.h"
+#include "seam/sim/ledger.h"
+#include "seam/sim/plan.h"
+
+namespace seam::reports {
+
+/// One line locating and explaining a violation:
+/// "owed-once violated (counted-k-times) at layer 3 stage 3 entry add_norm, rank 1, token 2: ..."
+std::string describeViolation(const Violation& v);
+
+/// `seam check`: a header naming the case, one row per property (holds /
+/// VIOLATED / not judged) and the first violation in words; JSON on request.
+std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdict, Format format);
+
+}  // namespace seam::reports

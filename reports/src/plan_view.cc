@@ -1,0 +1,178 @@
+#include "seam/reports/plan_view.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+namespace seam::reports {
+
+namespace {
+
+// ordered_json keeps the keys in DESIGN §9's order, so a person reading the
+// JSON sees layer/stage/phase/op first; readers look keys up by name anyway.
+using Json = nlohmann::ordered_json;
+
+Json rowsJson(const Rows& rows) {
+  return Json{{"layout", std::string(rowKindName(rows.kind))}, {"count", rows.count}};
+}
+
+// The per-op object shared by the json and jsonl views. `rank` is added by
+// the jsonl view only, where every line must stand on its own.
+Json opJson(const Op& op, const Topology& topology, int rank) {
+  Json j;
+  j["layer"] = op.layer;
+  j["stage"] = op.stage;
+  // Only the MTP step's ops say which stack they are in: the main stack is
+  // the default and its objects keep exactly the keys of DESIGN §9.
+  if (op.stack != 0) j["stack"] = op.stack;
+  j["phase"] = std::string(phaseName(op.phase));
+  j["op"] = std::string(opName(op.kind));
+  j["tensor"] = std::string(tensorName(op.tensor));
+  if (op.hasGroup()) {
+    const std::vector<int>& group = topology.groupOf(op.groupAxis(), rank);
+    j["group"] = std::string(axisName(op.groupAxis()));
+    j["group_size"] = group.size();
+    j["ranks"] = group;
+  } else {
+    j["group"] = nullptr;
+    j["group_size"] = nullptr;
+    j["ranks"] = nullptr;
+  }
+  j["rows_in"] = rowsJson(op.rows_in);
+  j["rows_out"] = rowsJson(op.rows_out);
+  j["bytes"] = op.bytes;
+  return j;
+}
+
+Json configJson(const Plan& plan) {
+  const ParallelConfig& c = plan.source.config;
+  const Flags& f = plan.source.flags;
+  return Json{{"world", c.world()},
+              {"pp", c.pp},
+              {"tp", c.tp},
+              {"attn_tp", c.attnTp()},
+              {"attn_dp", c.attn_dp},
+              {"attn_cp", c.attn_cp},
+              {"moe_ep", c.moe_ep},
+              {"moe_tp", c.moeTp()},
+              {"moe_dp", c.moe_dp},
+              {"a2a", std::string(a2aName(f.a2a))},
+              {"fusion", f.fusion},
+              // The padding the plan was built with, which may differ from the
+              // requested one (hybrid SSM with an idle rank forces MAX_LEN).
+              {"dp_padding", std::string(paddingName(plan.padding))},
+              {"reduction", std::string(reductionName(f.reduction))},
+              {"mode", std::string(modeName(f.mode))},
+              {"layernorm_sp", f.layernorm_sp},
+              {"capture", f.capture},
+              {"tokens", plan.source.batch.tokens}};
+}
+
+// Count of each op kind that occurs, keyed (and so ordered) by name.
+std::map<std::string, int> countKinds(const std::vector<Op>& ops) {
+  std::map<std::string, int> counts;
+  for (const Op& op : ops) ++counts[std::string(opName(op.kind))];
+  return counts;
+}
+
+// "0-7" for a run of consecutive ranks, "0,2,4,6" otherwise.
+std::string rankList(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "-";
+  bool consecutive = true;
+  for (size_t i = 1; i < ranks.size(); ++i) consecutive = consecutive && ranks[i] == ranks[i - 1] + 1;
+  if (ranks.size() == 1) return std::to_string(ranks.front());
+  if (consecutive) return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+std::string rowsCell(const Rows& rows) {
+  if (rows.kind == RowKind::kNone) return "-";
+  return std::string(rowKindName(rows.kind)) + ":" + std::to_string(rows.count);
+}
+
+std::string renderText(const Plan& plan, int rank, const Topology& topology) {
+  const std::vector<Op>& ops = plan.ranks[rank];
+  Flags shown = plan.source.flags;
+  shown.dp_padding = plan.padding;
+  std::string out = "plan: model " + plan.source.model.name + "  policy " + plan.policy + "  rank " +
+                    std::to_string(rank) + " of " + std::to_string(plan.world()) + "  (" +
+                    plan.source.config.describe() + "; " + shown.describe() + "; tokens " +
+                    plan.source.batch.describe() + ")\n";
+
+  Table t({"#", "layer", "stage", "phase", "op", "tensor", "group", "ranks", "rows in", "rows out", "bytes"},
+          {true, true, true, false, false, false, false, false, false, false, true});
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    // The MTP step restarts its layer numbering; mark it so its layer 0 is
+    // not read as the main stack's.
+    std::string layer = (op.stack != 0 ? "mtp." : "") + std::to_string(op.layer);
+    std::string group = "-";
+    std::string ranks = "-";
+    if (op.hasGroup()) {
+      group = std::string(axisName(op.groupAxis()));
+      ranks = rankList(topology.groupOf(op.groupAxis(), rank));
+    }
+    t.addRow({std::to_string(i), std::move(layer), std::to_string(op.stage), std::string(phaseName(op.phase)),
+              std::string(opName(op.kind)), std::string(tensorName(op.tensor)), std::move(group),
+              std::move(ranks), rowsCell(op.rows_in), rowsCell(op.rows_out), std::to_string(op.bytes)});
+  }
+  out += t.render();
+
+  std::map<std::string, int> counts = countKinds(ops);
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  out += std::to_string(ops.size()) + " ops";
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    out += (i == 0 ? ": " : ", ") + std::to_string(sorted[i].second) + " " + sorted[i].first;
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+Status checkRank(const Plan& plan, int rank) {
+  const int world = plan.world();
+  if (rank < 0 || rank >= world) {
+    return Status::invalid("--rank " + std::to_string(rank) + " is not in 0.." + std::to_string(world - 1) +
+                           " (world " + std::to_string(world) + ")");
+  }
+  return Status::ok();
+}
+
+std::string renderPlan(const Plan& plan, int rank, Format format) {
+  assert(checkRank(plan, rank).isOk() && "renderPlan of a rank outside the plan");
+  const Topology topology(plan.source.config);
+  if (format == Format::kText) return renderText(plan, rank, topology);
+
+  const std::vector<Op>& ops = plan.ranks[rank];
+  if (format == Format::kJsonl) {
+    std::string out;
+    for (const Op& op : ops) {
+      Json j = opJson(op, topology, rank);
+      j["rank"] = rank;
+      out += j.dump() + "\n";
+    }
+    return out;
+  }
+
+  Json list = Json::array();
+  for (const Op& op : ops) list.push_back(opJson(op, topology, rank));
+  Json summary = Json::object();
+  for (const auto& [name, count] : countKinds(ops)) summary[name] = count;
+  Json doc{{"model", plan.source.model.name},
+           {"pattern", plan.source.model.pattern.text()},
+           {"policy", plan.policy},
+           {"config", configJson(plan)},
+           {"rank", rank},
+           {"ops", std::move(list)},
+           {"summary", std::move(summary)}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace seam::reports

@@ -1,0 +1,95 @@
+// A case: one model (a preset or a bare pattern), one parallel config, the
+// flags that change boundaries, and a batch (tokens per DP shard). Policies
+// turn a case into a plan (DESIGN §2.1, §2.4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seam/sim/model.h"
+#include "seam/sim/parallel_config.h"
+#include "seam/sim/pattern.h"
+#include "seam/sim/status.h"
+
+namespace seam {
+
+/// MoE all-to-all backend (SGLang `--moe-a2a-backend`).
+enum class A2aBackend : std::uint8_t { kNone, kDeepep };
+/// DP attention padding of the gathered buffer (DpPaddingMode).
+enum class DpPadding : std::uint8_t { kMaxLen, kSumLen };
+/// How an FFN's sum returns over attention DP (comm.boundary_reduction).
+enum class BoundaryReduction : std::uint8_t { kAr, kRs, kRsv, kRsRsv };
+/// Forward mode of the batch.
+enum class ForwardMode : std::uint8_t { kDecode, kExtend };
+
+/// Flags that change boundaries. Defaults: what a plain `sglang serve` of a
+/// hybrid model on Hopper does.
+struct Flags {
+  A2aBackend a2a = A2aBackend::kNone;
+  bool fusion = true;  ///< fused all-reduce + add + RMSNorm available (FlashInfer, sm90/sm100)
+  DpPadding dp_padding = DpPadding::kMaxLen;  ///< requested; hybrid-SSM with an idle rank forces MAX_LEN
+  BoundaryReduction reduction = BoundaryReduction::kAr;
+  ForwardMode mode = ForwardMode::kDecode;
+  bool layernorm_sp = false;     ///< LayerNorm sequence parallel (refused for Nemotron-H)
+  std::vector<int> capture;      ///< aux hidden-state snapshots before these stages (EAGLE3)
+
+  /// "a2a=none fusion=on padding=max_len reduction=ar mode=decode"
+  std::string describe() const;
+  friend bool operator==(const Flags&, const Flags&) = default;
+};
+
+std::string_view a2aName(A2aBackend v);
+std::string_view paddingName(DpPadding v);
+std::string_view reductionName(BoundaryReduction v);
+std::string_view modeName(ForwardMode v);
+Expected<A2aBackend> parseA2a(std::string_view text);
+Expected<DpPadding> parsePadding(std::string_view text);
+Expected<BoundaryReduction> parseReduction(std::string_view text);
+Expected<ForwardMode> parseMode(std::string_view text);
+
+/// Tokens of each attention-DP shard, in DP-rank order (0 = an idle rank).
+struct Batch {
+  std::vector<int> tokens;
+  int total() const;
+  int maxShard() const;
+  bool hasIdleShard() const;
+  /// "4,0,3"
+  std::string describe() const;
+  friend bool operator==(const Batch&, const Batch&) = default;
+};
+/// Parses "4,0,3"; every entry 0..kMaxTokensPerShard, at least one token in all.
+Expected<Batch> parseBatch(std::string_view text);
+inline constexpr int kMaxTokensPerShard = 1 << 20;
+
+/// The model side of a case: a preset's name and shapes, or a bare pattern
+/// with shapes borrowed from a preset of the same family.
+struct ModelRef {
+  std::string name;   ///< preset name, or "pattern" for a bare pattern
+  LayerFamily family = LayerFamily::kSingleStage;
+  Pattern pattern;    ///< main stack (with cuts) and MTP layers
+  ModelShape shape;   ///< shapes used for byte counts and fit checks
+};
+/// The preset's pattern and shapes.
+Expected<ModelRef> modelFromPreset(const ModelPreset& preset);
+/// A bare single-stage pattern; shapes from nemotron-h-8b (dense) or
+/// nemotron-3-nano (when the pattern has an `E`).
+Expected<ModelRef> modelFromPattern(std::string_view pattern);
+
+/// One case. `batch.tokens.size()` must equal `config.attn_dp`.
+struct Case {
+  ModelRef model;
+  ParallelConfig config;
+  Flags flags;
+  Batch batch;
+};
+
+/// Checks the batch against the config (one entry per DP shard) and the
+/// config against the model's shapes; the message names the bad value.
+Status validateCase(const Case& c);
+
+/// The `seam check` command line that reproduces `c` under `policy`.
+std::string reproduceCommand(const Case& c, std::string_view policy);
+
+}  // namespace seam

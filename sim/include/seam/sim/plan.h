@@ -1,0 +1,153 @@
+// Plans are plain data (STYLE 4): per rank, the ordered ops a policy chose,
+// in the op vocabulary of DESIGN §2.5, plus the stages and the boundary
+// declarations they were built from. Planners fill them; executors, the
+// properties and the reports only read them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seam/sim/case.h"
+#include "seam/sim/parallel_config.h"
+#include "seam/sim/rows.h"
+
+namespace seam {
+
+/// Where in a stage an op runs.
+enum class Phase : std::uint8_t { kEntry, kCompute, kExit };
+std::string_view phaseName(Phase phase);
+
+/// The op vocabulary (DESIGN §2.5). `kDpReduceScatter` is SGLang's
+/// dp_reduce_scatter_tensor, which DESIGN's list lacks (see the README).
+enum class OpKind : std::uint8_t {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kAllGatherv,
+  kReduceScatterv,
+  kAllToAll,
+  kDpGatherPartial,
+  kDpGatherReplicate,
+  kDpScatter,
+  kDpReduceScatter,
+  kSlice,
+  kZeroFill,
+  kAdd,
+  kNorm,
+  kAddNorm,
+  kArAddNorm,
+  kCompute,
+  kSnapshot,
+  kSend,
+  kRecv,
+};
+inline constexpr int kOpKindCount = 20;
+std::string_view opName(OpKind kind);
+bool parseOpKind(std::string_view name, OpKind* kind);
+/// True for the kinds that exchange data with other ranks (group set).
+bool communicates(OpKind kind);
+/// True for the kinds that add values from several ranks (complete a sum).
+bool reduces(OpKind kind);
+
+/// The buffer an op acts on.
+enum class Tensor : std::uint8_t { kHidden, kResidual, kSnapshot };
+std::string_view tensorName(Tensor tensor);
+bool parseTensor(std::string_view name, Tensor* tensor);
+
+/// A row layout and the number of rows this rank holds in it.
+struct Rows {
+  RowKind kind = RowKind::kNone;
+  std::int32_t count = 0;
+  friend bool operator==(const Rows&, const Rows&) = default;
+};
+
+/// No group: the op does not communicate (or, for compute, its weights are
+/// replicated).
+inline constexpr std::int8_t kNoAxis = -1;
+
+/// One op of one rank. The semantics of each kind (effect on rows, what it
+/// checks) are defined once, by the ledger (ledger.h).
+struct Op {
+  std::int16_t layer = 0;   ///< decoder layer index in its stack
+  std::int16_t stage = 0;   ///< stage index in its stack (== layer for single-stage layers)
+  std::uint8_t stack = 0;   ///< 0 = the main stack, 1 = the MTP step
+  Phase phase = Phase::kEntry;
+  OpKind kind = OpKind::kNorm;
+  Tensor tensor = Tensor::kHidden;
+  /// The group (an Axis) for communicating ops; for compute, the group its
+  /// weights are split over, i.e. the sum its output owes; kNoAxis otherwise.
+  std::int8_t axis = kNoAxis;
+  Rows rows_in;   ///< layout and count read
+  Rows rows_out;  ///< layout and count written
+  std::int64_t bytes = 0;  ///< payload this rank moves (collectives) or touches (local ops), bf16
+
+  bool hasGroup() const { return axis != kNoAxis; }
+  Axis groupAxis() const { return static_cast<Axis>(axis); }
+  friend bool operator==(const Op&, const Op&) = default;
+};
+
+/// The sum a value still owes when it crosses a boundary (reference §0).
+enum class SumGroup : std::uint8_t { kNone, kAttnTp, kTp, kMoeOutput, kDpReturn };
+std::string_view sumGroupName(SumGroup group);
+
+/// Who completes an owed sum.
+enum class Completer : std::uint8_t {
+  kNone,           ///< nothing is owed
+  kConsumerEntry,  ///< declared partial: the consumer's entry completes it
+  kCarried,        ///< deferred by the producer's exit, carried to the next entry
+};
+std::string_view completerName(Completer completer);
+
+/// What one side of a boundary says crosses it.
+struct Handoff {
+  RowKind rows = RowKind::kAttention;   ///< rows the value is on
+  SumGroup owes = SumGroup::kNone;      ///< sum still owed
+  Completer completer = Completer::kNone;
+  bool residual = true;                 ///< a residual travels with the value
+  friend bool operator==(const Handoff&, const Handoff&) = default;
+};
+
+/// A boundary between stage `from` and stage `from + 1` of one stack
+/// (from = -1: the embedding into stage 0; to = stage count: the final norm).
+struct Boundary {
+  std::uint8_t stack = 0;
+  int from = 0;
+  int to = 0;
+  Handoff exit;    ///< what the producer's exit declares it hands on
+  Handoff entry;   ///< what the consumer's entry declares it expects
+  bool pipeline_cut = false;  ///< producer and consumer on different pp ranks
+  std::vector<OpKind> exit_steps;   ///< ops of the producer's exit (rank 0's view)
+  std::vector<OpKind> entry_steps;  ///< ops of the consumer's entry (rank 0's view)
+};
+
+/// One stage of a stack.
+struct StageInfo {
+  std::uint8_t stack = 0;
+  int layer = 0;
+  LayerKind kind = LayerKind::kMamba;
+  std::int8_t weight_axis = kNoAxis;  ///< group its weights are split over (kNoAxis: replicated)
+  int shards = 1;                     ///< size of that group: the terms p(s, t, j), j < shards
+  int pp_rank = 0;                    ///< pipeline stage that runs it
+  bool terminal = false;              ///< last stage of its stack
+};
+
+/// A plan: the case it was built for, the stages, the boundaries, and the
+/// ops of every rank.
+struct Plan {
+  std::string policy;            ///< "declared", "legacy", "naive"
+  Case source;                   ///< the case (model, config, flags, batch)
+  DpPadding padding = DpPadding::kMaxLen;  ///< resolved padding mode
+  std::vector<StageInfo> stages;            ///< stack 0 stages, then stack 1 (MTP)
+  std::vector<Boundary> boundaries;
+  std::vector<std::vector<Op>> ranks;       ///< ops per rank
+
+  int world() const { return static_cast<int>(ranks.size()); }
+  /// Index into `stages` of (stack, stage); -1 when absent.
+  int stageIndex(int stack, int stage) const;
+  int stackSize(int stack) const;
+};
+
+}  // namespace seam

@@ -1,0 +1,47 @@
+// Boundary planning policies (DESIGN §2.4) and the schema switch through
+// which planner-decision mutants reach the decision sites (DESIGN §5): a
+// small value passed in, never global state; sim/ never depends on mutants/.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "seam/sim/case.h"
+#include "seam/sim/plan.h"
+#include "seam/sim/status.h"
+
+namespace seam {
+
+enum class PolicyKind : std::uint8_t { kDeclared };
+std::string_view policyName(PolicyKind policy);
+Expected<PolicyKind> parsePolicy(std::string_view name);
+
+/// Planner decision sites a mutant can flip. Ids are stable: stored rows
+/// refer to them.
+enum class Decision : std::uint8_t {
+  kMixerKeepsFusedSum = 0,       ///< a mixer->mixer exit reduces *and* the next entry still fuses
+  kResidualNotSliced = 1,        ///< the residual does not follow the hidden state to local rows
+  kFfnKeepsSumFromMixer = 2,     ///< an FFN exit completes its sum but the next mixer still completes it
+  kSnapshotNotCompleted = 3,     ///< a snapshot copies a value whose carried sum is not completed
+  kStackStartFfnWithResidual = 4,///< an FFN at the stack start reads a residual that does not exist
+  kStackNeverEntered = 5,        ///< layer 0 does not set residual := embedding
+  kFfnReducesOverAttnTp = 6,     ///< a dense FFN's down projection reduces over attention TP only
+  kTerminalDefers = 7,           ///< the terminal stage defers its sum
+  kMtpNotMarkedLast = 8,         ///< the MTP step's last layer is not terminal
+  kDpGatherSumResidualEveryRank = 9,  ///< partial-order DP gather with the residual added on every attn-TP rank
+};
+inline constexpr int kDecisionCount = 10;
+
+/// Which decision sites take their mutated branch. Default: none.
+struct Schema {
+  std::uint32_t flipped = 0;
+  bool on(Decision d) const { return (flipped >> static_cast<int>(d)) & 1u; }
+  static Schema with(Decision d) { return Schema{1u << static_cast<int>(d)}; }
+};
+
+/// Builds the plan of `c` under `policy`. Bad input (a batch that does not
+/// match the config, shapes that do not fit) -> kInvalidInput; a combination
+/// the real engine refuses -> kRefused with the engine's reason.
+Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema = {});
+
+}  // namespace seam

@@ -1,0 +1,58 @@
+// Row layouts (reference §3): which tokens each rank holds in each layout,
+// built once per case. Attention rows = the rank's DP shard; local rows = its
+// tensor_split slice over attn_tp; full rows = all DP shards of its TP group
+// (SUM_LEN: concatenated; MAX_LEN: one max-sized slot per shard, padded);
+// dispatched rows = the local rows of every member of its MoE-EP group.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "seam/sim/case.h"
+#include "seam/sim/parallel_config.h"
+
+namespace seam {
+
+/// The row layouts of DESIGN §2.3 (CP variants arrive with two-stage layers).
+enum class RowKind : std::uint8_t { kNone, kAttention, kLocal, kFull, kDispatched };
+inline constexpr int kRowKindCount = 5;
+std::string_view rowKindName(RowKind kind);
+bool parseRowKind(std::string_view name, RowKind* kind);
+
+/// A padding row (MAX_LEN slot filler): no token.
+inline constexpr int kPaddingRow = -1;
+
+/// Token ids (global over the DP shards of a TP group; -1 = padding) per
+/// rank per layout. Tokens of shard d are [offset(d), offset(d) + B_d).
+class RowMap {
+ public:
+  RowMap(const Topology& topology, const Batch& batch, DpPadding padding);
+
+  const std::vector<int>& tokens(RowKind kind, int rank) const {
+    return rows_[static_cast<int>(kind)][rank];
+  }
+  int count(RowKind kind, int rank) const { return static_cast<int>(tokens(kind, rank).size()); }
+  /// Tokens of the rank's DP shard (its attention rows).
+  int shardTokens(int rank) const { return count(RowKind::kAttention, rank); }
+  int totalTokens() const { return total_tokens_; }
+  DpPadding padding() const { return padding_; }
+  /// First row of DP shard `d` inside the full rows.
+  int fullSlot(int d) const { return full_slot_[d]; }
+  /// First row of the rank's own local slice inside its attention rows.
+  int localOffset(int rank) const { return local_offset_[rank]; }
+
+ private:
+  std::vector<std::vector<int>> rows_[kRowKindCount];
+  std::vector<int> full_slot_;
+  std::vector<int> local_offset_;
+  int total_tokens_ = 0;
+  DpPadding padding_;
+};
+
+/// SGLang's padding mode for the case: the requested one, except that a
+/// hybrid-SSM model with an idle DP rank always gets MAX_LEN
+/// (dp.max_len_with_idle, reference §4.3).
+DpPadding resolvePadding(const Case& c);
+
+}  // namespace seam

@@ -1,0 +1,240 @@
+#include "seam/sim/case.h"
+
+#include <algorithm>
+#include <cassert>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+namespace seam {
+
+namespace {
+
+// User text echoed in a message stays one short printable line whatever
+// arrives on the command line.
+constexpr size_t kMaxEchoedChars = 64;
+
+std::string echoed(std::string_view text) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (char c : text.substr(0, kMaxEchoedChars)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) {
+      out += "\\x";
+      out += kHex[(u >> 4) & 0xf];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string quotedOption(std::string_view option, std::string_view text) {
+  return std::string(option) + " \"" + echoed(text) + "\"";
+}
+
+// One table per enum: the names in enum order, so name and parse cannot drift.
+constexpr std::string_view kA2aNames[] = {"none", "deepep"};
+constexpr std::string_view kPaddingNames[] = {"max_len", "sum_len"};
+constexpr std::string_view kReductionNames[] = {"ar", "rs", "rsv", "rs+rsv"};
+constexpr std::string_view kModeNames[] = {"decode", "extend"};
+
+template <class E, size_t N>
+Expected<E> parseNamed(std::string_view option, std::string_view text, const std::string_view (&names)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == text) return static_cast<E>(i);
+  }
+  std::string accepted;
+  for (size_t i = 0; i < N; ++i) {
+    if (i > 0) accepted += ", ";
+    accepted += names[i];
+  }
+  return Status::invalid(quotedOption(option, text) + " is not one of " + accepted);
+}
+
+std::string joined(const std::vector<int>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(values[i]);
+  }
+  return out;
+}
+
+std::string plural(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+bool containsKind(const std::vector<LayerKind>& layers, LayerKind kind) {
+  return std::find(layers.begin(), layers.end(), kind) != layers.end();
+}
+
+// fitsModel speaks ModelPreset; a case's model may be a bare pattern, so a
+// temporary preset carries its name, family, layer count and shapes.
+Status fitsCaseModel(const ModelRef& model, const ParallelConfig& config) {
+  ModelPreset preset{};
+  preset.name = model.name;
+  preset.display_name = model.name;
+  preset.family = model.family;
+  preset.layers = model.pattern.size();
+  preset.shape = model.shape;
+  return fitsModel(preset, config);
+}
+
+}  // namespace
+
+std::string_view a2aName(A2aBackend v) { return kA2aNames[static_cast<int>(v)]; }
+std::string_view paddingName(DpPadding v) { return kPaddingNames[static_cast<int>(v)]; }
+std::string_view reductionName(BoundaryReduction v) { return kReductionNames[static_cast<int>(v)]; }
+std::string_view modeName(ForwardMode v) { return kModeNames[static_cast<int>(v)]; }
+
+Expected<A2aBackend> parseA2a(std::string_view text) {
+  return parseNamed<A2aBackend>("--a2a", text, kA2aNames);
+}
+Expected<DpPadding> parsePadding(std::string_view text) {
+  return parseNamed<DpPadding>("--dp-padding", text, kPaddingNames);
+}
+Expected<BoundaryReduction> parseReduction(std::string_view text) {
+  return parseNamed<BoundaryReduction>("--reduction", text, kReductionNames);
+}
+Expected<ForwardMode> parseMode(std::string_view text) {
+  return parseNamed<ForwardMode>("--mode", text, kModeNames);
+}
+
+std::string Flags::describe() const {
+  std::string out = "a2a=" + std::string(a2aName(a2a)) + " fusion=" + (fusion ? "on" : "off") +
+                    " padding=" + std::string(paddingName(dp_padding)) +
+                    " reduction=" + std::string(reductionName(reduction)) + " mode=" + std::string(modeName(mode));
+  if (layernorm_sp) out += " ln_sp=on";
+  if (!capture.empty()) out += " capture=" + joined(capture);
+  return out;
+}
+
+int Batch::total() const {
+  int sum = 0;
+  for (int t : tokens) sum += t;
+  return sum;
+}
+
+int Batch::maxShard() const {
+  return tokens.empty() ? 0 : *std::max_element(tokens.begin(), tokens.end());
+}
+
+bool Batch::hasIdleShard() const { return std::find(tokens.begin(), tokens.end(), 0) != tokens.end(); }
+
+std::string Batch::describe() const { return joined(tokens); }
+
+Expected<Batch> parseBatch(std::string_view text) {
+  const std::string what = quotedOption("--tokens", text);
+  if (text.empty()) return Status::invalid(what + ": no entries (expected token counts per DP shard, e.g. 4,0,3)");
+  Batch batch;
+  std::int64_t total = 0;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string_view field =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::string shard = "shard " + std::to_string(batch.tokens.size());
+    if (field.empty()) return Status::invalid(what + ": " + shard + " is empty");
+    // Digits only: no signs, spaces or hex; the length bound keeps the value
+    // far from overflow before the range check.
+    const bool digits = std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      return Status::invalid(what + ": " + shard + " \"" + echoed(field) +
+                             "\" is not a token count (a non-negative integer)");
+    }
+    std::int64_t value = 0;
+    for (char c : field) {
+      value = value * 10 + (c - '0');
+      if (value > kMaxTokensPerShard) break;
+    }
+    if (value > kMaxTokensPerShard) {
+      return Status::invalid(what + ": " + shard + " \"" + echoed(field) + "\" exceeds " +
+                             std::to_string(kMaxTokensPerShard) + " tokens per shard");
+    }
+    total += value;
+    if (total > INT_MAX) {
+      return Status::invalid(what + ": more than " + std::to_string(INT_MAX) + " tokens in all");
+    }
+    batch.tokens.push_back(static_cast<int>(value));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (total == 0) return Status::invalid(what + ": no tokens in the batch");
+  return batch;
+}
+
+Expected<ModelRef> modelFromPreset(const ModelPreset& preset) {
+  const std::string name(preset.name);
+  if (preset.family == LayerFamily::kParallelHybrid) {
+    return Status::invalid("model " + name +
+                           " (parallel-hybrid) has no layer pattern: parallel-hybrid layers are not modelled yet");
+  }
+  Expected<Pattern> pattern = preset.parsedPattern();
+  if (!pattern) return pattern.status();
+  return ModelRef{name, preset.family, std::move(pattern).value(), preset.shape};
+}
+
+Expected<ModelRef> modelFromPattern(std::string_view text) {
+  Expected<Pattern> pattern = parsePattern(text, PatternAlphabet::kSingleStage);
+  if (!pattern) return pattern.status();
+  const bool moe = containsKind(pattern->layers, LayerKind::kMoe) || containsKind(pattern->mtp, LayerKind::kMoe);
+  Expected<const ModelPreset*> donor = findPreset(moe ? "nemotron-3-nano" : "nemotron-h-8b");
+  assert(donor.hasValue() && "the shape donor presets are compiled in");
+  return ModelRef{"pattern", LayerFamily::kSingleStage, std::move(pattern).value(), (*donor)->shape};
+}
+
+Status validateCase(const Case& c) {
+  if (Status s = validate(c.config); !s) return s;
+  const std::string tokens = "--tokens \"" + c.batch.describe() + "\"";
+  if (static_cast<int>(c.batch.tokens.size()) != c.config.attn_dp) {
+    return Status::invalid(tokens + " has " + plural(c.batch.tokens.size(), "entry", "entries") +
+                           " but attn_dp=" + std::to_string(c.config.attn_dp) + " (one per DP shard)");
+  }
+  // A programmatic batch skips parseBatch, so its range is checked here too.
+  std::int64_t total = 0;
+  for (size_t d = 0; d < c.batch.tokens.size(); ++d) {
+    const int t = c.batch.tokens[d];
+    if (t < 0 || t > kMaxTokensPerShard) {
+      return Status::invalid(tokens + ": shard " + std::to_string(d) + " has " + std::to_string(t) +
+                             " tokens (0.." + std::to_string(kMaxTokensPerShard) + ")");
+    }
+    total += t;
+  }
+  if (total == 0) return Status::invalid(tokens + ": no tokens in the batch");
+  if (total > INT_MAX) return Status::invalid(tokens + ": more than " + std::to_string(INT_MAX) + " tokens in all");
+  // fitsModel also refuses pp above the number of layers.
+  if (Status s = fitsCaseModel(c.model, c.config); !s) return s;
+  const std::vector<int>& cuts = c.model.pattern.cuts;
+  if (!cuts.empty() && static_cast<int>(cuts.size()) + 1 != c.config.pp) {
+    return Status::invalid("pattern has " + plural(cuts.size(), "pipeline cut", "pipeline cuts") +
+                           " but pp=" + std::to_string(c.config.pp));
+  }
+  return Status::ok();
+}
+
+std::string reproduceCommand(const Case& c, std::string_view policy) {
+  std::string out = "seam check";
+  if (findPreset(c.model.name).hasValue()) {
+    out += " --model " + c.model.name;
+  } else {
+    // Pattern text is M * - E | / only, so single quotes are enough for a shell.
+    out += " --pattern '" + c.model.pattern.text() + "'";
+  }
+  const ParallelConfig& p = c.config;
+  out += " --tp " + std::to_string(p.tp) + " --pp " + std::to_string(p.pp) + " --dp " + std::to_string(p.attn_dp) +
+         " --cp " + std::to_string(p.attn_cp) + " --ep " + std::to_string(p.moe_ep) +
+         " --moe-dp " + std::to_string(p.moe_dp);
+  out += " --tokens " + c.batch.describe();
+  const Flags& f = c.flags;
+  out += " --a2a " + std::string(a2aName(f.a2a)) + " --fusion " + (f.fusion ? "on" : "off") +
+         " --dp-padding " + std::string(paddingName(f.dp_padding)) +
+         " --reduction " + std::string(reductionName(f.reduction)) + " --mode " + std::string(modeName(f.mode));
+  out += " --policy " + std::string(policy);
+  if (f.layernorm_sp) out += " --ln-sp";
+  if (!f.capture.empty()) out += " --capture " + joined(f.capture);
+  return out;
+}
+
+}  // namespace seam

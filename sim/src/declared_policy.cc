@@ -1,0 +1,588 @@
+// The declared boundary policy for single-stage hybrid layers (Nemotron-H),
+// following the newest (layer_boundary) semantics of
+// reference/serving-boundaries.md §9.2 (5) and the per-boundary table §9.3:
+// each boundary is built from the declarations of its two sides only.
+//
+// Decisions are made once per boundary (they do not depend on the rank);
+// ops are then emitted per rank with that rank's row counts. The schema
+// switch (policy.h) flips named decision sites for planner mutants.
+#include <algorithm>
+#include <cassert>
+#include <string>
+#include <vector>
+
+#include "seam/sim/policy.h"
+#include "seam/sim/rows.h"
+
+namespace seam {
+
+std::string_view policyName(PolicyKind policy) {
+  switch (policy) {
+    case PolicyKind::kDeclared: return "declared";
+  }
+  return "?";
+}
+
+Expected<PolicyKind> parsePolicy(std::string_view name) {
+  if (name == "declared") return PolicyKind::kDeclared;
+  return Status::invalid("--policy \"" + std::string(name.substr(0, 64)) + "\" is not one of declared");
+}
+
+namespace {
+
+/// FUSE_ALLREDUCE_MAX_BATCH_SIZE of the FlashInfer gate.
+constexpr int kFuseMaxTokens = 2048;
+/// bf16 activations.
+constexpr int kBytesPerElement = 2;
+
+/// One abstract step of an entry or exit, instantiated per rank.
+struct Step {
+  OpKind kind;
+  Tensor tensor;
+  std::int8_t axis = kNoAxis;
+  RowKind in = RowKind::kAttention;
+  RowKind out = RowKind::kAttention;
+  bool skip_if_idle_shard = false;  ///< SGLang: "if rows > 0" (replicate-order AR)
+};
+
+/// How a stage's FFN runs (single-stage FFNs only).
+enum class FfnRows { kShared, kLocal };  // kShared: attention (D == 1) or full (D > 1) rows
+
+class DeclaredBuilder {
+ public:
+  DeclaredBuilder(const Case& c, const Schema& schema)
+      : c_(c),
+        schema_(schema),
+        cfg_(c.config),
+        topo_(c.config),
+        padding_(resolvePadding(c)),
+        rows_(topo_, c.batch, padding_),
+        T_(cfg_.tp),
+        D_(cfg_.attn_dp),
+        a_(cfg_.attnTp()),
+        hidden_(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1) {}
+
+  Expected<Plan> build();
+
+ private:
+  // ---- facts ------------------------------------------------------------
+  Status refuse();
+  Axis postExpertsAxis() const;
+  bool sameGroup(Axis x, Axis y) const { return topo_.groupOf(x, 0) == topo_.groupOf(y, 0); }
+  int axisSize(Axis axis) const { return topo_.groupSize(axis); }
+  bool fusable() const;
+  bool a2aMoe(LayerKind k) const { return k == LayerKind::kMoe && c_.flags.a2a != A2aBackend::kNone; }
+  /// Rows an a2a FFN runs on: local rows, which equal attention rows when attn_tp == 1.
+  RowKind localRows() const { return a_ > 1 ? RowKind::kLocal : RowKind::kAttention; }
+  /// Rows a shared (non-a2a) FFN runs on.
+  RowKind sharedFfnRows() const { return D_ > 1 ? RowKind::kFull : RowKind::kAttention; }
+  /// The group a stage's output owes its sum over (kNoAxis: complete).
+  std::int8_t weightAxis(LayerKind k) const;
+
+  // ---- steps ------------------------------------------------------------
+  struct Hand {            // what crosses a boundary
+    Handoff handoff;       // declared hand-off
+    std::vector<Step> exit;   // producer exit steps
+    std::vector<Step> entry;  // consumer entry steps
+  };
+  Hand boundary(int stack, int from, int to, bool cut);
+  void addEntryRead(std::vector<Step>& steps, LayerKind consumer, bool final_norm, bool residual_present,
+                    bool stack_start);
+  void dpReturnSteps(std::vector<Step>& steps, std::int8_t group);
+
+  // ---- emission ---------------------------------------------------------
+  void emit(int rank, int stack, int stage, Phase phase, const Step& s);
+  void emitCompute(int rank, int stack, int stage);
+  std::int64_t bytesOf(const Step& s, int rank) const;
+
+  const Case& c_;
+  Schema schema_;
+  ParallelConfig cfg_;
+  Topology topo_;
+  DpPadding padding_;
+  RowMap rows_;
+  int T_, D_, a_;
+  int hidden_;
+  Plan plan_;
+  std::vector<std::vector<LayerKind>> stacks_;
+};
+
+Status DeclaredBuilder::refuse() {
+  // models/nemotron_h_utils.py: make_stage_boundary refuses these.
+  if (cfg_.attn_cp > 1) {
+    return Status::refused("Nemotron-H refuses attention context parallel (attn_cp=" +
+                           std::to_string(cfg_.attn_cp) + "): NotImplementedError in make_stage_boundary");
+  }
+  if (c_.flags.layernorm_sp) {
+    return Status::refused("Nemotron-H refuses LayerNorm sequence parallel: NotImplementedError in make_stage_boundary");
+  }
+  bool has_moe = false;
+  for (const auto& stack : stacks_)
+    for (LayerKind k : stack) has_moe = has_moe || k == LayerKind::kMoe;
+  if (c_.flags.a2a != A2aBackend::kNone && has_moe && cfg_.moe_ep != cfg_.tp) {
+    // SGLang sets ep_size = tp_size for the DeepEP backend.
+    return Status::refused("the deepep all-to-all backend runs with moe_ep == tp (SGLang sets ep_size = tp_size); "
+                           "got moe_ep=" + std::to_string(cfg_.moe_ep) + " tp=" + std::to_string(cfg_.tp));
+  }
+  if (c_.flags.a2a != A2aBackend::kNone && !has_moe) {
+    return Status::refused("an all-to-all MoE backend needs a MoE layer; the pattern has none");
+  }
+  return Status::ok();
+}
+
+// post_experts_reduction_group(): tp when the EP and MoE-TP reductions merge
+// (moe_ep > 1, moe_tp > 1, moe_dp == 1); else the EP group if moe_ep > 1;
+// else the MoE-TP group.
+Axis DeclaredBuilder::postExpertsAxis() const {
+  if (cfg_.moe_ep > 1 && cfg_.moeTp() > 1 && cfg_.moe_dp == 1) return Axis::kTp;
+  if (cfg_.moe_ep > 1) return Axis::kMoeEp;
+  return Axis::kMoeTp;
+}
+
+// apply_flashinfer_allreduce_fusion: available, no DP attention, tp > 1,
+// 0 < tokens <= 2048.
+bool DeclaredBuilder::fusable() const {
+  const int tokens = c_.batch.total();
+  return c_.flags.fusion && D_ == 1 && T_ > 1 && tokens > 0 && tokens <= kFuseMaxTokens;
+}
+
+std::int8_t DeclaredBuilder::weightAxis(LayerKind k) const {
+  Axis axis;
+  if (isMixer(k)) {
+    axis = Axis::kAttnTp;  // o_proj / out_proj are row-parallel over attn_tp
+  } else if (k == LayerKind::kDenseMlp) {
+    axis = Axis::kTp;  // dense_tp_size = tp
+  } else if (a2aMoe(k)) {
+    axis = Axis::kMoeEp;  // dispatch/combine over the EP group
+  } else {
+    axis = postExpertsAxis();
+  }
+  return axisSize(axis) > 1 ? static_cast<std::int8_t>(axis) : kNoAxis;
+}
+
+// The read of an entry once nothing is owed any more: add+norm, and the move
+// onto the rows the consumer reads.
+void DeclaredBuilder::addEntryRead(std::vector<Step>& steps, LayerKind consumer, bool final_norm,
+                                   bool residual_present, bool stack_start) {
+  const bool ffn = !final_norm && isFfn(consumer);
+  if (ffn && a2aMoe(consumer)) {
+    // _attn_tp_slice_update_read: complete input, slice hidden and residual.
+    if (a_ > 1) {
+      steps.push_back({OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+      if (residual_present && !schema_.on(Decision::kResidualNotSliced)) {
+        steps.push_back({OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+      }
+    }
+    steps.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, localRows(), localRows()});
+    return;
+  }
+  if (stack_start && schema_.on(Decision::kStackNeverEntered)) {
+    steps.push_back({OpKind::kNorm, Tensor::kHidden});  // residual never set from the embedding
+  } else {
+    if (stack_start && ffn && schema_.on(Decision::kStackStartFfnWithResidual)) {
+      // Reads a residual that does not exist yet: the embedding lands in it twice.
+      steps.push_back({OpKind::kAdd, Tensor::kResidual});
+    }
+    steps.push_back({OpKind::kAddNorm, Tensor::kHidden});
+  }
+  if (ffn && D_ > 1) {
+    // Replicate order: norm locally, then gather the normed rows over DP.
+    steps.push_back({OpKind::kDpGatherReplicate, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp),
+                     RowKind::kAttention, RowKind::kFull});
+  }
+}
+
+// The FFN's return over DP when nothing picks a reduce-scatter: AR over the
+// owed group, then dp_scatter (a local copy of this shard's slot).
+void DeclaredBuilder::dpReturnSteps(std::vector<Step>& steps, std::int8_t group) {
+  if (group != kNoAxis) steps.push_back({OpKind::kAllReduce, Tensor::kHidden, group, RowKind::kFull, RowKind::kFull});
+  steps.push_back({OpKind::kDpScatter, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kAttention});
+}
+
+// The boundary between stage `from` and `to` of one stack. from == -1: the
+// embedding (or the MTP input projection); to == stack size: the final norm.
+DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, bool cut) {
+  const auto& kinds = stacks_[stack];
+  const int n = static_cast<int>(kinds.size());
+  const bool final_norm = to == n;
+  const LayerKind consumer = final_norm ? LayerKind::kMamba : kinds[to];
+  const bool consumer_ffn = !final_norm && isFfn(consumer);
+  // The MTP step's last layer is marked last (is_last_layer) unless mutated.
+  const bool mtp_unmarked = stack == 1 && schema_.on(Decision::kMtpNotMarkedLast);
+  const bool terminal = (final_norm && !mtp_unmarked) || cut;
+  const bool terminal_defers = final_norm && (schema_.on(Decision::kTerminalDefers) || mtp_unmarked);
+  Hand h;
+
+  if (from < 0) {
+    // Embedding (complete on attention rows, reduced by the embedding itself): residual := hidden.
+    h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
+    addEntryRead(h.entry, consumer, final_norm, /*residual_present=*/false, /*stack_start=*/true);
+    return h;
+  }
+
+  const LayerKind producer = kinds[from];
+  const std::int8_t group = weightAxis(producer);
+
+  if (isMixer(producer)) {
+    // Mixer output: attention rows; owes ATTN_TP iff attn_tp > 1.
+    const bool owes = group != kNoAxis;
+    if (owes && consumer_ffn) {
+      // always_partial: the mixer never reduces; the FFN entry completes it.
+      // Across a pipeline cut the partial is sent unreduced (TestStackEnds).
+      h.handoff = {RowKind::kAttention, SumGroup::kAttnTp, Completer::kConsumerEntry, true};
+      if (a2aMoe(consumer)) {
+        const OpKind rs = OpKind::kReduceScatter;
+        h.entry.push_back({rs, Tensor::kHidden, group, RowKind::kAttention, RowKind::kLocal});
+        if (!schema_.on(Decision::kResidualNotSliced)) {
+          h.entry.push_back({OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+        }
+        h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+      } else if (D_ == 1) {
+        if (fusable()) {
+          h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, group});
+        } else {
+          h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+          h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+        }
+      } else if (schema_.on(Decision::kDpGatherSumResidualEveryRank)) {
+        // Classic partial order, but every attention-TP rank adds the residual.
+        h.entry.push_back({OpKind::kAdd, Tensor::kHidden});
+        h.entry.push_back({OpKind::kDpGatherPartial, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp),
+                           RowKind::kAttention, RowKind::kFull});
+        h.entry.push_back({OpKind::kDpScatter, Tensor::kResidual, kNoAxis, RowKind::kFull, RowKind::kAttention});
+        h.entry.push_back({OpKind::kNorm, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kFull});
+      } else {
+        // Replicate order (reads_before_dp_gather): AR(attn_tp) if rows > 0, add+norm, gather.
+        h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, group, RowKind::kAttention, RowKind::kAttention,
+                           /*skip_if_idle_shard=*/true});
+        addEntryRead(h.entry, consumer, false, true, false);
+      }
+      return h;
+    }
+    const bool carry = owes && !final_norm && !consumer_ffn && !terminal && T_ > 1 && D_ == 1;
+    if ((carry || (owes && terminal_defers)) && !schema_.on(Decision::kMixerKeepsFusedSum)) {
+      // MixerExit defers: UnreducedOutput(tp), completed by the next entry.
+      h.handoff = {RowKind::kAttention, SumGroup::kTp, Completer::kCarried, true};
+      if (!terminal_defers) {
+        const std::int8_t tp = static_cast<std::int8_t>(Axis::kTp);
+        if (fusable() && sameGroup(Axis::kTp, postExpertsAxis())) {
+          h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, tp});
+        } else {
+          h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, tp});
+          h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+        }
+        if (!final_norm) return h;
+      }
+      addEntryRead(h.entry, consumer, final_norm, true, false);
+      return h;
+    }
+    if (carry && schema_.on(Decision::kMixerKeepsFusedSum)) {
+      // Mutant: the mixer reduces at its exit *and* hands the sum on as carried.
+      h.handoff = {RowKind::kAttention, SumGroup::kTp, Completer::kCarried, true};
+      h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+      h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp)});
+      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+      return h;
+    }
+    // Completed at the mixer's exit.
+    h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+    if (owes) h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+    addEntryRead(h.entry, consumer, final_norm, true, false);
+    return h;
+  }
+
+  if (a2aMoe(producer)) {
+    // Complete local rows after the combine; exit_rows = ATTENTION: add the
+    // residual into the output, then gather over attention TP.
+    h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
+    h.exit.push_back({OpKind::kAdd, Tensor::kHidden, kNoAxis, localRows(), localRows()});
+    if (a_ > 1) {
+      h.exit.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnTp),
+                        RowKind::kLocal, RowKind::kAttention});
+    }
+    addEntryRead(h.entry, consumer, final_norm, false, false);
+    return h;
+  }
+
+  // A shared-row FFN (dense, or MoE without an all-to-all backend).
+  std::int8_t owed = group;
+  if (owed != kNoAxis && producer == LayerKind::kDenseMlp && schema_.on(Decision::kFfnReducesOverAttnTp)) {
+    owed = a_ > 1 ? static_cast<std::int8_t>(Axis::kAttnTp) : kNoAxis;  // use_dp_attention_reduce
+  }
+  // _sum_deferral_allowed: not (ep > 1 and moe_tp > 1 and not mergeable).
+  const bool hybrid_ep_tp =
+      producer == LayerKind::kMoe && cfg_.moe_ep > 1 && cfg_.moeTp() > 1 && postExpertsAxis() != Axis::kTp;
+  const bool may_defer = T_ > 1 && !terminal && !final_norm && !consumer_ffn && !hybrid_ep_tp &&
+                         c_.batch.total() > 0;
+  if (D_ == 1) {
+    if (owed == kNoAxis) {
+      h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+      addEntryRead(h.entry, consumer, final_norm, true, false);
+      return h;
+    }
+    const SumGroup sum = producer == LayerKind::kMoe ? SumGroup::kMoeOutput : SumGroup::kTp;
+    if ((may_defer || terminal_defers) && !schema_.on(Decision::kFfnKeepsSumFromMixer)) {
+      h.handoff = {RowKind::kAttention, sum, Completer::kCarried, true};
+      if (terminal_defers) {
+        addEntryRead(h.entry, consumer, final_norm, true, false);  // nobody completes it
+        return h;
+      }
+      if (fusable() && sameGroup(static_cast<Axis>(owed), postExpertsAxis())) {
+        h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, owed});
+      } else {
+        h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
+        h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+      }
+      return h;
+    }
+    if (may_defer && schema_.on(Decision::kFfnKeepsSumFromMixer)) {
+      // Mutant: the FFN completes its own sum, yet the mixer still completes it.
+      h.handoff = {RowKind::kAttention, sum, Completer::kCarried, true};
+      h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
+      h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
+      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+      return h;
+    }
+    h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+    h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
+    addEntryRead(h.entry, consumer, final_norm, true, false);
+    return h;
+  }
+
+  // D > 1: the FFN output is on full rows and returns over DP (§6.6).
+  const BoundaryReduction strategy = c_.flags.reduction;
+  const bool strategy_rsv = strategy == BoundaryReduction::kRsv || strategy == BoundaryReduction::kRsRsv;
+  const bool strategy_rs = strategy == BoundaryReduction::kRs || strategy == BoundaryReduction::kRsRsv;
+  // A reduce-scatter over tp completes the sum only when the owed group is the
+  // whole TP group (otherwise it would also add the moe_dp replicas).
+  const bool owes_tp = owed != kNoAxis && sameGroup(static_cast<Axis>(owed), Axis::kTp);
+  OpKind dp_step = OpKind::kDpScatter;  // kDpScatter = none picked
+  if (strategy_rsv && c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp) {
+    dp_step = OpKind::kReduceScatterv;  // should_use_dp_reduce_scatterv
+  } else if (strategy_rs && padding_ == DpPadding::kMaxLen && owes_tp) {
+    dp_step = OpKind::kDpReduceScatter;
+  }
+  std::vector<Step> complete;
+  if (dp_step != OpKind::kDpScatter) {
+    complete.push_back({dp_step, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kFull,
+                        RowKind::kAttention});
+  } else {
+    dpReturnSteps(complete, owed);
+  }
+  if ((may_defer || terminal_defers) && !schema_.on(Decision::kFfnKeepsSumFromMixer)) {
+    // UnreducedOutput(reduce_to_dp_local = dp_step, or AR + dp_scatter): run by the next entry.
+    h.handoff = {RowKind::kFull, SumGroup::kDpReturn, Completer::kCarried, true};
+    if (!terminal_defers) h.entry = complete;
+    if (terminal_defers) h.entry.push_back({OpKind::kDpScatter, Tensor::kHidden, kNoAxis, RowKind::kFull,
+                                            RowKind::kAttention});
+    addEntryRead(h.entry, consumer, final_norm, true, false);
+    return h;
+  }
+  if (may_defer && schema_.on(Decision::kFfnKeepsSumFromMixer)) {
+    h.handoff = {RowKind::kFull, SumGroup::kDpReturn, Completer::kCarried, true};
+    h.exit = complete;
+    // The next entry still runs the reduction it was told to expect.
+    if (owed != kNoAxis) h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
+    addEntryRead(h.entry, consumer, final_norm, true, false);
+    return h;
+  }
+  h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+  h.exit = complete;
+  addEntryRead(h.entry, consumer, final_norm, true, false);
+  return h;
+}
+
+std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
+  const std::int64_t row_bytes = static_cast<std::int64_t>(hidden_) * kBytesPerElement;
+  const int in = rows_.count(s.in, rank);
+  const int out = rows_.count(s.out, rank);
+  switch (s.kind) {
+    case OpKind::kAllGather:
+    case OpKind::kAllGatherv:
+    case OpKind::kDpGatherPartial:
+    case OpKind::kDpGatherReplicate:
+      return out * row_bytes;  // the gathered buffer
+    case OpKind::kAllToAll:
+      return rows_.count(RowKind::kDispatched, rank) * row_bytes;  // the group's exchanged rows
+    default:
+      return std::max(in, out) * row_bytes;
+  }
+}
+
+void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& s) {
+  if (s.skip_if_idle_shard && rows_.shardTokens(rank) == 0) return;
+  Op op;
+  op.stack = static_cast<std::uint8_t>(stack);
+  op.layer = static_cast<std::int16_t>(stage);
+  op.stage = static_cast<std::int16_t>(stage);
+  op.phase = phase;
+  op.kind = s.kind;
+  op.tensor = s.tensor;
+  op.axis = s.axis;
+  op.rows_in = {s.in, rows_.count(s.in, rank)};
+  op.rows_out = {s.out, rows_.count(s.out, rank)};
+  // Uneven attention-TP splits use the variable-size collectives.
+  if (s.axis == static_cast<std::int8_t>(Axis::kAttnTp) && rows_.shardTokens(rank) % a_ != 0) {
+    if (op.kind == OpKind::kReduceScatter) op.kind = OpKind::kReduceScatterv;
+    if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
+  }
+  op.bytes = bytesOf(s, rank);
+  plan_.ranks[rank].push_back(op);
+}
+
+void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
+  const LayerKind k = stacks_[stack][stage];
+  const std::int8_t axis = weightAxis(k);
+  if (a2aMoe(k)) {
+    const RowKind local = localRows();
+    if (axis != kNoAxis) {
+      emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllToAll, Tensor::kHidden, axis, local, RowKind::kDispatched});
+      emit(rank, stack, stage, Phase::kCompute,
+           {OpKind::kCompute, Tensor::kHidden, axis, RowKind::kDispatched, RowKind::kDispatched});
+      emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllToAll, Tensor::kHidden, axis, RowKind::kDispatched, local});
+    } else {
+      emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, local, local});
+    }
+    return;
+  }
+  const RowKind rows = isFfn(k) ? sharedFfnRows() : RowKind::kAttention;
+  emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, rows, rows});
+}
+
+Expected<Plan> DeclaredBuilder::build() {
+  stacks_.push_back(c_.model.pattern.layers);
+  if (!c_.model.pattern.mtp.empty()) stacks_.push_back(c_.model.pattern.mtp);
+  if (Status st = refuse(); !st) return st;
+
+  plan_.policy = std::string(policyName(PolicyKind::kDeclared));
+  plan_.source = c_;
+  plan_.padding = padding_;
+  plan_.ranks.assign(topo_.world(), {});
+
+  // Pipeline split: the pattern's cuts, else SGLang's even split (the last
+  // stage takes the remainder).
+  const int n0 = static_cast<int>(stacks_[0].size());
+  std::vector<int> pp_of(n0, 0);
+  const auto& cuts = c_.model.pattern.cuts;
+  if (!cuts.empty()) {
+    for (int i = 0, k = 0; i < n0; ++i) {
+      while (k < static_cast<int>(cuts.size()) && cuts[k] <= i) ++k;
+      pp_of[i] = k;
+    }
+  } else {
+    const int per = n0 / cfg_.pp;
+    for (int i = 0; i < n0; ++i) pp_of[i] = std::min(i / std::max(per, 1), cfg_.pp - 1);
+  }
+  const int last_pp = cfg_.pp - 1;
+
+  for (int stack = 0; stack < static_cast<int>(stacks_.size()); ++stack) {
+    const auto& kinds = stacks_[stack];
+    const int n = static_cast<int>(kinds.size());
+    for (int s = 0; s < n; ++s) {
+      StageInfo info;
+      info.stack = static_cast<std::uint8_t>(stack);
+      info.layer = s;
+      info.kind = kinds[s];
+      info.weight_axis = weightAxis(kinds[s]);
+      info.shards = info.weight_axis == kNoAxis ? 1 : axisSize(static_cast<Axis>(info.weight_axis));
+      info.pp_rank = stack == 0 ? pp_of[s] : last_pp;
+      info.terminal = s == n - 1;
+      plan_.stages.push_back(info);
+    }
+  }
+
+  for (int stack = 0; stack < static_cast<int>(stacks_.size()); ++stack) {
+    const int n = static_cast<int>(stacks_[stack].size());
+    auto ppOf = [&](int s) { return stack == 0 ? pp_of[s] : last_pp; };
+    for (int from = -1; from < n; ++from) {
+      const int to = from + 1;
+      const bool cut = from >= 0 && to < n && ppOf(from) != ppOf(to);
+      Hand h = boundary(stack, from, to, cut);
+      Boundary b;
+      b.stack = static_cast<std::uint8_t>(stack);
+      b.from = from;
+      b.to = to;
+      b.pipeline_cut = cut;
+      // The exit side is what the producer's exit does; the entry side is what
+      // the consumer's entry was built to expect (they differ only under mutants).
+      b.entry = h.handoff;
+      b.exit = h.handoff;
+      const bool exit_completes = std::any_of(h.exit.begin(), h.exit.end(), [](const Step& s) {
+        return reduces(s.kind) || s.kind == OpKind::kDpScatter;
+      });
+      if (exit_completes && h.handoff.completer == Completer::kCarried) {
+        b.exit.owes = SumGroup::kNone;
+        b.exit.completer = Completer::kNone;
+        b.exit.rows = RowKind::kAttention;
+      }
+      for (const Step& s : h.exit) b.exit_steps.push_back(s.kind);
+      for (const Step& s : h.entry) b.entry_steps.push_back(s.kind);
+      plan_.boundaries.push_back(std::move(b));
+
+      const int consumer_pp = to < n ? ppOf(to) : (stack == 0 ? last_pp : last_pp);
+      const int producer_pp = from >= 0 ? ppOf(from) : consumer_pp;
+      for (int r = 0; r < topo_.world(); ++r) {
+        const int pr = topo_.ppRank(r);
+        if (from >= 0 && pr == producer_pp) {
+          for (const Step& s : h.exit) emit(r, stack, from, Phase::kExit, s);
+          if (cut) {
+            const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
+            const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
+            emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kHidden, pp, rows, rows});
+            if (h.handoff.residual) emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kResidual, pp, rows, rows});
+          }
+        }
+        if (pr == consumer_pp) {
+          if (cut) {
+            const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
+            const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
+            emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kHidden, pp, rows, rows});
+            if (h.handoff.residual) emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kResidual, pp, rows, rows});
+          }
+          if (from < 0 && stack == 1) {
+            // MTP input: eh_proj over [enorm(embedding), hnorm(final hidden)] is the
+            // step's input; the draft layers start without a residual.
+            emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
+            emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual});
+          }
+          const bool capture = stack == 0 && to < n &&
+              std::find(c_.flags.capture.begin(), c_.flags.capture.end(), to) != c_.flags.capture.end();
+          if (capture && schema_.on(Decision::kSnapshotNotCompleted)) {
+            // Mutant: the capture reads the residual before the entry completes the carried sum.
+            emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot});
+          }
+          for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
+          // Aux hidden-state capture before stage `to`: the entry completed any carried sum.
+          if (capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
+            const RowKind res_rows = (isFfn(stacks_[0][to]) && a2aMoe(stacks_[0][to])) ? localRows()
+                                                                                        : RowKind::kAttention;
+            emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});
+            if (res_rows == RowKind::kLocal) {
+              emit(r, stack, to, Phase::kEntry, {OpKind::kAllGather, Tensor::kSnapshot,
+                                                 static_cast<std::int8_t>(Axis::kAttnTp), RowKind::kLocal,
+                                                 RowKind::kAttention});
+            }
+          }
+          if (to < n) emitCompute(r, stack, to);
+        }
+      }
+    }
+  }
+  return std::move(plan_);
+}
+
+}  // namespace
+
+Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema) {
+  if (Status st = validateCase(c); !st) return st;
+  if (c.model.family != LayerFamily::kSingleStage) {
+    return Status::refused("the declared policy models single-stage hybrid layers only so far; " +
+                           c.model.name + " is " + std::string(familyName(c.model.family)));
+  }
+  switch (policy) {
+    case PolicyKind::kDeclared: return DeclaredBuilder(c, schema).build();
+  }
+  return Status::internal("unknown policy");
+}
+
+}  // namespace seam

@@ -1,0 +1,94 @@
+#include "seam/sim/rows.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace seam {
+
+namespace {
+constexpr std::string_view kRowKindNames[kRowKindCount] = {"none", "attention", "local", "full", "dispatched"};
+
+bool containsKind(const std::vector<LayerKind>& layers, LayerKind kind) {
+  return std::find(layers.begin(), layers.end(), kind) != layers.end();
+}
+}  // namespace
+
+std::string_view rowKindName(RowKind kind) { return kRowKindNames[static_cast<int>(kind)]; }
+
+bool parseRowKind(std::string_view name, RowKind* kind) {
+  for (int i = 0; i < kRowKindCount; ++i) {
+    if (kRowKindNames[i] == name) {
+      *kind = static_cast<RowKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Attention CP (attn_cp > 1) is not modelled yet: a shard's tokens are split
+// over attn_tp only, so the ranks of one attn_cp group hold the same rows.
+// CP row layouts arrive with two-stage layers.
+RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding)
+    : total_tokens_(batch.total()), padding_(padding) {
+  const ParallelConfig& config = topology.config();
+  const int world = topology.world();
+  const int shards = config.attn_dp;
+  const int atp = config.attnTp();
+  assert(static_cast<int>(batch.tokens.size()) == shards && "one batch entry per attention-DP shard");
+
+  // Tokens are numbered over the DP shards of one TP group; every TP group
+  // (pipeline stage) holds the same batch.
+  std::vector<int> offset(shards, 0);
+  for (int d = 1; d < shards; ++d) offset[d] = offset[d - 1] + batch.tokens[d - 1];
+
+  // The full rows are the same on every rank of every TP group.
+  std::vector<int> full;
+  full_slot_.assign(shards, 0);
+  const bool max_len = shards > 1 && padding == DpPadding::kMaxLen;
+  const int slot_rows = batch.maxShard();
+  for (int d = 0; d < shards; ++d) {
+    full_slot_[d] = max_len ? d * slot_rows : offset[d];
+    for (int t = 0; t < batch.tokens[d]; ++t) full.push_back(offset[d] + t);
+    if (max_len) full.resize(static_cast<size_t>(d + 1) * slot_rows, kPaddingRow);
+  }
+
+  for (auto& per_rank : rows_) per_rank.assign(world, {});
+  local_offset_.assign(world, 0);
+  for (int r = 0; r < world; ++r) {
+    const int d = topology.attnDpRank(r);
+    const int i = topology.attnTpRank(r);
+    const int shard_tokens = batch.tokens[d];
+    std::vector<int>& attention = rows_[static_cast<int>(RowKind::kAttention)][r];
+    for (int t = 0; t < shard_tokens; ++t) attention.push_back(offset[d] + t);
+
+    // tensor_split: the first `rem` positions take one extra token.
+    const int q = shard_tokens / atp;
+    const int rem = shard_tokens % atp;
+    const int start = i * q + std::min(i, rem);
+    const int count = q + (i < rem ? 1 : 0);
+    local_offset_[r] = start;
+    std::vector<int>& local = rows_[static_cast<int>(RowKind::kLocal)][r];
+    for (int t = 0; t < count; ++t) local.push_back(offset[d] + start + t);
+
+    rows_[static_cast<int>(RowKind::kFull)][r] = full;
+  }
+
+  for (int r = 0; r < world; ++r) {
+    std::vector<int>& dispatched = rows_[static_cast<int>(RowKind::kDispatched)][r];
+    for (int member : topology.groupOf(Axis::kMoeEp, r)) {
+      const std::vector<int>& local = rows_[static_cast<int>(RowKind::kLocal)][member];
+      dispatched.insert(dispatched.end(), local.begin(), local.end());
+    }
+  }
+}
+
+DpPadding resolvePadding(const Case& c) {
+  // Without DP attention there is no gathered buffer to pad.
+  if (c.config.attn_dp == 1) return c.flags.dp_padding;
+  // SGLang's dp.max_len_with_idle: a hybrid-SSM model with an idle DP rank
+  // pads to the longest shard whatever was requested.
+  if (containsKind(c.model.pattern.layers, LayerKind::kMamba) && c.batch.hasIdleShard()) return DpPadding::kMaxLen;
+  return c.flags.dp_padding;
+}
+
+}  // namespace seam

@@ -1,0 +1,309 @@
+#include "seam/sim/case.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace seam {
+namespace {
+
+// --- names and parsing of the flag values ---------------------------------
+
+TEST(Flags, EveryA2aNameParsesBackToItsValue) {
+  for (A2aBackend v : {A2aBackend::kNone, A2aBackend::kDeepep}) {
+    auto parsed = parseA2a(a2aName(v));
+    ASSERT_TRUE(parsed.hasValue()) << a2aName(v);
+    EXPECT_EQ(*parsed, v);
+  }
+  EXPECT_EQ(a2aName(A2aBackend::kNone), "none");
+  EXPECT_EQ(a2aName(A2aBackend::kDeepep), "deepep");
+}
+
+TEST(Flags, EveryPaddingNameParsesBackToItsValue) {
+  for (DpPadding v : {DpPadding::kMaxLen, DpPadding::kSumLen}) {
+    auto parsed = parsePadding(paddingName(v));
+    ASSERT_TRUE(parsed.hasValue()) << paddingName(v);
+    EXPECT_EQ(*parsed, v);
+  }
+  EXPECT_EQ(paddingName(DpPadding::kMaxLen), "max_len");
+  EXPECT_EQ(paddingName(DpPadding::kSumLen), "sum_len");
+}
+
+TEST(Flags, EveryReductionNameParsesBackToItsValue) {
+  const BoundaryReduction all[] = {BoundaryReduction::kAr, BoundaryReduction::kRs, BoundaryReduction::kRsv,
+                                   BoundaryReduction::kRsRsv};
+  const char* names[] = {"ar", "rs", "rsv", "rs+rsv"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(reductionName(all[i]), names[i]);
+    auto parsed = parseReduction(names[i]);
+    ASSERT_TRUE(parsed.hasValue()) << names[i];
+    EXPECT_EQ(*parsed, all[i]);
+  }
+}
+
+TEST(Flags, EveryModeNameParsesBackToItsValue) {
+  for (ForwardMode v : {ForwardMode::kDecode, ForwardMode::kExtend}) {
+    auto parsed = parseMode(modeName(v));
+    ASSERT_TRUE(parsed.hasValue()) << modeName(v);
+    EXPECT_EQ(*parsed, v);
+  }
+  EXPECT_EQ(modeName(ForwardMode::kDecode), "decode");
+  EXPECT_EQ(modeName(ForwardMode::kExtend), "extend");
+}
+
+TEST(Flags, AnUnknownValueIsRefusedNamingTheOptionAndTheAcceptedValues) {
+  auto a2a = parseA2a("foo");
+  ASSERT_FALSE(a2a.hasValue());
+  EXPECT_EQ(a2a.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(a2a.status().message(), "--a2a \"foo\" is not one of none, deepep");
+  auto padding = parsePadding("MAX_LEN");
+  ASSERT_FALSE(padding.hasValue());
+  EXPECT_EQ(padding.status().message(), "--dp-padding \"MAX_LEN\" is not one of max_len, sum_len");
+  auto reduction = parseReduction("");
+  ASSERT_FALSE(reduction.hasValue());
+  EXPECT_EQ(reduction.status().message(), "--reduction \"\" is not one of ar, rs, rsv, rs+rsv");
+  auto mode = parseMode("prefill");
+  ASSERT_FALSE(mode.hasValue());
+  EXPECT_EQ(mode.status().message(), "--mode \"prefill\" is not one of decode, extend");
+}
+
+TEST(Flags, ARefusalEscapesUnprintableBytesAndTruncatesLongText) {
+  auto bad = parseMode("de\x01\xff");
+  ASSERT_FALSE(bad.hasValue());
+  EXPECT_EQ(bad.status().message(), "--mode \"de\\x01\\xff\" is not one of decode, extend");
+  auto long_text = parseA2a(std::string(100, 'x'));
+  ASSERT_FALSE(long_text.hasValue());
+  EXPECT_EQ(long_text.status().message(), "--a2a \"" + std::string(64, 'x') + "\" is not one of none, deepep");
+}
+
+TEST(Flags, DescribeListsEveryFlagAndTheOptionalOnesOnlyWhenSet) {
+  Flags f;
+  EXPECT_EQ(f.describe(), "a2a=none fusion=on padding=max_len reduction=ar mode=decode");
+  f.a2a = A2aBackend::kDeepep;
+  f.fusion = false;
+  f.dp_padding = DpPadding::kSumLen;
+  f.reduction = BoundaryReduction::kRsRsv;
+  f.mode = ForwardMode::kExtend;
+  f.layernorm_sp = true;
+  f.capture = {2, 5};
+  EXPECT_EQ(f.describe(), "a2a=deepep fusion=off padding=sum_len reduction=rs+rsv mode=extend ln_sp=on capture=2,5");
+}
+
+// --- batches ----------------------------------------------------------------
+
+TEST(Batch, SummarisesItsShards) {
+  Batch b{{4, 0, 3}};
+  EXPECT_EQ(b.total(), 7);
+  EXPECT_EQ(b.maxShard(), 4);
+  EXPECT_TRUE(b.hasIdleShard());
+  EXPECT_EQ(b.describe(), "4,0,3");
+  Batch busy{{1, 2}};
+  EXPECT_FALSE(busy.hasIdleShard());
+  Batch empty;
+  EXPECT_EQ(empty.maxShard(), 0);
+  EXPECT_EQ(empty.total(), 0);
+  EXPECT_EQ(empty.describe(), "");
+}
+
+TEST(Batch, ParsesCommaSeparatedCountsAndPrintsThemBack) {
+  auto b = parseBatch("4,0,3");
+  ASSERT_TRUE(b.hasValue()) << b.status().message();
+  EXPECT_EQ(b->tokens, (std::vector<int>{4, 0, 3}));
+  EXPECT_EQ(b->describe(), "4,0,3");
+  auto one = parseBatch("5");
+  ASSERT_TRUE(one.hasValue());
+  EXPECT_EQ(one->tokens, (std::vector<int>{5}));
+  auto leading_zero = parseBatch("007,0");
+  ASSERT_TRUE(leading_zero.hasValue());
+  EXPECT_EQ(leading_zero->tokens, (std::vector<int>{7, 0}));
+}
+
+TEST(Batch, AcceptsTheLargestShardAndRefusesOneMore) {
+  auto max = parseBatch(std::to_string(kMaxTokensPerShard));
+  ASSERT_TRUE(max.hasValue());
+  EXPECT_EQ(max->tokens, (std::vector<int>{kMaxTokensPerShard}));
+  auto over = parseBatch("1," + std::to_string(kMaxTokensPerShard + 1));
+  ASSERT_FALSE(over.hasValue());
+  EXPECT_EQ(over.status().message(), "--tokens \"1,1048577\": shard 1 \"1048577\" exceeds 1048576 tokens per shard");
+  auto huge = parseBatch("99999999999999999999999");
+  ASSERT_FALSE(huge.hasValue());
+  EXPECT_EQ(huge.status().code(), StatusCode::kInvalidInput);
+}
+
+struct BadBatch {
+  const char* text;
+  const char* message;
+};
+
+class BatchRefusal : public ::testing::TestWithParam<BadBatch> {};
+
+TEST_P(BatchRefusal, NamesTheTextAndTheBadEntry) {
+  auto b = parseBatch(GetParam().text);
+  ASSERT_FALSE(b.hasValue());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(b.status().message(), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bad, BatchRefusal,
+    ::testing::Values(
+        BadBatch{"", "--tokens \"\": no entries (expected token counts per DP shard, e.g. 4,0,3)"},
+        BadBatch{"0,0", "--tokens \"0,0\": no tokens in the batch"},
+        BadBatch{"0", "--tokens \"0\": no tokens in the batch"},
+        BadBatch{"4,,3", "--tokens \"4,,3\": shard 1 is empty"},
+        BadBatch{"4,", "--tokens \"4,\": shard 1 is empty"},
+        BadBatch{",4", "--tokens \",4\": shard 0 is empty"},
+        BadBatch{"4,-1", "--tokens \"4,-1\": shard 1 \"-1\" is not a token count (a non-negative integer)"},
+        BadBatch{"+4", "--tokens \"+4\": shard 0 \"+4\" is not a token count (a non-negative integer)"},
+        BadBatch{"4, 3", "--tokens \"4, 3\": shard 1 \" 3\" is not a token count (a non-negative integer)"},
+        BadBatch{"4;3", "--tokens \"4;3\": shard 0 \"4;3\" is not a token count (a non-negative integer)"},
+        BadBatch{"0x10", "--tokens \"0x10\": shard 0 \"0x10\" is not a token count (a non-negative integer)"},
+        BadBatch{"4,\t", "--tokens \"4,\\x09\": shard 1 \"\\x09\" is not a token count (a non-negative integer)"}),
+    [](const ::testing::TestParamInfo<BadBatch>& info) { return "case" + std::to_string(info.index); });
+
+// --- models -----------------------------------------------------------------
+
+TEST(CaseModel, APresetBringsItsPatternAndShapes) {
+  auto preset = findPreset("nemotron-h-8b");
+  ASSERT_TRUE(preset.hasValue());
+  auto model = modelFromPreset(**preset);
+  ASSERT_TRUE(model.hasValue()) << model.status().message();
+  EXPECT_EQ(model->name, "nemotron-h-8b");
+  EXPECT_EQ(model->family, LayerFamily::kSingleStage);
+  EXPECT_EQ(model->pattern.size(), 52);
+  EXPECT_EQ(model->pattern.text(), (*preset)->pattern);
+  EXPECT_EQ(model->shape.hidden, (*preset)->shape.hidden);
+}
+
+TEST(CaseModel, AParallelHybridPresetIsRefusedAsNotModelledYet) {
+  auto preset = findPreset("falcon-h1-7b");
+  ASSERT_TRUE(preset.hasValue());
+  auto model = modelFromPreset(**preset);
+  ASSERT_FALSE(model.hasValue());
+  EXPECT_EQ(model.status().message(),
+            "model falcon-h1-7b (parallel-hybrid) has no layer pattern: parallel-hybrid layers are not modelled yet");
+}
+
+TEST(CaseModel, ABarePatternBorrowsDenseOrMoeShapes) {
+  auto dense = modelFromPattern("M-M*-");
+  ASSERT_TRUE(dense.hasValue()) << dense.status().message();
+  EXPECT_EQ(dense->name, "pattern");
+  EXPECT_EQ(dense->family, LayerFamily::kSingleStage);
+  EXPECT_EQ(dense->pattern.text(), "M-M*-");
+  EXPECT_EQ(dense->shape.hidden, (*findPreset("nemotron-h-8b"))->shape.hidden);
+
+  auto moe = modelFromPattern("MEM*E");
+  ASSERT_TRUE(moe.hasValue());
+  EXPECT_EQ(moe->shape.moe_experts, (*findPreset("nemotron-3-nano"))->shape.moe_experts);
+
+  // An E only in the MTP step still makes it a MoE model.
+  auto mtp_moe = modelFromPattern("M-M*-/*E");
+  ASSERT_TRUE(mtp_moe.hasValue());
+  EXPECT_EQ(mtp_moe->shape.moe_experts, (*findPreset("nemotron-3-nano"))->shape.moe_experts);
+}
+
+TEST(CaseModel, ABadPatternKeepsTheParsersMessage) {
+  auto bad = modelFromPattern("M-x*");
+  ASSERT_FALSE(bad.hasValue());
+  EXPECT_EQ(bad.status().message(), "pattern \"M-x*\": 'x' at position 2 is not a layer (M * - E), '|' or '/'");
+}
+
+// --- validateCase and the reproduce line ------------------------------------
+
+Case presetCase(const char* name, ParallelConfig config, std::vector<int> tokens) {
+  Case c;
+  c.model = modelFromPreset(**findPreset(name)).value();
+  c.config = config;
+  c.batch.tokens = std::move(tokens);
+  return c;
+}
+
+TEST(Case, AWellFormedCaseIsValid) {
+  Case c = presetCase("nemotron-h-8b", {.tp = 4, .attn_dp = 2}, {3, 0});
+  EXPECT_TRUE(validateCase(c).isOk()) << validateCase(c).message();
+}
+
+TEST(Case, AnInvalidConfigIsRefusedFirst) {
+  Case c = presetCase("nemotron-h-8b", {.tp = 4, .attn_dp = 3}, {1, 1, 1});
+  Status s = validateCase(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(s.message(), "attn_dp*attn_cp=3 does not divide tp=4");
+}
+
+TEST(Case, TheBatchNeedsOneEntryPerDpShard) {
+  Case c = presetCase("nemotron-h-8b", {.tp = 4, .attn_dp = 4}, {4, 0});
+  Status s = validateCase(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(s.message(), "--tokens \"4,0\" has 2 entries but attn_dp=4 (one per DP shard)");
+  c.batch.tokens = {4};
+  EXPECT_EQ(validateCase(c).message(), "--tokens \"4\" has 1 entry but attn_dp=4 (one per DP shard)");
+}
+
+TEST(Case, ABatchWithNoTokensIsRefused) {
+  Case c = presetCase("nemotron-h-8b", {.tp = 4, .attn_dp = 2}, {0, 0});
+  EXPECT_EQ(validateCase(c).message(), "--tokens \"0,0\": no tokens in the batch");
+  c.batch.tokens = {-1, 3};
+  EXPECT_EQ(validateCase(c).message(), "--tokens \"-1,3\": shard 0 has -1 tokens (0..1048576)");
+}
+
+TEST(Case, TheConfigMustFitTheModelsShapes) {
+  // nemotron-h-8b has 32 heads: attn_tp=64 does not divide them.
+  Case heads = presetCase("nemotron-h-8b", {.tp = 64}, {1});
+  EXPECT_EQ(validateCase(heads).message(), "model nemotron-h-8b: attn_tp=64 does not divide heads=32");
+  // A dense model has no MoE axes.
+  Case dense = presetCase("nemotron-h-8b", {.tp = 4, .moe_ep = 4}, {1});
+  EXPECT_EQ(validateCase(dense).message(), "model nemotron-h-8b: a dense model has no MoE axes (moe_ep=4 moe_dp=1)");
+  // A bare pattern names itself and is held to its own layer count.
+  Case bare;
+  bare.model = modelFromPattern("M-*").value();
+  bare.config = {.pp = 4};
+  bare.batch.tokens = {1};
+  EXPECT_EQ(validateCase(bare).message(), "model pattern: pp=4 exceeds layers=3");
+}
+
+TEST(Case, PipelineCutsMustMatchPp) {
+  Case c;
+  c.model = modelFromPattern("M-|M*|-E").value();
+  c.config = {.pp = 4, .tp = 1};
+  c.batch.tokens = {2};
+  EXPECT_EQ(validateCase(c).message(), "pattern has 2 pipeline cuts but pp=4");
+  c.config.pp = 3;
+  EXPECT_TRUE(validateCase(c).isOk()) << validateCase(c).message();
+
+  c.model = modelFromPattern("M-|M*").value();
+  c.config.pp = 1;
+  EXPECT_EQ(validateCase(c).message(), "pattern has 1 pipeline cut but pp=1");
+
+  // Without cuts any pp up to the layer count is fine (the planner splits).
+  c.model = modelFromPattern("M-M*").value();
+  c.config.pp = 2;
+  EXPECT_TRUE(validateCase(c).isOk());
+}
+
+TEST(Case, ReproduceCommandNamesAPresetAndEveryOption) {
+  Case c = presetCase("nemotron-3-nano", {.pp = 1, .tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 0});
+  EXPECT_EQ(reproduceCommand(c, "declared"),
+            "seam check --model nemotron-3-nano --tp 4 --pp 1 --dp 2 --cp 1 --ep 4 --moe-dp 1 --tokens 3,0"
+            " --a2a none --fusion on --dp-padding max_len --reduction ar --mode decode --policy declared");
+}
+
+TEST(Case, ReproduceCommandQuotesABarePatternAndAddsTheOptionalFlags) {
+  Case c;
+  c.model = modelFromPattern("M-|*E/*E").value();
+  c.config = {.pp = 2, .tp = 2, .moe_ep = 2};
+  c.batch.tokens = {5};
+  c.flags.a2a = A2aBackend::kDeepep;
+  c.flags.fusion = false;
+  c.flags.dp_padding = DpPadding::kSumLen;
+  c.flags.reduction = BoundaryReduction::kRsv;
+  c.flags.mode = ForwardMode::kExtend;
+  c.flags.layernorm_sp = true;
+  c.flags.capture = {2, 5};
+  EXPECT_EQ(reproduceCommand(c, "legacy"),
+            "seam check --pattern 'M-|*E/*E' --tp 2 --pp 2 --dp 1 --cp 1 --ep 2 --moe-dp 1 --tokens 5"
+            " --a2a deepep --fusion off --dp-padding sum_len --reduction rsv --mode extend --policy legacy"
+            " --ln-sp --capture 2,5");
+}
+
+}  // namespace
+}  // namespace seam

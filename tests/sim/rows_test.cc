@@ -1,0 +1,173 @@
+#include "seam/sim/rows.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace seam {
+namespace {
+
+using Tokens = std::vector<int>;
+constexpr int P = kPaddingRow;
+
+TEST(Rows, EveryRowKindNameParsesBackToItsKind) {
+  const char* names[kRowKindCount] = {"none", "attention", "local", "full", "dispatched"};
+  for (int i = 0; i < kRowKindCount; ++i) {
+    const auto kind = static_cast<RowKind>(i);
+    EXPECT_EQ(rowKindName(kind), names[i]);
+    RowKind parsed = RowKind::kNone;
+    ASSERT_TRUE(parseRowKind(names[i], &parsed)) << names[i];
+    EXPECT_EQ(parsed, kind);
+  }
+  RowKind untouched = RowKind::kFull;
+  EXPECT_FALSE(parseRowKind("Full", &untouched));
+  EXPECT_FALSE(parseRowKind("", &untouched));
+  EXPECT_EQ(untouched, RowKind::kFull);
+}
+
+// tp=4, attn_dp=2 (attn_tp=2): ranks 0,1 are DP shard 0 with 3 tokens,
+// ranks 2,3 are the idle shard 1.
+RowMap idleShardMap(DpPadding padding) {
+  return RowMap(Topology({.tp = 4, .attn_dp = 2}), Batch{{3, 0}}, padding);
+}
+
+TEST(RowMap, MaxLenPadsTheIdleShardsSlotOfTheFullRows) {
+  RowMap m = idleShardMap(DpPadding::kMaxLen);
+  EXPECT_EQ(m.totalTokens(), 3);
+  EXPECT_EQ(m.padding(), DpPadding::kMaxLen);
+  const Tokens attention[] = {{0, 1, 2}, {0, 1, 2}, {}, {}};
+  const Tokens local[] = {{0, 1}, {2}, {}, {}};
+  const int local_offset[] = {0, 2, 0, 0};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(m.tokens(RowKind::kNone, r), Tokens{});
+    EXPECT_EQ(m.tokens(RowKind::kAttention, r), attention[r]);
+    EXPECT_EQ(m.shardTokens(r), static_cast<int>(attention[r].size()));
+    EXPECT_EQ(m.tokens(RowKind::kLocal, r), local[r]);
+    EXPECT_EQ(m.localOffset(r), local_offset[r]);
+    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2, P, P, P}));
+    EXPECT_EQ(m.count(RowKind::kFull, r), 6);
+    // moe_ep=1: each rank dispatches to itself only.
+    EXPECT_EQ(m.tokens(RowKind::kDispatched, r), local[r]);
+  }
+  EXPECT_EQ(m.fullSlot(0), 0);
+  EXPECT_EQ(m.fullSlot(1), 3);
+}
+
+TEST(RowMap, SumLenConcatenatesTheShardsWithoutPadding) {
+  RowMap m = idleShardMap(DpPadding::kSumLen);
+  EXPECT_EQ(m.padding(), DpPadding::kSumLen);
+  const Tokens attention[] = {{0, 1, 2}, {0, 1, 2}, {}, {}};
+  const Tokens local[] = {{0, 1}, {2}, {}, {}};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(m.tokens(RowKind::kNone, r), Tokens{});
+    EXPECT_EQ(m.tokens(RowKind::kAttention, r), attention[r]);
+    EXPECT_EQ(m.tokens(RowKind::kLocal, r), local[r]);
+    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2}));
+    EXPECT_EQ(m.tokens(RowKind::kDispatched, r), local[r]);
+  }
+  EXPECT_EQ(m.fullSlot(0), 0);
+  EXPECT_EQ(m.fullSlot(1), 3);
+}
+
+TEST(RowMap, TokensAreNumberedGloballyAcrossDpShards) {
+  // tp=4 attn_dp=4 (attn_tp=1), shards 2,0,3,1; MAX_LEN slots of 3 rows.
+  RowMap m(Topology({.tp = 4, .attn_dp = 4}), Batch{{2, 0, 3, 1}}, DpPadding::kMaxLen);
+  EXPECT_EQ(m.tokens(RowKind::kAttention, 0), (Tokens{0, 1}));
+  EXPECT_EQ(m.tokens(RowKind::kAttention, 1), Tokens{});
+  EXPECT_EQ(m.tokens(RowKind::kAttention, 2), (Tokens{2, 3, 4}));
+  EXPECT_EQ(m.tokens(RowKind::kAttention, 3), (Tokens{5}));
+  EXPECT_EQ(m.tokens(RowKind::kLocal, 2), (Tokens{2, 3, 4}));
+  EXPECT_EQ(m.tokens(RowKind::kFull, 1), (Tokens{0, 1, P, P, P, P, 2, 3, 4, 5, P, P}));
+  EXPECT_EQ(m.fullSlot(2), 6);
+  EXPECT_EQ(m.fullSlot(3), 9);
+
+  RowMap sum(Topology({.tp = 4, .attn_dp = 4}), Batch{{2, 0, 3, 1}}, DpPadding::kSumLen);
+  EXPECT_EQ(sum.tokens(RowKind::kFull, 1), (Tokens{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(sum.fullSlot(1), 2);
+  EXPECT_EQ(sum.fullSlot(2), 2);
+  EXPECT_EQ(sum.fullSlot(3), 5);
+}
+
+TEST(RowMap, WithoutDpAttentionLocalRowsFollowTensorSplit) {
+  // tp=4, 5 tokens: tensor_split gives 2,1,1,1.
+  RowMap m(Topology({.tp = 4}), Batch{{5}}, DpPadding::kMaxLen);
+  const Tokens local[] = {{0, 1}, {2}, {3}, {4}};
+  const int local_offset[] = {0, 2, 3, 4};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(m.tokens(RowKind::kAttention, r), (Tokens{0, 1, 2, 3, 4}));
+    EXPECT_EQ(m.tokens(RowKind::kLocal, r), local[r]);
+    EXPECT_EQ(m.localOffset(r), local_offset[r]);
+    // Full rows equal attention rows when attn_dp=1, whatever the padding.
+    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2, 3, 4}));
+  }
+  EXPECT_EQ(m.fullSlot(0), 0);
+}
+
+TEST(RowMap, FewerTokensThanRanksLeaveTheLastLocalSlicesEmpty) {
+  RowMap m(Topology({.tp = 4}), Batch{{2}}, DpPadding::kSumLen);
+  EXPECT_EQ(m.tokens(RowKind::kLocal, 0), (Tokens{0}));
+  EXPECT_EQ(m.tokens(RowKind::kLocal, 1), (Tokens{1}));
+  EXPECT_EQ(m.tokens(RowKind::kLocal, 2), Tokens{});
+  EXPECT_EQ(m.tokens(RowKind::kLocal, 3), Tokens{});
+  EXPECT_EQ(m.localOffset(2), 2);
+  EXPECT_EQ(m.localOffset(3), 2);
+}
+
+TEST(RowMap, DispatchedRowsGatherTheLocalRowsOfTheMoeEpGroup) {
+  // moe_ep=4 over tp=4: one group of all ranks, local slices 2,1,1,1.
+  RowMap all(Topology({.tp = 4, .moe_ep = 4}), Batch{{5}}, DpPadding::kMaxLen);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(all.tokens(RowKind::kDispatched, r), (Tokens{0, 1, 2, 3, 4}));
+
+  // moe_ep=2 (moe_tp=2): groups {0,2} and {1,3}.
+  RowMap pairs(Topology({.tp = 4, .moe_ep = 2}), Batch{{5}}, DpPadding::kMaxLen);
+  EXPECT_EQ(pairs.tokens(RowKind::kDispatched, 0), (Tokens{0, 1, 3}));
+  EXPECT_EQ(pairs.tokens(RowKind::kDispatched, 2), (Tokens{0, 1, 3}));
+  EXPECT_EQ(pairs.tokens(RowKind::kDispatched, 1), (Tokens{2, 4}));
+  EXPECT_EQ(pairs.tokens(RowKind::kDispatched, 3), (Tokens{2, 4}));
+
+  // Under DP attention the group spans shards, idle ones included.
+  RowMap dp(Topology({.tp = 4, .attn_dp = 2, .moe_ep = 4}), Batch{{3, 0}}, DpPadding::kMaxLen);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(dp.tokens(RowKind::kDispatched, r), (Tokens{0, 1, 2}));
+}
+
+TEST(RowMap, EveryPipelineStageHoldsTheSameBatch) {
+  RowMap m(Topology({.pp = 2, .tp = 2, .attn_dp = 2}), Batch{{1, 2}}, DpPadding::kMaxLen);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    for (int k = 0; k < kRowKindCount; ++k) {
+      EXPECT_EQ(m.tokens(static_cast<RowKind>(k), r), m.tokens(static_cast<RowKind>(k), r + 2));
+    }
+  }
+  EXPECT_EQ(m.tokens(RowKind::kAttention, 1), (Tokens{1, 2}));
+  EXPECT_EQ(m.tokens(RowKind::kFull, 3), (Tokens{0, P, 1, 2}));
+}
+
+Case paddingCase(const char* pattern, int attn_dp, std::vector<int> tokens, DpPadding requested) {
+  Case c;
+  c.model = modelFromPattern(pattern).value();
+  c.config = {.tp = 4, .attn_dp = attn_dp};
+  c.batch.tokens = std::move(tokens);
+  c.flags.dp_padding = requested;
+  return c;
+}
+
+TEST(ResolvePadding, AHybridSsmModelWithAnIdleDpRankGetsMaxLen) {
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 0}, DpPadding::kSumLen)), DpPadding::kMaxLen);
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 0}, DpPadding::kMaxLen)), DpPadding::kMaxLen);
+}
+
+TEST(ResolvePadding, OtherwiseTheRequestedModeStands) {
+  // No idle rank.
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 1}, DpPadding::kSumLen)), DpPadding::kSumLen);
+  // No Mamba layer in the main stack.
+  EXPECT_EQ(resolvePadding(paddingCase("*-*E", 2, {3, 0}, DpPadding::kSumLen)), DpPadding::kSumLen);
+  // No DP attention: padding does not matter and is left as requested.
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 1, {3}, DpPadding::kSumLen)), DpPadding::kSumLen);
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 1, {3}, DpPadding::kMaxLen)), DpPadding::kMaxLen);
+}
+
+}  // namespace
+}  // namespace seam

@@ -1,0 +1,110 @@
+#include "case_options.h"
+
+#include <charconv>
+
+#include "seam/sim/model.h"
+
+namespace seam::tools {
+
+void addCaseOptions(CLI::App* sub, CaseOptions& o) {
+  sub->add_option("--model", o.model, "model preset (see `seam models`)");
+  sub->add_option("--pattern", o.pattern, "a bare single-stage pattern instead of a preset, e.g. 'M-*E-'");
+  sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
+  sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
+  sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")->capture_default_str();
+  sub->add_option("--cp", o.cp, "attention CP (attn_cp)")->capture_default_str();
+  sub->add_option("--ep", o.ep, "MoE expert parallel (moe_ep)")->capture_default_str();
+  sub->add_option("--moe-dp", o.moe_dp, "MoE data parallel (moe_dp)")->capture_default_str();
+  sub->add_option("--tokens", o.tokens, "tokens per DP shard, e.g. 4,0,3 (default 4 each)");
+  sub->add_option("--a2a", o.a2a, "MoE all-to-all backend: none|deepep")->capture_default_str();
+  sub->add_option("--fusion", o.fusion, "fused all-reduce+add+RMSNorm available: on|off")->capture_default_str();
+  sub->add_option("--dp-padding", o.dp_padding, "DP padding: max_len|sum_len")->capture_default_str();
+  sub->add_option("--reduction", o.reduction, "FFN return over DP: ar|rs|rsv|rs+rsv")->capture_default_str();
+  sub->add_option("--mode", o.mode, "forward mode: decode|extend")->capture_default_str();
+  sub->add_flag("--ln-sp", o.ln_sp, "LayerNorm sequence parallel");
+  sub->add_option("--capture", o.capture, "aux hidden-state snapshots before these stages, e.g. 2,5");
+  sub->add_option("--policy", o.policy, "boundary policy: declared")->capture_default_str();
+}
+
+namespace {
+
+Expected<std::vector<int>> parseIntList(const std::string& text, const char* option) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string field = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+    if (field.empty() || ec != std::errc() || ptr != field.data() + field.size() || v < 0) {
+      return Status::invalid(std::string(option) + " \"" + text.substr(0, 64) + "\" is not a list of non-negative integers");
+    }
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<Case> buildCase(const CaseOptions& o) {
+  Case c;
+  if (o.model.empty() == o.pattern.empty()) {
+    return Status::invalid(o.model.empty() ? "give --model PRESET or --pattern STR"
+                                           : "give --model or --pattern, not both");
+  }
+  if (!o.model.empty()) {
+    auto preset = findPreset(o.model);
+    if (!preset) return preset.status();
+    auto m = modelFromPreset(**preset);
+    if (!m) return m.status();
+    c.model = std::move(*m);
+  } else {
+    auto m = modelFromPattern(o.pattern);
+    if (!m) return m.status();
+    c.model = std::move(*m);
+  }
+  c.config = ParallelConfig{.pp = o.pp, .tp = o.tp, .attn_dp = o.dp, .attn_cp = o.cp, .moe_ep = o.ep,
+                            .moe_dp = o.moe_dp};
+  if (Status st = validate(c.config); !st) return st;
+  if (o.tokens.empty()) {
+    c.batch.tokens.assign(c.config.attn_dp, kDefaultTokensPerShard);
+  } else {
+    auto b = parseBatch(o.tokens);
+    if (!b) return b.status();
+    c.batch = std::move(*b);
+  }
+  auto a2a = parseA2a(o.a2a);
+  if (!a2a) return a2a.status();
+  c.flags.a2a = *a2a;
+  if (o.fusion != "on" && o.fusion != "off") {
+    return Status::invalid("--fusion \"" + o.fusion.substr(0, 64) + "\" is not one of on, off");
+  }
+  c.flags.fusion = o.fusion == "on";
+  auto pad = parsePadding(o.dp_padding);
+  if (!pad) return pad.status();
+  c.flags.dp_padding = *pad;
+  auto red = parseReduction(o.reduction);
+  if (!red) return red.status();
+  c.flags.reduction = *red;
+  auto mode = parseMode(o.mode);
+  if (!mode) return mode.status();
+  c.flags.mode = *mode;
+  c.flags.layernorm_sp = o.ln_sp;
+  if (!o.capture.empty()) {
+    auto cap = parseIntList(o.capture, "--capture");
+    if (!cap) return cap.status();
+    for (int s : *cap) {
+      if (s >= c.model.pattern.size()) {
+        return Status::invalid("--capture " + std::to_string(s) + " is not a stage of the " +
+                               std::to_string(c.model.pattern.size()) + "-layer pattern");
+      }
+    }
+    c.flags.capture = std::move(*cap);
+  }
+  if (Status st = validateCase(c); !st) return st;
+  return c;
+}
+
+}  // namespace seam::tools

@@ -1,0 +1,40 @@
+// The case options shared by `seam plan`, `seam check` and (partly) `seam
+// sweep`: --model/--pattern, the parallel leaves, the flags and the batch,
+// parsed into a seam::Case by library functions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "seam/sim/case.h"
+#include "seam/sim/policy.h"
+
+namespace seam::tools {
+
+struct CaseOptions {
+  std::string model;
+  std::string pattern;
+  int pp = 1, tp = 1, dp = 1, cp = 1, ep = 1, moe_dp = 1;
+  std::string tokens;  // default: 4 per DP shard
+  std::string a2a = "none";
+  std::string fusion = "on";
+  std::string dp_padding = "max_len";
+  std::string reduction = "ar";
+  std::string mode = "decode";
+  bool ln_sp = false;
+  std::string capture;  // "2,5"
+  std::string policy = "declared";
+};
+
+/// Adds the case options to a subcommand.
+void addCaseOptions(CLI::App* sub, CaseOptions& o);
+
+/// The case the options describe; the error names the bad option value.
+Expected<Case> buildCase(const CaseOptions& o);
+
+/// Tokens per DP shard when --tokens is not given.
+inline constexpr int kDefaultTokensPerShard = 4;
+
+}  // namespace seam::tools

@@ -1,0 +1,36 @@
+// `seam check`: one case, the verdict of each property and the first
+// violation in words. Exit 0 all hold, 1 a property failed, 2 bad input or
+// a combination the engine refuses.
+#include "case_options.h"
+#include "command.h"
+#include "seam/properties/check.h"
+#include "seam/reports/verdict_view.h"
+
+namespace seam::tools {
+
+Command registerCheck(CLI::App& app) {
+  struct Options {
+    CaseOptions c;
+    std::string format = "text";
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("check", "Check every property on one case");
+  addCaseOptions(sub, o->c);
+  sub->add_option("--format", o->format, "text|json")->capture_default_str();
+  return {sub, [o]() {
+            auto format = reports::parseFormat(o->format);
+            if (!format) return fail(format.status());
+            auto c = buildCase(o->c);
+            if (!c) return fail(c.status());
+            auto policy = parsePolicy(o->c.policy);
+            if (!policy) return fail(policy.status());
+            auto plan = buildPlan(*c, *policy);
+            if (!plan) return fail(plan.status());
+            Ledger ledger;
+            const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
+            std::cout << reports::renderVerdict(*plan, verdict, *format);
+            return verdict.holds() ? kExitOk : kExitPropertyFailed;
+          }};
+}
+
+}  // namespace seam::tools
