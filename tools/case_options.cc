@@ -6,6 +6,15 @@
 
 namespace seam::tools {
 
+void addFilterOptions(CLI::App* sub, FilterOptions& o) {
+  sub->add_option("--pp", o.pp, "fix the pipeline stages");
+  sub->add_option("--tp", o.tp, "fix tp (ranks per pipeline stage)");
+  sub->add_option("--dp", o.dp, "fix attention DP (attn_dp)");
+  sub->add_option("--cp", o.cp, "fix attention CP (attn_cp)");
+  sub->add_option("--ep", o.ep, "fix MoE expert parallel (moe_ep)");
+  sub->add_option("--moe-dp", o.moe_dp, "fix MoE data parallel (moe_dp)");
+}
+
 void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--model", o.model, "model preset (see `seam models`)");
   sub->add_option("--pattern", o.pattern, "a bare single-stage pattern instead of a preset, e.g. 'M-*E-'");

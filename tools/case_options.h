@@ -9,6 +9,7 @@
 #include <string>
 
 #include "seam/sim/case.h"
+#include "seam/sim/config_space.h"
 #include "seam/sim/policy.h"
 
 namespace seam::tools {
@@ -27,6 +28,16 @@ struct CaseOptions {
   std::string capture;  // "2,5"
   std::string policy = "declared";
 };
+
+/// Parallel leaves a space-wide command fixes (`seam configs`, `seam sweep`).
+struct FilterOptions {
+  std::optional<int> pp, tp, dp, cp, ep, moe_dp;
+  ConfigFilter filter() const {
+    return {.pp = pp, .tp = tp, .attn_dp = dp, .attn_cp = cp, .moe_ep = ep, .moe_dp = moe_dp};
+  }
+};
+/// Adds --pp --tp --dp --cp --ep --moe-dp as optional fixed leaves.
+void addFilterOptions(CLI::App* sub, FilterOptions& o);
 
 /// Adds the case options to a subcommand.
 void addCaseOptions(CLI::App* sub, CaseOptions& o);

@@ -1,6 +1,7 @@
 // `seam configs`: every valid parallel configuration of a world size.
 #include <optional>
 
+#include "case_options.h"
 #include "command.h"
 #include "seam/reports/table.h"
 #include "seam/sim/config_space.h"
@@ -12,7 +13,7 @@ Command registerConfigs(CLI::App& app) {
   struct Options {
     int world = 8;
     std::string model;  // empty: every structurally valid config
-    std::optional<int> pp, tp, dp, cp, ep, moe_dp;
+    FilterOptions fixed;
     std::string shard = "0/1";
     std::string format = "text";
   };
@@ -20,12 +21,7 @@ Command registerConfigs(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("configs", "List every valid parallel configuration of a world size");
   sub->add_option("--world", o->world, "world size (pp * tp ranks)")->capture_default_str();
   sub->add_option("--model", o->model, "only configs whose shapes fit this preset");
-  sub->add_option("--pp", o->pp, "fix the pipeline stages");
-  sub->add_option("--tp", o->tp, "fix tp (ranks per pipeline stage)");
-  sub->add_option("--dp", o->dp, "fix attention DP (attn_dp)");
-  sub->add_option("--cp", o->cp, "fix attention CP (attn_cp)");
-  sub->add_option("--ep", o->ep, "fix MoE expert parallel (moe_ep)");
-  sub->add_option("--moe-dp", o->moe_dp, "fix MoE data parallel (moe_dp)");
+  addFilterOptions(sub, o->fixed);
   sub->add_option("--shard", o->shard, "take shard i/n of the space")->capture_default_str();
   sub->add_option("--format", o->format, "text|json|jsonl")->capture_default_str();
   return {sub, [o]() {
@@ -39,9 +35,7 @@ Command registerConfigs(CLI::App& app) {
               if (!found) return fail(found.status());
               model = *found;
             }
-            ConfigFilter filter{.pp = o->pp, .tp = o->tp, .attn_dp = o->dp, .attn_cp = o->cp,
-                                .moe_ep = o->ep, .moe_dp = o->moe_dp};
-            auto space = ConfigSpace::build(o->world, model, filter);
+            auto space = ConfigSpace::build(o->world, model, o->fixed.filter());
             if (!space) return fail(space.status());
             std::cout << reports::renderConfigs(*space, space->shardIndices(*shard), *format);
             return kExitOk;

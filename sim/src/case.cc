@@ -187,8 +187,10 @@ Expected<ModelRef> modelFromPattern(std::string_view text) {
 
 Status validateCase(const Case& c) {
   if (Status s = validate(c.config); !s) return s;
-  const std::string tokens = "--tokens \"" + c.batch.describe() + "\"";
+  // Built only on the error paths: validation runs once per planned case.
+  auto tokensText = [&] { return "--tokens \"" + c.batch.describe() + "\""; };
   if (static_cast<int>(c.batch.tokens.size()) != c.config.attn_dp) {
+    const std::string tokens = tokensText();
     return Status::invalid(tokens + " has " + plural(c.batch.tokens.size(), "entry", "entries") +
                            " but attn_dp=" + std::to_string(c.config.attn_dp) + " (one per DP shard)");
   }
@@ -197,13 +199,13 @@ Status validateCase(const Case& c) {
   for (size_t d = 0; d < c.batch.tokens.size(); ++d) {
     const int t = c.batch.tokens[d];
     if (t < 0 || t > kMaxTokensPerShard) {
-      return Status::invalid(tokens + ": shard " + std::to_string(d) + " has " + std::to_string(t) +
+      return Status::invalid(tokensText() + ": shard " + std::to_string(d) + " has " + std::to_string(t) +
                              " tokens (0.." + std::to_string(kMaxTokensPerShard) + ")");
     }
     total += t;
   }
-  if (total == 0) return Status::invalid(tokens + ": no tokens in the batch");
-  if (total > INT_MAX) return Status::invalid(tokens + ": more than " + std::to_string(INT_MAX) + " tokens in all");
+  if (total == 0) return Status::invalid(tokensText() + ": no tokens in the batch");
+  if (total > INT_MAX) return Status::invalid(tokensText() + ": more than " + std::to_string(INT_MAX) + " tokens in all");
   // fitsModel also refuses pp above the number of layers.
   if (Status s = fitsCaseModel(c.model, c.config); !s) return s;
   const std::vector<int>& cuts = c.model.pattern.cuts;

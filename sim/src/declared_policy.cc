@@ -7,6 +7,7 @@
 // ops are then emitted per rank with that rank's row counts. The schema
 // switch (policy.h) flips named decision sites for planner mutants.
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <string>
 #include <vector>
@@ -45,6 +46,24 @@ struct Step {
   bool skip_if_idle_shard = false;  ///< SGLang: "if rows > 0" (replicate-order AR)
 };
 
+/// The steps of one entry or exit: a handful, kept inline (no allocation on
+/// the planner's hot path).
+class StepList {
+ public:
+  static constexpr int kCapacity = 8;
+  void push_back(const Step& s) {
+    assert(size_ < kCapacity && "an entry or exit of more than 8 steps");
+    steps_[size_++] = s;
+  }
+  const Step* begin() const { return steps_; }
+  const Step* end() const { return steps_ + size_; }
+  int size() const { return size_; }
+
+ private:
+  Step steps_[kCapacity];
+  int size_ = 0;
+};
+
 /// How a stage's FFN runs (single-stage FFNs only).
 enum class FfnRows { kShared, kLocal };  // kShared: attention (D == 1) or full (D > 1) rows
 
@@ -60,7 +79,8 @@ class DeclaredBuilder {
         T_(cfg_.tp),
         D_(cfg_.attn_dp),
         a_(cfg_.attnTp()),
-        hidden_(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1) {}
+        hidden_(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1),
+        total_tokens_(c.batch.total()) {}
 
   Expected<Plan> build();
 
@@ -82,13 +102,13 @@ class DeclaredBuilder {
   // ---- steps ------------------------------------------------------------
   struct Hand {            // what crosses a boundary
     Handoff handoff;       // declared hand-off
-    std::vector<Step> exit;   // producer exit steps
-    std::vector<Step> entry;  // consumer entry steps
+    StepList exit;   // producer exit steps
+    StepList entry;  // consumer entry steps
   };
   Hand boundary(int stack, int from, int to, bool cut);
-  void addEntryRead(std::vector<Step>& steps, LayerKind consumer, bool final_norm, bool residual_present,
+  void addEntryRead(StepList& steps, LayerKind consumer, bool final_norm, bool residual_present,
                     bool stack_start);
-  void dpReturnSteps(std::vector<Step>& steps, std::int8_t group);
+  void dpReturnSteps(StepList& steps, std::int8_t group);
 
   // ---- emission ---------------------------------------------------------
   void emit(int rank, int stack, int stage, Phase phase, const Step& s);
@@ -103,6 +123,7 @@ class DeclaredBuilder {
   RowMap rows_;
   int T_, D_, a_;
   int hidden_;
+  int total_tokens_;
   Plan plan_;
   std::vector<std::vector<LayerKind>> stacks_;
 };
@@ -142,8 +163,7 @@ Axis DeclaredBuilder::postExpertsAxis() const {
 // apply_flashinfer_allreduce_fusion: available, no DP attention, tp > 1,
 // 0 < tokens <= 2048.
 bool DeclaredBuilder::fusable() const {
-  const int tokens = c_.batch.total();
-  return c_.flags.fusion && D_ == 1 && T_ > 1 && tokens > 0 && tokens <= kFuseMaxTokens;
+  return c_.flags.fusion && D_ == 1 && T_ > 1 && total_tokens_ > 0 && total_tokens_ <= kFuseMaxTokens;
 }
 
 std::int8_t DeclaredBuilder::weightAxis(LayerKind k) const {
@@ -162,7 +182,7 @@ std::int8_t DeclaredBuilder::weightAxis(LayerKind k) const {
 
 // The read of an entry once nothing is owed any more: add+norm, and the move
 // onto the rows the consumer reads.
-void DeclaredBuilder::addEntryRead(std::vector<Step>& steps, LayerKind consumer, bool final_norm,
+void DeclaredBuilder::addEntryRead(StepList& steps, LayerKind consumer, bool final_norm,
                                    bool residual_present, bool stack_start) {
   const bool ffn = !final_norm && isFfn(consumer);
   if (ffn && a2aMoe(consumer)) {
@@ -194,7 +214,7 @@ void DeclaredBuilder::addEntryRead(std::vector<Step>& steps, LayerKind consumer,
 
 // The FFN's return over DP when nothing picks a reduce-scatter: AR over the
 // owed group, then dp_scatter (a local copy of this shard's slot).
-void DeclaredBuilder::dpReturnSteps(std::vector<Step>& steps, std::int8_t group) {
+void DeclaredBuilder::dpReturnSteps(StepList& steps, std::int8_t group) {
   if (group != kNoAxis) steps.push_back({OpKind::kAllReduce, Tensor::kHidden, group, RowKind::kFull, RowKind::kFull});
   steps.push_back({OpKind::kDpScatter, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kAttention});
 }
@@ -313,7 +333,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   const bool hybrid_ep_tp =
       producer == LayerKind::kMoe && cfg_.moe_ep > 1 && cfg_.moeTp() > 1 && postExpertsAxis() != Axis::kTp;
   const bool may_defer = T_ > 1 && !terminal && !final_norm && !consumer_ffn && !hybrid_ep_tp &&
-                         c_.batch.total() > 0;
+                         total_tokens_ > 0;
   if (D_ == 1) {
     if (owed == kNoAxis) {
       h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
@@ -362,7 +382,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   } else if (strategy_rs && padding_ == DpPadding::kMaxLen && owes_tp) {
     dp_step = OpKind::kDpReduceScatter;
   }
-  std::vector<Step> complete;
+  StepList complete;
   if (dp_step != OpKind::kDpScatter) {
     complete.push_back({dp_step, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kFull,
                         RowKind::kAttention});
@@ -458,6 +478,11 @@ Expected<Plan> DeclaredBuilder::build() {
   plan_.source = c_;
   plan_.padding = padding_;
   plan_.ranks.assign(topo_.world(), {});
+  // About four ops per stage and rank (entry, compute, exit; more under DP).
+  const size_t stage_count = c_.model.pattern.layers.size() + c_.model.pattern.mtp.size();
+  for (auto& ops : plan_.ranks) ops.reserve(4 * stage_count + 8);
+  plan_.boundaries.reserve(stage_count + 2);
+  plan_.stages.reserve(stage_count);
 
   // Pipeline split: the pattern's cuts, else SGLang's even split (the last
   // stage takes the remainder).
@@ -491,6 +516,15 @@ Expected<Plan> DeclaredBuilder::build() {
     }
   }
 
+  // Decide every boundary once (rank-independent), then emit.
+  struct Decided {
+    int stack, from, to;
+    bool cut;
+    int producer_pp, consumer_pp;
+    Hand hand;
+  };
+  std::vector<Decided> decided;
+  decided.reserve(plan_.stages.size() + stacks_.size());
   for (int stack = 0; stack < static_cast<int>(stacks_.size()); ++stack) {
     const int n = static_cast<int>(stacks_[stack].size());
     auto ppOf = [&](int s) { return stack == 0 ? pp_of[s] : last_pp; };
@@ -515,57 +549,87 @@ Expected<Plan> DeclaredBuilder::build() {
         b.exit.completer = Completer::kNone;
         b.exit.rows = RowKind::kAttention;
       }
+      b.exit_steps.reserve(h.exit.size());
       for (const Step& s : h.exit) b.exit_steps.push_back(s.kind);
+      b.entry_steps.reserve(h.entry.size());
       for (const Step& s : h.entry) b.entry_steps.push_back(s.kind);
       plan_.boundaries.push_back(std::move(b));
-
-      const int consumer_pp = to < n ? ppOf(to) : (stack == 0 ? last_pp : last_pp);
+      const int consumer_pp = to < n ? ppOf(to) : last_pp;
       const int producer_pp = from >= 0 ? ppOf(from) : consumer_pp;
-      for (int r = 0; r < topo_.world(); ++r) {
-        const int pr = topo_.ppRank(r);
-        if (from >= 0 && pr == producer_pp) {
-          for (const Step& s : h.exit) emit(r, stack, from, Phase::kExit, s);
-          if (cut) {
-            const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
-            const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
-            emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kHidden, pp, rows, rows});
-            if (h.handoff.residual) emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kResidual, pp, rows, rows});
-          }
-        }
-        if (pr == consumer_pp) {
-          if (cut) {
-            const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
-            const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
-            emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kHidden, pp, rows, rows});
-            if (h.handoff.residual) emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kResidual, pp, rows, rows});
-          }
-          if (from < 0 && stack == 1) {
-            // MTP input: eh_proj over [enorm(embedding), hnorm(final hidden)] is the
-            // step's input; the draft layers start without a residual.
-            emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
-            emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual});
-          }
-          const bool capture = stack == 0 && to < n &&
-              std::find(c_.flags.capture.begin(), c_.flags.capture.end(), to) != c_.flags.capture.end();
-          if (capture && schema_.on(Decision::kSnapshotNotCompleted)) {
-            // Mutant: the capture reads the residual before the entry completes the carried sum.
-            emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot});
-          }
-          for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
-          // Aux hidden-state capture before stage `to`: the entry completed any carried sum.
-          if (capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
-            const RowKind res_rows = (isFfn(stacks_[0][to]) && a2aMoe(stacks_[0][to])) ? localRows()
-                                                                                        : RowKind::kAttention;
-            emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});
-            if (res_rows == RowKind::kLocal) {
-              emit(r, stack, to, Phase::kEntry, {OpKind::kAllGather, Tensor::kSnapshot,
-                                                 static_cast<std::int8_t>(Axis::kAttnTp), RowKind::kLocal,
-                                                 RowKind::kAttention});
-            }
-          }
-          if (to < n) emitCompute(r, stack, to);
+      decided.push_back({stack, from, to, cut, producer_pp, consumer_pp, h});
+    }
+  }
+
+  // Ranks whose programs are identical (same pipeline stage and the same row
+  // counts in every layout) share one emission; the others copy it.
+  std::vector<int> representative(topo_.world(), -1);
+  std::vector<std::pair<std::array<int, kRowKindCount + 1>, int>> classes;  // few: linear search
+  for (int r = 0; r < topo_.world(); ++r) {
+    std::array<int, kRowKindCount + 1> signature;
+    signature[0] = topo_.ppRank(r);
+    for (int k = 0; k < kRowKindCount; ++k) signature[k + 1] = rows_.count(static_cast<RowKind>(k), r);
+    for (const auto& [sig, rep] : classes) {
+      if (sig == signature) {
+        representative[r] = rep;
+        break;
+      }
+    }
+    if (representative[r] < 0) {
+      representative[r] = r;
+      classes.emplace_back(signature, r);
+    }
+  }
+
+  for (int r = 0; r < topo_.world(); ++r) {
+    if (representative[r] != r) {
+      plan_.ranks[r] = plan_.ranks[representative[r]];
+      continue;
+    }
+    const int pr = topo_.ppRank(r);
+    for (const Decided& d : decided) {
+      const Hand& h = d.hand;
+      const int stack = d.stack, from = d.from, to = d.to;
+      const int n = static_cast<int>(stacks_[stack].size());
+      if (from >= 0 && pr == d.producer_pp) {
+        for (const Step& s : h.exit) emit(r, stack, from, Phase::kExit, s);
+        if (d.cut) {
+          const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
+          const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
+          emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kHidden, pp, rows, rows});
+          if (h.handoff.residual) emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kResidual, pp, rows, rows});
         }
       }
+      if (pr != d.consumer_pp) continue;
+      if (d.cut) {
+        const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
+        const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
+        emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kHidden, pp, rows, rows});
+        if (h.handoff.residual) emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kResidual, pp, rows, rows});
+      }
+      if (from < 0 && stack == 1) {
+        // MTP input: eh_proj over [enorm(embedding), hnorm(final hidden)] is the
+        // step's input; the draft layers start without a residual.
+        emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
+        emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual});
+      }
+      const bool capture = stack == 0 && to < n &&
+          std::find(c_.flags.capture.begin(), c_.flags.capture.end(), to) != c_.flags.capture.end();
+      if (capture && schema_.on(Decision::kSnapshotNotCompleted)) {
+        // Mutant: the capture reads the residual before the entry completes the carried sum.
+        emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot});
+      }
+      for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
+      // Aux hidden-state capture before stage `to`: the entry completed any carried sum.
+      if (capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
+        const RowKind res_rows = a2aMoe(stacks_[0][to]) ? localRows() : RowKind::kAttention;
+        emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});
+        if (res_rows == RowKind::kLocal) {
+          emit(r, stack, to, Phase::kEntry, {OpKind::kAllGather, Tensor::kSnapshot,
+                                             static_cast<std::int8_t>(Axis::kAttnTp), RowKind::kLocal,
+                                             RowKind::kAttention});
+        }
+      }
+      if (to < n) emitCompute(r, stack, to);
     }
   }
   return std::move(plan_);

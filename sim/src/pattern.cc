@@ -91,13 +91,14 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
   bool in_mtp = false;
   for (size_t pos = 0; pos < text.size(); ++pos) {
     const char c = text[pos];
-    const std::string where = quoted(text) + ": " + shown(c) + " at position " + std::to_string(pos);
+    // Built only on the error paths: parsing stays cheap.
+    auto where = [&] { return quoted(text) + ": " + shown(c) + " at position " + std::to_string(pos); };
     LayerKind kind;
     if (toKind(c, alphabet, &kind)) {
       if (in_mtp) {
         // SGLang's NemotronHMTP builds only attention and MoE MTP layers.
         if (kind != LayerKind::kAttention && kind != LayerKind::kMoe) {
-          return Status::invalid(where + " is not allowed in an MTP pattern (only * and E)");
+          return Status::invalid(where() + " is not allowed in an MTP pattern (only * and E)");
         }
         p.mtp.push_back(kind);
       } else {
@@ -106,10 +107,10 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
       continue;
     }
     if (single && c == '|') {
-      if (in_mtp) return Status::invalid(where + ": a pipeline cut inside the MTP pattern");
-      if (p.layers.empty()) return Status::invalid(where + ": a pipeline cut before the first layer");
+      if (in_mtp) return Status::invalid(where() + ": a pipeline cut inside the MTP pattern");
+      if (p.layers.empty()) return Status::invalid(where() + ": a pipeline cut before the first layer");
       if (!p.cuts.empty() && p.cuts.back() == p.size()) {
-        return Status::invalid(where + ": two pipeline cuts with no layer between them");
+        return Status::invalid(where() + ": two pipeline cuts with no layer between them");
       }
       p.cuts.push_back(p.size());
       continue;
@@ -117,13 +118,13 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
     if (single && c == '/') {
       if (in_mtp) {
         // SGLang's MTP asserts num_mtp_layers == 1: one MTP depth only.
-        return Status::invalid(where + ": a second MTP depth (SGLang runs one MTP step)");
+        return Status::invalid(where() + ": a second MTP depth (SGLang runs one MTP step)");
       }
-      if (p.layers.empty()) return Status::invalid(where + ": an MTP pattern with no main stack");
+      if (p.layers.empty()) return Status::invalid(where() + ": an MTP pattern with no main stack");
       in_mtp = true;
       continue;
     }
-    return Status::invalid(where + " is not " + expected);
+    return Status::invalid(where() + " is not " + expected);
   }
   if (!p.cuts.empty() && p.cuts.back() == p.size()) {
     return Status::invalid(quoted(text) + ": a pipeline cut after the last layer");

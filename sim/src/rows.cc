@@ -85,9 +85,15 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding)
 DpPadding resolvePadding(const Case& c) {
   // Without DP attention there is no gathered buffer to pad.
   if (c.config.attn_dp == 1) return c.flags.dp_padding;
-  // SGLang's dp.max_len_with_idle: a hybrid-SSM model with an idle DP rank
-  // pads to the longest shard whatever was requested.
-  if (containsKind(c.model.pattern.layers, LayerKind::kMamba) && c.batch.hasIdleShard()) return DpPadding::kMaxLen;
+  // DpPaddingMode.get_dp_padding_mode (reference §4.3): an extend batch with a
+  // gather wider than one rank uses SUM_LEN, except for hybrid-SSM models
+  // (hybrid_override_pattern present: every single-stage pattern) with an idle
+  // DP rank, which get MAX_LEN (dp.max_len_with_idle). A decode batch keeps the
+  // requested mode (CUDA graphs run MAX_LEN; eager decode picks by 2*sum >= max*width).
+  if (c.flags.mode == ForwardMode::kExtend) {
+    const bool hybrid = c.model.family == LayerFamily::kSingleStage;
+    return hybrid && c.batch.hasIdleShard() ? DpPadding::kMaxLen : DpPadding::kSumLen;
+  }
   return c.flags.dp_padding;
 }
 

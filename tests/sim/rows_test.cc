@@ -154,19 +154,27 @@ Case paddingCase(const char* pattern, int attn_dp, std::vector<int> tokens, DpPa
   return c;
 }
 
-TEST(ResolvePadding, AHybridSsmModelWithAnIdleDpRankGetsMaxLen) {
-  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 0}, DpPadding::kSumLen)), DpPadding::kMaxLen);
-  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 0}, DpPadding::kMaxLen)), DpPadding::kMaxLen);
+TEST(ResolvePadding, AnExtendBatchOfAHybridModelWithAnIdleDpRankGetsMaxLen) {
+  Case c = paddingCase("M-M*-", 2, {3, 0}, DpPadding::kSumLen);
+  c.flags.mode = ForwardMode::kExtend;
+  EXPECT_EQ(resolvePadding(c), DpPadding::kMaxLen);
+  // Every single-stage (hybrid_override_pattern) model, with or without Mamba.
+  Case d = paddingCase("*-*E", 2, {3, 0}, DpPadding::kSumLen);
+  d.flags.mode = ForwardMode::kExtend;
+  EXPECT_EQ(resolvePadding(d), DpPadding::kMaxLen);
 }
 
-TEST(ResolvePadding, OtherwiseTheRequestedModeStands) {
-  // No idle rank.
-  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 1}, DpPadding::kSumLen)), DpPadding::kSumLen);
-  // No Mamba layer in the main stack.
-  EXPECT_EQ(resolvePadding(paddingCase("*-*E", 2, {3, 0}, DpPadding::kSumLen)), DpPadding::kSumLen);
+TEST(ResolvePadding, AnExtendBatchWithoutAnIdleRankGetsSumLen) {
+  Case c = paddingCase("M-M*-", 2, {3, 1}, DpPadding::kMaxLen);
+  c.flags.mode = ForwardMode::kExtend;
+  EXPECT_EQ(resolvePadding(c), DpPadding::kSumLen);
+}
+
+TEST(ResolvePadding, ADecodeBatchKeepsTheRequestedMode) {
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 0}, DpPadding::kSumLen)), DpPadding::kSumLen);
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 1}, DpPadding::kMaxLen)), DpPadding::kMaxLen);
   // No DP attention: padding does not matter and is left as requested.
   EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 1, {3}, DpPadding::kSumLen)), DpPadding::kSumLen);
-  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 1, {3}, DpPadding::kMaxLen)), DpPadding::kMaxLen);
 }
 
 }  // namespace

@@ -2,48 +2,26 @@
 // stderr of DESIGN §9.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <regex>
 #include <string>
 
+#include "run_seam.h"
 #include "seam/sim/config_space.h"
 #include "seam/sim/model.h"
 
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using seam::testing::CliRun;
+CliRun seam(const std::string& args) { return seam::testing::runSeam(args); }
 
-CliRun seam(const std::string& args) {
-  const char* bin = SEAM_BIN;
-  const std::string err_path = ::testing::TempDir() + "seam_cli_stderr.txt";
-  const std::string cmd = std::string(bin) + " " + args + " 2>" + err_path;
-  CliRun r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  std::stringstream ss;
-  ss << err.rdbuf();
-  r.err = ss.str();
-  return r;
-}
-
-int lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+int lines(const std::string& s) { return seam::testing::lineCount(s); }
 
 TEST(Cli, ModelsListsEveryPresetOfCheckpointsJson) {
   CliRun r = seam("models");
@@ -97,8 +75,26 @@ INSTANTIATE_TEST_SUITE_P(
                       BadArgs{"configs --format xml", "--format \"xml\""},
                       BadArgs{"models --bogus", "--bogus"},
                       BadArgs{"frobnicate", "unknown command \"frobnicate\""},
+                      BadArgs{"sweep --world 8 --tp 3", "tp=3 does not divide world=8"},
+                      BadArgs{"sweep --world 8 --jobs -1", "--jobs -1"},
+                      BadArgs{"sweep --model nope", "unknown model \"nope\""},
+                      BadArgs{"sweep --pattern 'M-x'", "'x' at position 2"},
                       BadArgs{"", "subcommand"}),
     [](const ::testing::TestParamInfo<BadArgs>& info) { return "case" + std::to_string(info.index); });
+
+TEST(Cli, SweepEndsWithTheCaseCountViolationsAndRate) {
+  CliRun r = seam("sweep --world 4 --pattern 'M-*E-' --jobs 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+  EXPECT_TRUE(std::regex_match(last, std::regex("[0-9]+ cases, 0 violations, [0-9]+ cases/s\n"))) << last;
+}
+
+TEST(Cli, SweepOfTheDefaultModelsAtWorldEightHoldsEverywhere) {
+  CliRun r = seam("sweep --world 8");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" 0 violations, "), std::string::npos);
+  EXPECT_NE(r.out.find("nemotron-3-super"), std::string::npos);
+}
 
 TEST(Cli, HelpExitsZero) {
   CliRun r = seam("--help");

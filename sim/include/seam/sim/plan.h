@@ -4,7 +4,9 @@
 // properties and the reports only read them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,6 +112,37 @@ struct Handoff {
   friend bool operator==(const Handoff&, const Handoff&) = default;
 };
 
+/// The op kinds of one entry or exit, inline (a boundary has a handful; the
+/// planner builds thousands of boundaries per second without allocating).
+class OpKindList {
+ public:
+  static constexpr int kCapacity = 8;
+  OpKindList() = default;
+  OpKindList(std::initializer_list<OpKind> kinds) {
+    for (OpKind k : kinds) push_back(k);
+  }
+  void push_back(OpKind k) {
+    if (size_ < kCapacity) kinds_[size_++] = k;
+  }
+  void reserve(size_t) {}
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  OpKind operator[](size_t i) const { return kinds_[i]; }
+  const OpKind* begin() const { return kinds_; }
+  const OpKind* end() const { return kinds_ + size_; }
+  std::vector<OpKind> toVector() const { return {begin(), end()}; }
+  friend bool operator==(const OpKindList& a, const OpKindList& b) {
+    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator==(const OpKindList& a, const std::vector<OpKind>& b) {
+    return a.size_ == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+ private:
+  OpKind kinds_[kCapacity] = {};
+  std::uint8_t size_ = 0;
+};
+
 /// A boundary between stage `from` and stage `from + 1` of one stack
 /// (from = -1: the embedding into stage 0; to = stage count: the final norm).
 struct Boundary {
@@ -119,8 +152,8 @@ struct Boundary {
   Handoff exit;    ///< what the producer's exit declares it hands on
   Handoff entry;   ///< what the consumer's entry declares it expects
   bool pipeline_cut = false;  ///< producer and consumer on different pp ranks
-  std::vector<OpKind> exit_steps;   ///< ops of the producer's exit (rank 0's view)
-  std::vector<OpKind> entry_steps;  ///< ops of the consumer's entry (rank 0's view)
+  OpKindList exit_steps;   ///< ops of the producer's exit (rank 0's view)
+  OpKindList entry_steps;  ///< ops of the consumer's entry (rank 0's view)
 };
 
 /// One stage of a stack.

@@ -1,0 +1,87 @@
+// Sweeps: every case of a case space (presets x valid configs x the flag
+// values a model supports x a few batch shapes, one with an idle DP rank)
+// checked on several threads, deterministic in order and shardable (i/n).
+// Results are values; progress goes to a listener (STYLE 5).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seam/properties/check.h"
+#include "seam/sim/case.h"
+#include "seam/sim/config_space.h"
+#include "seam/sim/policy.h"
+
+namespace seam::properties {
+
+/// One model of a sweep: a preset (or bare pattern) and, when it cannot be
+/// modelled, why not.
+struct SweepModel {
+  std::string name;
+  std::optional<ModelRef> model;  ///< absent: not modelled (see `why_not`)
+  std::string why_not;
+};
+
+/// What to sweep.
+struct SweepSpec {
+  std::vector<SweepModel> models;
+  int world = 8;
+  ConfigFilter filter;               ///< leaves fixed by the user
+  PolicyKind policy = PolicyKind::kDeclared;
+  Schema schema;                     ///< planner mutant switched on (none by default)
+  int jobs = 1;                      ///< worker threads
+  Shard shard;                       ///< part of the case space this process takes
+  int max_failures = 20;             ///< failing cases kept (the first ones, in case order)
+};
+
+/// The models seam sweeps by default: every preset, in checkpoints.json order.
+std::vector<SweepModel> defaultSweepModels();
+/// One preset by name, or a bare pattern (name "pattern").
+Expected<SweepModel> sweepModel(std::string_view preset_or_empty, std::string_view pattern_or_empty);
+
+/// Every case of one model at one world, in the fixed sweep order:
+/// configs (ConfigSpace order) x flags x batches.
+std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter = {});
+
+/// A failing case.
+struct SweepFailure {
+  std::int64_t index = 0;  ///< position in the sweep order
+  Case c;
+  Violation violation;
+};
+
+/// Totals for one model.
+struct ModelTally {
+  std::string model;
+  std::string why_not;          ///< non-empty: not modelled
+  std::int64_t checked = 0;     ///< cases planned and replayed
+  std::int64_t refused = 0;     ///< cases the engine refuses (counted apart)
+  std::int64_t violated = 0;    ///< checked cases with a violation
+  double seconds = 0;           ///< worker time spent on this model
+};
+
+struct SweepResult {
+  std::int64_t cases = 0;       ///< checked + refused
+  std::int64_t checked = 0;
+  std::int64_t refused = 0;
+  std::int64_t violated = 0;
+  double seconds = 0;           ///< wall time
+  std::vector<ModelTally> per_model;
+  std::vector<SweepFailure> failures;  ///< the first max_failures, in case order
+  /// Reasons of refusal with their counts, most frequent first.
+  std::vector<std::pair<std::string, std::int64_t>> refusals;
+};
+
+/// Progress callbacks; called from worker threads, serialized by the sweep.
+class SweepListener {
+ public:
+  virtual ~SweepListener() = default;
+  virtual void onProgress(std::int64_t done, std::int64_t total) {}
+};
+
+/// Runs the sweep. Fails only on bad input (e.g. a world out of range).
+Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener = nullptr);
+
+}  // namespace seam::properties

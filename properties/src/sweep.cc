@@ -1,0 +1,242 @@
+#include "seam/properties/sweep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace seam::properties {
+
+std::vector<SweepModel> defaultSweepModels() {
+  std::vector<SweepModel> out;
+  for (const ModelPreset& p : presets()) {
+    SweepModel m;
+    m.name = std::string(p.name);
+    auto ref = modelFromPreset(p);
+    if (ref) {
+      m.model = std::move(*ref);
+    } else {
+      m.why_not = ref.status().message();
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+Expected<SweepModel> sweepModel(std::string_view preset, std::string_view pattern) {
+  SweepModel m;
+  if (!pattern.empty()) {
+    auto ref = modelFromPattern(pattern);
+    if (!ref) return ref.status();
+    m.name = "pattern " + ref->pattern.text();
+    m.model = std::move(*ref);
+    return m;
+  }
+  auto p = findPreset(preset);
+  if (!p) return p.status();
+  m.name = std::string((*p)->name);
+  auto ref = modelFromPreset(**p);
+  if (!ref) return ref.status();
+  m.model = std::move(*ref);
+  return m;
+}
+
+namespace {
+
+bool hasMoe(const Pattern& p) {
+  auto moe = [](LayerKind k) { return k == LayerKind::kMoe; };
+  return std::any_of(p.layers.begin(), p.layers.end(), moe) || std::any_of(p.mtp.begin(), p.mtp.end(), moe);
+}
+
+// A few batch shapes per config: every shard with one token; a shard split
+// unevenly over attention TP; with DP attention, one with an idle rank.
+std::vector<Batch> batchesFor(const ParallelConfig& c) {
+  const int d = c.attn_dp;
+  const int a = c.attnTp();
+  std::vector<Batch> out;
+  out.push_back(Batch{std::vector<int>(d, 1)});
+  out.push_back(Batch{std::vector<int>(d, a + 1)});
+  if (d > 1) {
+    Batch idle;
+    for (int i = 0; i < d; ++i) idle.tokens.push_back(i % 3);  // shard 0 idle, the rest uneven
+    out.push_back(std::move(idle));
+  }
+  return out;
+}
+
+std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
+  std::vector<Flags> out;
+  std::vector<A2aBackend> a2a = {A2aBackend::kNone};
+  if (hasMoe(m.pattern)) a2a.push_back(A2aBackend::kDeepep);
+  for (A2aBackend b : a2a) {
+    for (bool fusion : {true, false}) {
+      if (c.attn_dp == 1) {
+        Flags f;
+        f.a2a = b;
+        f.fusion = fusion;
+        out.push_back(f);
+        continue;
+      }
+      // Decode batches with either padding mode; extend batches, whose padding
+      // SGLang picks itself (resolvePadding).
+      for (int variant = 0; variant < 3; ++variant) {
+        for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs, BoundaryReduction::kRsv,
+                                      BoundaryReduction::kRsRsv}) {
+          Flags f;
+          f.a2a = b;
+          f.fusion = fusion;
+          f.dp_padding = variant == 1 ? DpPadding::kSumLen : DpPadding::kMaxLen;
+          f.mode = variant == 2 ? ForwardMode::kExtend : ForwardMode::kDecode;
+          f.reduction = red;
+          out.push_back(f);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+ModelPreset fitProbe(const ModelRef& m) {
+  ModelPreset p{};
+  p.name = m.name;
+  p.family = m.family;
+  p.layers = m.pattern.size();
+  p.shape = m.shape;
+  return p;
+}
+
+}  // namespace
+
+std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter) {
+  std::vector<Case> out;
+  const ModelPreset probe = fitProbe(model);
+  auto space = ConfigSpace::build(world, &probe, filter);
+  if (!space) return out;
+  for (const ParallelConfig& config : space->all()) {
+    if (!model.pattern.cuts.empty() && static_cast<int>(model.pattern.cuts.size()) + 1 != config.pp) continue;
+    for (const Flags& f : flagsFor(model, config)) {
+      for (Batch& b : batchesFor(config)) {
+        Case c;
+        c.model = model;
+        c.config = config;
+        c.flags = f;
+        c.batch = std::move(b);
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
+Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
+  if (spec.world < 1 || spec.world > kMaxWorld) {
+    return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." + std::to_string(kMaxWorld));
+  }
+  if (spec.jobs < 1) return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
+  const auto start = std::chrono::steady_clock::now();
+
+  // The case list of this shard, in sweep order.
+  struct Item {
+    std::int64_t index;
+    int model;
+    Case c;
+  };
+  std::vector<Item> items;
+  SweepResult result;
+  std::int64_t index = 0;
+  for (int mi = 0; mi < static_cast<int>(spec.models.size()); ++mi) {
+    const SweepModel& m = spec.models[mi];
+    ModelTally tally;
+    tally.model = m.name;
+    tally.why_not = m.why_not;
+    result.per_model.push_back(tally);
+    if (!m.model) continue;
+    for (Case& c : enumerateCases(*m.model, spec.world, spec.filter)) {
+      if (index % spec.shard.count == spec.shard.index) items.push_back({index, mi, std::move(c)});
+      ++index;
+    }
+  }
+
+  struct Outcome {
+    bool refused = false;
+    std::string why;
+    std::optional<Violation> violation;
+    double seconds = 0;
+  };
+  std::vector<Outcome> outcomes(items.size());
+  std::atomic<std::int64_t> next{0};
+  std::atomic<std::int64_t> done{0};
+  std::mutex progress_mutex;
+  const std::int64_t total = static_cast<std::int64_t>(items.size());
+  constexpr std::int64_t kChunk = 16;
+
+  auto worker = [&]() {
+    Ledger ledger;
+    for (;;) {
+      const std::int64_t begin = next.fetch_add(kChunk);
+      if (begin >= total) break;
+      const std::int64_t end = std::min(total, begin + kChunk);
+      for (std::int64_t i = begin; i < end; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        Outcome& o = outcomes[i];
+        auto plan = buildPlan(items[i].c, spec.policy, spec.schema);
+        if (!plan) {
+          o.refused = plan.status().code() == StatusCode::kRefused;
+          o.why = plan.status().message();
+          if (!o.refused) {
+            Violation v;
+            v.property = Property::kOwedOnce;
+            v.cls = ViolationClass::kMissingOutput;
+            v.detail = "the policy could not plan this case: " + o.why;
+            o.violation = v;
+          }
+        } else {
+          const PlanVerdict verdict = checkPlan(*plan, ledger, Depth::kFirst);
+          o.violation = verdict.firstViolation();
+        }
+        o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      const std::int64_t d = done.fetch_add(end - begin) + (end - begin);
+      if (listener) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        listener->onProgress(d, total);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 1; j < spec.jobs; ++j) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+
+  std::map<std::string, std::int64_t> refusals;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    ModelTally& tally = result.per_model[items[i].model];
+    tally.seconds += o.seconds;
+    if (o.refused) {
+      ++tally.refused;
+      ++result.refused;
+      ++refusals[o.why];
+      continue;
+    }
+    ++tally.checked;
+    ++result.checked;
+    if (o.violation) {
+      ++tally.violated;
+      ++result.violated;
+      if (static_cast<int>(result.failures.size()) < spec.max_failures) {
+        result.failures.push_back({items[i].index, items[i].c, *o.violation});
+      }
+    }
+  }
+  result.cases = result.checked + result.refused;
+  for (auto& [why, n] : refusals) result.refusals.emplace_back(why, n);
+  std::sort(result.refusals.begin(), result.refusals.end(),
+            [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace seam::properties

@@ -1,0 +1,134 @@
+#include "seam/properties/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace seam::properties {
+namespace {
+
+SweepModel patternModel(const char* pattern) {
+  auto m = sweepModel("", pattern);
+  EXPECT_TRUE(m.hasValue());
+  return *m;
+}
+
+TEST(Sweep, EnumeratesConfigsFlagsAndBatchesInAFixedOrder) {
+  const SweepModel m = patternModel("M-*E");
+  const auto a = enumerateCases(*m.model, 4);
+  const auto b = enumerateCases(*m.model, 4);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 0u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].config, b[i].config);
+    EXPECT_EQ(a[i].flags, b[i].flags);
+    EXPECT_EQ(a[i].batch, b[i].batch);
+  }
+}
+
+TEST(Sweep, IncludesABatchWithAnIdleDpRankWheneverDpAttentionIsOn) {
+  const SweepModel m = patternModel("M-");
+  bool idle_seen = false;
+  for (const Case& c : enumerateCases(*m.model, 4)) {
+    EXPECT_EQ(static_cast<int>(c.batch.tokens.size()), c.config.attn_dp);
+    if (c.config.attn_dp > 1 && c.batch.hasIdleShard()) idle_seen = true;
+  }
+  EXPECT_TRUE(idle_seen);
+}
+
+TEST(Sweep, CrossesTheAllToAllBackendOnlyForModelsWithMoe) {
+  for (const Case& c : enumerateCases(*patternModel("M-*-").model, 2)) EXPECT_EQ(c.flags.a2a, A2aBackend::kNone);
+  bool deepep = false;
+  for (const Case& c : enumerateCases(*patternModel("ME").model, 2)) deepep |= c.flags.a2a == A2aBackend::kDeepep;
+  EXPECT_TRUE(deepep);
+}
+
+TEST(Sweep, ShardsTogetherCoverTheUnshardedSweepExactly) {
+  SweepSpec spec;
+  spec.models = {patternModel("M-*E-")};
+  spec.world = 4;
+  auto whole = runSweep(spec);
+  ASSERT_TRUE(whole.hasValue());
+  std::int64_t cases = 0, refused = 0;
+  for (int i = 0; i < 3; ++i) {
+    spec.shard = {i, 3};
+    auto part = runSweep(spec);
+    ASSERT_TRUE(part.hasValue());
+    cases += part->cases;
+    refused += part->refused;
+  }
+  EXPECT_EQ(cases, whole->cases);
+  EXPECT_EQ(refused, whole->refused);
+}
+
+TEST(Sweep, CountsRefusedCombinationsApartFromCheckedOnes) {
+  SweepSpec spec;
+  spec.models = {patternModel("M-*E")};
+  spec.world = 4;
+  spec.jobs = 2;
+  auto r = runSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_GT(r->refused, 0);  // attention CP and deepep with moe_ep != tp
+  EXPECT_GT(r->checked, 0);
+  EXPECT_EQ(r->cases, r->checked + r->refused);
+  EXPECT_EQ(r->violated, 0);
+  bool cp = false;
+  for (const auto& [why, n] : r->refusals) cp |= why.find("attention context parallel") != std::string::npos;
+  EXPECT_TRUE(cp);
+}
+
+TEST(Sweep, FindsAndListsTheCasesAPlantedMutantBreaks) {
+  SweepSpec spec;
+  spec.models = {patternModel("M-*E-")};
+  spec.world = 2;
+  spec.schema = Schema::with(Decision::kFfnKeepsSumFromMixer);
+  auto r = runSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_GT(r->violated, 0);
+  ASSERT_FALSE(r->failures.empty());
+  // Failures are listed in sweep order.
+  for (size_t i = 1; i < r->failures.size(); ++i) EXPECT_LT(r->failures[i - 1].index, r->failures[i].index);
+}
+
+TEST(Sweep, GivesTheSameTotalsOnOneThreadAndOnSeveral) {
+  SweepSpec spec;
+  spec.models = {patternModel("M*E-")};
+  spec.world = 4;
+  spec.jobs = 1;
+  auto one = runSweep(spec);
+  spec.jobs = 3;
+  auto three = runSweep(spec);
+  ASSERT_TRUE(one && three);
+  EXPECT_EQ(one->checked, three->checked);
+  EXPECT_EQ(one->refused, three->refused);
+  EXPECT_EQ(one->violated, three->violated);
+}
+
+TEST(Sweep, RefusesAWorldOutOfRangeAndNoJobs) {
+  SweepSpec spec;
+  spec.world = 0;
+  EXPECT_FALSE(runSweep(spec).hasValue());
+  spec.world = 2;
+  spec.jobs = 0;
+  EXPECT_FALSE(runSweep(spec).hasValue());
+}
+
+TEST(Sweep, ReportsModelsItCannotModelWithTheReason) {
+  SweepSpec spec;
+  spec.models = defaultSweepModels();
+  spec.world = 1;
+  auto r = runSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  bool falcon = false;
+  for (const auto& m : r->per_model) {
+    if (m.model.rfind("falcon", 0) == 0) {
+      falcon = true;
+      EXPECT_FALSE(m.why_not.empty());
+    }
+  }
+  EXPECT_TRUE(falcon);
+  EXPECT_EQ(r->violated, 0);
+}
+
+}  // namespace
+}  // namespace seam::properties

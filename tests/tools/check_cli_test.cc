@@ -1,0 +1,131 @@
+// Runs the built `seam check` and `seam plan` on single cases: exit codes
+// (0 hold, 1 a property failed, 2 bad input or refused), the one-line stderr
+// of DESIGN §9, the verdict JSON and the JSON shape of `seam plan`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "run_seam.h"
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using seam::testing::CliRun;
+CliRun seam(const std::string& args) { return seam::testing::runSeam(args); }
+
+int lines(const std::string& s) { return seam::testing::lineCount(s); }
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+
+// ---- seam check ------------------------------------------------------------
+
+TEST(CheckCli, TheMStarEExampleAtTpTwoHoldsAndSaysSo) {
+  CliRun r = seam("check --pattern 'M-*E-' --tp 2");
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("all properties hold"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(CheckCli, JsonFormatIsOneObjectThatHolds) {
+  CliRun r = seam("check --pattern 'M-*E-' --tp 2 --format json");
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << "not one JSON document:\n" << r.out;
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_TRUE(j.contains("holds"));
+  EXPECT_EQ(j["holds"], true);
+  ASSERT_TRUE(j.contains("properties"));
+  ASSERT_TRUE(j["properties"].is_array());
+  EXPECT_EQ(j["properties"].size(), 6u);  // properties 1-6 of DESIGN §4
+  for (const auto& p : j["properties"]) EXPECT_EQ(p["holds"], true) << p.dump();
+}
+
+TEST(CheckCli, ADpCaseWithAnIdleShardHolds) {
+  CliRun r = seam("check --pattern 'M-*E' --tp 4 --dp 2 --tokens 3,0 --reduction rs");
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+  EXPECT_NE(r.out.find("all properties hold"), std::string::npos) << r.out;
+}
+
+struct BadArgs {
+  const char* args;
+  const char* needle;
+};
+
+void PrintTo(const BadArgs& b, std::ostream* os) { *os << b.args; }
+
+class CheckCliRefusal : public ::testing::TestWithParam<BadArgs> {};
+
+TEST_P(CheckCliRefusal, ExitsTwoWithOneStderrLineNamingTheProblem) {
+  CliRun r = seam(GetParam().args);
+  EXPECT_EQ(r.code, kExitBadInput) << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(GetParam().needle), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bad, CheckCliRefusal,
+    ::testing::Values(
+        // Nemotron-H refuses attention CP (make_stage_boundary, reference §9.2 (4)/(5)).
+        BadArgs{"check --model nemotron-h-8b --tp 4 --cp 2", "attention context parallel"},
+        BadArgs{"check --pattern 'M-' --dp 1 --tokens 4,0", "--tokens \"4,0\""},
+        BadArgs{"check --pattern 'M-' --fusion maybe", "--fusion \"maybe\""},
+        BadArgs{"check --pattern 'M-' --policy legacy", "--policy \"legacy\""},
+        BadArgs{"check --pattern 'M-x'", "'x' at position 2"},
+        BadArgs{"plan --model nemotron-h-8b --tp 2 --rank 5", "--rank 5"}),
+    [](const ::testing::TestParamInfo<BadArgs>& info) { return "case" + std::to_string(info.index); });
+
+// ---- seam plan ---------------------------------------------------------------
+
+TEST(PlanCli, JsonHasTheKeysOfDesignSectionNine) {
+  CliRun r = seam("plan --model nemotron-h-8b --tp 2 --format json");
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  ASSERT_TRUE(j.is_object());
+  for (const char* key : {"model", "pattern", "policy", "config", "rank", "ops", "summary"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["model"], "nemotron-h-8b");
+  EXPECT_EQ(j["policy"], "declared");
+  EXPECT_EQ(j["rank"], 0);
+  const auto& config = j["config"];
+  for (const char* key : {"world", "pp", "tp", "attn_tp", "attn_dp", "attn_cp", "moe_ep", "moe_tp", "moe_dp"}) {
+    EXPECT_TRUE(config.contains(key)) << key;
+  }
+  EXPECT_EQ(config["world"], 2);
+  EXPECT_EQ(config["tp"], 2);
+  EXPECT_EQ(config["attn_tp"], 2);
+  ASSERT_TRUE(j["ops"].is_array());
+  ASSERT_FALSE(j["ops"].empty());
+  std::map<std::string, int> counted;
+  for (const auto& op : j["ops"]) {
+    for (const char* key : {"layer", "stage", "phase", "op", "tensor", "group", "group_size", "ranks", "rows_in",
+                            "rows_out", "bytes"}) {
+      EXPECT_TRUE(op.contains(key)) << key << " in " << op.dump();
+    }
+    // group: an axis name, or null for ops that do not communicate.
+    if (!op["group"].is_null()) {
+      const std::string g = op["group"];
+      EXPECT_TRUE(g == "attn_tp" || g == "tp" || g == "attn_cp" || g == "moe_ep" || g == "moe_tp" ||
+                  g == "moe_dp" || g == "pp")
+          << g;
+    }
+    ++counted[op["op"].get<std::string>()];
+  }
+  // The summary counts the ops of the printed rank.
+  ASSERT_TRUE(j["summary"].is_object());
+  std::map<std::string, int> summary;
+  for (const auto& [op, count] : j["summary"].items()) summary[op] = count.get<int>();
+  EXPECT_EQ(summary, counted);
+}
+
+}  // namespace
