@@ -478,9 +478,7 @@ Expected<Plan> DeclaredBuilder::build() {
   plan_.source = c_;
   plan_.padding = padding_;
   plan_.ranks.assign(topo_.world(), {});
-  // About four ops per stage and rank (entry, compute, exit; more under DP).
   const size_t stage_count = c_.model.pattern.layers.size() + c_.model.pattern.mtp.size();
-  for (auto& ops : plan_.ranks) ops.reserve(4 * stage_count + 8);
   plan_.boundaries.reserve(stage_count + 2);
   plan_.stages.reserve(stage_count);
 
@@ -585,6 +583,8 @@ Expected<Plan> DeclaredBuilder::build() {
       plan_.ranks[r] = plan_.ranks[representative[r]];
       continue;
     }
+    // About four ops per stage (entry, compute, exit; more under DP).
+    plan_.ranks[r].reserve(4 * stage_count + 8);
     const int pr = topo_.ppRank(r);
     for (const Decided& d : decided) {
       const Hand& h = d.hand;
