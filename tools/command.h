@@ -35,5 +35,6 @@ Command registerConfigs(CLI::App& app);
 Command registerPlan(CLI::App& app);
 Command registerCheck(CLI::App& app);
 Command registerSweep(CLI::App& app);
+Command registerMutate(CLI::App& app);
 
 }  // namespace seam::tools

@@ -68,6 +68,16 @@ std::vector<Batch> batchesFor(const ParallelConfig& c) {
 
 std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
   std::vector<Flags> out;
+  // EAGLE3-style aux hidden-state capture (SGLang captures layers near 2,
+  // L/2 and L-3), on the default flags.
+  const int n = m.pattern.size();
+  if (n >= 4) {
+    Flags f;
+    for (int s : {1, n / 2, n - 3}) {
+      if (std::find(f.capture.begin(), f.capture.end(), s) == f.capture.end()) f.capture.push_back(s);
+    }
+    out.push_back(f);
+  }
   std::vector<A2aBackend> a2a = {A2aBackend::kNone};
   if (hasMoe(m.pattern)) a2a.push_back(A2aBackend::kDeepep);
   for (A2aBackend b : a2a) {

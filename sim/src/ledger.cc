@@ -456,8 +456,11 @@ class Replay {
       case OpKind::kSlice: {
         Buffer& b = bufferOf(st, op.tensor);
         if (!expectKind(r, b, RowKind::kAttention, op, tensorName(op.tensor).data())) return;
-        const int off = rows_->localOffset(r);
-        const int cnt = rows_->count(RowKind::kLocal, r);
+        // tensor_split(attn_tp)[index]: the rank's own slice, or another
+        // position's when the plan says so (a wrong slice index).
+        const int src = op.slice_of < 0 ? r : topo_->groupOf(Axis::kAttnTp, r)[op.slice_of % topo_->groupSize(Axis::kAttnTp)];
+        const int off = rows_->localOffset(src);
+        const int cnt = rows_->count(RowKind::kLocal, src);
         std::vector<Value> v(b.v.begin() + off, b.v.begin() + off + cnt);
         b.v = std::move(v);
         b.kind = RowKind::kLocal;

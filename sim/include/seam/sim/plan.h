@@ -85,6 +85,9 @@ struct Op {
   Rows rows_in;   ///< layout and count read
   Rows rows_out;  ///< layout and count written
   std::int64_t bytes = 0;  ///< payload this rank moves (collectives) or touches (local ops), bf16
+  /// slice only: the attention-TP position whose slice is taken (-1: the
+  /// rank's own, as every real plan does; mutants set it). Not in the JSON.
+  std::int8_t slice_of = -1;
 
   bool hasGroup() const { return axis != kNoAxis; }
   Axis groupAxis() const { return static_cast<Axis>(axis); }

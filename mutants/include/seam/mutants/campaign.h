@@ -1,0 +1,79 @@
+// Mutation campaigns (DESIGN §5): a baseline over the case space with no
+// mutant (a broken baseline must not count as kills), then every mutant
+// against the space, each stopped at its first kill (first in case order).
+// A mutant whose plans equal the unmutated plans on every case of the space
+// is equivalent, with that argument; one whose plans differ somewhere while
+// every property holds survives, shown by its smallest such case.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seam/mutants/mutant.h"
+#include "seam/properties/sweep.h"
+
+namespace seam::mutants {
+
+/// The case space and the mutants of a campaign.
+struct CampaignSpec {
+  std::vector<properties::SweepModel> models;
+  std::vector<int> worlds = {2, 4, 8, 16};
+  PolicyKind policy = PolicyKind::kDeclared;
+  std::vector<const Mutant*> mutants;  ///< empty: the whole registry
+  int jobs = 1;
+};
+
+/// The case space of a campaign, in its fixed order (models x worlds x the
+/// sweep's configs, flags and batches).
+std::vector<Case> campaignCases(const CampaignSpec& spec);
+
+enum class MutantStatus { kKilled, kSurvived, kEquivalent };
+std::string_view statusName(MutantStatus s);
+
+/// What became of one mutant.
+struct MutantOutcome {
+  const Mutant* mutant = nullptr;
+  MutantStatus status = MutantStatus::kSurvived;
+  std::int64_t cases_run = 0;   ///< cases evaluated before the verdict
+  std::int64_t applied = 0;     ///< cases where its site existed (plan mutants) or it planned
+  std::int64_t differed = 0;    ///< cases where its plan differed from the unmutated one
+  // killed:
+  std::int64_t kill_index = -1;
+  std::optional<Case> kill_case;
+  std::optional<Violation> kill_violation;
+  // survived: the smallest case where the plan differs and every property holds.
+  std::optional<Case> smallest;
+  std::string argument;  ///< why equivalent, or what the survivor shows
+};
+
+struct CampaignResult {
+  std::int64_t cases = 0;              ///< size of the (non-refused) space
+  std::int64_t baseline_refused = 0;
+  bool baseline_holds = true;
+  std::optional<Case> baseline_case;   ///< the first failing baseline case
+  std::optional<Violation> baseline_violation;
+  std::vector<MutantOutcome> outcomes; ///< registry order
+  double seconds = 0;
+  int killed() const;
+  int survived() const;
+  int equivalent() const;
+};
+
+/// Progress and per-mutant notifications (called from the calling thread).
+class CampaignListener {
+ public:
+  virtual ~CampaignListener() = default;
+  virtual void onBaseline(std::int64_t cases, bool holds) {}
+  virtual void onMutant(const MutantOutcome& outcome, int done, int total) {}
+  /// A stored outcome for `mutant` (resume): return it to skip the mutant.
+  virtual std::optional<MutantOutcome> recalled(const Mutant& mutant) { return std::nullopt; }
+};
+
+/// Runs the campaign. A failing baseline stops it (baseline_holds = false,
+/// no mutant run).
+Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener* listener = nullptr);
+
+}  // namespace seam::mutants

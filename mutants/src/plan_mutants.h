@@ -1,0 +1,54 @@
+// Private to mutants/: the plan-level operators (one small class each).
+#pragma once
+
+#include <string>
+
+#include "seam/mutants/mutant.h"
+
+namespace seam::mutants {
+
+#define SEAM_PLAN_MUTANT(Class, Id, Description)                          \
+  class Class final : public Mutant {                                     \
+   public:                                                                \
+    std::string_view id() const override { return Id; }                   \
+    std::string_view description() const override { return Description; } \
+    MutantKind kind() const override { return MutantKind::kPlan; }        \
+    bool apply(Plan& plan) const override;                                \
+  }
+
+SEAM_PLAN_MUTANT(DropCompletingCollective, "plan.drop-completing-collective",
+                 "drop the first collective that completes a sum (a fused one loses its all-reduce)");
+SEAM_PLAN_MUTANT(DuplicateCompletingCollective, "plan.duplicate-completing-collective",
+                 "run the first completing all-reduce twice (the producer also reduces before a fused kernel)");
+SEAM_PLAN_MUTANT(ReduceScatterWithoutGather, "plan.reduce-scatter-without-gather",
+                 "reduce-scatter to local rows but never all-gather back to attention rows");
+SEAM_PLAN_MUTANT(SliceIndexOffByOne, "plan.slice-index-off-by-one",
+                 "take the next attention-TP rank's slice instead of the rank's own");
+SEAM_PLAN_MUTANT(ResidualNotSliced, "plan.residual-not-sliced",
+                 "the residual stays on attention rows when the hidden state moves to local rows");
+SEAM_PLAN_MUTANT(ResidualNotGathered, "plan.residual-not-gathered",
+                 "the output returns to attention rows without the residual folded in");
+SEAM_PLAN_MUTANT(PaddingModeMismatch, "plan.padding-mode-mismatch",
+                 "scatter back from full rows in the other DP padding mode than the gather used");
+SEAM_PLAN_MUTANT(IdleRankSkipsCollective, "plan.idle-rank-skips-collective",
+                 "a rank with 0 tokens skips its first collective");
+SEAM_PLAN_MUTANT(SwapCollectivesOnOneRank, "plan.swap-collectives-on-one-rank",
+                 "one rank issues two consecutive collectives in the other order");
+
+#undef SEAM_PLAN_MUTANT
+
+/// Reduce over the wrong group: the first all-reduce over `from` runs over `to`.
+class RegroupReduction final : public Mutant {
+ public:
+  RegroupReduction(std::string_view id, std::string_view description, Axis from, Axis to);
+  std::string_view id() const override { return id_; }
+  std::string_view description() const override { return description_; }
+  MutantKind kind() const override { return MutantKind::kPlan; }
+  bool apply(Plan& plan) const override;
+
+ private:
+  std::string_view id_, description_;
+  Axis from_, to_;
+};
+
+}  // namespace seam::mutants

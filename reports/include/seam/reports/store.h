@@ -1,0 +1,146 @@
+// The SQLite store (DESIGN §8): one file, WAL, one transaction per batch of
+// cases, resumable. Runs, cases, verdicts, mutants and kills now; the
+// equivalence and timing tables arrive with `seam diff` and the GPU backend.
+// Only reports/ links SQLite. Every failure is a Status naming the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seam/sim/status.h"
+
+namespace seam::reports {
+
+/// The row of one run (one invocation of sweep / prop / mutate).
+struct RunRecord {
+  std::int64_t id = 0;
+  std::string command;    ///< "sweep", "prop", "mutate"
+  std::string args;       ///< canonical arguments (what --resume matches on)
+  std::string version;    ///< seam version
+  std::string host;       ///< hostname
+  std::string gpu;        ///< GPU name(s), "" on CPU runs
+  std::string cuda;       ///< CUDA runtime/driver, "" on CPU runs
+  std::string nccl;       ///< NCCL version, "" on CPU runs
+  std::int64_t started_ms = 0;   ///< unix epoch ms
+  std::int64_t finished_ms = 0;  ///< 0 while running or interrupted
+};
+
+/// How a case ended.
+enum class CaseOutcome : std::uint8_t { kHolds, kViolated, kRefused };
+
+/// One case of a run with its verdicts. `index` is the case's position in the
+/// run's case order (what --resume skips); (run, index) is unique.
+struct CaseRecord {
+  std::int64_t index = 0;
+  std::string model;      ///< preset name or "pattern"
+  std::string pattern;    ///< canonical pattern text
+  std::string config;     ///< ParallelConfig::describe()
+  std::string flags;      ///< Flags::describe()
+  std::string batch;      ///< Batch::describe()
+  std::string policy;     ///< "declared", ...
+  std::string group;      ///< a grouping key for summaries (e.g. the model row of a sweep)
+  CaseOutcome outcome = CaseOutcome::kHolds;
+  std::string refusal;    ///< the engine's reason when refused
+  std::string reproduce;  ///< the `seam check` line that reproduces it
+  std::uint64_t plan_hash = 0;  ///< hash of the plan (0 when refused)
+};
+
+/// The verdict of one property on one case (only failing ones need storing;
+/// a case row with outcome kHolds means every property held).
+struct VerdictRecord {
+  int property = 0;               ///< DESIGN §4 number
+  bool holds = true;
+  std::string violation_class;    ///< e.g. "counted-k-times"
+  std::string text;               ///< the violation in words
+};
+
+/// A mutant of a campaign and what became of it.
+struct MutantRecord {
+  std::string id;           ///< stable operator id, e.g. "plan.drop-completing-collective"
+  std::string kind;         ///< "plan" or "decision"
+  std::string description;  ///< one line
+  std::string status;       ///< "killed", "survived", "equivalent", "not-applicable"
+  std::string argument;     ///< why equivalent / why it survived (smallest case)
+  std::int64_t cases_run = 0;
+};
+
+/// The first kill of a mutant.
+struct KillRecord {
+  std::string mutant_id;
+  std::int64_t case_index = 0;
+  int property = 0;
+  std::string violation_class;
+  std::string text;
+  std::string reproduce;
+};
+
+/// A store file. Movable, not copyable; closing commits nothing pending.
+class Store {
+ public:
+  /// Opens or creates `path`. A new file gets the schema (WAL mode). An
+  /// existing file must be a seam store of a known schema version; any other
+  /// file (not SQLite, another application's database, truncated) is refused
+  /// with a one-line message and left byte-for-byte unchanged.
+  static Expected<Store> open(const std::string& path);
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  const std::string& path() const;
+
+  /// A new run; fills `run.id`.
+  Status beginRun(RunRecord& run);
+  /// The most recent unfinished run with the same command and args, if any.
+  Expected<std::optional<RunRecord>> findUnfinished(const std::string& command, const std::string& args);
+  /// Marks the run finished (finished_ms = now).
+  Status finishRun(std::int64_t run_id);
+
+  /// Writes go into the open batch; commitBatch() makes them durable (one
+  /// transaction). A crash loses at most the uncommitted batch.
+  Status beginBatch();
+  Status commitBatch();
+
+  Status addCase(std::int64_t run_id, const CaseRecord& c, const std::vector<VerdictRecord>& failing);
+  /// Indices of the run's cases already stored (what a resumed run skips).
+  Expected<std::vector<std::int64_t>> caseIndices(std::int64_t run_id);
+  /// All case rows of a run, ordered by index (summaries read them back).
+  Expected<std::vector<CaseRecord>> cases(std::int64_t run_id);
+  /// The first failing verdict of each violated case of a run, by case index.
+  Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> firstFailures(std::int64_t run_id);
+
+  /// Inserts or replaces the mutant's row for the run.
+  Status putMutant(std::int64_t run_id, const MutantRecord& m);
+  Status addKill(std::int64_t run_id, const KillRecord& k);
+  Expected<std::vector<MutantRecord>> mutants(std::int64_t run_id);
+  Expected<std::vector<KillRecord>> kills(std::int64_t run_id);
+
+  Expected<std::vector<RunRecord>> runs();
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The schema version this build reads and writes.
+inline constexpr int kStoreSchemaVersion = 1;
+
+/// JUnit XML for CI systems: one <testsuite> per `suite`, one <testcase> per
+/// case (name = the case, classname = the group), a <failure> with the
+/// violation text for violated cases, <skipped> for refused ones. Written to
+/// `path` atomically (temp file + rename); a bad path is a one-line Status.
+struct JunitCase {
+  std::string suite;
+  std::string classname;
+  std::string name;
+  double seconds = 0;
+  bool failed = false;
+  bool skipped = false;
+  std::string message;  ///< failure or skip message
+};
+Status writeJunit(const std::string& path, const std::string& suite_name, const std::vector<JunitCase>& cases);
+
+}  // namespace seam::reports

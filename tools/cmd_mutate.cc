@@ -1,0 +1,114 @@
+// `seam mutate`: a mutation campaign over a case space (default: every
+// preset at worlds 1, 2, 4, 8, 16). Exit 0, or 1 when the baseline fails or
+// (with --fail-on-survivor) a mutant survives.
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <thread>
+
+#include "command.h"
+#include "seam/mutants/campaign.h"
+#include "seam/reports/mutate_view.h"
+
+namespace seam::tools {
+
+namespace {
+
+class CampaignProgress : public mutants::CampaignListener {
+ public:
+  explicit CampaignProgress(bool tty) : tty_(tty) {}
+  void onBaseline(std::int64_t cases, bool holds) override {
+    if (tty_) std::fprintf(stderr, "\r\033[K  baseline: %lld cases, %s", static_cast<long long>(cases), holds ? "ok" : "FAILS");
+  }
+  void onMutant(const mutants::MutantOutcome& o, int done, int total) override {
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K  %d/%d mutants (%s %s)", done, total, std::string(o.mutant->id()).c_str(),
+                   std::string(mutants::statusName(o.status)).c_str());
+      if (done == total) std::fprintf(stderr, "\r\033[K");
+    }
+  }
+
+ private:
+  bool tty_;
+};
+
+Expected<std::vector<int>> parseWorlds(const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string field = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+    if (field.empty() || ec != std::errc() || ptr != field.data() + field.size() || v < 1 || v > kMaxWorld) {
+      return Status::invalid("--world \"" + text.substr(0, 64) + "\" is not a list of world sizes in 1.." +
+                             std::to_string(kMaxWorld));
+    }
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Command registerMutate(CLI::App& app) {
+  struct Options {
+    std::string worlds = "1,2,4,8,16";
+    std::string model;
+    std::string pattern;
+    std::vector<std::string> mutant_ids;
+    int jobs = 0;
+    bool fail_on_survivor = false;
+    bool list = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("mutate", "Run a mutation campaign: how strong are the properties?");
+  sub->add_option("--world", o->worlds, "world sizes, e.g. 8 or 2,4,8,16")->capture_default_str();
+  sub->add_option("--model", o->model, "one preset (default: every preset)");
+  sub->add_option("--pattern", o->pattern, "one bare single-stage pattern instead of the presets");
+  sub->add_option("--mutant", o->mutant_ids, "run only these mutant ids (repeatable; see --list)");
+  sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
+  sub->add_flag("--fail-on-survivor", o->fail_on_survivor, "exit 1 when a mutant survives");
+  sub->add_flag("--list", o->list, "list the mutation operators and exit");
+  return {sub, [o]() {
+            if (o->list) {
+              for (const mutants::Mutant* m : mutants::registry()) {
+                std::cout << m->id() << "  [" << mutants::kindName(m->kind()) << "]  " << m->description() << "\n";
+              }
+              return kExitOk;
+            }
+            mutants::CampaignSpec spec;
+            auto worlds = parseWorlds(o->worlds);
+            if (!worlds) return fail(worlds.status());
+            spec.worlds = *worlds;
+            if (o->jobs < 0) return fail(Status::invalid("--jobs " + std::to_string(o->jobs) + " must be >= 1"));
+            spec.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+            if (!o->model.empty() && !o->pattern.empty()) return fail(Status::invalid("give --model or --pattern, not both"));
+            if (o->model.empty() && o->pattern.empty()) {
+              spec.models = properties::defaultSweepModels();
+            } else {
+              auto m = properties::sweepModel(o->model, o->pattern);
+              if (!m) return fail(m.status());
+              spec.models.push_back(std::move(*m));
+            }
+            for (const std::string& id : o->mutant_ids) {
+              const mutants::Mutant* m = mutants::findMutant(id);
+              if (m == nullptr) {
+                return fail(Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a mutant id (see seam mutate --list)"));
+              }
+              spec.mutants.push_back(m);
+            }
+            CampaignProgress progress(isatty(2));
+            auto result = mutants::runCampaign(spec, &progress);
+            if (!result) return fail(result.status());
+            std::cout << reports::renderCampaign(spec, *result);
+            if (!result->baseline_holds) return kExitPropertyFailed;
+            if (o->fail_on_survivor && result->survived() > 0) return kExitPropertyFailed;
+            return kExitOk;
+          }};
+}
+
+}  // namespace seam::tools
