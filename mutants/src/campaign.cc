@@ -115,7 +115,7 @@ Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener*
   parallelFor(
       static_cast<std::int64_t>(all.size()), spec.jobs,
       [&](std::int64_t i, Ledger& ledger) {
-        auto plan = buildPlan(all[i], spec.policy);
+        auto plan = buildPlan(all[i], spec.policy, spec.schema);
         if (!plan) {
           refused[i] = plan.status().code() == StatusCode::kRefused;
           if (!refused[i]) {
@@ -178,9 +178,10 @@ Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener*
         n, spec.jobs,
         [&](std::int64_t i, Ledger& ledger) {
           evaluated.fetch_add(1);
-          auto base = buildPlan(cases[i], spec.policy);
+          auto base = buildPlan(cases[i], spec.policy, spec.schema);
           if (!base) return;
-          Expected<Plan> mutated = m->kind() == MutantKind::kDecision ? buildPlan(cases[i], spec.policy, m->schema())
+          const Schema flipped{spec.schema.flipped | m->schema().flipped};
+          Expected<Plan> mutated = m->kind() == MutantKind::kDecision ? buildPlan(cases[i], spec.policy, flipped)
                                                                      : Expected<Plan>(*base);
           if (!mutated) {
             // The mutated planner refuses or fails where the real one plans: killed.

@@ -22,6 +22,10 @@ struct CampaignSpec {
   std::vector<properties::SweepModel> models;
   std::vector<int> worlds = {2, 4, 8, 16};
   PolicyKind policy = PolicyKind::kDeclared;
+  /// The planner's own decisions (none flipped for a real campaign); decision
+  /// mutants flip theirs on top. A schema that breaks the policy makes the
+  /// baseline fail, which aborts the campaign.
+  Schema schema;
   std::vector<const Mutant*> mutants;  ///< empty: the whole registry
   int jobs = 1;
 };
