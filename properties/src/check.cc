@@ -28,12 +28,7 @@ std::string handoffText(const Handoff& h) {
          (h.residual ? ", with residual" : ", no residual");
 }
 
-// SGLang reuses the TP group object for an axis whose group is the whole TP
-// group, so those collectives share one communicator.
-int communicatorOf(const Topology& topo, Axis axis, int rank) {
-  if (axis != Axis::kPp && axis != Axis::kAttnDp && topo.groupSize(axis) == topo.config().tp) axis = Axis::kTp;
-  return static_cast<int>(axis) * 1'000'000 + topo.groupIndex(axis, rank);
-}
+int communicatorOf(const Topology& topo, Axis axis, int rank) { return topo.communicator(axis, rank); }
 
 }  // namespace
 
@@ -71,7 +66,7 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
   }
   for (const auto& [comm, by_rank] : seqs) {
     // Every member of the communicator must appear, with the same sequence.
-    const int axis = comm / 1'000'000;
+    const int axis = comm / Topology::kCommunicatorStride;
     const int rep = by_rank.begin()->first;
     const auto& members = topo.groupOf(static_cast<Axis>(axis), rep);
     const auto& ref = by_rank.begin()->second;

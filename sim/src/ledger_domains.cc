@@ -48,17 +48,17 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
       Value sum = 0;
       for (int j = 0; j < shards[s]; ++j) {
         row[j] = point(3, k, s, j);
-        add(sum, row[j]);
+        addMod(sum, row[j]);
       }
       prefix_[k][s + 1] = prefix_[k][s];
-      add(prefix_[k][s + 1], sum);
+      addMod(prefix_[k][s + 1], sum);
     }
   }
 }
 
 FastDomain::Value FastDomain::junk(std::uint64_t id) const { return point(5, id); }
 
-void ExactDomain::add(Value& a, const Value& b) {
+void ExactDomain::addTerms(Value& a, const Value& b) {
   if (b.empty()) return;
   Value out;
   out.reserve(a.size() + b.size());

@@ -38,16 +38,26 @@ class FastDomain {
 
   void prepare(const std::vector<StackShape>& stacks, int tokens);
   Value zero() const { return 0; }
-  static void add(Value& a, const Value& b) {
+  static void addMod(Value& a, const Value& b) {
     a += b;
     a = (a & kPrime) + (a >> 61);
     if (a >= kPrime) a -= kPrime;
   }
-  bool isZero(const Value& v) const { return v == 0; }
+  void add(Value& a, const Value& b) const { addMod(a, b); }
   Value embed(int stack, int t) const { return mul(a_embed_[stack], b_[t]); }
   Value partial(int stack, int stage, int t, int j) const { return mul(a_partial_[stack][stage][j], b_[t]); }
   Value normed(int stack, int stage, int t) const { return mul(a_normed_[stack][stage], b_[t]); }
   Value junk(std::uint64_t id) const;
+  // The replay's value operations: a padding row (t < 0) becomes junk.
+  Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : normed(stack, stage, t);
+  }
+  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : partial(stack, stage, t, j);
+  }
+  Value project(const Value&, int stack, int t, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : embed(stack, t);
+  }
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
     return v == (e == Expect::kComplete ? mul(prefix_[stack][stage], b_[t]) : normed(stack, stage, t));
   }
@@ -76,12 +86,21 @@ class ExactDomain {
 
   void prepare(const std::vector<StackShape>& stacks, int tokens) { stacks_ = &stacks; }
   Value zero() const { return {}; }
-  static void add(Value& a, const Value& b);
-  bool isZero(const Value& v) const { return v.empty(); }
+  void add(Value& a, const Value& b) const { addTerms(a, b); }
+  static void addTerms(Value& a, const Value& b);
   Value embed(int stack, int t) const { return {{key(kE, stack, 0, t, 0), 1}}; }
   Value partial(int stack, int stage, int t, int j) const { return {{key(kP, stack, stage, t, j), 1}}; }
   Value normed(int stack, int stage, int t) const { return {{key(kN, stack, stage, t, 0), 1}}; }
   Value junk(std::uint64_t id) const { return {{(std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1)), 1}}; }
+  Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : normed(stack, stage, t);
+  }
+  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : partial(stack, stage, t, j);
+  }
+  Value project(const Value&, int stack, int t, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : embed(stack, t);
+  }
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const { return v == expected(e, stack, stage, t); }
   /// Why `v` is not what was expected.
   Explanation explain(const Value& v, Expect e, int stack, int stage, int t) const;

@@ -78,6 +78,14 @@ class Topology {
   /// Position of `rank` inside its group on `axis` (its rank in that group).
   int rankIn(Axis axis, int rank) const { return axes_[static_cast<int>(axis)].rank_in[rank]; }
   int groupSize(Axis axis) const { return static_cast<int>(groups(axis).front().size()); }
+  /// The communicator a collective on `axis` uses at `rank`, as an id: SGLang
+  /// reuses the TP group object for every axis whose group is the whole TP
+  /// group (attn_tp == tp, moe_ep == tp, ...), so those share one id.
+  int communicator(Axis axis, int rank) const {
+    if (axis != Axis::kPp && axis != Axis::kAttnDp && groupSize(axis) == config_.tp) axis = Axis::kTp;
+    return static_cast<int>(axis) * kCommunicatorStride + groupIndex(axis, rank);
+  }
+  static constexpr int kCommunicatorStride = 1'000'000;
 
   /// Attention coordinates of a rank (reference §2, rank mapping).
   int attnTpRank(int rank) const { return rankIn(Axis::kAttnTp, rank); }

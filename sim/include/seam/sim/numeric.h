@@ -1,0 +1,78 @@
+// The numeric model of a plan's values (DESIGN §6), shared by the CPU
+// executor (numeric_executor.h) and the CUDA/NCCL backend so that both run
+// the same arithmetic on the same inputs and weights.
+//
+// Exact mode: every input and weight is a small integer, every stage is
+// y_j = relu(x W_in[:, J_j]) W_out[J_j, :] over its shard j's inner columns
+// J_j (column-parallel in-projection, row-parallel out-projection, so a
+// shard's output really is a partial sum), and the norm surrogate returns
+// values to the grid {-2..2}. With few nonzeros per weight column every
+// partial sum stays far below 2^24, so fp32 adds are exact in any order: a
+// correct plan is bit-identical to the single-rank reference on any machine,
+// and a wrong one differs.
+//
+// Real mode: bf16 values (rounded after every op), RMSNorm, weights drawn
+// from a fixed pseudo-random normal-like distribution; bit-identity then
+// holds only between plans that reduce the same values in the same order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "seam/sim/status.h"
+
+namespace seam::numeric {
+
+enum class Mode : std::uint8_t { kExact, kReal };
+
+/// Sizes of the numeric model. Exact mode runs small rows by default; the
+/// GPU backend may use a preset's real hidden size.
+struct Shape {
+  int hidden = 16;  ///< row width h
+  int inner = 64;   ///< inner width of every stage (split over its weight shards)
+};
+
+/// Nonzeros per weight column in exact mode (keeps sums tiny).
+inline constexpr int kExactNonzerosPerColumn = 2;
+/// Embedding values in exact mode lie in [-kGrid, kGrid].
+inline constexpr int kGrid = 2;
+/// Value written into MAX_LEN padding rows (a row read as a token shows it).
+inline constexpr float kPaddingValue = 1.0e6f;
+
+/// Row-major dense weights of one stage, generated deterministically from
+/// (stack, stage) and the mode.
+struct StageWeights {
+  int hidden = 0, inner = 0;
+  std::vector<float> w_in;   ///< hidden x inner, row-major
+  std::vector<float> w_out;  ///< inner x hidden, row-major
+  std::vector<float> norm;   ///< RMSNorm weight (hidden), real mode only
+};
+StageWeights stageWeights(int stack, int stage, Mode mode, const Shape& shape);
+
+/// The input row of token t to stack `stack` (the embedding; the MTP step's
+/// eh_proj output for stack 1 is computed from it, see projectRow).
+std::vector<float> embedRow(int stack, int token, Mode mode, const Shape& shape);
+
+/// Shard j of `shards`: the inner columns [begin, end) (tensor_split: the
+/// first inner % shards shards take one more).
+struct ColumnRange {
+  int begin = 0, end = 0;
+};
+ColumnRange shardColumns(int inner, int shards, int j);
+
+/// y = relu(x W_in[:, cols]) W_out[cols, :], into `out` (h floats). Real mode
+/// rounds the result to bf16.
+void stageShard(const StageWeights& w, ColumnRange cols, const float* x, float* out, Mode mode);
+
+/// The norm: exact mode maps each element to ((v mod 5) + 5) mod 5 - 2;
+/// real mode RMSNorm(v) * weight, rounded to bf16.
+void normRow(const float* v, float* out, int h, Mode mode, const std::vector<float>& weight);
+
+/// The MTP step's input projection: from the main stack's final output row of
+/// token t to stack 1's input (exact: the output plus stack 1's embedding row).
+void projectRow(const float* final_output, float* out, int stack, int token, Mode mode, const Shape& shape);
+
+/// fp32 -> bf16 -> fp32, round to nearest even (real mode after every op).
+float roundBf16(float v);
+
+}  // namespace seam::numeric

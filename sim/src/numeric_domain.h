@@ -1,0 +1,68 @@
+// Private to sim/: the numeric value domain of the replay (replay.h). Each
+// row is `hidden` floats; norm, compute and the MTP projection run the
+// numeric model of numeric.h. Nothing is checked symbolically here: the
+// executor compares outputs with the reference instead.
+#pragma once
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "ledger_domains.h"
+#include "seam/sim/numeric.h"
+
+namespace seam::ledger_detail {
+
+class NumericDomain {
+ public:
+  using Value = std::vector<float>;
+
+  void configure(numeric::Mode mode, const numeric::Shape& shape) {
+    mode_ = mode;
+    shape_ = shape;
+    weights_.clear();
+  }
+  void prepare(const std::vector<StackShape>&, int) {}
+  Value zero() const { return Value(shape_.hidden, 0.0f); }
+  void add(Value& a, const Value& b) const {
+    for (int k = 0; k < shape_.hidden; ++k) {
+      a[k] += b[k];
+      if (mode_ == numeric::Mode::kReal) a[k] = numeric::roundBf16(a[k]);
+    }
+  }
+  Value embed(int stack, int t) const { return numeric::embedRow(stack, t, mode_, shape_); }
+  Value junk(std::uint64_t) const { return Value(shape_.hidden, numeric::kPaddingValue); }
+  bool holds(const Value&, Expect, int, int, int) const { return true; }
+  Explanation explain(const Value&, Expect, int, int, int) const { return {}; }
+
+  Value norm(const Value& in, int stack, int stage, int, std::uint64_t) {
+    Value out(shape_.hidden);
+    numeric::normRow(in.data(), out.data(), shape_.hidden, mode_, weights(stack, stage).norm);
+    return out;
+  }
+  Value compute(const Value& in, int stack, int stage, int, int j, int shards, std::uint64_t) {
+    Value out(shape_.hidden);
+    const numeric::StageWeights& w = weights(stack, stage);
+    numeric::stageShard(w, numeric::shardColumns(w.inner, shards, j), in.data(), out.data(), mode_);
+    return out;
+  }
+  Value project(const Value& in, int stack, int t, std::uint64_t) const {
+    Value out(shape_.hidden);
+    numeric::projectRow(in.data(), out.data(), stack, t < 0 ? 0 : t, mode_, shape_);
+    return out;
+  }
+
+ private:
+  const numeric::StageWeights& weights(int stack, int stage) {
+    auto it = weights_.find({stack, stage});
+    if (it == weights_.end()) {
+      it = weights_.emplace(std::make_pair(stack, stage), numeric::stageWeights(stack, stage, mode_, shape_)).first;
+    }
+    return it->second;
+  }
+  numeric::Mode mode_ = numeric::Mode::kExact;
+  numeric::Shape shape_;
+  std::map<std::pair<int, int>, numeric::StageWeights> weights_;
+};
+
+}  // namespace seam::ledger_detail

@@ -1,0 +1,198 @@
+#include "seam/sim/numeric_executor.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+#include "numeric_domain.h"
+#include "replay.h"
+
+namespace seam {
+
+std::uint64_t NumericOutput::hash() const {
+  // FNV-1a 64 over the float bytes in [stack][token][element] order: what the
+  // GPU backend computes on the device.
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const auto& stack : rows) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(stack.data());
+    for (size_t i = 0; i < stack.size() * sizeof(float); ++i) {
+      h ^= bytes[i];
+      h *= 0x100000001b3ULL;
+    }
+  }
+  return h;
+}
+
+namespace {
+
+int stackCount(const Pattern& p) { return p.mtp.empty() ? 1 : 2; }
+
+}  // namespace
+
+NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Shape& shape) {
+  NumericOutput out;
+  out.hidden = shape.hidden;
+  out.tokens = c.batch.total();
+  const int h = shape.hidden;
+  const int stacks = stackCount(c.model.pattern);
+  out.rows.assign(stacks, std::vector<float>(static_cast<size_t>(out.tokens) * h));
+  out.producers.assign(stacks, std::vector<int>(out.tokens, 1));
+  ledger_detail::NumericDomain d;
+  d.configure(mode, shape);
+  for (int t = 0; t < out.tokens; ++t) {
+    std::vector<float> input = d.embed(0, t);
+    for (int stack = 0; stack < stacks; ++stack) {
+      const auto& kinds = stack == 0 ? c.model.pattern.layers : c.model.pattern.mtp;
+      std::vector<float> residual = input;  // residual := embedding
+      for (int s = 0; s < static_cast<int>(kinds.size()); ++s) {
+        if (stack == 0 && std::find(c.flags.capture.begin(), c.flags.capture.end(), s) != c.flags.capture.end()) {
+          auto it = std::find_if(out.snapshots.begin(), out.snapshots.end(), [&](const auto& p) { return p.first == s; });
+          if (it == out.snapshots.end()) {
+            out.snapshots.emplace_back(s, std::vector<float>(static_cast<size_t>(out.tokens) * h));
+            it = out.snapshots.end() - 1;
+          }
+          std::memcpy(it->second.data() + static_cast<size_t>(t) * h, residual.data(), h * sizeof(float));
+        }
+        const std::vector<float> x = d.norm(residual, stack, s, t, 0);
+        // All weight shards at once: one shard covering every inner column.
+        const std::vector<float> y = d.compute(x, stack, s, t, 0, 1, 0);
+        d.add(residual, y);
+      }
+      const std::vector<float> final_out = d.norm(residual, stack, static_cast<int>(kinds.size()), t, 0);
+      std::memcpy(out.rows[stack].data() + static_cast<size_t>(t) * h, final_out.data(), h * sizeof(float));
+      if (stack + 1 < stacks) input = d.project(final_out, stack + 1, t, 0);
+    }
+  }
+  return out;
+}
+
+NumericRun runPlanNumeric(const Plan& plan, numeric::Mode mode, const numeric::Shape& shape) {
+  ledger_detail::Replay<ledger_detail::NumericDomain> replay;
+  replay.domain().configure(mode, shape);
+  LedgerOptions options;
+  options.max_violations = 1;
+  LedgerResult r = replay.run(plan, options);
+  NumericRun run;
+  run.failures = std::move(r.violations);
+  NumericOutput& out = run.output;
+  out.hidden = shape.hidden;
+  out.tokens = plan.source.batch.total();
+  const int h = shape.hidden;
+  const int stacks = stackCount(plan.source.model.pattern);
+  out.rows.assign(stacks, std::vector<float>(static_cast<size_t>(out.tokens) * h, 0.0f));
+  out.producers.assign(stacks, std::vector<int>(out.tokens, 0));
+  if (!run.ran()) return run;
+  const auto& ranks = replay.ranks();
+  // Snapshots: every rank's copy of each captured stage must agree.
+  for (int s : plan.source.flags.capture) {
+    if (std::any_of(out.snapshots.begin(), out.snapshots.end(), [&](const auto& p) { return p.first == s; })) continue;
+    out.snapshots.emplace_back(s, std::vector<float>(static_cast<size_t>(out.tokens) * h, 0.0f));
+  }
+  for (int rank = 0; rank < plan.world(); ++rank) {
+    for (const auto& snap : ranks[rank].snaps) {
+      if (snap.stack != 0 || snap.stage < 0) continue;
+      auto it = std::find_if(out.snapshots.begin(), out.snapshots.end(),
+                             [&](const auto& p) { return p.first == snap.stage; });
+      if (it == out.snapshots.end()) continue;
+      const auto& toks = replay.rows().tokens(snap.buf.kind, rank);
+      for (size_t i = 0; i < toks.size() && i < snap.buf.v.size(); ++i) {
+        if (toks[i] < 0 || static_cast<int>(snap.buf.v[i].size()) != h) continue;
+        std::memcpy(it->second.data() + static_cast<size_t>(toks[i]) * h, snap.buf.v[i].data(), h * sizeof(float));
+      }
+    }
+  }
+  for (int rank = 0; rank < plan.world(); ++rank) {
+    for (int stack = 0; stack < stacks; ++stack) {
+      if (!ranks[rank].final_done[stack]) continue;
+      const auto& buf = ranks[rank].finals[stack];
+      const auto& toks = replay.rows().tokens(buf.kind, rank);
+      for (size_t i = 0; i < toks.size() && i < buf.v.size(); ++i) {
+        const int t = toks[i];
+        if (t < 0) continue;
+        float* dst = out.rows[stack].data() + static_cast<size_t>(t) * h;
+        if (out.producers[stack][t]++ == 0) {
+          std::memcpy(dst, buf.v[i].data(), h * sizeof(float));
+        } else if (std::memcmp(dst, buf.v[i].data(), h * sizeof(float)) != 0) {
+          run.ranks_disagree = true;
+        }
+      }
+    }
+  }
+  return run;
+}
+
+std::string OutputDiff::describe() const {
+  if (identical) return "bit-identical";
+  if (stack < 0) return "differs: the snapshot before stage " + std::to_string(element);
+  return "differs: first at stack " + std::to_string(stack) + " token " + std::to_string(token) + " element " +
+         std::to_string(element) + " (" + std::to_string(a) + " vs " + std::to_string(b) + "), max |diff| " +
+         std::to_string(max_abs) + ", max " + std::to_string(max_ulps) + (bf16_ulps ? " bf16" : " fp32") + " ulps";
+}
+
+namespace {
+
+/// Distance in fp32 units in the last place, across the sign too.
+std::int64_t ulpDistance(float x, float y) {
+  auto ordered = [](float v) {
+    std::int32_t i;
+    std::memcpy(&i, &v, sizeof i);
+    return i < 0 ? static_cast<std::int64_t>(INT32_MIN) - i : static_cast<std::int64_t>(i);
+  };
+  return std::llabs(ordered(x) - ordered(y));
+}
+
+bool isBf16(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return (bits & 0xffffu) == 0;
+}
+
+}  // namespace
+
+OutputDiff compareOutputs(const NumericOutput& a, const NumericOutput& b) {
+  OutputDiff d;
+  if (a.rows.size() != b.rows.size() || a.hidden != b.hidden || a.tokens != b.tokens) {
+    d.identical = false;
+    d.max_abs = INFINITY;
+    return d;
+  }
+  for (size_t s = 0; s < a.rows.size(); ++s) {
+    for (size_t i = 0; i < a.rows[s].size(); ++i) {
+      const float x = a.rows[s][i], y = b.rows[s][i];
+      if (std::memcmp(&x, &y, sizeof x) == 0) continue;
+      if (d.identical) {
+        d.identical = false;
+        d.stack = static_cast<int>(s);
+        d.token = static_cast<int>(i / a.hidden);
+        d.element = static_cast<int>(i % a.hidden);
+        d.a = x;
+        d.b = y;
+      }
+      d.max_abs = std::max(d.max_abs, static_cast<double>(std::fabs(x - y)));
+      d.max_ulps = std::max(d.max_ulps, ulpDistance(x, y));
+      d.bf16_ulps = d.bf16_ulps && isBf16(x) && isBf16(y);
+    }
+  }
+  if (d.bf16_ulps) d.max_ulps /= 65536;
+  // Snapshots are outputs too (the draft model reads them).
+  if (a.snapshots.size() != b.snapshots.size()) {
+    d.identical = false;
+    return d;
+  }
+  for (size_t k = 0; k < a.snapshots.size(); ++k) {
+    const auto& x = a.snapshots[k];
+    const auto it = std::find_if(b.snapshots.begin(), b.snapshots.end(), [&](const auto& p) { return p.first == x.first; });
+    if (it == b.snapshots.end() || it->second.size() != x.second.size() ||
+        std::memcmp(it->second.data(), x.second.data(), x.second.size() * sizeof(float)) != 0) {
+      if (d.identical) {
+        d.identical = false;
+        d.stack = -1;
+        d.element = x.first;  // the snapshot's stage
+      }
+    }
+  }
+  return d;
+}
+
+}  // namespace seam

@@ -1,0 +1,770 @@
+// Private to sim/: the replay of a plan on every rank, over a value domain.
+// The op semantics below are the one definition of what each op kind does
+// to rows (STYLE 6): the ledger runs them over symbolic domains
+// (ledger_domains.h), the numeric CPU executor over rows of numbers
+// (numeric_domain.h), and the CUDA backend follows them.
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ledger_domains.h"
+#include "seam/sim/ledger.h"
+#include "seam/sim/rows.h"
+
+namespace seam {
+namespace ledger_detail {
+
+inline int communicatorOf(const Topology& topo, Axis axis, int rank) { return topo.communicator(axis, rank); }
+
+inline std::string rankList(const std::vector<int>& g) {
+  std::string s = "[";
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(g[i]);
+  }
+  s += ']';
+  return s;
+}
+
+template <class Domain>
+class Replay {
+ public:
+  using Value = typename Domain::Value;
+
+  struct Buffer {
+    RowKind kind = RowKind::kNone;
+    bool present = false;
+    /// For full rows: the padding layout the rows were written in. A plan
+    /// that gathers in one mode and scatters in the other reads wrong slots.
+    DpPadding full_mode = DpPadding::kMaxLen;
+    std::vector<Value> v;
+  };
+  struct Snap {
+    int stack, stage;
+    Buffer buf;
+  };
+  struct RankState {
+    Buffer hidden, residual;
+    std::vector<Snap> snaps;
+    size_t pc = 0;
+    bool final_done[2] = {false, false};
+    Buffer finals[2];  ///< the final norm's output per stack (numeric runs read it)
+  };
+
+  Domain& domain() { return domain_; }
+  const std::vector<RankState>& ranks() const { return ranks_; }
+  const RowMap& rows() const { return *rows_; }
+
+  LedgerResult run(const Plan& plan, const LedgerOptions& options) {
+    plan_ = &plan;
+    options_ = options;
+    result_ = LedgerResult{};
+    topo_.emplace(plan.source.config);
+    rows_.emplace(*topo_, plan.source.batch, plan.padding);
+    const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
+    other_rows_.emplace(*topo_, plan.source.batch, other);
+    const int world = plan.world();
+    stacks_.assign(2, {});
+    for (const StageInfo& s : plan.stages) stacks_[s.stack].shards.push_back(s.shards);
+    if (stacks_[1].shards.empty()) stacks_.resize(1);
+    domain_.prepare(stacks_, std::max(1, rows_->totalTokens()));
+    ranks_.resize(world);
+    for (RankState& st : ranks_) {
+      st.hidden.present = false;
+      st.residual.present = false;
+      st.snaps.clear();
+      st.pc = 0;
+      st.final_done[0] = st.final_done[1] = false;
+    }
+    // The embedding: complete on attention rows (VocabParallelEmbedding reduces itself).
+    for (int r = 0; r < world; ++r) {
+      Buffer& h = ranks_[r].hidden;
+      h.kind = RowKind::kAttention;
+      h.present = true;
+      const auto& toks = rows_->tokens(RowKind::kAttention, r);
+      h.v.resize(toks.size());
+      for (size_t i = 0; i < toks.size(); ++i) h.v[i] = domain_.embed(0, toks[i]);
+    }
+    mailbox_.clear();
+    junk_ = 0;
+    schedule();
+    if (!stopped()) finalChecks();
+    return std::move(result_);
+  }
+
+ private:
+  // ---- violations ---------------------------------------------------------
+  bool stopped() const { return static_cast<int>(result_.violations.size()) >= options_.max_violations; }
+
+  Violation at(int rank, Property p, ViolationClass c, std::string detail) {
+    Violation v;
+    v.property = p;
+    v.cls = c;
+    v.rank = rank;
+    if (rank >= 0) {
+      const auto& ops = plan_->ranks[rank];
+      const size_t pc = std::min(ranks_[rank].pc, ops.empty() ? 0 : ops.size() - 1);
+      if (!ops.empty()) {
+        const Op& op = ops[pc];
+        v.op_index = static_cast<int>(pc);
+        v.stack = op.stack;
+        v.layer = op.layer;
+        v.stage = op.stage;
+        v.phase = op.phase;
+        v.op = op.kind;
+      }
+    }
+    v.detail = std::move(detail);
+    return v;
+  }
+  void report(Violation v) { result_.violations.push_back(std::move(v)); }
+
+  void layoutViolation(int rank, Property p, const std::string& what) {
+    report(at(rank, p, ViolationClass::kLayoutMismatch, what));
+  }
+
+  /// Checks every token row of `b` against the expected value; reports the first wrong row.
+  bool checkRows(int rank, const Buffer& b, Expect e, int stack, int stage, Property p) {
+    const auto& toks = tokensOf(b, rank);
+    for (size_t i = 0; i < b.v.size() && i < toks.size(); ++i) {
+      const int t = toks[i];
+      if (t == kPaddingRow) continue;
+      if (domain_.holds(b.v[i], e, stack, stage, t)) continue;
+      Violation v = at(rank, p, ViolationClass::kNeverCompleted, "");
+      v.token = t;
+      if constexpr (std::is_same_v<Domain, ExactDomain>) {
+        const Explanation x = domain_.explain(b.v[i], e, stack, stage, t);
+        v.cls = x.cls;
+        v.term = x.term;
+        v.coefficient = x.coefficient;
+        v.detail = describe(x, e, stack, stage, t);
+      } else {
+        v.detail = "row of token " + std::to_string(t) + " is not the expected value";
+      }
+      report(std::move(v));
+      return false;
+    }
+    return true;
+  }
+
+  static std::string describe(const Explanation& x, Expect e, int stack, int stage, int t) {
+    const std::string want = e == Expect::kComplete
+                                 ? "the complete hidden state before stage " + std::to_string(stage)
+                                 : "the normed input of stage " + std::to_string(stage);
+    const std::string tok = "token " + std::to_string(t);
+    switch (x.cls) {
+      case ViolationClass::kNeverCompleted:
+        return tok + " should hold " + want + " but " + x.term + " has coefficient 0: a sum never completed";
+      case ViolationClass::kCountedTwice:
+        return tok + " should hold " + want + " but " + x.term + " has coefficient " +
+               std::to_string(x.coefficient) + ": counted " + std::to_string(x.coefficient) + " times";
+      case ViolationClass::kForeignTerm:
+        return tok + " should hold " + want + " but holds " + x.term +
+               (x.foreign_token >= 0 ? " of token " + std::to_string(x.foreign_token) : "") +
+               ": summed over the wrong group or mixed with other rows";
+      case ViolationClass::kPaddingLeak:
+        return tok + " should hold " + want + " but holds padding (" + x.term + "): a padding row read as a token";
+      default: return tok + ": " + x.term;
+    }
+  }
+
+  // ---- scheduling ---------------------------------------------------------
+  void schedule() {
+    const int world = plan_->world();
+    while (!stopped()) {
+      bool progress = false;
+      bool all_done = true;
+      for (int r = 0; r < world && !stopped(); ++r) progress |= runLocal(r);
+      if (stopped()) return;
+      for (int r = 0; r < world && !stopped(); ++r) {
+        const auto& ops = plan_->ranks[r];
+        if (ranks_[r].pc >= ops.size()) continue;
+        all_done = false;
+        const Op& op = ops[ranks_[r].pc];
+        if (op.kind == OpKind::kRecv) {
+          progress |= tryRecv(r);
+        } else if (communicates(op.kind) && op.kind != OpKind::kSend) {
+          progress |= tryCollective(r);
+        } else {
+          progress = true;  // advanced by a collective run from a lower rank this round
+        }
+      }
+      if (stopped() || all_done) return;
+      if (!progress) {
+        reportDeadlock();
+        return;
+      }
+    }
+  }
+
+  /// Runs rank r's local ops up to its next collective; true if any ran.
+  bool runLocal(int r) {
+    const auto& ops = plan_->ranks[r];
+    bool ran = false;
+    RankState& st = ranks_[r];
+    while (st.pc < ops.size() && !stopped()) {
+      const Op& op = ops[st.pc];
+      if (op.kind == OpKind::kSend) {
+        doSend(r, op);
+      } else if (communicates(op.kind)) {
+        // A "collective" on a group of one rank runs locally.
+        if (!(op.hasGroup() && topo_->groupSize(op.groupAxis()) == 1 && op.kind != OpKind::kRecv)) break;
+        execCollective(topo_->groupOf(op.groupAxis(), r), op);
+        if (stopped()) return ran;
+      } else {
+        execLocal(r, op);
+        if (stopped()) return ran;
+      }
+      ++st.pc;
+      ++result_.ops_executed;
+      ran = true;
+    }
+    return ran;
+  }
+
+  bool tryCollective(int r) {
+    const Op& op = plan_->ranks[r][ranks_[r].pc];
+    if (!op.hasGroup()) {
+      report(at(r, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                std::string(opName(op.kind)) + " names no group"));
+      return false;
+    }
+    const auto& members = topo_->groupOf(op.groupAxis(), r);
+    if (members.front() != r) return false;  // the group's lowest rank runs it
+    const int comm = communicatorOf(*topo_, op.groupAxis(), r);
+    for (int m : members) {
+      const auto& mops = plan_->ranks[m];
+      if (ranks_[m].pc >= mops.size()) return false;
+      const Op& mop = mops[ranks_[m].pc];
+      if (!communicates(mop.kind) || mop.kind == OpKind::kSend || mop.kind == OpKind::kRecv) return false;
+      if (!mop.hasGroup() || communicatorOf(*topo_, mop.groupAxis(), m) != comm) return false;
+    }
+    // Every member waits on this communicator: their calls must agree.
+    for (int m : members) {
+      const Op& mop = plan_->ranks[m][ranks_[m].pc];
+      if (mop.kind != op.kind || mop.bytes != op.bytes) {
+        report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                  "on " + std::string(axisName(op.groupAxis())) + " " + rankList(members) + " rank " +
+                      std::to_string(r) + " issues " + std::string(opName(op.kind)) + " of " +
+                      std::to_string(op.bytes) + " bytes while rank " + std::to_string(m) + " issues " +
+                      std::string(opName(mop.kind)) + " of " + std::to_string(mop.bytes) + " bytes"));
+        return false;
+      }
+    }
+    execCollective(members, op);
+    if (stopped()) return false;
+    for (int m : members) {
+      ++ranks_[m].pc;
+      ++result_.ops_executed;
+    }
+    return true;
+  }
+
+  void reportDeadlock() {
+    const int world = plan_->world();
+    for (int r = 0; r < world; ++r) {
+      const auto& ops = plan_->ranks[r];
+      if (ranks_[r].pc >= ops.size()) continue;
+      const Op& op = ops[ranks_[r].pc];
+      std::string detail = "rank " + std::to_string(r) + " waits in " + std::string(opName(op.kind));
+      if (op.hasGroup()) {
+        const auto& members = topo_->groupOf(op.groupAxis(), r);
+        detail += " on " + std::string(axisName(op.groupAxis())) + " " + rankList(members);
+        for (int m : members) {
+          const auto& mops = plan_->ranks[m];
+          if (ranks_[m].pc >= mops.size()) {
+            detail += " but rank " + std::to_string(m) + " has finished";
+            break;
+          }
+          const Op& mop = mops[ranks_[m].pc];
+          if (m != r && (!mop.hasGroup() || communicatorOf(*topo_, mop.groupAxis(), m) !=
+                                                 communicatorOf(*topo_, op.groupAxis(), r))) {
+            detail += " while rank " + std::to_string(m) + " waits in " + std::string(opName(mop.kind)) +
+                      (mop.hasGroup() ? " on " + std::string(axisName(mop.groupAxis())) : "");
+            break;
+          }
+        }
+      }
+      report(at(r, Property::kCollectivesMatch, ViolationClass::kDeadlock, detail + ": a real run hangs"));
+      return;
+    }
+  }
+
+  // ---- buffers ------------------------------------------------------------
+  Buffer& bufferOf(RankState& st, Tensor t) {
+    if (t == Tensor::kHidden) return st.hidden;
+    if (t == Tensor::kResidual) return st.residual;
+    if (st.snaps.empty()) st.snaps.push_back({0, -1, {}});
+    return st.snaps.back().buf;
+  }
+
+  bool expectKind(int r, const Buffer& b, RowKind kind, const Op& op, const char* what) {
+    const bool size_ok = kind == RowKind::kFull
+                             ? static_cast<int>(b.v.size()) == fullMap(b.full_mode).count(kind, r)
+                             : static_cast<int>(b.v.size()) == rows_->count(kind, r);
+    if (b.present && b.kind == kind && size_ok) return true;
+    layoutViolation(r, Property::kOwedOnce,
+                    std::string(opName(op.kind)) + " expects " + what + " on " + std::string(rowKindName(kind)) +
+                        " rows but finds " + (b.present ? std::string(rowKindName(b.kind)) + " rows (" +
+                                                              std::to_string(b.v.size()) + ")"
+                                                        : std::string("no value")));
+    return false;
+  }
+
+  /// hidden and residual on the same rows: the residual follows (property 3).
+  bool residualFollows(int r, const RankState& st, const Op& op) {
+    if (!st.residual.present) return true;
+    if (st.residual.kind == st.hidden.kind && st.residual.v.size() == st.hidden.v.size()) return true;
+    layoutViolation(r, Property::kResidualFollows,
+                    std::string(opName(op.kind)) + " adds a residual on " +
+                        std::string(rowKindName(st.residual.kind)) + " rows (" + std::to_string(st.residual.v.size()) +
+                        ") to a hidden state on " + std::string(rowKindName(st.hidden.kind)) + " rows (" +
+                        std::to_string(st.hidden.v.size()) + ")");
+    return false;
+  }
+
+  Value freshJunk() { return domain_.junk(++junk_); }
+
+  const RowMap& fullMap(DpPadding mode) const { return mode == plan_->padding ? *rows_ : *other_rows_; }
+  /// The tokens a buffer's rows hold by its layout.
+  const std::vector<int>& tokensOf(const Buffer& b, int rank) const {
+    if (b.kind == RowKind::kFull) return fullMap(b.full_mode).tokens(RowKind::kFull, rank);
+    return rows_->tokens(b.kind, rank);
+  }
+  /// The padding mode a full-rows op of `count` rows assumes (its rows say it).
+  bool modeOfCount(int count, int rank, DpPadding* mode) const {
+    if (count == rows_->count(RowKind::kFull, rank)) {
+      *mode = plan_->padding;
+      return true;
+    }
+    if (count == other_rows_->count(RowKind::kFull, rank)) {
+      *mode = plan_->padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
+      return true;
+    }
+    return false;
+  }
+  /// Rows [slot, slot + B_d) of a full buffer, where the op's padding mode puts shard d.
+  bool readSlot(int r, const Buffer& b, const Op& op, std::vector<Value>* out) {
+    DpPadding mode;
+    if (!modeOfCount(op.rows_in.count, r, &mode)) {
+      layoutViolation(r, Property::kOwedOnce, std::string(opName(op.kind)) + " reads " +
+                                                  std::to_string(op.rows_in.count) +
+                                                  " full rows, which is neither padding mode's size");
+      return false;
+    }
+    const int slot = fullMap(mode).fullSlot(topo_->attnDpRank(r));
+    const int cnt = rows_->count(RowKind::kAttention, r);
+    if (slot + cnt > static_cast<int>(b.v.size())) {
+      layoutViolation(r, Property::kOwedOnce, std::string(opName(op.kind)) + " reads past the full rows");
+      return false;
+    }
+    out->assign(b.v.begin() + slot, b.v.begin() + slot + cnt);
+    return true;
+  }
+
+  /// norm at (stack, stage): checks the complete value, replaces it by n(s, t).
+  void normInPlace(int r, Buffer& b, const Buffer& source, const Op& op) {
+    const int n_stages = static_cast<int>(stacks_[op.stack].shards.size());
+    const bool final_norm = op.stage == n_stages;
+    if (!checkRows(r, source, Expect::kComplete, op.stack, op.stage,
+                   final_norm ? Property::kOutputComplete : Property::kOwedOnce)) {
+      return;
+    }
+    const auto& toks = tokensOf(source, r);
+    b.full_mode = source.full_mode;
+    b.kind = source.kind;
+    b.present = true;
+    b.v.resize(source.v.size());
+    for (size_t i = 0; i < b.v.size(); ++i) {
+      b.v[i] = domain_.norm(source.v[i], op.stack, op.stage, toks[i], ++junk_);
+    }
+    if (final_norm) {
+      RankState& st = ranks_[r];
+      if (source.kind != RowKind::kAttention || static_cast<int>(source.v.size()) != rows_->shardTokens(r)) {
+        report(at(r, Property::kOutputComplete, ViolationClass::kMissingOutput,
+                  "the final norm runs on " + std::string(rowKindName(source.kind)) +
+                      " rows, not the attention rows the next consumer reads"));
+        return;
+      }
+      st.final_done[op.stack] = true;
+      st.finals[op.stack] = b;
+    }
+  }
+
+  void addInto(Buffer& dst, const Buffer& src) {
+    for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], src.v[i]);
+  }
+
+  // ---- local ops ------------------------------------------------------------
+  void execLocal(int r, const Op& op) {
+    RankState& st = ranks_[r];
+    switch (op.kind) {
+      case OpKind::kZeroFill: {
+        Buffer& b = bufferOf(st, op.tensor);
+        b.kind = op.rows_out.kind;
+        b.present = true;
+        b.v.assign(rows_->count(b.kind, r), domain_.zero());
+        return;
+      }
+      case OpKind::kSlice: {
+        Buffer& b = bufferOf(st, op.tensor);
+        if (!expectKind(r, b, RowKind::kAttention, op, tensorName(op.tensor).data())) return;
+        // tensor_split(attn_tp)[index]: the rank's own slice, or another
+        // position's when the plan says so (a wrong slice index).
+        const int src = op.slice_of < 0 ? r : topo_->groupOf(Axis::kAttnTp, r)[op.slice_of % topo_->groupSize(Axis::kAttnTp)];
+        const int off = rows_->localOffset(src);
+        const int cnt = rows_->count(RowKind::kLocal, src);
+        std::vector<Value> v(b.v.begin() + off, b.v.begin() + off + cnt);
+        b.v = std::move(v);
+        b.kind = RowKind::kLocal;
+        return;
+      }
+      case OpKind::kAdd: {
+        if (!st.hidden.present) {
+          layoutViolation(r, Property::kOwedOnce, "add with no hidden state");
+          return;
+        }
+        if (!residualFollows(r, st, op)) return;
+        if (op.tensor == Tensor::kResidual) {
+          if (!st.residual.present) {
+            st.residual = st.hidden;
+          } else {
+            addInto(st.residual, st.hidden);
+          }
+        } else {
+          if (st.residual.present) addInto(st.hidden, st.residual);
+          st.residual.present = false;  // hs += residual; residual := None
+        }
+        return;
+      }
+      case OpKind::kNorm:
+        if (!st.hidden.present) {
+          layoutViolation(r, Property::kOwedOnce, "norm with no hidden state");
+          return;
+        }
+        normInPlace(r, st.hidden, Buffer(st.hidden), op);
+        return;
+      case OpKind::kAddNorm:
+        addNorm(r, op);
+        return;
+      case OpKind::kCompute:
+        compute(r, op);
+        return;
+      case OpKind::kSnapshot: {
+        Snap s{op.stack, op.stage, st.residual};
+        st.snaps.push_back(std::move(s));
+        return;
+      }
+      case OpKind::kDpScatter: {
+        if (!expectKind(r, st.hidden, RowKind::kFull, op, "hidden")) return;
+        Buffer out;
+        out.kind = RowKind::kAttention;
+        out.present = true;
+        if (!readSlot(r, st.hidden, op, &out.v)) return;
+        if (op.tensor == Tensor::kResidual) {
+          st.residual = std::move(out);
+        } else {
+          st.hidden = std::move(out);
+        }
+        return;
+      }
+      default:
+        assert(false && "execLocal of a communicating op");
+    }
+  }
+
+  void addNorm(int r, const Op& op) {
+    RankState& st = ranks_[r];
+    if (!st.hidden.present) {
+      layoutViolation(r, Property::kOwedOnce, "add_norm with no hidden state");
+      return;
+    }
+    if (!residualFollows(r, st, op)) return;
+    if (!st.residual.present) {
+      st.residual = st.hidden;  // first layer: residual := hidden
+    } else {
+      addInto(st.residual, st.hidden);
+    }
+    normInPlace(r, st.hidden, st.residual, op);
+  }
+
+  void compute(int r, const Op& op) {
+    RankState& st = ranks_[r];
+    Buffer& h = st.hidden;
+    if (!h.present) {
+      layoutViolation(r, Property::kOwedOnce, "compute with no input");
+      return;
+    }
+    const auto& toks = tokensOf(h, r);
+    if (h.v.size() != toks.size()) {
+      layoutViolation(r, Property::kOwedOnce, "compute on a buffer of " + std::to_string(h.v.size()) +
+                                                  " rows labelled " + std::string(rowKindName(h.kind)));
+      return;
+    }
+    if (op.stage < 0) {
+      // A stack's input projection (the MTP eh_proj): reads the previous
+      // stack's final output, emits this stack's complete input.
+      const int prev = op.stack - 1;
+      if (!checkRows(r, h, Expect::kNormed, prev, static_cast<int>(stacks_[prev].shards.size()),
+                     Property::kOwedOnce)) {
+        return;
+      }
+      for (size_t i = 0; i < toks.size(); ++i) {
+        h.v[i] = domain_.project(h.v[i], op.stack, toks[i], ++junk_);
+      }
+      return;
+    }
+    if (!checkRows(r, h, Expect::kNormed, op.stack, op.stage, Property::kOwedOnce)) return;
+    const int si = plan_->stageIndex(op.stack, op.stage);
+    const StageInfo& info = plan_->stages[si];
+    // The shard comes from the stage's real weight split, not from the op:
+    // a plan cannot change where the weights live.
+    const int j = info.weight_axis == kNoAxis ? 0 : topo_->rankIn(static_cast<Axis>(info.weight_axis), r);
+    for (size_t i = 0; i < toks.size(); ++i) {
+      h.v[i] = domain_.compute(h.v[i], op.stack, op.stage, toks[i], j, info.shards, ++junk_);
+    }
+  }
+
+  // ---- point to point -----------------------------------------------------
+  void doSend(int r, const Op& op) {
+    RankState& st = ranks_[r];
+    const Buffer& b = op.tensor == Tensor::kResidual ? st.residual : st.hidden;
+    const int peer = r + topo_->config().tp;
+    if (peer >= plan_->world()) {
+      report(at(r, Property::kCollectivesMatch, ViolationClass::kDeadlock,
+                "send from the last pipeline stage: nobody receives it"));
+      return;
+    }
+    mailbox_[{peer, static_cast<int>(op.tensor)}].push_back(b);
+  }
+
+  bool tryRecv(int r) {
+    const Op& op = plan_->ranks[r][ranks_[r].pc];
+    auto it = mailbox_.find({r, static_cast<int>(op.tensor)});
+    if (it == mailbox_.end() || it->second.empty()) return false;
+    RankState& st = ranks_[r];
+    (op.tensor == Tensor::kResidual ? st.residual : st.hidden) = std::move(it->second.front());
+    it->second.pop_front();
+    ++st.pc;
+    ++result_.ops_executed;
+    return true;
+  }
+
+  // ---- collectives ----------------------------------------------------------
+  void execCollective(const std::vector<int>& members, const Op& op) {
+    const Tensor t = op.tensor;
+    auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], t); };
+    const int r0 = members.front();
+    switch (op.kind) {
+      case OpKind::kAllReduce:
+      case OpKind::kArAddNorm: {
+        for (int m : members) {
+          if (!buf(m).present || buf(m).v.size() != buf(r0).v.size() || buf(m).kind != buf(r0).kind) {
+            report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                      "all_reduce members hold different rows (" + std::to_string(buf(m).v.size()) + " vs " +
+                          std::to_string(buf(r0).v.size()) + ")"));
+            return;
+          }
+        }
+        Buffer sum = buf(r0);
+        for (size_t k = 1; k < members.size(); ++k) addInto(sum, buf(members[k]));
+        for (int m : members) buf(m) = sum;
+        if (op.kind == OpKind::kArAddNorm) {
+          for (int m : members) {
+            addNorm(m, op);
+            if (stopped()) return;
+          }
+        }
+        return;
+      }
+      case OpKind::kReduceScatter:
+      case OpKind::kReduceScatterv:
+      case OpKind::kDpReduceScatter: {
+        const RowKind in = op.rows_in.kind;
+        for (int m : members) {
+          if (!expectKind(m, buf(m), in, op, tensorName(t).data())) return;
+          if (buf(m).v.size() != buf(r0).v.size()) {
+            report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                      "reduce-scatter members hold different rows"));
+            return;
+          }
+        }
+        Buffer sum = buf(r0);
+        for (size_t k = 1; k < members.size(); ++k) addInto(sum, buf(members[k]));
+        for (int m : members) {
+          Buffer& b = buf(m);
+          if (in == RowKind::kFull) {  // the DP return: this shard's slot
+            const Op& mop = plan_->ranks[m][ranks_[m].pc];
+            if (!readSlot(m, sum, mop, &b.v)) return;
+            b.kind = RowKind::kAttention;
+          } else {  // attention rows -> this rank's local slice
+            const int off = rows_->localOffset(m);
+            const int cnt = rows_->count(RowKind::kLocal, m);
+            b.v.assign(sum.v.begin() + off, sum.v.begin() + off + cnt);
+            b.kind = RowKind::kLocal;
+          }
+        }
+        return;
+      }
+      case OpKind::kAllGather:
+      case OpKind::kAllGatherv: {
+        // local slices -> attention rows, each member's slice at its offset.
+        const int cnt = rows_->count(RowKind::kAttention, r0);
+        Buffer g;
+        g.kind = RowKind::kAttention;
+        g.present = true;
+        g.v.assign(cnt, domain_.zero());
+        std::vector<int> filled(cnt, 0);
+        for (int m : members) {
+          Buffer& b = buf(m);
+          const int off = rows_->localOffset(m);
+          if (!b.present || rows_->count(RowKind::kAttention, m) != cnt ||
+              off + static_cast<int>(b.v.size()) > cnt) {
+            report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                      "all_gather members hold slices of different shards"));
+            return;
+          }
+          for (size_t i = 0; i < b.v.size(); ++i) {
+            g.v[off + i] = b.v[i];
+            ++filled[off + i];
+          }
+        }
+        for (int m : members) buf(m) = g;
+        return;
+      }
+      case OpKind::kAllToAll: {
+        if (op.rows_out.kind == RowKind::kDispatched) {
+          // dispatch: every member receives the concatenation of the members' rows.
+          Buffer d;
+          d.kind = RowKind::kDispatched;
+          d.present = true;
+          for (int m : members) {
+            const Buffer& b = buf(m);
+            if (!b.present) {
+              layoutViolation(m, Property::kOwedOnce, "all_to_all dispatch of no value");
+              return;
+            }
+            d.v.insert(d.v.end(), b.v.begin(), b.v.end());
+          }
+          for (int m : members) {
+            if (static_cast<int>(d.v.size()) != rows_->count(RowKind::kDispatched, m)) {
+              report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                        "all_to_all dispatch sizes do not add up to the group's rows"));
+              return;
+            }
+          }
+          for (int m : members) buf(m) = d;
+          return;
+        }
+        // combine: each member gets back its own segment, summed over the experts' ranks.
+        std::vector<Buffer> out(members.size());
+        int seg = 0;
+        for (size_t i = 0; i < members.size(); ++i) {
+          const int m = members[i];
+          const int cnt = rows_->count(op.rows_out.kind, m);
+          out[i].kind = op.rows_out.kind;
+          out[i].present = true;
+          out[i].v.assign(cnt, domain_.zero());
+          for (int src : members) {
+            const Buffer& b = buf(src);
+            if (b.kind != RowKind::kDispatched || static_cast<int>(b.v.size()) < seg + cnt) {
+              layoutViolation(src, Property::kOwedOnce, "all_to_all combine of rows that were not dispatched");
+              return;
+            }
+            for (int k = 0; k < cnt; ++k) domain_.add(out[i].v[k], b.v[seg + k]);
+          }
+          seg += cnt;
+        }
+        for (size_t i = 0; i < members.size(); ++i) buf(members[i]) = std::move(out[i]);
+        return;
+      }
+      case OpKind::kDpGatherPartial:
+      case OpKind::kDpGatherReplicate: {
+        DpPadding mode;
+        if (!modeOfCount(op.rows_out.count, r0, &mode)) {
+          layoutViolation(r0, Property::kOwedOnce, std::string(opName(op.kind)) + " writes " +
+                                                       std::to_string(op.rows_out.count) +
+                                                       " full rows, which is neither padding mode's size");
+          return;
+        }
+        const RowMap& fmap = fullMap(mode);
+        const int cnt = fmap.count(RowKind::kFull, r0);
+        const auto& ftoks = fmap.tokens(RowKind::kFull, r0);
+        Buffer g;
+        g.kind = RowKind::kFull;
+        g.full_mode = mode;
+        g.present = true;
+        g.v.resize(cnt);
+        for (int i = 0; i < cnt; ++i) g.v[i] = ftoks[i] == kPaddingRow ? freshJunk() : domain_.zero();
+        const bool partial = op.kind == OpKind::kDpGatherPartial;
+        for (int m : members) {
+          const Buffer& b = buf(m);
+          if (!expectKind(m, b, RowKind::kAttention, op, tensorName(t).data())) return;
+          // Writers: every attention-TP rank for a partial gather (the gather
+          // completes the attn-TP sum), attention-TP rank 0 for a replicate one.
+          if (!partial && topo_->attnTpRank(m) != 0) continue;
+          const int slot = fmap.fullSlot(topo_->attnDpRank(m));
+          for (size_t i = 0; i < b.v.size(); ++i) domain_.add(g.v[slot + i], b.v[i]);
+        }
+        for (int m : members) buf(m) = g;
+        return;
+      }
+      default:
+        assert(false && "execCollective of a local op");
+    }
+  }
+
+  // ---- end of the plan --------------------------------------------------------
+  void finalChecks() {
+    const int world = plan_->world();
+    const int last_pp = topo_->config().pp - 1;
+    for (int r = 0; r < world && !stopped(); ++r) {
+      RankState& st = ranks_[r];
+      for (Snap& s : st.snaps) {
+        if (s.stage < 0) continue;
+        if (!s.buf.present || s.buf.kind != RowKind::kAttention ||
+            static_cast<int>(s.buf.v.size()) != rows_->shardTokens(r)) {
+          report(at(r, Property::kSnapshots, ViolationClass::kLayoutMismatch,
+                    "the snapshot before stage " + std::to_string(s.stage) + " is " +
+                        (s.buf.present ? "on " + std::string(rowKindName(s.buf.kind)) + " rows" : "empty") +
+                        ", not on attention rows"));
+          return;
+        }
+        if (!checkRows(r, s.buf, Expect::kComplete, s.stack, s.stage, Property::kSnapshots)) return;
+      }
+      if (topo_->ppRank(r) == last_pp) {
+        for (size_t k = 0; k < stacks_.size(); ++k) {
+          if (!st.final_done[k]) {
+            report(at(-1, Property::kOutputComplete, ViolationClass::kMissingOutput,
+                      "rank " + std::to_string(r) + " never produces the final output of stack " + std::to_string(k)));
+            result_.violations.back().rank = r;
+            return;
+          }
+        }
+      }
+    }
+  }
+
+  const Plan* plan_ = nullptr;
+  LedgerOptions options_;
+  LedgerResult result_;
+  std::optional<Topology> topo_;
+  std::optional<RowMap> rows_;        // the plan's resolved padding
+  std::optional<RowMap> other_rows_;  // full rows in the other padding mode
+  std::vector<StackShape> stacks_;
+  Domain domain_;
+  std::vector<RankState> ranks_;
+  std::map<std::pair<int, int>, std::deque<Buffer>> mailbox_;
+  std::uint64_t junk_ = 0;
+};
+
+}  // namespace ledger_detail
+
+}  // namespace seam
