@@ -10,6 +10,7 @@
 #include "command.h"
 #include "seam/mutants/campaign.h"
 #include "seam/reports/mutate_view.h"
+#include "seam/reports/recorders.h"
 
 namespace seam::tools {
 
@@ -63,6 +64,9 @@ Command registerMutate(CLI::App& app) {
     int jobs = 0;
     bool fail_on_survivor = false;
     bool list = false;
+    std::string db = "seam.db";
+    bool resume = false;
+    std::string junit;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("mutate", "Run a mutation campaign: how strong are the properties?");
@@ -73,6 +77,9 @@ Command registerMutate(CLI::App& app) {
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
   sub->add_flag("--fail-on-survivor", o->fail_on_survivor, "exit 1 when a mutant survives");
   sub->add_flag("--list", o->list, "list the mutation operators and exit");
+  sub->add_option("--db", o->db, "SQLite store the campaign is written to")->capture_default_str();
+  sub->add_flag("--resume", o->resume, "continue the latest unfinished campaign with the same arguments in --db");
+  sub->add_option("--junit", o->junit, "also write JUnit XML (one testcase per mutant) to this file");
   return {sub, [o]() {
             if (o->list) {
               for (const mutants::Mutant* m : mutants::registry()) {
@@ -101,9 +108,33 @@ Command registerMutate(CLI::App& app) {
               }
               spec.mutants.push_back(m);
             }
+            auto store = reports::Store::open(o->db);
+            if (!store) return fail(store.status());
+            const std::string args = reports::campaignArgs(spec);
+            reports::RunRecord run;
+            if (o->resume) {
+              auto found = store->findUnfinished("mutate", args);
+              if (!found) return fail(found.status());
+              if (!*found) {
+                return fail(Status::invalid("--resume: no unfinished campaign with these arguments in --db \"" + o->db + "\""));
+              }
+              run = **found;
+            } else {
+              run.command = "mutate";
+              run.args = args;
+              run.version = kSeamVersion;
+              if (Status st = store->beginRun(run); !st) return fail(st);
+            }
             CampaignProgress progress(isatty(2));
-            auto result = mutants::runCampaign(spec, &progress);
+            reports::CampaignRecorder recorder(*store, run.id, spec, &progress);
+            if (!recorder.status()) return fail(recorder.status());
+            auto result = mutants::runCampaign(spec, &recorder);
             if (!result) return fail(result.status());
+            if (!recorder.status()) return fail(recorder.status());
+            if (Status st = store->finishRun(run.id); !st) return fail(st);
+            if (!o->junit.empty()) {
+              if (Status st = reports::writeCampaignJunit(*result, o->junit); !st) return fail(st);
+            }
             std::cout << reports::renderCampaign(spec, *result);
             if (!result->baseline_holds) return kExitPropertyFailed;
             if (o->fail_on_survivor && result->survived() > 0) return kExitPropertyFailed;

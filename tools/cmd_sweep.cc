@@ -3,6 +3,7 @@
 // Exit 1 on any violation.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/properties/sweep.h"
+#include "seam/reports/recorders.h"
 #include "seam/reports/sweep_view.h"
 
 namespace seam::tools {
@@ -42,6 +44,9 @@ Command registerSweep(CLI::App& app) {
     int jobs = 0;
     std::string shard = "0/1";
     std::string policy = "declared";
+    std::string db = "seam.db";
+    bool resume = false;
+    std::string junit;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("sweep", "Check every case of a space: presets x configs x flags x batches");
@@ -52,6 +57,9 @@ Command registerSweep(CLI::App& app) {
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
   sub->add_option("--shard", o->shard, "take shard i/n of the case space")->capture_default_str();
   sub->add_option("--policy", o->policy, "boundary policy: declared")->capture_default_str();
+  sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
+  sub->add_flag("--resume", o->resume, "continue the latest unfinished run with the same arguments in --db");
+  sub->add_option("--junit", o->junit, "also write JUnit XML of every case to this file");
   return {sub, [o]() {
             properties::SweepSpec spec;
             spec.world = o->world;
@@ -76,9 +84,38 @@ Command registerSweep(CLI::App& app) {
             }
             // Validate the fixed leaves once, with the message ConfigSpace gives.
             if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe) return fail(probe.status());
+            auto store = reports::Store::open(o->db);
+            if (!store) return fail(store.status());
+            const std::string args = reports::sweepArgs(spec);
+            reports::RunRecord run;
+            if (o->resume) {
+              auto found = store->findUnfinished("sweep", args);
+              if (!found) return fail(found.status());
+              if (!*found) {
+                return fail(Status::invalid("--resume: no unfinished sweep with these arguments in --db \"" + o->db + "\""));
+              }
+              run = **found;
+              auto done = store->caseIndices(run.id);
+              if (!done) return fail(done.status());
+              spec.skip = std::move(*done);
+              std::sort(spec.skip.begin(), spec.skip.end());
+            } else {
+              run.command = "sweep";
+              run.args = args;
+              run.version = kSeamVersion;
+              if (Status st = store->beginRun(run); !st) return fail(st);
+            }
             ProgressLine progress;
-            auto result = properties::runSweep(spec, isatty(2) ? &progress : nullptr);
+            reports::SweepRecorder recorder(*store, run.id, spec, isatty(2) ? &progress : nullptr);
+            auto live = properties::runSweep(spec, &recorder);
+            if (!live) return fail(live.status());
+            if (Status st = recorder.flush(); !st) return fail(st);
+            if (Status st = store->finishRun(run.id); !st) return fail(st);
+            auto result = reports::sweepResultFromStore(*store, run.id, spec, *live);
             if (!result) return fail(result.status());
+            if (!o->junit.empty()) {
+              if (Status st = reports::writeRunJunit(*store, run.id, "sweep", o->junit); !st) return fail(st);
+            }
             std::cout << reports::renderSweep(spec, *result);
             return result->violated == 0 ? kExitOk : kExitPropertyFailed;
           }};

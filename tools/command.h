@@ -17,6 +17,9 @@ inline constexpr int kExitPropertyFailed = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitInternal = 3;
 
+/// Recorded with every run in the store.
+inline constexpr const char* kSeamVersion = "seam 0.1.0";
+
 /// Prints the one-line error and returns its exit code.
 inline int fail(const Status& status) {
   std::cerr << "seam: " << status.message() << "\n";

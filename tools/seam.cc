@@ -11,7 +11,7 @@
 
 namespace {
 
-constexpr const char* kVersion = "seam 0.1.0";
+constexpr const char* kVersion = seam::tools::kSeamVersion;
 
 bool isCommand(CLI::App& app, const std::string& name) {
   for (const CLI::App* sub : app.get_subcommands({})) {

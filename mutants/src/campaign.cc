@@ -210,7 +210,9 @@ Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener*
           }
         },
         [&](std::int64_t i) { return i > first_kill.load(); });
-    o.cases_run = evaluated.load();
+    // Cases up to and including the verdict, in case order (worker threads
+    // may look a little further; that is not part of the result).
+    o.cases_run = first_kill.load() != kNone ? first_kill.load() + 1 : n;
     o.applied = applied.load();
     o.differed = differed.load();
     if (first_kill.load() != kNone) {

@@ -140,6 +140,32 @@ std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigF
   return out;
 }
 
+std::uint64_t planHash(const Plan& plan) {
+  // Three 64-bit words per op, each mixed in with one multiply (a stable,
+  // fast, well-spread hash; not cryptographic).
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ plan.ranks.size();
+  auto mixIn = [&h](std::uint64_t v) {
+    h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
+  };
+  for (const auto& ops : plan.ranks) {
+    mixIn(ops.size());
+    for (const Op& op : ops) {
+      mixIn(static_cast<std::uint64_t>(static_cast<std::uint16_t>(op.layer)) |
+            static_cast<std::uint64_t>(static_cast<std::uint16_t>(op.stage)) << 16 |
+            static_cast<std::uint64_t>(op.stack) << 32 | static_cast<std::uint64_t>(op.phase) << 36 |
+            static_cast<std::uint64_t>(op.kind) << 40 | static_cast<std::uint64_t>(op.tensor) << 48 |
+            static_cast<std::uint64_t>(static_cast<std::uint8_t>(op.axis)) << 52 |
+            static_cast<std::uint64_t>(static_cast<std::uint8_t>(op.slice_of)) << 56);
+      mixIn(static_cast<std::uint64_t>(op.rows_in.kind) | static_cast<std::uint64_t>(op.rows_out.kind) << 8 |
+            static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_in.count)) << 16 ^
+                static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_out.count)) << 40);
+      mixIn(static_cast<std::uint64_t>(op.bytes));
+    }
+  }
+  return h;
+}
+
 Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
   if (spec.world < 1 || spec.world > kMaxWorld) {
     return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." + std::to_string(kMaxWorld));
@@ -147,7 +173,7 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
   if (spec.jobs < 1) return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
   const auto start = std::chrono::steady_clock::now();
 
-  // The case list of this shard, in sweep order.
+  // The case list of this shard, in sweep order, less what a resumed run did.
   struct Item {
     std::int64_t index;
     int model;
@@ -164,53 +190,58 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
     result.per_model.push_back(tally);
     if (!m.model) continue;
     for (Case& c : enumerateCases(*m.model, spec.world, spec.filter)) {
-      if (index % spec.shard.count == spec.shard.index) items.push_back({index, mi, std::move(c)});
+      if (index % spec.shard.count == spec.shard.index &&
+          !std::binary_search(spec.skip.begin(), spec.skip.end(), index)) {
+        items.push_back({index, mi, std::move(c)});
+      }
       ++index;
     }
   }
 
-  struct Outcome {
-    bool refused = false;
-    std::string why;
-    std::optional<Violation> violation;
-    double seconds = 0;
-  };
-  std::vector<Outcome> outcomes(items.size());
+  std::vector<CaseResult> outcomes(items.size());
+  std::vector<double> seconds(items.size(), 0.0);
   std::atomic<std::int64_t> next{0};
   std::atomic<std::int64_t> done{0};
-  std::mutex progress_mutex;
+  std::mutex listener_mutex;
   const std::int64_t total = static_cast<std::int64_t>(items.size());
   constexpr std::int64_t kChunk = 16;
 
   auto worker = [&]() {
     Ledger ledger;
+    std::vector<CaseResult> chunk;
     for (;;) {
       const std::int64_t begin = next.fetch_add(kChunk);
       if (begin >= total) break;
       const std::int64_t end = std::min(total, begin + kChunk);
       for (std::int64_t i = begin; i < end; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
-        Outcome& o = outcomes[i];
+        CaseResult& o = outcomes[i];
+        o.index = items[i].index;
+        o.model = items[i].model;
+        o.c = &items[i].c;
         auto plan = buildPlan(items[i].c, spec.policy, spec.schema);
         if (!plan) {
           o.refused = plan.status().code() == StatusCode::kRefused;
-          o.why = plan.status().message();
+          o.refusal = plan.status().message();
           if (!o.refused) {
             Violation v;
             v.property = Property::kOwedOnce;
             v.cls = ViolationClass::kMissingOutput;
-            v.detail = "the policy could not plan this case: " + o.why;
+            v.detail = "the policy could not plan this case: " + o.refusal;
             o.violation = v;
+            o.refusal.clear();
           }
         } else {
-          const PlanVerdict verdict = checkPlan(*plan, ledger, Depth::kFirst);
-          o.violation = verdict.firstViolation();
+          o.plan_hash = planHash(*plan);
+          o.violation = checkPlan(*plan, ledger, Depth::kFirst).firstViolation();
         }
-        o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
       const std::int64_t d = done.fetch_add(end - begin) + (end - begin);
       if (listener) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
+        chunk.assign(outcomes.begin() + begin, outcomes.begin() + end);
+        std::lock_guard<std::mutex> lock(listener_mutex);
+        listener->onCases(chunk);
         listener->onProgress(d, total);
       }
     }
@@ -222,13 +253,13 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
 
   std::map<std::string, std::int64_t> refusals;
   for (size_t i = 0; i < items.size(); ++i) {
-    const Outcome& o = outcomes[i];
+    const CaseResult& o = outcomes[i];
     ModelTally& tally = result.per_model[items[i].model];
-    tally.seconds += o.seconds;
+    tally.seconds += seconds[i];
     if (o.refused) {
       ++tally.refused;
       ++result.refused;
-      ++refusals[o.why];
+      ++refusals[o.refusal];
       continue;
     }
     ++tally.checked;
@@ -237,11 +268,13 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
       ++tally.violated;
       ++result.violated;
       if (static_cast<int>(result.failures.size()) < spec.max_failures) {
-        result.failures.push_back({items[i].index, items[i].c, *o.violation});
+        result.failures.push_back(
+            {items[i].index, describeViolation(*o.violation), reproduceCommand(items[i].c, policyName(spec.policy))});
       }
     }
   }
   result.cases = result.checked + result.refused;
+  result.run_here = result.cases;
   for (auto& [why, n] : refusals) result.refusals.emplace_back(why, n);
   std::sort(result.refusals.begin(), result.refusals.end(),
             [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });

@@ -16,8 +16,9 @@ std::string rate(std::int64_t n, double seconds) {
 }  // namespace
 
 std::string sweepSummaryLine(const properties::SweepResult& r) {
+  // The rate counts the cases this process ran, not those a resumed run did.
   return std::to_string(r.cases) + " cases, " + std::to_string(r.violated) + " violations, " +
-         rate(r.cases, r.seconds) + " cases/s";
+         rate(r.run_here, r.seconds) + " cases/s";
 }
 
 std::string renderSweep(const properties::SweepSpec& spec, const properties::SweepResult& r) {
@@ -36,15 +37,18 @@ std::string renderSweep(const properties::SweepSpec& spec, const properties::Swe
     for (const auto& [why, n] : r.refusals) out += "  " + std::to_string(n) + " x " + why + "\n";
   }
   for (const auto& f : r.failures) {
-    out += "FAIL case #" + std::to_string(f.index) + ": " + describeViolation(f.violation) + "\n";
-    out += "  reproduce: " + reproduceCommand(f.c, policyName(spec.policy)) + "\n";
+    out += "FAIL case #" + std::to_string(f.index) + ": " + f.text + "\n";
+    out += "  reproduce: " + f.reproduce + "\n";
   }
   if (r.violated > static_cast<std::int64_t>(r.failures.size())) {
     out += "(" + std::to_string(r.violated - static_cast<std::int64_t>(r.failures.size())) +
            " more failing cases not listed)\n";
   }
-  out += "checked " + std::to_string(r.checked) + ", refused " + std::to_string(r.refused) + " in " +
-         std::to_string(r.seconds).substr(0, std::to_string(r.seconds).find('.') + 3) + " s\n";
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f", r.seconds);
+  out += "checked " + std::to_string(r.checked) + ", refused " + std::to_string(r.refused);
+  if (r.run_here != r.cases) out += " (" + std::to_string(r.cases - r.run_here) + " of them by the interrupted run resumed here)";
+  out += "; this process ran " + std::to_string(r.run_here) + " in " + secs + " s\n";
   out += sweepSummaryLine(r) + "\n";
   return out;
 }

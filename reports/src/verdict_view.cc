@@ -4,20 +4,6 @@
 
 namespace seam::reports {
 
-std::string describeViolation(const Violation& v) {
-  std::string s = std::string(propertyName(v.property)) + " violated (" + std::string(violationClassName(v.cls)) + ")";
-  if (v.stage >= 0 || v.op_index >= 0) {
-    s += " at ";
-    if (v.stack == 1) s += "MTP ";
-    s += "layer " + std::to_string(v.layer) + " stage " + std::to_string(v.stage) + " " +
-         std::string(phaseName(v.phase));
-    if (v.op_index >= 0) s += " " + std::string(opName(v.op)) + " (op #" + std::to_string(v.op_index) + ")";
-  }
-  if (v.rank >= 0) s += ", rank " + std::to_string(v.rank);
-  if (v.token >= 0) s += ", token " + std::to_string(v.token);
-  return s + ": " + v.detail;
-}
-
 namespace {
 
 nlohmann::json violationJson(const Violation& v) {

@@ -73,6 +73,9 @@ class Replay {
     const int world = plan.world();
     stacks_.assign(2, {});
     for (const StageInfo& s : plan.stages) stacks_[s.stack].shards.push_back(s.shards);
+    // Stages are stored stack 0 first, each stack in order.
+    stage_base_[0] = 0;
+    stage_base_[1] = static_cast<int>(stacks_[0].shards.size());
     if (stacks_[1].shards.empty()) stacks_.resize(1);
     domain_.prepare(stacks_, std::max(1, rows_->totalTokens()));
     ranks_.resize(world);
@@ -522,7 +525,7 @@ class Replay {
       return;
     }
     if (!checkRows(r, h, Expect::kNormed, op.stack, op.stage, Property::kOwedOnce)) return;
-    const int si = plan_->stageIndex(op.stack, op.stage);
+    const int si = stage_base_[op.stack] + op.stage;
     const StageInfo& info = plan_->stages[si];
     // The shard comes from the stage's real weight split, not from the op:
     // a plan cannot change where the weights live.
@@ -759,6 +762,7 @@ class Replay {
   std::optional<RowMap> rows_;        // the plan's resolved padding
   std::optional<RowMap> other_rows_;  // full rows in the other padding mode
   std::vector<StackShape> stacks_;
+  int stage_base_[2] = {0, 0};  // index into plan.stages of each stack's stage 0
   Domain domain_;
   std::vector<RankState> ranks_;
   std::map<std::pair<int, int>, std::deque<Buffer>> mailbox_;

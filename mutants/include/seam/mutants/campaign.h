@@ -41,7 +41,7 @@ std::string_view statusName(MutantStatus s);
 struct MutantOutcome {
   const Mutant* mutant = nullptr;
   MutantStatus status = MutantStatus::kSurvived;
-  std::int64_t cases_run = 0;   ///< cases evaluated before the verdict
+  std::int64_t cases_run = 0;   ///< cases up to the verdict, in case order (deterministic)
   std::int64_t applied = 0;     ///< cases where its site existed (plan mutants) or it planned
   std::int64_t differed = 0;    ///< cases where its plan differed from the unmutated one
   // killed:

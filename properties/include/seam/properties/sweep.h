@@ -34,6 +34,9 @@ struct SweepSpec {
   int jobs = 1;                      ///< worker threads
   Shard shard;                       ///< part of the case space this process takes
   int max_failures = 20;             ///< failing cases kept (the first ones, in case order)
+  /// Indices (in sweep order) already finished by an interrupted run: not run
+  /// again (--resume). Sorted ascending.
+  std::vector<std::int64_t> skip;
 };
 
 /// The models seam sweeps by default: every preset, in checkpoints.json order.
@@ -48,8 +51,19 @@ std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigF
 /// A failing case.
 struct SweepFailure {
   std::int64_t index = 0;  ///< position in the sweep order
-  Case c;
-  Violation violation;
+  std::string text;        ///< the violation in words
+  std::string reproduce;   ///< the `seam check` line that reproduces it
+};
+
+/// One finished case, handed to listeners (for the store).
+struct CaseResult {
+  std::int64_t index = 0;   ///< position in the sweep order
+  int model = 0;            ///< index into SweepSpec::models
+  const Case* c = nullptr;  ///< valid during the callback only
+  bool refused = false;
+  std::string refusal;      ///< the engine's reason
+  std::optional<Violation> violation;
+  std::uint64_t plan_hash = 0;
 };
 
 /// Totals for one model.
@@ -67,7 +81,8 @@ struct SweepResult {
   std::int64_t checked = 0;
   std::int64_t refused = 0;
   std::int64_t violated = 0;
-  double seconds = 0;           ///< wall time
+  std::int64_t run_here = 0;    ///< cases this process ran (the others were resumed)
+  double seconds = 0;           ///< wall time of this process
   std::vector<ModelTally> per_model;
   std::vector<SweepFailure> failures;  ///< the first max_failures, in case order
   /// Reasons of refusal with their counts, most frequent first.
@@ -79,7 +94,13 @@ class SweepListener {
  public:
   virtual ~SweepListener() = default;
   virtual void onProgress(std::int64_t done, std::int64_t total) {}
+  /// A finished chunk of cases (not necessarily in index order).
+  virtual void onCases(const std::vector<CaseResult>& chunk) {}
 };
+
+/// A stable hash of a plan's ops (stored with each case: the same plan
+/// always hashes the same, on every machine).
+std::uint64_t planHash(const Plan& plan);
 
 /// Runs the sweep. Fails only on bad input (e.g. a world out of range).
 Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener = nullptr);

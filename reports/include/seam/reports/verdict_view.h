@@ -11,10 +11,6 @@
 
 namespace seam::reports {
 
-/// One line locating and explaining a violation:
-/// "owed-once violated (counted-k-times) at layer 3 stage 3 entry add_norm, rank 1, token 2: ..."
-std::string describeViolation(const Violation& v);
-
 /// `seam check`: a header naming the case, one row per property (holds /
 /// VIOLATED / not judged) and the first violation in words; JSON on request.
 std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdict, Format format);

@@ -68,6 +68,11 @@ struct Violation {
   std::string detail;  ///< one sentence in words
 };
 
+/// One line locating and explaining a violation: "owed-once violated
+/// (counted-k-times) at layer 3 stage 3 entry add_norm (op #9), rank 1, token
+/// 2: ..." (a value for reports and stores; nothing is printed).
+std::string describeViolation(const Violation& v);
+
 /// Options of one replay.
 struct LedgerOptions {
   bool exact = false;       ///< run the exact domain from the start

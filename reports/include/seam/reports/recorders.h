@@ -1,0 +1,90 @@
+// Listeners that write what sweeps and campaigns produce into the store, and
+// the readers that rebuild their summaries from it, so that a resumed run
+// reports every case of the run, not only those it ran itself.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "seam/mutants/campaign.h"
+#include "seam/properties/sweep.h"
+#include "seam/reports/store.h"
+
+namespace seam::reports {
+
+/// The canonical argument string a run is resumed by.
+std::string sweepArgs(const properties::SweepSpec& spec);
+std::string campaignArgs(const mutants::CampaignSpec& spec);
+
+/// Writes every finished case of a sweep into the store, one transaction per
+/// batch of kBatchCases (a crash loses at most the batch being written; a
+/// resumed run redoes it), on a writer thread of its own so that the sweep's
+/// workers never wait for the disk; forwards progress to `next` (may be null).
+class SweepRecorder : public properties::SweepListener {
+ public:
+  static constexpr int kBatchCases = 256;
+  SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
+                properties::SweepListener* next);
+  ~SweepRecorder() override;
+  void onProgress(std::int64_t done, std::int64_t total) override;
+  void onCases(const std::vector<properties::CaseResult>& chunk) override;
+  /// Commits the open batch (also done on destruction).
+  Status flush();
+  /// The first store error, if any (the sweep itself cannot be interrupted).
+  const Status& status() const { return status_; }
+
+ private:
+  Store& store_;
+  std::int64_t run_id_;
+  const properties::SweepSpec& spec_;
+  properties::SweepListener* next_;
+  using Pending = std::vector<std::pair<CaseRecord, std::vector<VerdictRecord>>>;
+  void write(Pending batch);  // on the writer thread
+  void writerLoop();
+  Pending pending_;                 // filled by onCases
+  std::vector<Pending> queue_;      // full batches for the writer
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool closing_ = false;
+  std::thread writer_;
+  Status status_;
+};
+
+/// The sweep's totals over every case row of the run; `live` supplies what
+/// only this process knows (its wall time, the cases it ran, per-model time).
+Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_t run_id,
+                                                       const properties::SweepSpec& spec,
+                                                       const properties::SweepResult& live);
+
+/// JUnit XML of every case of a run: one testcase per case (classname = the
+/// model, name = the case's `seam check` line), failures with the violation,
+/// refused cases as skipped.
+Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite, const std::string& path);
+
+/// Stores each decided mutant (so a resumed campaign skips it) and recalls
+/// stored ones; forwards progress to `next`.
+class CampaignRecorder : public mutants::CampaignListener {
+ public:
+  CampaignRecorder(Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
+                   mutants::CampaignListener* next);
+  void onBaseline(std::int64_t cases, bool holds) override;
+  void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
+  std::optional<mutants::MutantOutcome> recalled(const mutants::Mutant& mutant) override;
+  const Status& status() const { return status_; }
+
+ private:
+  Store& store_;
+  std::int64_t run_id_;
+  const mutants::CampaignSpec& spec_;
+  mutants::CampaignListener* next_;
+  std::vector<MutantRecord> stored_;
+  std::vector<KillRecord> kills_;
+  Status status_;
+};
+
+/// JUnit XML of a campaign: one testcase per mutant, survivors as failures.
+Status writeCampaignJunit(const mutants::CampaignResult& result, const std::string& path);
+
+}  // namespace seam::reports

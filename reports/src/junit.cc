@@ -1,0 +1,213 @@
+// JUnit XML for CI systems (the de-facto schema Jenkins, GitLab and GitHub
+// actions read). Text is escaped here once, so callers pass raw strings.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "seam/reports/store.h"
+
+namespace seam::reports {
+namespace {
+
+bool isContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+/// The length of the well-formed UTF-8 sequence at `text[i]` (lead byte >=
+/// 0x80), or 0 when it is not one (RFC 3629: no overlongs, no surrogates).
+std::size_t utf8Length(std::string_view text, std::size_t i) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char lead = at(0);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3;
+    if (lead == 0xE0) lo = 0xA0;
+    if (lead == 0xED) hi = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4;
+    if (lead == 0xF0) lo = 0x90;
+    if (lead == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  if (at(1) < lo || at(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (!isContinuation(at(k))) return 0;
+  }
+  return n;
+}
+
+/// Appends `text` escaped for XML 1.0: the five markup characters as
+/// entities; control characters XML cannot carry (all below 0x20 but tab, LF,
+/// CR) and the non-characters U+FFFE/U+FFFF dropped; malformed UTF-8 replaced
+/// by U+FFFD. In attributes tab, LF and CR become character references, which
+/// survive attribute-value normalisation.
+void appendEscaped(std::string& out, std::string_view text, bool attribute) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&apos;";
+          break;
+        case '\t':
+          out += attribute ? "&#9;" : "\t";
+          break;
+        case '\n':
+          out += attribute ? "&#10;" : "\n";
+          break;
+        case '\r':  // a raw CR would be read as LF, in text too
+          out += "&#13;";
+          break;
+        default:
+          if (c >= 0x20) out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8Length(text, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    const std::string_view sequence = text.substr(i, n);
+    if (sequence != "\xEF\xBF\xBE" && sequence != "\xEF\xBF\xBF") out += sequence;
+    i += n;
+  }
+}
+
+std::string escaped(std::string_view text, bool attribute) {
+  std::string out;
+  out.reserve(text.size());
+  appendEscaped(out, text, attribute);
+  return out;
+}
+
+/// Seconds with millisecond resolution, independent of the C locale.
+std::string seconds(double s) {
+  if (!std::isfinite(s) || s < 0) s = 0;
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, s, std::chars_format::fixed, 3);
+  return std::string(buffer, result.ptr);
+}
+
+struct Counts {
+  std::size_t tests = 0, failures = 0, skipped = 0;
+  double seconds = 0;
+
+  void add(const JunitCase& c) {
+    ++tests;
+    if (c.failed) {
+      ++failures;  // a case both failed and skipped counts (and is written) as failed
+    } else if (c.skipped) {
+      ++skipped;
+    }
+    if (std::isfinite(c.seconds) && c.seconds > 0) seconds += c.seconds;
+  }
+
+  std::string attributes() const {
+    return " tests=\"" + std::to_string(tests) + "\" failures=\"" + std::to_string(failures) +
+           "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\" time=\"" +
+           reports::seconds(seconds) + "\"";
+  }
+};
+
+std::string render(const std::string& suite_name, const std::vector<JunitCase>& cases) {
+  // Suites in the order of their first case; an empty suite name is the run's.
+  std::vector<std::string> suites;
+  auto suiteOf = [&](const JunitCase& c) -> const std::string& {
+    return c.suite.empty() ? suite_name : c.suite;
+  };
+  for (const JunitCase& c : cases) {
+    if (std::find(suites.begin(), suites.end(), suiteOf(c)) == suites.end()) {
+      suites.push_back(suiteOf(c));
+    }
+  }
+  if (suites.empty()) suites.push_back(suite_name);  // readers expect one <testsuite>
+
+  Counts all;
+  for (const JunitCase& c : cases) all.add(c);
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml += "<testsuites name=\"" + escaped(suite_name, true) + "\"" + all.attributes() + ">\n";
+  for (const std::string& suite : suites) {
+    Counts counts;
+    for (const JunitCase& c : cases) {
+      if (suiteOf(c) == suite) counts.add(c);
+    }
+    xml += "  <testsuite name=\"" + escaped(suite, true) + "\"" + counts.attributes() + ">\n";
+    for (const JunitCase& c : cases) {
+      if (suiteOf(c) != suite) continue;
+      xml += "    <testcase name=\"" + escaped(c.name, true) + "\" classname=\"" +
+             escaped(c.classname, true) + "\" time=\"" + seconds(c.seconds) + "\"";
+      if (c.failed) {
+        xml += ">\n      <failure message=\"" + escaped(c.message, true) +
+               "\" type=\"violation\">" + escaped(c.message, false) +
+               "</failure>\n    </testcase>\n";
+      } else if (c.skipped) {
+        xml +=
+            ">\n      <skipped message=\"" + escaped(c.message, true) + "\"/>\n    </testcase>\n";
+      } else {
+        xml += "/>\n";
+      }
+    }
+    xml += "  </testsuite>\n";
+  }
+  xml += "</testsuites>\n";
+  return xml;
+}
+
+Status cannotWrite(const std::string& path, int error) {
+  return Status::invalid("cannot write JUnit XML to \"" + path + "\" (" + std::strerror(error) +
+                         ")");
+}
+
+}  // namespace
+
+Status writeJunit(const std::string& path, const std::string& suite_name,
+                  const std::vector<JunitCase>& cases) {
+  const std::string xml = render(suite_name, cases);
+  // Written beside the target and renamed over it: a reader never sees half
+  // a file, and a failed write leaves the previous file in place.
+  const std::string temp = path + ".tmp";
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
+  if (!file) return cannotWrite(path, errno);
+  bool ok = std::fwrite(xml.data(), 1, xml.size(), file) == xml.size();
+  ok = ok && std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
+  int error = errno;
+  if (std::fclose(file) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok) {
+    std::remove(temp.c_str());
+    return cannotWrite(path, error);
+  }
+  return Status::ok();
+}
+
+}  // namespace seam::reports

@@ -1,0 +1,282 @@
+#include "seam/reports/recorders.h"
+
+#include <algorithm>
+#include <map>
+
+namespace seam::reports {
+
+std::string sweepArgs(const properties::SweepSpec& spec) {
+  std::string models;
+  for (const auto& m : spec.models) models += (models.empty() ? "" : ",") + m.name;
+  auto leaf = [](const char* name, const std::optional<int>& v) {
+    return v ? std::string(" ") + name + "=" + std::to_string(*v) : std::string();
+  };
+  const ConfigFilter& f = spec.filter;
+  return "world=" + std::to_string(spec.world) + " policy=" + std::string(policyName(spec.policy)) +
+         " shard=" + std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) + leaf("pp", f.pp) +
+         leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) + leaf("ep", f.moe_ep) +
+         leaf("moe_dp", f.moe_dp) + " schema=" + std::to_string(spec.schema.flipped) + " models=" + models;
+}
+
+std::string campaignArgs(const mutants::CampaignSpec& spec) {
+  std::string models, worlds, ids;
+  for (const auto& m : spec.models) models += (models.empty() ? "" : ",") + m.name;
+  for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
+  for (const auto* m : spec.mutants) ids += (ids.empty() ? "" : ",") + std::string(m->id());
+  return "worlds=" + worlds + " policy=" + std::string(policyName(spec.policy)) +
+         " schema=" + std::to_string(spec.schema.flipped) + " mutants=" + (ids.empty() ? "all" : ids) +
+         " models=" + models;
+}
+
+SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
+                             properties::SweepListener* next)
+    : store_(store), run_id_(run_id), spec_(spec), next_(next) {
+  writer_ = std::thread([this] { writerLoop(); });
+}
+
+SweepRecorder::~SweepRecorder() { (void)flush(); }
+
+void SweepRecorder::onProgress(std::int64_t done, std::int64_t total) {
+  if (next_) next_->onProgress(done, total);
+}
+
+void SweepRecorder::write(Pending batch) {
+  if (!status_) return;
+  if (Status st = store_.beginBatch(); !st) {
+    status_ = st;
+    return;
+  }
+  for (const auto& [rec, failing] : batch) {
+    if (Status st = store_.addCase(run_id_, rec, failing); !st) {
+      status_ = st;
+      return;
+    }
+  }
+  if (Status st = store_.commitBatch(); !st) status_ = st;
+}
+
+void SweepRecorder::writerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+    if (queue_.empty() && closing_) return;
+    Pending batch = std::move(queue_.front());
+    queue_.erase(queue_.begin());
+    lock.unlock();
+    write(std::move(batch));
+    lock.lock();
+  }
+}
+
+Status SweepRecorder::flush() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return status_;
+    if (!pending_.empty()) queue_.push_back(std::move(pending_));
+    pending_.clear();
+    closing_ = true;
+  }
+  wake_.notify_one();
+  if (writer_.joinable()) writer_.join();
+  return status_;
+}
+
+void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) {
+  for (const auto& r : chunk) {
+    CaseRecord rec;
+    rec.index = r.index;
+    rec.model = r.c->model.name;
+    rec.pattern = r.c->model.pattern.text();
+    rec.config = r.c->config.describe();
+    rec.flags = r.c->flags.describe();
+    rec.batch = r.c->batch.describe();
+    rec.policy = std::string(policyName(spec_.policy));
+    rec.group = spec_.models[r.model].name;
+    rec.outcome = r.refused ? CaseOutcome::kRefused : (r.violation ? CaseOutcome::kViolated : CaseOutcome::kHolds);
+    rec.refusal = r.refusal;
+    rec.reproduce = reproduceCommand(*r.c, policyName(spec_.policy));
+    rec.plan_hash = r.plan_hash;
+    std::vector<VerdictRecord> failing;
+    if (r.violation) {
+      failing.push_back({static_cast<int>(r.violation->property), false,
+                         std::string(violationClassName(r.violation->cls)), describeViolation(*r.violation)});
+    }
+    pending_.emplace_back(std::move(rec), std::move(failing));
+  }
+  if (static_cast<int>(pending_.size()) >= kBatchCases) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(pending_));
+    }
+    pending_.clear();
+    wake_.notify_one();
+  }
+}
+
+Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_t run_id,
+                                                       const properties::SweepSpec& spec,
+                                                       const properties::SweepResult& live) {
+  auto cases = store.cases(run_id);
+  if (!cases) return cases.status();
+  auto failures = store.firstFailures(run_id);
+  if (!failures) return failures.status();
+  std::map<std::int64_t, std::string> failure_text;
+  for (const auto& [idx, v] : *failures) failure_text[idx] = v.text;
+
+  properties::SweepResult r;
+  r.seconds = live.seconds;
+  r.run_here = live.run_here;
+  r.per_model = live.per_model;
+  for (auto& m : r.per_model) m.checked = m.refused = m.violated = 0;
+  std::map<std::string, int> model_row;
+  for (size_t i = 0; i < r.per_model.size(); ++i) model_row[r.per_model[i].model] = static_cast<int>(i);
+  std::map<std::string, std::int64_t> refusals;
+  for (const CaseRecord& c : *cases) {
+    auto it = model_row.find(c.group);
+    properties::ModelTally* tally = it == model_row.end() ? nullptr : &r.per_model[it->second];
+    if (c.outcome == CaseOutcome::kRefused) {
+      ++r.refused;
+      ++refusals[c.refusal];
+      if (tally) ++tally->refused;
+      continue;
+    }
+    ++r.checked;
+    if (tally) ++tally->checked;
+    if (c.outcome == CaseOutcome::kViolated) {
+      ++r.violated;
+      if (tally) ++tally->violated;
+      if (static_cast<int>(r.failures.size()) < spec.max_failures) {
+        r.failures.push_back({c.index, failure_text[c.index], c.reproduce});
+      }
+    }
+  }
+  r.cases = r.checked + r.refused;
+  for (auto& [why, n] : refusals) r.refusals.emplace_back(why, n);
+  std::sort(r.refusals.begin(), r.refusals.end(),
+            [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+  return r;
+}
+
+Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite, const std::string& path) {
+  auto cases = store.cases(run_id);
+  if (!cases) return cases.status();
+  auto failures = store.firstFailures(run_id);
+  if (!failures) return failures.status();
+  std::map<std::int64_t, std::string> failure_text;
+  for (const auto& [idx, v] : *failures) failure_text[idx] = v.text;
+  std::vector<JunitCase> out;
+  out.reserve(cases->size());
+  for (const CaseRecord& c : *cases) {
+    JunitCase j;
+    j.suite = suite;
+    j.classname = c.group;
+    j.name = "#" + std::to_string(c.index) + " " + c.reproduce;
+    j.failed = c.outcome == CaseOutcome::kViolated;
+    j.skipped = c.outcome == CaseOutcome::kRefused;
+    j.message = j.failed ? failure_text[c.index] : c.refusal;
+    out.push_back(std::move(j));
+  }
+  return writeJunit(path, suite, out);
+}
+
+CampaignRecorder::CampaignRecorder(Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
+                                   mutants::CampaignListener* next)
+    : store_(store), run_id_(run_id), spec_(spec), next_(next) {
+  auto stored = store_.mutants(run_id_);
+  if (stored) {
+    stored_ = std::move(*stored);
+  } else {
+    status_ = stored.status();
+  }
+  auto kills = store_.kills(run_id_);
+  if (kills) {
+    kills_ = std::move(*kills);
+  } else {
+    status_ = kills.status();
+  }
+}
+
+void CampaignRecorder::onBaseline(std::int64_t cases, bool holds) {
+  if (next_) next_->onBaseline(cases, holds);
+}
+
+void CampaignRecorder::onMutant(const mutants::MutantOutcome& o, int done, int total) {
+  if (next_) next_->onMutant(o, done, total);
+  if (!status_) return;
+  // Already stored (recalled): nothing to write.
+  if (std::any_of(stored_.begin(), stored_.end(), [&](const MutantRecord& m) { return m.id == o.mutant->id(); })) return;
+  if (Status st = store_.beginBatch(); !st) {
+    status_ = st;
+    return;
+  }
+  MutantRecord rec;
+  rec.id = std::string(o.mutant->id());
+  rec.kind = std::string(mutants::kindName(o.mutant->kind()));
+  rec.description = std::string(o.mutant->description());
+  rec.status = std::string(mutants::statusName(o.status));
+  rec.argument = o.argument;
+  rec.cases_run = o.cases_run;
+  if (Status st = store_.putMutant(run_id_, rec); !st) {
+    status_ = st;
+    return;
+  }
+  if (o.status == mutants::MutantStatus::kKilled) {
+    KillRecord k;
+    k.mutant_id = rec.id;
+    k.case_index = o.kill_index;
+    if (o.kill_violation) {
+      k.property = static_cast<int>(o.kill_violation->property);
+      k.violation_class = std::string(violationClassName(o.kill_violation->cls));
+      k.text = describeViolation(*o.kill_violation);
+    }
+    if (o.kill_case) k.reproduce = reproduceCommand(*o.kill_case, policyName(spec_.policy));
+    if (Status st = store_.addKill(run_id_, k); !st) {
+      status_ = st;
+      return;
+    }
+  }
+  if (Status st = store_.commitBatch(); !st) status_ = st;
+}
+
+std::optional<mutants::MutantOutcome> CampaignRecorder::recalled(const mutants::Mutant& mutant) {
+  for (const MutantRecord& m : stored_) {
+    if (m.id != mutant.id()) continue;
+    mutants::MutantOutcome o;
+    o.mutant = &mutant;
+    o.cases_run = m.cases_run;
+    o.argument = m.argument;
+    o.status = m.status == "killed"       ? mutants::MutantStatus::kKilled
+               : m.status == "equivalent" ? mutants::MutantStatus::kEquivalent
+                                          : mutants::MutantStatus::kSurvived;
+    for (const KillRecord& k : kills_) {
+      if (k.mutant_id != m.id) continue;
+      o.kill_index = k.case_index;
+      Violation v;
+      v.property = static_cast<Property>(k.property);
+      for (int c = 0; c <= static_cast<int>(ViolationClass::kBoundaryDisagrees); ++c) {
+        if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class) v.cls = static_cast<ViolationClass>(c);
+      }
+      v.detail = k.text;
+      o.kill_violation = v;
+    }
+    return o;
+  }
+  return std::nullopt;
+}
+
+Status writeCampaignJunit(const mutants::CampaignResult& result, const std::string& path) {
+  std::vector<JunitCase> out;
+  for (const auto& o : result.outcomes) {
+    JunitCase j;
+    j.suite = "mutate";
+    j.classname = std::string(mutants::kindName(o.mutant->kind()));
+    j.name = std::string(o.mutant->id());
+    j.failed = o.status == mutants::MutantStatus::kSurvived;
+    j.skipped = o.status == mutants::MutantStatus::kEquivalent;
+    j.message = o.argument;
+    out.push_back(std::move(j));
+  }
+  return writeJunit(path, "mutate", out);
+}
+
+}  // namespace seam::reports

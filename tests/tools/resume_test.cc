@@ -1,0 +1,162 @@
+// A campaign (and a sweep) killed with SIGKILL halfway and resumed with
+// --resume ends with the same table as an uninterrupted run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <vector>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "run_seam.h"
+#include "seam/reports/store.h"
+
+namespace {
+
+using seam::testing::runSeam;
+
+std::string tempPath(const std::string& name) {
+  return ::testing::TempDir() + "seam_resume_" + std::to_string(getpid()) + "_" + name;
+}
+
+void removeStore(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+}
+
+/// Lines of `out` without those that differ between runs by nature (timings).
+std::string stable(const std::string& out, const char* timing_prefix) {
+  std::istringstream in(out);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.rfind(timing_prefix, 0) == 0) continue;
+    kept += line + "\n";
+  }
+  return kept;
+}
+
+/// Starts `seam ARGS` in the background; returns its pid.
+pid_t spawn(const std::string& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + std::string(SEAM_BIN) + " " + args + " >/dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Waits until `ready()` or the child exits; then SIGKILLs it. True if it
+/// was killed while still running.
+template <class Ready>
+bool killWhen(pid_t pid, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;  // finished first
+    if (ready()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  return false;
+}
+
+/// Counts rows of a run through a read of the store (another process writes it).
+std::int64_t storedMutants(const std::string& db) {
+  auto store = seam::reports::Store::open(db);
+  if (!store) return 0;
+  auto runs = store->runs();
+  if (!runs || runs->empty()) return 0;
+  auto m = store->mutants(runs->back().id);
+  return m ? static_cast<std::int64_t>(m->size()) : 0;
+}
+
+std::int64_t storedCases(const std::string& db) {
+  auto store = seam::reports::Store::open(db);
+  if (!store) return 0;
+  auto runs = store->runs();
+  if (!runs || runs->empty()) return 0;
+  auto c = store->caseIndices(runs->back().id);
+  return c ? static_cast<std::int64_t>(c->size()) : 0;
+}
+
+TEST(Resume, ACampaignKilledHalfwayAndResumedEndsWithTheSameTable) {
+  const std::string args = "mutate --world 1,2,4,8 --jobs 2";
+  const std::string whole_db = tempPath("whole.db"), cut_db = tempPath("cut.db");
+  removeStore(whole_db);
+  removeStore(cut_db);
+  const auto whole = runSeam(args + " --db " + whole_db);
+  ASSERT_EQ(whole.code, 0) << whole.err;
+
+  const pid_t pid = spawn(args + " --db " + cut_db);
+  const bool killed = killWhen(pid, [&] { return storedMutants(cut_db) >= 8; });
+  ASSERT_TRUE(killed) << "the campaign finished before it could be killed halfway";
+  const std::int64_t before = storedMutants(cut_db);
+  EXPECT_GE(before, 8);
+  EXPECT_LT(before, 23);
+
+  const auto resumed = runSeam(args + " --db " + cut_db + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(stable(resumed.out, "campaign took"), stable(whole.out, "campaign took"));
+  removeStore(whole_db);
+  removeStore(cut_db);
+}
+
+TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
+  const std::string args = "sweep --world 16 --jobs 2";
+  const std::string whole_db = tempPath("sweep_whole.db"), cut_db = tempPath("sweep_cut.db");
+  removeStore(whole_db);
+  removeStore(cut_db);
+  const auto whole = runSeam(args + " --db " + whole_db);
+  ASSERT_EQ(whole.code, 0) << whole.err;
+
+  const pid_t pid = spawn(args + " --db " + cut_db);
+  const bool killed = killWhen(pid, [&] { return storedCases(cut_db) >= 20000; });
+  ASSERT_TRUE(killed) << "the sweep finished before it could be killed halfway";
+
+  const auto resumed = runSeam(args + " --db " + cut_db + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  // Everything but the timing lines is the same, case counts included.
+  // Rates are timings: drop the per-model cases/s column and the last line's rate.
+  const auto drop = [](const std::string& out) {
+    std::istringstream in(stable(out, "checked "));
+    std::string line, kept;
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+      const auto number = [](const std::string& x) { return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos; };
+      if (w.size() >= 5 && number(w[1]) && number(w[2]) && number(w[3])) {
+        line = w[0] + " " + w[1] + " " + w[2] + " " + w[3];
+      } else if (line.find(" cases/s") != std::string::npos) {
+        line = line.substr(0, line.rfind(", "));
+      }
+      kept += line + "\n";
+    }
+    return kept;
+  };
+  EXPECT_EQ(drop(resumed.out), drop(whole.out));
+  EXPECT_NE(resumed.out.find("by the interrupted run resumed here"), std::string::npos);
+  removeStore(whole_db);
+  removeStore(cut_db);
+}
+
+TEST(Resume, RefusesWhenThereIsNothingToResume) {
+  const std::string db = tempPath("empty.db");
+  removeStore(db);
+  const auto r = runSeam("sweep --world 2 --db " + db + " --resume");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no unfinished sweep"), std::string::npos) << r.err;
+  removeStore(db);
+}
+
+}  // namespace
