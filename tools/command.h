@@ -38,6 +38,7 @@ Command registerConfigs(CLI::App& app);
 Command registerPlan(CLI::App& app);
 Command registerCheck(CLI::App& app);
 Command registerSweep(CLI::App& app);
+Command registerProp(CLI::App& app);
 Command registerMutate(CLI::App& app);
 
 }  // namespace seam::tools

@@ -610,7 +610,10 @@ Expected<Plan> DeclaredBuilder::build() {
         // MTP input: eh_proj over [enorm(embedding), hnorm(final hidden)] is the
         // step's input; the draft layers start without a residual.
         emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
-        emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual});
+        // The zero residual lies on the rows the first MTP layer reads (local
+        // rows for an all-to-all MoE), like the hidden state it is added to.
+        const RowKind res_rows = a2aMoe(stacks_[1][0]) ? localRows() : RowKind::kAttention;
+        emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual, kNoAxis, res_rows, res_rows});
       }
       const bool capture = stack == 0 && to < n &&
           std::find(c_.flags.capture.begin(), c_.flags.capture.end(), to) != c_.flags.capture.end();

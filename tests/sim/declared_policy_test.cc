@@ -486,3 +486,22 @@ TEST(DeclaredDpOpsIdle, AnIdleShardIssuesTheSameTpCollectivesAsABusyOne) {
 
 }  // namespace
 }  // namespace seam
+
+namespace seam {
+namespace {
+
+// Found by `seam prop` (seed 1): an MTP step whose first layer is an
+// all-to-all MoE starts from a zero residual on the local rows it reads.
+TEST(DeclaredPolicy, AnMtpStepStartingWithAnAllToAllMoeKeepsItsResidualOnLocalRows) {
+  Flags f;
+  f.a2a = A2aBackend::kDeepep;
+  const Case c = seam::testing::patternCase("M/E", {.tp = 2, .moe_ep = 2}, {1}, f);
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_TRUE(plan.hasValue()) << plan.status().message();
+  Ledger ledger;
+  const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
+  EXPECT_TRUE(verdict.holds()) << describeViolation(*verdict.firstViolation());
+}
+
+}  // namespace
+}  // namespace seam

@@ -1,0 +1,75 @@
+// `seam prop` as a library call: rapidcheck generates cases (generators.h),
+// checks that each declared plan satisfies properties 1-6, and shrinks a
+// failure to a minimal case. The result is a value: the violation in words,
+// the RC_PARAMS value and the `seam check` line that reproduce it. Nothing is
+// printed (STYLE 5); the same seed replays the same run (STYLE 8).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "seam/properties/generators.h"
+#include "seam/sim/case.h"
+#include "seam/sim/ledger.h"
+#include "seam/sim/policy.h"
+#include "seam/sim/status.h"
+
+namespace seam::properties {
+
+/// What to run.
+struct PropSpec {
+  int cases = 100;         ///< passing cases before the property holds (rapidcheck max_success)
+  std::uint64_t seed = 0;  ///< rapidcheck seed; the same seed replays the same cases and shrinks
+  int world = 0;           ///< 0: generated from kGeneratedWorlds; else 1..kMaxWorld
+  int max_layers = kDefaultMaxLayers;  ///< longest generated pattern
+  Schema schema;                       ///< planner mutant switched on (none by default)
+  int max_size = 100;                  ///< rapidcheck max_size (patterns reach max_layers at 100)
+  bool shrink = true;  ///< false: report the first failing case as found (RC_PARAMS noshrink=1)
+};
+
+/// The outcome. A failing property is a value, not an error.
+struct PropResult {
+  bool passed = true;
+  /// Cases generated and checked before the verdict (the failing one included).
+  int cases_run = 0;
+  /// Of those, combinations the engine refuses (they hold vacuously).
+  int refused = 0;
+  /// The violation in words, describeViolation's line (empty when passed).
+  std::string failure;
+  /// The shrunk case's first violation (absent when passed, or when the case could not be planned).
+  std::optional<Violation> violation;
+  /// The RC_PARAMS value that replays this run, e.g. "seed=7 max_success=500 max_size=100".
+  std::string rc_params;
+  /// The `seam check` command of the shrunk case (empty when passed).
+  std::string reproduce;
+  /// Shrink steps rapidcheck took to reach it.
+  int shrinks = 0;
+  /// The shrunk counterexample.
+  std::optional<Case> shrunk;
+  /// Wall time, seconds.
+  double seconds = 0;
+};
+
+/// Runs the property "every generated case's declared plan satisfies
+/// properties 1-6" under rapidcheck. Bad spec (cases < 1, world out of range,
+/// max_layers < 1, max_size < 0) -> kInvalidInput naming the value; a
+/// rapidcheck error (a generator that gave up) -> kInternal.
+Expected<PropResult> runProp(const PropSpec& spec);
+
+/// The RC_PARAMS value that replays `spec`: "seed=S max_success=N max_size=M"
+/// (plus "noshrink=1" when shrinking is off).
+std::string rcParams(const PropSpec& spec);
+
+/// Applies an RC_PARAMS value (rapidcheck's syntax: seed, max_success,
+/// max_size, noshrink; verbose_* are accepted and ignored) on top of `spec`.
+/// A reproduce= string is refused: seam replays a run from its seed.
+Status applyRcParams(std::string_view text, PropSpec& spec);
+
+/// The snake-case name of a planner decision, e.g. "ffn_keeps_sum_from_mixer".
+std::string_view decisionName(Decision d);
+/// Inverse of decisionName; the error lists the names.
+Expected<Decision> parseDecision(std::string_view name);
+
+}  // namespace seam::properties

@@ -1,0 +1,190 @@
+#include "seam/properties/prop.h"
+
+#include <rapidcheck.h>
+
+#include <array>
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <unordered_map>
+
+#include "seam/properties/check.h"
+
+namespace seam::properties {
+
+namespace {
+
+constexpr std::array<std::string_view, kDecisionCount> kDecisionNames = {
+    "mixer_keeps_fused_sum",         "residual_not_sliced",
+    "ffn_keeps_sum_from_mixer",      "snapshot_not_completed",
+    "stack_start_ffn_with_residual", "stack_never_entered",
+    "ffn_reduces_over_attn_tp",      "terminal_defers",
+    "mtp_not_marked_last",           "dp_gather_sum_residual_every_rank"};
+
+// The tag a refused case carries, so the listener can count refusals.
+constexpr const char* kRefusedTag = "refused";
+
+// rapidcheck's default listener logs to stderr and prints its own RC_PARAMS
+// line; seam's listener only counts, so that the library prints nothing.
+class CountingListener final : public rc::detail::TestListener {
+ public:
+  void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
+    ++cases;
+    if (!d.tags.empty()) ++refused;
+  }
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+
+  int cases = 0;
+  int refused = 0;
+};
+
+// The failure of the latest evaluation. rapidcheck runs the minimal case once
+// more after shrinking, so when it reports a failure this is the shrunk case.
+struct LastFailure {
+  std::optional<Case> c;
+  std::string words;
+  std::optional<Violation> violation;
+};
+
+}  // namespace
+
+std::string_view decisionName(Decision d) { return kDecisionNames[static_cast<int>(d)]; }
+
+Expected<Decision> parseDecision(std::string_view name) {
+  for (int i = 0; i < kDecisionCount; ++i) {
+    if (kDecisionNames[i] == name) return static_cast<Decision>(i);
+  }
+  std::string known;
+  for (std::string_view n : kDecisionNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  return Status::invalid("--decision \"" + std::string(name.substr(0, 64)) +
+                         "\" is not a planner decision (" + known + ")");
+}
+
+std::string rcParams(const PropSpec& spec) {
+  std::string out = "seed=" + std::to_string(spec.seed) +
+                    " max_success=" + std::to_string(spec.cases) +
+                    " max_size=" + std::to_string(spec.max_size);
+  if (!spec.shrink) out += " noshrink=1";
+  return out;
+}
+
+Status applyRcParams(std::string_view text, PropSpec& spec) {
+  rc::detail::Configuration base;
+  base.testParams.seed = spec.seed;
+  base.testParams.maxSuccess = spec.cases;
+  base.testParams.maxSize = spec.max_size;
+  base.testParams.disableShrinking = !spec.shrink;
+  rc::detail::Configuration config;
+  try {
+    config = rc::detail::configFromString(std::string(text), base);
+  } catch (const std::exception& e) {
+    return Status::invalid("RC_PARAMS \"" + std::string(text.substr(0, 128)) + "\": " + e.what());
+  }
+  if (!config.reproduce.empty()) {
+    return Status::invalid(
+        "RC_PARAMS \"" + std::string(text.substr(0, 128)) +
+        "\": reproduce= is not supported by seam prop; give the seed= it printed");
+  }
+  if (config.testParams.maxSuccess < 1) {
+    return Status::invalid("RC_PARAMS max_success=" + std::to_string(config.testParams.maxSuccess) +
+                           " must be >= 1");
+  }
+  spec.seed = config.testParams.seed;
+  spec.cases = config.testParams.maxSuccess;
+  spec.max_size = config.testParams.maxSize;
+  spec.shrink = !config.testParams.disableShrinking;
+  return Status::ok();
+}
+
+Expected<PropResult> runProp(const PropSpec& spec) {
+  if (spec.cases < 1)
+    return Status::invalid("--cases " + std::to_string(spec.cases) + " must be >= 1");
+  if (spec.world != 0 && (spec.world < 1 || spec.world > kMaxWorld)) {
+    return Status::invalid("--world " + std::to_string(spec.world) +
+                           " is not 0 (generated) or in 1.." + std::to_string(kMaxWorld));
+  }
+  if (spec.max_layers < 1)
+    return Status::invalid("--max-layers " + std::to_string(spec.max_layers) + " must be >= 1");
+  if (spec.max_size < 0)
+    return Status::invalid("max_size " + std::to_string(spec.max_size) + " must be >= 0");
+  const auto start = std::chrono::steady_clock::now();
+
+  const rc::Gen<Case> cases = genCase(spec.world, spec.max_layers);
+  Ledger ledger;  // the property runs on this thread only: one scratch for every case
+  LastFailure last;
+  const Schema schema = spec.schema;
+  auto property = [&]() {
+    last = {};  // the final evaluation rapidcheck runs is the one it reports
+    const Case c = *cases;
+    auto plan = buildPlan(c, PolicyKind::kDeclared, schema);
+    if (!plan) {
+      if (plan.status().code() == StatusCode::kRefused) {
+        RC_TAG(kRefusedTag);  // the engine refuses it: the property holds vacuously
+        return;
+      }
+      last = {c, "the policy could not plan a generated case: " + plan.status().message(),
+              std::nullopt};
+      RC_FAIL(last.words);
+    }
+    const PlanVerdict verdict = checkPlan(*plan, ledger, Depth::kFirst);
+    if (std::optional<Violation> v = verdict.firstViolation()) {
+      last = {c, describeViolation(*v), *v};
+      RC_FAIL(last.words);
+    }
+  };
+
+  rc::detail::TestParams params;
+  params.seed = spec.seed;
+  params.maxSuccess = spec.cases;
+  params.maxSize = spec.max_size;
+  params.disableShrinking = !spec.shrink;
+  rc::detail::TestMetadata metadata;
+  metadata.id = "seam prop";
+  metadata.description = "every generated case's declared plan satisfies properties 1-6";
+  CountingListener listener;
+  // An empty reproduce map: rapidcheck searches from the seed and never reads
+  // its global configuration (RC_PARAMS), which would print to stderr.
+  const std::unordered_map<std::string, rc::detail::Reproduce> no_reproduce;
+  std::optional<rc::detail::TestResult> checked;
+  try {
+    checked = rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params,
+                                        listener, no_reproduce);
+  } catch (const std::exception& e) {
+    return Status::internal(std::string("rapidcheck: ") + e.what());
+  }
+  const rc::detail::TestResult& outcome = *checked;
+
+  PropResult result;
+  result.rc_params = rcParams(spec);
+  result.cases_run = listener.cases;
+  result.refused = listener.refused;
+  rc::detail::SuccessResult success;
+  rc::detail::FailureResult failure;
+  rc::detail::GaveUpResult gave_up;
+  rc::detail::Error error;
+  if (outcome.match(success)) {
+    result.passed = true;
+  } else if (outcome.match(failure)) {
+    result.passed = false;
+    result.shrinks = static_cast<int>(failure.reproduce.shrinkPath.size());
+    if (last.c) {
+      result.failure = last.words;
+      result.violation = last.violation;
+      result.reproduce = reproduceCommand(*last.c, policyName(PolicyKind::kDeclared));
+      result.shrunk = std::move(last.c);
+    } else {
+      // Not one of ours: an exception escaped while generating or planning.
+      result.failure = failure.description;
+    }
+  } else if (outcome.match(gave_up)) {
+    return Status::internal("rapidcheck gave up after " + std::to_string(gave_up.numSuccess) +
+                            " cases: " + gave_up.description);
+  } else if (outcome.match(error)) {
+    return Status::internal("rapidcheck: " + error.description);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace seam::properties

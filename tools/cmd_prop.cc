@@ -1,0 +1,90 @@
+// `seam prop`: rapidcheck generates cases (patterns, configs, flags, uneven
+// batches with idle ranks) and checks properties 1-6 of each declared plan;
+// a failure is shrunk to a minimal case and printed with the RC_PARAMS value
+// and the `seam check` command that reproduce it. RC_PARAMS in the
+// environment (seed, max_success, max_size, noshrink) overrides --seed and
+// --cases, as it does for rapidcheck's own tests. Exit 0 all cases hold,
+// 1 a property failed, 2 bad input.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "command.h"
+#include "seam/properties/prop.h"
+
+namespace seam::tools {
+
+Command registerProp(CLI::App& app) {
+  struct Options {
+    int cases = 100;
+    std::uint64_t seed = 0;
+    int world = 0;
+    int max_layers = properties::kDefaultMaxLayers;
+    std::string decision;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub =
+      app.add_subcommand("prop", "Property-based run: generated cases, shrunk failures");
+  sub->add_option("--cases", o->cases, "passing cases before the property holds")
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "rapidcheck seed (the same seed replays the same run)")
+      ->check([](const std::string& text) {
+        // CLI11 would wrap "-1" round to 2^64 - 1.
+        return !text.empty() && text[0] == '-'
+                   ? "\"" + text.substr(0, 32) + "\" is not a non-negative integer"
+                   : std::string();
+      })
+      ->capture_default_str();
+  sub->add_option("--world", o->world, "world size (0: generated from 1,2,4,8,16)")
+      ->capture_default_str();
+  sub->add_option("--max-layers", o->max_layers, "longest generated pattern")
+      ->capture_default_str();
+  sub->add_option("--decision", o->decision,
+                  "planner decision to flip, e.g. ffn_keeps_sum_from_mixer");
+  return {sub, [o]() {
+            properties::PropSpec spec;
+            spec.cases = o->cases;
+            spec.seed = o->seed;
+            spec.world = o->world;
+            spec.max_layers = o->max_layers;
+            if (!o->decision.empty()) {
+              auto d = properties::parseDecision(o->decision);
+              if (!d) return fail(d.status());
+              spec.schema = Schema::with(*d);
+            }
+            const char* env = std::getenv("RC_PARAMS");
+            if (env != nullptr && *env != '\0') {
+              if (Status st = properties::applyRcParams(env, spec); !st) return fail(st);
+            }
+            // runProp checks the spec first, so that bad input prints one line only.
+            auto result = properties::runProp(spec);
+            if (!result) return fail(result.status());
+            std::cout << "seam prop: " << spec.cases << " cases, seed " << spec.seed << ", world "
+                      << (spec.world == 0 ? std::string("generated (1,2,4,8,16)")
+                                          : std::to_string(spec.world))
+                      << ", patterns of 1.." << spec.max_layers
+                      << " layers, policy declared, decision "
+                      << (o->decision.empty() ? "none" : o->decision)
+                      << (env != nullptr && *env != '\0' ? ", RC_PARAMS from the environment" : "")
+                      << "\n";
+            if (result->passed) {
+              if (result->refused > 0) {
+                std::cout << "  " << result->refused
+                          << " of them refused by the engine (they hold vacuously)\n";
+              }
+              std::cout << result->cases_run << " cases passed (seed " << spec.seed << ")\n";
+              return kExitOk;
+            }
+            std::cout << "FAILED after " << result->cases_run << " cases, shrunk in "
+                      << result->shrinks << " steps: " << result->failure << "\n";
+            std::cout << "RC_PARAMS=\"" << result->rc_params << "\"\n";
+            if (!result->reproduce.empty()) std::cout << result->reproduce << "\n";
+            if (!o->decision.empty()) {
+              std::cout << "  (planned with decision " << o->decision
+                        << " flipped; `seam check` plans it unmutated)\n";
+            }
+            return kExitPropertyFailed;
+          }};
+}
+
+}  // namespace seam::tools
