@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "seam/properties/prop.h"
 #include "seam/sim/model.h"
 
 namespace seam::tools {
@@ -33,6 +34,14 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_flag("--ln-sp", o.ln_sp, "LayerNorm sequence parallel");
   sub->add_option("--capture", o.capture, "aux hidden-state snapshots before these stages, e.g. 2,5");
   sub->add_option("--policy", o.policy, "boundary policy: declared")->capture_default_str();
+  sub->add_option("--decision", o.decision, "plan with this planner decision flipped (a planted bug)");
+}
+
+Expected<Schema> buildSchema(const CaseOptions& o) {
+  if (o.decision.empty()) return Schema{};
+  auto d = properties::parseDecision(o.decision);
+  if (!d) return d.status();
+  return Schema::with(*d);
 }
 
 namespace {

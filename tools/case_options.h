@@ -27,7 +27,11 @@ struct CaseOptions {
   bool ln_sp = false;
   std::string capture;  // "2,5"
   std::string policy = "declared";
+  std::string decision;  // a planner decision to flip (what `seam prop --decision` planted)
 };
+
+/// The schema the options ask for (--decision), or an error naming the value.
+Expected<Schema> buildSchema(const CaseOptions& o);
 
 /// Parallel leaves a space-wide command fixes (`seam configs`, `seam sweep`).
 struct FilterOptions {

@@ -24,7 +24,9 @@ Command registerCheck(CLI::App& app) {
             if (!c) return fail(c.status());
             auto policy = parsePolicy(o->c.policy);
             if (!policy) return fail(policy.status());
-            auto plan = buildPlan(*c, *policy);
+            auto schema = buildSchema(o->c);
+            if (!schema) return fail(schema.status());
+            auto plan = buildPlan(*c, *policy, *schema);
             if (!plan) return fail(plan.status());
             Ledger ledger;
             const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);

@@ -23,7 +23,9 @@ Command registerPlan(CLI::App& app) {
             if (!c) return fail(c.status());
             auto policy = parsePolicy(o->c.policy);
             if (!policy) return fail(policy.status());
-            auto plan = buildPlan(*c, *policy);
+            auto schema = buildSchema(o->c);
+            if (!schema) return fail(schema.status());
+            auto plan = buildPlan(*c, *policy, *schema);
             if (!plan) return fail(plan.status());
             if (Status st = reports::checkRank(*plan, o->rank); !st) return fail(st);
             std::cout << reports::renderPlan(*plan, o->rank, *format);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "command.h"
+#include "seam/reports/recorders.h"
 #include "seam/properties/prop.h"
 
 namespace seam::tools {
@@ -21,6 +22,8 @@ Command registerProp(CLI::App& app) {
     int world = 0;
     int max_layers = properties::kDefaultMaxLayers;
     std::string decision;
+    std::string db = "seam.db";
+    std::string junit;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub =
@@ -41,6 +44,8 @@ Command registerProp(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--decision", o->decision,
                   "planner decision to flip, e.g. ffn_keeps_sum_from_mixer");
+  sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
+  sub->add_option("--junit", o->junit, "also write JUnit XML (one testcase) to this file");
   return {sub, [o]() {
             properties::PropSpec spec;
             spec.cases = o->cases;
@@ -57,8 +62,14 @@ Command registerProp(CLI::App& app) {
               if (Status st = properties::applyRcParams(env, spec); !st) return fail(st);
             }
             // runProp checks the spec first, so that bad input prints one line only.
+            auto store = reports::Store::open(o->db);
+            if (!store) return fail(store.status());
             auto result = properties::runProp(spec);
             if (!result) return fail(result.status());
+            if (Status st = reports::recordProp(*store, spec, *result, kSeamVersion); !st) return fail(st);
+            if (!o->junit.empty()) {
+              if (Status st = reports::writePropJunit(*result, o->junit); !st) return fail(st);
+            }
             std::cout << "seam prop: " << spec.cases << " cases, seed " << spec.seed << ", world "
                       << (spec.world == 0 ? std::string("generated (1,2,4,8,16)")
                                           : std::to_string(spec.world))
@@ -78,10 +89,9 @@ Command registerProp(CLI::App& app) {
             std::cout << "FAILED after " << result->cases_run << " cases, shrunk in "
                       << result->shrinks << " steps: " << result->failure << "\n";
             std::cout << "RC_PARAMS=\"" << result->rc_params << "\"\n";
-            if (!result->reproduce.empty()) std::cout << result->reproduce << "\n";
-            if (!o->decision.empty()) {
-              std::cout << "  (planned with decision " << o->decision
-                        << " flipped; `seam check` plans it unmutated)\n";
+            if (!result->reproduce.empty()) {
+              // The same decision flipped, so that `seam check` replays the failure.
+              std::cout << result->reproduce << (o->decision.empty() ? "" : " --decision " + o->decision) << "\n";
             }
             return kExitPropertyFailed;
           }};

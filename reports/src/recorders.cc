@@ -264,6 +264,48 @@ std::optional<mutants::MutantOutcome> CampaignRecorder::recalled(const mutants::
   return std::nullopt;
 }
 
+Status recordProp(Store& store, const properties::PropSpec& spec, const properties::PropResult& result,
+                  const std::string& version) {
+  RunRecord run;
+  run.command = "prop";
+  run.args = "cases=" + std::to_string(spec.cases) + " seed=" + std::to_string(spec.seed) +
+             " world=" + std::to_string(spec.world) + " max_layers=" + std::to_string(spec.max_layers) +
+             " schema=" + std::to_string(spec.schema.flipped) + " rc_params=\"" + result.rc_params + "\"";
+  run.version = version;
+  if (Status st = store.beginRun(run); !st) return st;
+  if (!result.passed && result.shrunk) {
+    CaseRecord rec;
+    rec.index = result.cases_run - 1;
+    rec.model = result.shrunk->model.name;
+    rec.pattern = result.shrunk->model.pattern.text();
+    rec.config = result.shrunk->config.describe();
+    rec.flags = result.shrunk->flags.describe();
+    rec.batch = result.shrunk->batch.describe();
+    rec.policy = "declared";
+    rec.group = "prop";
+    rec.outcome = CaseOutcome::kViolated;
+    rec.reproduce = result.reproduce;
+    std::vector<VerdictRecord> failing;
+    if (result.violation) {
+      failing.push_back({static_cast<int>(result.violation->property), false,
+                         std::string(violationClassName(result.violation->cls)), result.failure});
+    }
+    if (Status st = store.addCase(run.id, rec, failing); !st) return st;
+  }
+  return store.finishRun(run.id);
+}
+
+Status writePropJunit(const properties::PropResult& result, const std::string& path) {
+  JunitCase j;
+  j.suite = "prop";
+  j.classname = "prop";
+  j.name = "every generated case satisfies properties 1-6 (RC_PARAMS=\"" + result.rc_params + "\")";
+  j.seconds = result.seconds;
+  j.failed = !result.passed;
+  j.message = result.passed ? "" : result.failure + "\n" + result.reproduce;
+  return writeJunit(path, "prop", {j});
+}
+
 Status writeCampaignJunit(const mutants::CampaignResult& result, const std::string& path) {
   std::vector<JunitCase> out;
   for (const auto& o : result.outcomes) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "seam/mutants/campaign.h"
+#include "seam/properties/prop.h"
 #include "seam/properties/sweep.h"
 #include "seam/reports/store.h"
 
@@ -83,6 +84,14 @@ class CampaignRecorder : public mutants::CampaignListener {
   std::vector<KillRecord> kills_;
   Status status_;
 };
+
+/// Stores a `seam prop` run: its spec as the run's arguments (with the
+/// RC_PARAMS that replays it) and, when it failed, the shrunk case with its
+/// violation.
+Status recordProp(Store& store, const properties::PropSpec& spec, const properties::PropResult& result,
+                  const std::string& version);
+/// JUnit XML of a prop run: one testcase, failed with the shrunk case.
+Status writePropJunit(const properties::PropResult& result, const std::string& path);
 
 /// JUnit XML of a campaign: one testcase per mutant, survivors as failures.
 Status writeCampaignJunit(const mutants::CampaignResult& result, const std::string& path);
