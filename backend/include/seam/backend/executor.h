@@ -1,0 +1,159 @@
+// The CUDA/NCCL executor of plans (DESIGN §7): runs the same Plan objects as
+// the ledger and the numeric CPU executor, one host thread and one GPU per
+// rank, one NCCL communicator per group, with the op semantics of
+// sim/src/replay.h and the numeric model of sim/numeric.h, so that an exact
+// mode run is bit-identical to runPlanNumeric and runReference. Every op is
+// timed with CUDA events; a watchdog aborts a run that hangs and reports it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "seam/backend/device.h"
+#include "seam/sim/numeric.h"
+#include "seam/sim/numeric_executor.h"
+#include "seam/sim/plan.h"
+#include "seam/sim/status.h"
+
+namespace seam::backend {
+
+/// How to run a plan on the GPUs.
+struct GpuRunOptions {
+  numeric::Mode mode = numeric::Mode::kExact;
+  numeric::Shape shape;          ///< row width and inner width of the numeric model
+  int warmup = 2;                ///< untimed runs of the whole plan first
+  int iters = 10;                ///< timed runs; the output comes from the last one
+  double watchdog_seconds = 60;  ///< no progress for this long: abort and report a hang
+};
+
+/// Checks the options (positive sizes, at least one timed iteration, a
+/// positive watchdog); the message names the bad value.
+Status validateRunOptions(const GpuRunOptions& options);
+
+/// Timing of one op of one rank over the timed iterations (CUDA events
+/// around the op on the rank's stream, so a collective includes the wait for
+/// its slowest member, as nccl-tests measures).
+struct OpTiming {
+  int rank = 0;
+  int op_index = 0;
+  OpKind kind = OpKind::kNorm;
+  std::int8_t axis = kNoAxis;
+  int group_size = 1;          ///< ranks in the op's group (1 for local ops)
+  /// The size nccl-tests reports for this kind (fp32 bytes): the buffer of an
+  /// all-reduce, the gathered output of an all-gather, the input of a
+  /// reduce-scatter; the rows written for local ops.
+  std::int64_t bytes = 0;
+  double median_us = 0, p10_us = 0, p90_us = 0;
+};
+
+/// One rank's final rows, as it produced them (for per-rank verdicts).
+struct RankFinals {
+  int rank = 0;
+  /// Per stack: the tokens of the rows (in row order) and the rows
+  /// (tokens.size() * hidden floats). Empty when the rank never ran that
+  /// stack's final norm (an earlier pipeline stage).
+  std::vector<std::vector<int>> tokens;
+  std::vector<std::vector<float>> rows;
+};
+
+/// The outcome of a GPU run. A hang is an outcome, not an error: `hung` is
+/// set, `hang_report` says where every rank was, and there is no output.
+struct GpuRunResult {
+  /// Assembled exactly as runPlanNumeric assembles its output.
+  NumericOutput output;
+  /// FNV-1a 64 of the output rows computed on the devices (equals
+  /// output.hash() when the device-to-host copies are faithful).
+  std::uint64_t device_hash = 0;
+  std::vector<RankFinals> finals;  ///< per rank on the last pipeline stage
+  bool ranks_disagree = false;     ///< two ranks produced different rows for a token
+  std::vector<OpTiming> timings;   ///< every op of every rank, rank-major
+  std::string device;              ///< e.g. "2x NVIDIA H200"
+  RuntimeVersions versions;
+  bool hung = false;
+  std::string hang_report;
+  /// Facts about this run worth a line (fallback collectives used, rows an
+  /// op found in an unexpected layout, the real-mode rounding rule).
+  std::vector<std::string> notes;
+};
+
+/// Runs `plan` on the visible GPUs: rank r on device r. Refuses (invalid
+/// input) a world larger than the visible devices; device, CUDA, cuBLAS and
+/// NCCL failures come back as internal errors.
+Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& options);
+
+/// Compares one rank's final rows with an expected output (the CPU executor's
+/// or the reference): the first differing element over that rank's tokens.
+OutputDiff compareRankFinals(const RankFinals& finals, const NumericOutput& expected);
+
+// ---- bandwidth (nccl-tests' definitions, doc/PERFORMANCE.md) --------------
+
+/// Algorithm bandwidth in GB/s (1e9 bytes per second) of `bytes` in `us`.
+double algBandwidthGBs(std::int64_t bytes, double us);
+/// busbw / algbw for a collective of `kind` over `group_size` ranks:
+/// 2(n-1)/n for the all-reduce family, (n-1)/n for all-gather, reduce-scatter
+/// and all-to-all, 1 for send/recv; 0 for local ops and groups of one.
+double busBandwidthFactor(OpKind kind, int group_size);
+
+/// Median and the 10th / 90th percentiles (linear interpolation between
+/// closest ranks) of a non-empty sample.
+struct TimingSummary {
+  double median = 0, p10 = 0, p90 = 0;
+};
+TimingSummary summarizeTimes(std::vector<double> samples);
+
+// ---- hangs ------------------------------------------------------------------
+
+/// Decides when a run has stalled: no rank's progress counter has changed
+/// for `timeout_seconds`. Pure, so that it is testable without a GPU.
+class StallDetector {
+ public:
+  explicit StallDetector(double timeout_seconds) : timeout_(timeout_seconds) {}
+  /// Feeds the counters seen at time `now` (seconds, monotonic); true once
+  /// they have not changed for the timeout.
+  bool update(const std::vector<std::int64_t>& progress, double now);
+  /// Seconds since the counters last changed, as of the last update.
+  double idleSeconds() const { return last_seen_ - last_change_; }
+
+ private:
+  double timeout_;
+  std::vector<std::int64_t> last_;
+  double last_change_ = 0, last_seen_ = 0;
+};
+
+/// Where one rank stood when a run was aborted.
+struct RankPosition {
+  int rank = 0;
+  int op_index = -1;  ///< the first op of its current iteration not yet completed on the device
+  int iteration = 0;  ///< 0-based, warmup iterations first
+  bool setting_up = false;  ///< still creating communicators
+  bool finished = false;    ///< completed every op of every iteration
+};
+/// "no progress for 10.0 s: rank 0 waits in op 2 (reduce_scatterv on attn_tp
+/// [0,1], stack 0 layer 1 stage 1 entry) in iteration 1 of 12; rank 1 ..."
+std::string formatHangReport(const Plan& plan, const std::vector<RankPosition>& positions, double idle_seconds,
+                             int total_iterations);
+
+// ---- hashing ------------------------------------------------------------------
+
+inline constexpr std::uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
+inline constexpr std::uint64_t kFnvPrime = 0x100000001b3ULL;
+/// Continues an FNV-1a 64 hash over `count` floats' bytes (the device kernel
+/// computes the same fold; NumericOutput::hash() starts at kFnvOffsetBasis).
+std::uint64_t fnv1aFloats(std::uint64_t state, const float* values, std::size_t count);
+
+// ---- bare NCCL against a one-op plan ---------------------------------------------
+
+/// `seam-gpu bench-allreduce`: an all-reduce of `bytes` over every visible
+/// GPU, bare (nccl-tests style: warmup, CUDA events per iteration, median)
+/// and as the only op of a plan run by runPlanOnGpus, in the same process.
+struct AllReduceBench {
+  int devices = 0;
+  std::int64_t bytes = 0;
+  int iters = 0;
+  double bare_median_us = 0, plan_median_us = 0;
+  double bare_busbw = 0, plan_busbw = 0;  ///< GB/s
+};
+Expected<AllReduceBench> benchAllReduce(std::int64_t bytes, int iters);
+
+}  // namespace seam::backend

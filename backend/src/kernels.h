@@ -1,0 +1,49 @@
+// Private to backend/: launchers of the executor's CUDA kernels (kernels.cu).
+// Each kernel is the device twin of one numeric.h / numeric_domain.h step and
+// performs the same IEEE operations in the same order per element, so that
+// the GPU and the CPU executor agree bit for bit wherever the summation
+// order is the same. Launchers enqueue on `stream` and return the launch
+// error (cudaSuccess when enqueued).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace seam::backend::kernels {
+
+/// p[i] = roundBf16(p[i]) (numeric::roundBf16: round to nearest even).
+cudaError_t roundBf16(float* p, std::size_t n, cudaStream_t stream);
+
+/// dst[i] = dst[i] + src[i], then roundBf16 when `round` (NumericDomain::add).
+cudaError_t add(float* dst, const float* src, std::size_t n, bool round, cudaStream_t stream);
+
+/// out = norm(in) row by row (numeric::normRow): exact mode maps each element
+/// to ((v mod 5) + 5) mod 5 - 2; real mode RMSNorm with `weight` (h floats),
+/// rounded to bf16. `in` may equal `out`.
+cudaError_t normRows(const float* in, float* out, int rows, int h, bool real, const float* weight,
+                     cudaStream_t stream);
+
+/// p[i] = relu(p[i]) as std::max(p, 0.0f) computes it, then roundBf16 when `round`.
+cudaError_t relu(float* p, std::size_t n, bool round, cudaStream_t stream);
+
+/// out[e] = (((0 + seg_0[e]) + seg_1[e]) + ...) over `segments` consecutive
+/// segments of `segment_elems` floats in `staging`, rounding after every add
+/// when `round` (the all-to-all combine, in member order).
+cudaError_t sumSegments(const float* staging, int segments, std::size_t segment_elems, float* out, bool round,
+                        cudaStream_t stream);
+
+/// Sets the rows listed in `row_index` (device array of `count` ints) of a
+/// buffer of width h to `value` (MAX_LEN padding rows).
+cudaError_t fillRows(float* buf, const int* row_index, int count, int h, float value, cudaStream_t stream);
+
+/// Holds the stream until *flag (pinned host memory) >= target: the gate that
+/// lets the host enqueue a window of ops before the device runs any of them.
+cudaError_t waitFlag(const int* flag, int target, cudaStream_t stream);
+
+/// *state = FNV-1a 64 of the bytes of values[0, n), continuing from *state
+/// (one thread: FNV is a sequential fold).
+cudaError_t fnv1a(const float* values, std::size_t n, std::uint64_t* state, cudaStream_t stream);
+
+}  // namespace seam::backend::kernels

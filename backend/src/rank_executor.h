@@ -1,0 +1,339 @@
+// Private to backend/: one rank of a GPU run (executor.h) and the state its
+// thread shares with the others. A RankExecutor owns its device's stream,
+// communicators, cuBLAS handle and buffers; it runs the rank's ops in plan
+// order (rank_ops.cc: what each op kind does, transcribed from
+// sim/src/replay.h) and publishes its progress for the watchdog
+// (rank_executor.cc: setup, the gated run loop, waiting without blocking).
+//
+// The host tracks every buffer's layout (row kind, row count, padding mode)
+// exactly as the replay does, so each op knows which rows to read and where
+// to write them without looking at the data.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "handles.h"
+#include "seam/backend/executor.h"
+#include "seam/backend/raii.h"
+#include "seam/sim/rows.h"
+
+namespace seam::backend::detail {
+
+/// How often a waiting rank thread looks at its events and communicators.
+constexpr auto kPollInterval = std::chrono::microseconds(20);
+/// cuBLAS workspace per rank, allocated up front so that no GEMM allocates
+/// (an allocation could wait on a hung NCCL kernel).
+constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
+/// Layout notes kept per rank (a malformed plan would otherwise flood them).
+constexpr int kMaxLayoutNotesPerRank = 4;
+/// Ops enqueued behind one gate (see RankExecutor::run): few enough that the
+/// stream's queue of pending work never fills while the gate holds it.
+constexpr int kGateWindowOps = 64;
+/// A gate value that every wait passes: stores it to release a stream for good.
+constexpr int kGateOpen = INT32_MAX;
+
+/// The message of the Status a rank thread returns when the run was aborted
+/// (by the watchdog or because another rank failed): not an error of its own.
+constexpr const char* kAborted = "aborted";
+
+/// What the watchdog reads of each rank thread.
+struct RankProgress {
+  std::atomic<std::int64_t> counter{0};  ///< bumps on every setup step and completed op
+  std::atomic<int> op_index{0};          ///< first op of the current iteration not completed on the device
+  std::atomic<int> iteration{0};
+  std::atomic<bool> setting_up{true};
+  std::atomic<bool> done{false};         ///< the thread has returned (finished, failed or aborted)
+  std::atomic<bool> finished{false};     ///< every iteration completed
+};
+
+/// A barrier of the rank threads that gives up when the run is aborted (a
+/// rank that failed never arrives).
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int count) : count_(count) {}
+  /// False when `abort` was set while waiting.
+  bool arriveAndWait(const std::atomic<bool>& abort) {
+    const int generation = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_acq_rel);
+      return true;
+    }
+    while (generation_.load(std::memory_order_acquire) == generation) {
+      if (abort) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+
+ private:
+  const int count_;
+  std::atomic<int> arrived_{0};
+  std::atomic<int> generation_{0};
+};
+
+/// The padding mode a full-rows op of `count` rows assumes, as
+/// Replay::modeOfCount reads it; nullopt when it is neither mode's size.
+std::optional<DpPadding> modeOfCount(const RowMap& rows, const RowMap& other, DpPadding plan_mode, int count,
+                                     int rank);
+
+/// State every rank thread reads: the plan, its groups and rows, the weights.
+struct SharedRun {
+  SharedRun(const Plan& p, const GpuRunOptions& o)
+      : plan(p),
+        options(o),
+        topo(p.source.config),
+        rows(topo, p.source.batch, p.padding),
+        other_rows(topo, p.source.batch,
+                   p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen),
+        stacks(p.source.model.pattern.mtp.empty() ? 1 : 2),
+        progress(new RankProgress[p.world()]),
+        window_barrier(p.world()) {
+    // The ranks meet before releasing each window only when they have the
+    // same number of windows (a plan with pipeline stages need not).
+    barrier_windows = std::all_of(p.ranks.begin(), p.ranks.end(),
+                                  [&](const std::vector<Op>& ops) { return ops.size() == p.ranks.front().size(); });
+  }
+
+  const Plan& plan;
+  GpuRunOptions options;
+  Topology topo;
+  RowMap rows;        ///< full rows in the plan's padding mode
+  RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
+  int stacks;
+  int capacity_rows = 1;  ///< rows every row buffer holds: the most any op reads or writes
+  std::map<std::pair<int, int>, numeric::StageWeights> weights;  ///< (stack, stage) -> weights
+  ncclUniqueId id{};
+  std::unique_ptr<RankProgress[]> progress;
+  std::atomic<bool> abort{false};
+  SpinBarrier window_barrier;
+  bool barrier_windows = false;
+
+  const RowMap& fullMap(DpPadding mode) const { return mode == plan.padding ? rows : other_rows; }
+  bool real() const { return options.mode == numeric::Mode::kReal; }
+
+  /// Records the first failure and stops every rank.
+  void fail(Status status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (first_error_.isOk()) first_error_ = std::move(status);
+    abort = true;
+  }
+  Status firstError() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return first_error_;
+  }
+
+ private:
+  std::mutex mutex_;
+  Status first_error_;
+};
+
+/// The largest row count any op of any rank may touch, so that every row
+/// buffer can be allocated once, before the first op, and no op (even of a
+/// malformed plan) reads or writes outside it.
+int capacityRows(const SharedRun& s);
+
+/// Generates the weights of every (stack, stage) some rank computes or
+/// normalizes at, once, on a few host threads (they are large at real shapes).
+void buildWeights(SharedRun& s);
+
+/// One tensor of one rank: device rows plus the layout the host tracks.
+struct DeviceRows {
+  DeviceArray<float> data;
+  bool present = false;
+  RowKind kind = RowKind::kNone;
+  int rows = 0;
+  DpPadding full_mode = DpPadding::kMaxLen;
+
+  float* row(int i, int h) const { return data.get() + static_cast<std::size_t>(i) * h; }
+  void setLayout(const DeviceRows& o) {
+    present = o.present;
+    kind = o.kind;
+    rows = o.rows;
+    full_mode = o.full_mode;
+  }
+};
+
+/// An aux snapshot (Replay::Snap).
+struct Snapshot {
+  int stack = 0, stage = -1;
+  DeviceRows* buf = nullptr;
+};
+
+/// The members of an op's group and this rank's place among them.
+struct Group {
+  std::vector<int> members;
+  int me = 0;
+  ncclComm_t comm = nullptr;  ///< null for a group of one
+  int size() const { return static_cast<int>(members.size()); }
+};
+
+/// One rank: its device, stream, communicators, buffers, and its ops.
+class RankExecutor {
+ public:
+  RankExecutor(SharedRun& shared, int rank)
+      : s_(shared), rank_(rank), h_(shared.options.shape.hidden), ops_(shared.plan.ranks[rank]),
+        progress_(shared.progress[rank]) {}
+
+  ~RankExecutor() { releaseGate(); }
+
+  Status setUp();
+  Status run();
+  Status finalizeComms();
+  /// Lets this rank's stream run past every gate (any thread may call it:
+  /// the watchdog does, so that a stalled stream can drain).
+  void releaseGate() {
+    if (int* flag = gate_host_.load()) __atomic_store_n(flag, kGateOpen, __ATOMIC_RELEASE);
+  }
+  void abortComms() {
+    releaseGate();
+    for (auto& c : axis_comms_) c.abort();
+    world_comm_.abort();  // joins a split still running under it
+    for (ncclComm_t& c : split_slots_) {
+      if (c) ncclCommAbort(std::exchange(c, nullptr));
+    }
+  }
+
+  int device() const { return device_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<std::vector<double>>& samples() const { return samples_; }
+  const std::vector<std::int64_t>& opBytes() const { return op_bytes_; }
+  const std::vector<int>& opGroupSize() const { return op_group_size_; }
+  /// Host copies of the last iteration's finals and snapshots (after run()).
+  bool finalDone(int stack) const { return final_done_[stack]; }
+  const DeviceRows& finalRows(int stack) const { return finals_[stack]; }
+  const std::vector<float>& finalHost(int stack) const { return final_host_[stack]; }
+  struct HostSnapshot {
+    int stack, stage;
+    RowKind kind;
+    int rows;
+    std::vector<float> values;
+  };
+  const std::vector<HostSnapshot>& snapshotsHost() const { return snapshots_host_; }
+
+ private:
+  // ---- waiting -------------------------------------------------------------
+  void publishDeviceProgress();
+  Status waitComm(ncclComm_t comm);
+  Status issued(ncclComm_t comm, ncclResult_t res, const char* call, const char* file, int line);
+  Status waitIteration();
+  /// An asynchronous error of `c` (the remaining ops would never complete).
+  Status asyncError(const NcclComm& c) const;
+  Status aborted() const { return Status::internal(kAborted); }
+
+  // ---- setup -----------------------------------------------------------------
+  Status createComms();
+  Status allocate();
+  Status uploadWeights();
+  Status uploadEmbeddings();
+  Expected<DeviceArray<float>> upload(const std::vector<float>& host);
+
+  // ---- ops ---------------------------------------------------------------------
+  Status resetState();
+  Status exec(const Op& op, int index);
+  Status allReduce(const Op& op, int index);
+  Status reduceScatter(const Op& op, int index);
+  Status allGather(const Op& op, int index);
+  Status dispatch(const Op& op, int index);
+  Status combine(const Op& op, int index);
+  Status dpGather(const Op& op, int index);
+  Status dpScatter(const Op& op, int index);
+  Status slice(const Op& op, int index);
+  Status zeroFill(const Op& op, int index);
+  Status add(const Op& op, int index);
+  Status addNorm(const Op& op, int index);
+  Status normInto(DeviceRows& target, const DeviceRows& source, const Op& op);
+  Status compute(const Op& op, int index);
+  Status snapshot(const Op& op, int index);
+  Status send(const Op& op, int index);
+  Status recv(const Op& op, int index);
+
+  // ---- helpers -------------------------------------------------------------------
+  Group groupOf(const Op& op) const;
+  ncclComm_t commOf(Axis axis) const;
+  DeviceRows& bufferOf(Tensor t);
+  DpPadding fullModeOf(const Op& op, int count, int rank);
+  Status copyRows(float* dst, const float* src, int rows);
+  Status zeroRows(float* dst, int rows);
+  Status roundIfReal(float* p, int rows);
+  Status allReduceInPlace(const Group& g, float* p, int rows);
+  /// Swaps the scratch buffer in as `target`'s data (the op wrote its output there).
+  void takeScratch(DeviceRows& target) { std::swap(target.data, scratch_.data); }
+  void expectLayout(const DeviceRows& b, RowKind kind, int rows, const Op& op, int index);
+  void note(std::string text);
+  /// The bytes an op's timing is reported against (OpTiming::bytes).
+  void record(int index, std::int64_t bytes) { op_bytes_[index] = bytes; }
+  std::int64_t bytesOf(int rows) const { return static_cast<std::int64_t>(rows) * h_ * sizeof(float); }
+
+  SharedRun& s_;
+  const int rank_;
+  const int h_;
+  const std::vector<Op>& ops_;
+  RankProgress& progress_;
+  int device_ = 0;
+
+  std::optional<PinnedFlag> gate_;  ///< declared before the stream: outlives the work queued on it
+  std::atomic<int*> gate_host_{nullptr};
+  int gate_target_ = 0;
+  std::optional<Stream> stream_;
+  BlasHandle blas_;
+  DeviceArray<char> blas_workspace_;
+  NcclComm world_comm_;
+  std::vector<NcclComm> axis_comms_;               ///< by Axis; empty where not created
+  ncclComm_t split_slots_[kAxisCount] = {};        ///< where a pending ncclCommSplit writes its child
+  std::vector<Event> start_, stop_;                ///< per op
+  std::optional<Event> end_;  ///< after the last op and the copies that follow it
+
+  DeviceRows hidden_, residual_, scratch_, staging_;
+  std::vector<DeviceRows> snapshot_pool_;
+  std::vector<Snapshot> snapshots_;
+  size_t snapshots_taken_ = 0;  ///< snapshot ops run in this iteration
+  std::vector<DeviceRows> finals_;
+  std::vector<bool> final_done_;
+  int pending_final_ = -1;  ///< stack whose final norm the op just ran
+  DeviceArray<float> mid_;  ///< relu(x W_in) of the widest stage shard
+  DeviceArray<float> embed0_;
+  /// Stack s's embedding rows for the MTP projection, per (stack, kind, full mode).
+  std::map<std::tuple<int, RowKind, DpPadding>, DeviceArray<float>> project_embed_;
+  DeviceArray<int> padding_rows_[2];  ///< full-row indices of padding, per DpPadding
+  int padding_count_[2] = {0, 0};
+  struct StageShard {
+    DeviceArray<float> w_in, w_out;  ///< hidden x cols and cols x hidden, row-major
+    int cols = 0;
+  };
+  std::map<int, StageShard> shards_;                      ///< by stage index
+  std::map<std::pair<int, int>, DeviceArray<float>> norm_weights_;  ///< real mode
+
+  int iteration_ = 0;
+  int enqueued_ = 0, completed_ = 0;  ///< ops of the current iteration
+  std::vector<std::vector<double>> samples_;  ///< per op, us per timed iteration
+  std::vector<std::int64_t> op_bytes_;
+  std::vector<int> op_group_size_;
+  std::vector<std::string> notes_;
+  std::set<std::string> noted_;
+  int layout_notes_ = 0;
+  std::vector<std::vector<float>> final_host_;
+  std::vector<HostSnapshot> snapshots_host_;
+};
+
+/// Issues an NCCL call on `comm` and waits until the communicator is ready.
+#define SEAM_NCCL_ISSUE(comm, call)                                                        \
+  do {                                                                                     \
+    if (Status seam_st_ = issued((comm), (call), #call, __FILE__, __LINE__); !seam_st_) {  \
+      return seam_st_;                                                                     \
+    }                                                                                      \
+  } while (0)
+
+}  // namespace seam::backend::detail

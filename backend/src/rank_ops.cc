@@ -1,0 +1,429 @@
+// What each op kind does on a rank's device buffers (rank_executor.h): the
+// cases of sim/src/replay.h's execLocal / execCollective, one function per
+// kind, with the NCCL primitive that has the same effect on the rows. Where
+// NCCL's primitive assumes equal slices (reduce-scatter, all-gather) and the
+// rows are uneven, the op runs as all-reduce + slice or as one broadcast per
+// member, and says so in a note.
+//
+// Real mode rounds to bf16 after every op, as the CPU executor does. NCCL
+// reduces in fp32 the bf16 values it is given and the result is rounded once;
+// the CPU rounds after each pairwise add, so the two agree for groups of two
+// and may differ in the last bf16 place beyond.
+#include <algorithm>
+
+#include "kernels.h"
+#include "rank_executor.h"
+#include "seam/backend/check.h"
+
+namespace seam::backend::detail {
+
+Status RankExecutor::allReduce(const Op& op, int index) {
+  DeviceRows& b = bufferOf(op.tensor);
+  const Group g = groupOf(op);
+  record(index, bytesOf(b.rows));
+  if (Status st = allReduceInPlace(g, b.data.get(), b.rows); !st) return st;
+  return op.kind == OpKind::kArAddNorm ? addNorm(op, index) : Status::ok();
+}
+
+Status RankExecutor::reduceScatter(const Op& op, int index) {
+  DeviceRows& b = bufferOf(op.tensor);
+  const Group g = groupOf(op);
+  const RowMap& rows = s_.rows;
+  record(index, bytesOf(b.rows));
+  if (op.rows_in.kind == RowKind::kFull) {
+    // The DP return: sum the full rows over the group, keep this shard's slot
+    // (in the padding mode the op's row count names, as Replay::readSlot).
+    expectLayout(b, RowKind::kFull, op.rows_in.count, op, index);
+    if (Status st = allReduceInPlace(g, b.data.get(), b.rows); !st) return st;
+    const DpPadding mode = fullModeOf(op, op.rows_in.count, rank_);
+    const int slot = s_.fullMap(mode).fullSlot(s_.topo.attnDpRank(rank_));
+    const int cnt = rows.count(RowKind::kAttention, rank_);
+    if (Status st = copyRows(scratch_.data.get(), b.row(slot, h_), cnt); !st) return st;
+    takeScratch(b);
+    b.kind = RowKind::kAttention;
+    b.rows = cnt;
+    b.present = true;
+    return Status::ok();
+  }
+  // Attention rows -> this rank's local slice of the sum. ncclReduceScatter
+  // hands member i rows [i*c, (i+1)*c): it is the op's semantics exactly when
+  // every member's slice has c rows at offset i*c (tensor_split of a shard
+  // divisible by the group); otherwise all-reduce and keep the slice.
+  expectLayout(b, op.rows_in.kind, rows.count(op.rows_in.kind, rank_), op, index);
+  const int off = rows.localOffset(rank_);
+  const int cnt = rows.count(RowKind::kLocal, rank_);
+  bool uniform = g.size() > 1 && b.rows == g.size() * cnt;
+  for (int i = 0; i < g.size() && uniform; ++i) {
+    uniform = rows.count(RowKind::kLocal, g.members[i]) == cnt && rows.localOffset(g.members[i]) == i * cnt;
+  }
+  if (uniform) {
+    SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(cnt) * h_,
+                                              ncclFloat, ncclSum, g.comm, stream_->get()));
+    if (Status st = roundIfReal(scratch_.data.get(), cnt); !st) return st;
+  } else {
+    if (g.size() > 1) note(std::string(opName(op.kind)) + " over slices of unequal size runs as all_reduce + slice");
+    if (Status st = allReduceInPlace(g, b.data.get(), b.rows); !st) return st;
+    if (Status st = copyRows(scratch_.data.get(), b.row(off, h_), cnt); !st) return st;
+  }
+  takeScratch(b);
+  b.kind = RowKind::kLocal;
+  b.rows = cnt;
+  b.present = true;
+  return Status::ok();
+}
+
+Status RankExecutor::allGather(const Op& op, int index) {
+  // Local slices -> the shard's attention rows, each member's slice at its offset.
+  DeviceRows& b = bufferOf(op.tensor);
+  const Group g = groupOf(op);
+  const RowMap& rows = s_.rows;
+  const int cnt = rows.count(RowKind::kAttention, g.members.front());
+  const int mine = rows.count(RowKind::kLocal, rank_);
+  expectLayout(b, RowKind::kLocal, mine, op, index);
+  record(index, bytesOf(cnt));
+  if (Status st = zeroRows(scratch_.data.get(), cnt); !st) return st;
+  if (g.size() == 1) {
+    if (Status st = copyRows(scratch_.row(rows.localOffset(rank_), h_), b.data.get(), b.rows); !st) return st;
+  } else {
+    bool uniform = cnt == g.size() * mine;
+    for (int i = 0; i < g.size() && uniform; ++i) {
+      uniform = rows.count(RowKind::kLocal, g.members[i]) == mine && rows.localOffset(g.members[i]) == i * mine;
+    }
+    if (uniform) {
+      SEAM_NCCL_ISSUE(g.comm, ncclAllGather(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(mine) * h_,
+                                            ncclFloat, g.comm, stream_->get()));
+    } else {
+      // Uneven slices (all_gatherv): one broadcast per member, rooted at it, into its offset.
+      note(std::string(opName(op.kind)) + " of slices of unequal size runs as grouped ncclBroadcast");
+      SEAM_NCCL_CHECK(ncclGroupStart());
+      for (int i = 0; i < g.size(); ++i) {
+        const int m = g.members[i];
+        float* dst = scratch_.row(rows.localOffset(m), h_);
+        const std::size_t n = static_cast<std::size_t>(rows.count(RowKind::kLocal, m)) * h_;
+        const ncclResult_t r = ncclBroadcast(i == g.me ? b.data.get() : dst, dst, n, ncclFloat, i, g.comm, stream_->get());
+        if (r != ncclSuccess && r != ncclInProgress) {
+          (void)ncclGroupEnd();
+          return ncclStatus(r, "ncclBroadcast", __FILE__, __LINE__);
+        }
+      }
+      SEAM_NCCL_ISSUE(g.comm, ncclGroupEnd());
+    }
+  }
+  takeScratch(b);
+  b.kind = RowKind::kAttention;
+  b.rows = cnt;
+  b.present = true;
+  return Status::ok();
+}
+
+Status RankExecutor::dispatch(const Op& op, int index) {
+  // Every member receives every member's rows, concatenated in group order.
+  DeviceRows& b = bufferOf(op.tensor);
+  const Group g = groupOf(op);
+  const RowMap& rows = s_.rows;
+  std::vector<int> count(g.size()), offset(g.size(), 0);
+  for (int i = 0; i < g.size(); ++i) {
+    count[i] = rows.count(op.rows_in.kind, g.members[i]);
+    if (i) offset[i] = offset[i - 1] + count[i - 1];
+  }
+  const int total = offset.back() + count.back();
+  expectLayout(b, op.rows_in.kind, count[g.me], op, index);
+  record(index, bytesOf(total));
+  if (Status st = copyRows(scratch_.row(offset[g.me], h_), b.data.get(), count[g.me]); !st) return st;
+  if (g.size() > 1) {
+    SEAM_NCCL_CHECK(ncclGroupStart());
+    for (int i = 0; i < g.size(); ++i) {
+      if (i == g.me) continue;
+      // Both sides know both counts from the row map; empty messages are skipped on both.
+      if (count[g.me] > 0) {
+        const ncclResult_t r = ncclSend(b.data.get(), static_cast<std::size_t>(count[g.me]) * h_, ncclFloat, i, g.comm,
+                                        stream_->get());
+        if (r != ncclSuccess && r != ncclInProgress) {
+          (void)ncclGroupEnd();
+          return ncclStatus(r, "ncclSend", __FILE__, __LINE__);
+        }
+      }
+      if (count[i] > 0) {
+        const ncclResult_t r = ncclRecv(scratch_.row(offset[i], h_), static_cast<std::size_t>(count[i]) * h_, ncclFloat,
+                                        i, g.comm, stream_->get());
+        if (r != ncclSuccess && r != ncclInProgress) {
+          (void)ncclGroupEnd();
+          return ncclStatus(r, "ncclRecv", __FILE__, __LINE__);
+        }
+      }
+    }
+    SEAM_NCCL_ISSUE(g.comm, ncclGroupEnd());
+  }
+  takeScratch(b);
+  b.kind = RowKind::kDispatched;
+  b.rows = total;
+  b.present = true;
+  return Status::ok();
+}
+
+Status RankExecutor::combine(const Op& op, int index) {
+  // Member i gets back segment i of every member's dispatched rows, summed
+  // in member order (starting from zero, as the replay does).
+  DeviceRows& b = bufferOf(op.tensor);
+  const Group g = groupOf(op);
+  const RowMap& rows = s_.rows;
+  std::vector<int> count(g.size()), seg(g.size(), 0);
+  for (int i = 0; i < g.size(); ++i) {
+    count[i] = rows.count(op.rows_out.kind, g.members[i]);
+    if (i) seg[i] = seg[i - 1] + count[i - 1];
+  }
+  const int mine = count[g.me];
+  expectLayout(b, RowKind::kDispatched, seg.back() + count.back(), op, index);
+  record(index, bytesOf(seg.back() + count.back()));
+  float* staging = staging_.data.get();
+  const std::size_t seg_elems = static_cast<std::size_t>(mine) * h_;
+  if (Status st = copyRows(staging + g.me * seg_elems, b.row(seg[g.me], h_), mine); !st) return st;
+  if (g.size() > 1) {
+    SEAM_NCCL_CHECK(ncclGroupStart());
+    for (int i = 0; i < g.size(); ++i) {
+      if (i == g.me) continue;
+      if (count[i] > 0) {
+        const ncclResult_t r = ncclSend(b.row(seg[i], h_), static_cast<std::size_t>(count[i]) * h_, ncclFloat, i,
+                                        g.comm, stream_->get());
+        if (r != ncclSuccess && r != ncclInProgress) {
+          (void)ncclGroupEnd();
+          return ncclStatus(r, "ncclSend", __FILE__, __LINE__);
+        }
+      }
+      if (mine > 0) {
+        const ncclResult_t r = ncclRecv(staging + i * seg_elems, seg_elems, ncclFloat, i, g.comm, stream_->get());
+        if (r != ncclSuccess && r != ncclInProgress) {
+          (void)ncclGroupEnd();
+          return ncclStatus(r, "ncclRecv", __FILE__, __LINE__);
+        }
+      }
+    }
+    SEAM_NCCL_ISSUE(g.comm, ncclGroupEnd());
+  }
+  SEAM_CUDA_CHECK(kernels::sumSegments(staging, g.size(), seg_elems, scratch_.data.get(), s_.real(), stream_->get()));
+  takeScratch(b);
+  b.kind = op.rows_out.kind;
+  b.rows = mine;
+  b.present = true;
+  return Status::ok();
+}
+
+Status RankExecutor::dpGather(const Op& op, int index) {
+  // Attention rows -> the TP group's full rows: zero, the writers put their
+  // rows into their shard's slot, an all-reduce sums the slots in (it also
+  // completes the attention-TP sum for a partial gather), then the padding
+  // rows get the padding value (the replay's junk rows).
+  DeviceRows& b = bufferOf(op.tensor);
+  const Group g = groupOf(op);
+  const DpPadding mode = fullModeOf(op, op.rows_out.count, g.members.front());
+  const RowMap& fmap = s_.fullMap(mode);
+  const int cnt = fmap.count(RowKind::kFull, g.members.front());
+  expectLayout(b, RowKind::kAttention, s_.rows.count(RowKind::kAttention, rank_), op, index);
+  record(index, bytesOf(cnt));
+  if (Status st = zeroRows(scratch_.data.get(), cnt); !st) return st;
+  const bool writer = op.kind == OpKind::kDpGatherPartial || s_.topo.attnTpRank(rank_) == 0;
+  if (writer) {
+    const int slot = fmap.fullSlot(s_.topo.attnDpRank(rank_));
+    if (Status st = copyRows(scratch_.row(slot, h_), b.data.get(), std::min(b.rows, cnt - slot)); !st) return st;
+  }
+  if (Status st = allReduceInPlace(g, scratch_.data.get(), cnt); !st) return st;
+  const int m = static_cast<int>(mode);
+  SEAM_CUDA_CHECK(kernels::fillRows(scratch_.data.get(), padding_rows_[m].get(), padding_count_[m], h_,
+                                    numeric::kPaddingValue, stream_->get()));
+  takeScratch(b);
+  b.kind = RowKind::kFull;
+  b.rows = cnt;
+  b.full_mode = mode;
+  b.present = true;
+  return Status::ok();
+}
+
+Status RankExecutor::dpScatter(const Op& op, int index) {
+  // This shard's slot of the hidden state's full rows -> the op's tensor.
+  expectLayout(hidden_, RowKind::kFull, op.rows_in.count, op, index);
+  const DpPadding mode = fullModeOf(op, op.rows_in.count, rank_);
+  const int slot = s_.fullMap(mode).fullSlot(s_.topo.attnDpRank(rank_));
+  const int cnt = s_.rows.count(RowKind::kAttention, rank_);
+  record(index, bytesOf(cnt));
+  if (Status st = copyRows(scratch_.data.get(), hidden_.row(slot, h_), cnt); !st) return st;
+  DeviceRows& out = op.tensor == Tensor::kResidual ? residual_ : hidden_;
+  takeScratch(out);
+  out.kind = RowKind::kAttention;
+  out.rows = cnt;
+  out.present = true;
+  return Status::ok();
+}
+
+Status RankExecutor::slice(const Op& op, int index) {
+  // tensor_split(attn_tp)[i]: the rank's own slice, or another position's
+  // when the plan says so (a wrong slice index, set by mutants).
+  DeviceRows& b = bufferOf(op.tensor);
+  expectLayout(b, RowKind::kAttention, s_.rows.count(RowKind::kAttention, rank_), op, index);
+  const int atp = s_.topo.groupSize(Axis::kAttnTp);
+  const int src = op.slice_of < 0 ? rank_ : s_.topo.groupOf(Axis::kAttnTp, rank_)[op.slice_of % atp];
+  const int off = s_.rows.localOffset(src);
+  const int cnt = s_.rows.count(RowKind::kLocal, src);
+  record(index, bytesOf(cnt));
+  if (Status st = copyRows(scratch_.data.get(), b.row(off, h_), cnt); !st) return st;
+  takeScratch(b);
+  b.kind = RowKind::kLocal;
+  b.rows = cnt;
+  return Status::ok();
+}
+
+Status RankExecutor::zeroFill(const Op& op, int index) {
+  DeviceRows& b = bufferOf(op.tensor);
+  b.kind = op.rows_out.kind;
+  b.rows = s_.rows.count(b.kind, rank_);
+  b.present = true;
+  record(index, bytesOf(b.rows));
+  return zeroRows(b.data.get(), b.rows);
+}
+
+Status RankExecutor::add(const Op& op, int index) {
+  record(index, bytesOf(hidden_.rows));
+  if (op.tensor == Tensor::kResidual) {
+    if (!residual_.present) {  // first layer: residual := hidden
+      residual_.setLayout(hidden_);
+      return copyRows(residual_.data.get(), hidden_.data.get(), hidden_.rows);
+    }
+    SEAM_CUDA_CHECK(kernels::add(residual_.data.get(), hidden_.data.get(), static_cast<std::size_t>(residual_.rows) * h_,
+                                 s_.real(), stream_->get()));
+    return Status::ok();
+  }
+  // hs += residual; residual := None
+  if (residual_.present) {
+    SEAM_CUDA_CHECK(kernels::add(hidden_.data.get(), residual_.data.get(), static_cast<std::size_t>(hidden_.rows) * h_,
+                                 s_.real(), stream_->get()));
+  }
+  residual_.present = false;
+  return Status::ok();
+}
+
+Status RankExecutor::addNorm(const Op& op, int index) {
+  if (op.kind == OpKind::kAddNorm) record(index, bytesOf(hidden_.rows));
+  if (!residual_.present) {  // first layer: residual := hidden
+    residual_.setLayout(hidden_);
+    if (Status st = copyRows(residual_.data.get(), hidden_.data.get(), hidden_.rows); !st) return st;
+  } else {
+    SEAM_CUDA_CHECK(kernels::add(residual_.data.get(), hidden_.data.get(), static_cast<std::size_t>(residual_.rows) * h_,
+                                 s_.real(), stream_->get()));
+  }
+  return normInto(hidden_, residual_, op);
+}
+
+Status RankExecutor::normInto(DeviceRows& target, const DeviceRows& source, const Op& op) {
+  const float* weight = nullptr;
+  if (s_.real()) weight = norm_weights_.at({op.stack, op.stage}).get();
+  SEAM_CUDA_CHECK(kernels::normRows(source.data.get(), target.data.get(), source.rows, h_, s_.real(), weight,
+                                    stream_->get()));
+  target.setLayout(source);
+  target.present = true;
+  // The final norm of a stack writes the stack's output rows (copied after
+  // the op's timing event, see run()).
+  if (op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks) pending_final_ = op.stack;
+  return Status::ok();
+}
+
+Status RankExecutor::compute(const Op& op, int index) {
+  DeviceRows& x = hidden_;
+  record(index, bytesOf(x.rows));
+  if (op.stage < 0) {
+    // The MTP step's input projection: the previous stack's final output
+    // plus this stack's embedding (numeric::projectRow).
+    const DpPadding pad = x.kind == RowKind::kFull ? x.full_mode : s_.plan.padding;
+    auto it = project_embed_.find({op.stack, x.kind, pad});
+    if (it == project_embed_.end()) {
+      return Status::invalid("rank " + std::to_string(rank_) + " projects into stack " + std::to_string(op.stack) +
+                             " from " + std::string(rowKindName(x.kind)) + " rows");
+    }
+    SEAM_CUDA_CHECK(kernels::add(x.data.get(), it->second.get(), static_cast<std::size_t>(x.rows) * h_, s_.real(),
+                                 stream_->get()));
+    return Status::ok();
+  }
+  // y = relu(x W_in[:, J]) W_out[J, :] over this rank's shard J of the inner
+  // columns. Row-major products through column-major cuBLAS: C^T = B^T A^T.
+  const StageShard& w = shards_.at(s_.plan.stageIndex(op.stack, op.stage));
+  if (x.rows == 0) return Status::ok();
+  if (w.cols == 0) return zeroRows(x.data.get(), x.rows);  // an empty shard contributes zeros
+  const float one = 1.0f, zero = 0.0f;
+  SEAM_CUBLAS_CHECK(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, w.cols, x.rows, h_, &one, w.w_in.get(), w.cols,
+                                x.data.get(), h_, &zero, mid_.get(), w.cols));
+  SEAM_CUDA_CHECK(kernels::relu(mid_.get(), static_cast<std::size_t>(x.rows) * w.cols, s_.real(), stream_->get()));
+  SEAM_CUBLAS_CHECK(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, h_, x.rows, w.cols, &one, w.w_out.get(), h_,
+                                mid_.get(), w.cols, &zero, scratch_.data.get(), h_));
+  if (Status st = roundIfReal(scratch_.data.get(), x.rows); !st) return st;
+  takeScratch(x);
+  return Status::ok();
+}
+
+Status RankExecutor::snapshot(const Op& op, int index) {
+  // Pool entry 0 is bufferOf's; snapshot op k of the iteration takes entry k + 1.
+  DeviceRows& b = snapshot_pool_[1 + snapshots_taken_++];
+  b.setLayout(residual_);
+  record(index, bytesOf(residual_.present ? residual_.rows : 0));
+  if (residual_.present) {
+    if (Status st = copyRows(b.data.get(), residual_.data.get(), residual_.rows); !st) return st;
+  }
+  snapshots_.push_back({op.stack, op.stage, &b});
+  return Status::ok();
+}
+
+Status RankExecutor::send(const Op& op, int index) {
+  const DeviceRows& b = op.tensor == Tensor::kResidual ? residual_ : hidden_;
+  const int peer = rank_ + s_.topo.config().tp;
+  record(index, bytesOf(b.rows));
+  if (peer >= s_.plan.world()) {
+    note("rank " + std::to_string(rank_) + " sends from the last pipeline stage: nobody receives it; skipped");
+    return Status::ok();
+  }
+  if (b.rows == 0) return Status::ok();  // the receiver expects no rows either (same DP shard)
+  SEAM_NCCL_ISSUE(world_comm_.get(), ncclSend(b.data.get(), static_cast<std::size_t>(b.rows) * h_, ncclFloat, peer,
+                                              world_comm_.get(), stream_->get()));
+  return Status::ok();
+}
+
+Status RankExecutor::recv(const Op& op, int index) {
+  DeviceRows& b = op.tensor == Tensor::kResidual ? residual_ : hidden_;
+  const int peer = rank_ - s_.topo.config().tp;
+  b.kind = op.rows_out.kind;
+  b.rows = op.rows_out.count;
+  b.present = true;
+  record(index, bytesOf(b.rows));
+  if (peer < 0) return Status::invalid("rank " + std::to_string(rank_) + " receives on the first pipeline stage");
+  if (b.rows == 0) return Status::ok();
+  SEAM_NCCL_ISSUE(world_comm_.get(), ncclRecv(b.data.get(), static_cast<std::size_t>(b.rows) * h_, ncclFloat, peer,
+                                              world_comm_.get(), stream_->get()));
+  return Status::ok();
+}
+
+Status RankExecutor::exec(const Op& op, int index) {
+  switch (op.kind) {
+    case OpKind::kAllReduce:
+    case OpKind::kArAddNorm: return allReduce(op, index);
+    case OpKind::kReduceScatter:
+    case OpKind::kReduceScatterv:
+    case OpKind::kDpReduceScatter: return reduceScatter(op, index);
+    case OpKind::kAllGather:
+    case OpKind::kAllGatherv: return allGather(op, index);
+    case OpKind::kAllToAll:
+      return op.rows_out.kind == RowKind::kDispatched ? dispatch(op, index) : combine(op, index);
+    case OpKind::kDpGatherPartial:
+    case OpKind::kDpGatherReplicate: return dpGather(op, index);
+    case OpKind::kDpScatter: return dpScatter(op, index);
+    case OpKind::kSlice: return slice(op, index);
+    case OpKind::kZeroFill: return zeroFill(op, index);
+    case OpKind::kAdd: return add(op, index);
+    case OpKind::kNorm:
+      record(index, bytesOf(hidden_.rows));
+      return normInto(hidden_, hidden_, op);
+    case OpKind::kAddNorm: return addNorm(op, index);
+    case OpKind::kCompute: return compute(op, index);
+    case OpKind::kSnapshot: return snapshot(op, index);
+    case OpKind::kSend: return send(op, index);
+    case OpKind::kRecv: return recv(op, index);
+  }
+  return Status::internal("unknown op kind");
+}
+
+}  // namespace seam::backend::detail

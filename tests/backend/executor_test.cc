@@ -1,0 +1,335 @@
+// The CUDA/NCCL executor (backend/executor.h). The first group runs
+// everywhere: the pure parts (options, bandwidth formulas, percentiles, the
+// watchdog's stall rule and report, the hash fold, per-rank comparison) and
+// the refusal of a world larger than the visible GPUs. The second group needs
+// GPUs and skips with a message without them: plans run in exact mode must be
+// bit-identical to the single-rank reference on every rank, and a planted
+// swap of two collectives must end as a reported hang, not a hung test.
+#include "seam/backend/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../sim/case_builders.h"
+#include "seam/backend/device.h"
+#include "seam/sim/numeric_executor.h"
+#include "seam/sim/policy.h"
+
+namespace seam::backend {
+namespace {
+
+using seam::testing::patternCase;
+
+// ---- everywhere ------------------------------------------------------------------
+
+TEST(GpuExecutorOptions, RefuseSizesAndCountsThatCannotRun) {
+  EXPECT_TRUE(validateRunOptions({}).isOk());
+  GpuRunOptions o;
+  o.iters = 0;
+  EXPECT_EQ(validateRunOptions(o).code(), StatusCode::kInvalidInput);
+  o = {};
+  o.warmup = -1;
+  EXPECT_EQ(validateRunOptions(o).code(), StatusCode::kInvalidInput);
+  o = {};
+  o.shape.hidden = 0;
+  EXPECT_NE(validateRunOptions(o).message().find("hidden"), std::string::npos);
+  o = {};
+  o.shape.inner = -3;
+  EXPECT_NE(validateRunOptions(o).message().find("inner"), std::string::npos);
+  o = {};
+  o.watchdog_seconds = 0;
+  EXPECT_EQ(validateRunOptions(o).code(), StatusCode::kInvalidInput);
+}
+
+TEST(GpuExecutorBandwidth, BusFactorsAreNcclTestsDefinitions) {
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kAllReduce, 2), 1.0);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kAllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kArAddNorm, 4), 1.5);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kAllGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kAllGatherv, 2), 0.5);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kReduceScatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kAllToAll, 2), 0.5);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kSend, 2), 1.0);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kNorm, 8), 0.0);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(OpKind::kAllReduce, 1), 0.0);
+  // 1 GB in 1 s is 1 GB/s; in 1 ms, 1000 GB/s.
+  EXPECT_DOUBLE_EQ(algBandwidthGBs(1'000'000'000, 1e6), 1.0);
+  EXPECT_DOUBLE_EQ(algBandwidthGBs(1'000'000'000, 1e3), 1000.0);
+  EXPECT_DOUBLE_EQ(algBandwidthGBs(1024, 0), 0.0);
+}
+
+TEST(GpuExecutorTiming, SummarizesMedianAndTenthPercentiles) {
+  const TimingSummary t = summarizeTimes({10, 1, 9, 2, 8, 3, 7, 4, 6, 5, 11});
+  EXPECT_DOUBLE_EQ(t.median, 6);
+  EXPECT_DOUBLE_EQ(t.p10, 2);
+  EXPECT_DOUBLE_EQ(t.p90, 10);
+  const TimingSummary one = summarizeTimes({3.5});
+  EXPECT_DOUBLE_EQ(one.median, 3.5);
+  EXPECT_DOUBLE_EQ(one.p10, 3.5);
+  EXPECT_DOUBLE_EQ(summarizeTimes({1, 2}).median, 1.5);
+}
+
+TEST(GpuExecutorWatchdog, StallsOnlyAfterTheCountersStopForTheTimeout) {
+  StallDetector d(10);
+  EXPECT_FALSE(d.update({0, 0}, 0.0));
+  EXPECT_FALSE(d.update({1, 0}, 5.0));   // rank 0 advanced: the clock restarts
+  EXPECT_FALSE(d.update({1, 0}, 14.9));
+  EXPECT_FALSE(d.update({1, 3}, 14.95));  // rank 1 advanced
+  EXPECT_FALSE(d.update({1, 3}, 24.9));
+  EXPECT_TRUE(d.update({1, 3}, 24.95));
+  EXPECT_NEAR(d.idleSeconds(), 10.0, 1e-9);
+}
+
+TEST(GpuExecutorWatchdog, ReportNamesEveryRanksOpAndGroup) {
+  Flags flags;
+  flags.a2a = A2aBackend::kDeepep;
+  auto plan = buildPlan(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, flags), PolicyKind::kDeclared);
+  ASSERT_TRUE(plan.hasValue()) << plan.status().message();
+  ASSERT_EQ(plan->ranks[0][2].kind, OpKind::kReduceScatterv);
+  ASSERT_EQ(plan->ranks[1][5].kind, OpKind::kAllToAll);
+  const std::string report = formatHangReport(
+      *plan, {{.rank = 0, .op_index = 2, .iteration = 0}, {.rank = 1, .op_index = 5, .iteration = 0}}, 10.04, 12);
+  EXPECT_EQ(report.rfind("no progress for 10.0 s:", 0), 0u) << report;
+  EXPECT_NE(report.find("rank 0 waits in op 2 (reduce_scatterv on attn_tp [0,1], stack 0 layer 1 stage 1 entry) "
+                        "in iteration 1 of 12"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("rank 1 waits in op 5 (all_to_all on moe_ep [0,1]"), std::string::npos) << report;
+  const std::string setup = formatHangReport(*plan, {{.rank = 0, .setting_up = true}, {.rank = 1, .finished = true}},
+                                             60, 12);
+  EXPECT_NE(setup.find("rank 0 is creating its communicators; rank 1 has finished"), std::string::npos) << setup;
+}
+
+TEST(GpuExecutorHash, FoldsLikeNumericOutputHash) {
+  NumericOutput out;
+  out.hidden = 3;
+  out.tokens = 2;
+  out.rows = {{1, -2, 0.5f, 1e6f, -0.0f, 3}, {7, 8, 9, 10, 11, 12}};
+  std::uint64_t h = kFnvOffsetBasis;
+  // Shard by shard, stack by stack, as the devices fold it.
+  h = fnv1aFloats(h, out.rows[0].data(), 3);
+  h = fnv1aFloats(h, out.rows[0].data() + 3, 3);
+  h = fnv1aFloats(h, out.rows[1].data(), 6);
+  EXPECT_EQ(h, out.hash());
+}
+
+TEST(GpuExecutorCompare, FindsTheFirstDifferingElementOfARanksRows) {
+  NumericOutput expected;
+  expected.hidden = 2;
+  expected.tokens = 3;
+  expected.rows = {{0, 1, 2, 3, 4, 5}};
+  RankFinals f;
+  f.rank = 1;
+  f.tokens = {{1, 2}};
+  f.rows = {{2, 3, 4, 5}};
+  EXPECT_TRUE(compareRankFinals(f, expected).identical);
+  f.rows[0][3] = 5.5f;
+  const OutputDiff d = compareRankFinals(f, expected);
+  EXPECT_FALSE(d.identical);
+  EXPECT_EQ(d.token, 2);
+  EXPECT_EQ(d.element, 1);
+  EXPECT_DOUBLE_EQ(d.max_abs, 0.5);
+}
+
+int visibleGpus() {
+  auto d = listDevices();
+  return d ? static_cast<int>(d->size()) : 0;
+}
+
+TEST(GpuExecutor, RefusesAWorldLargerThanTheVisibleGpus) {
+  const int visible = visibleGpus();
+  Plan plan;
+  plan.source.config = ParallelConfig{.tp = visible + 1};
+  plan.source.batch.tokens = {1};
+  plan.ranks.resize(visible + 1);
+  auto run = runPlanOnGpus(plan, {});
+  ASSERT_FALSE(run.hasValue());
+  EXPECT_EQ(run.status().code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(run.status().message(), "world " + std::to_string(visible + 1) + " needs " + std::to_string(visible + 1) +
+                                        " GPUs, " + std::to_string(visible) + " visible");
+}
+
+// ---- on GPUs ------------------------------------------------------------------------
+
+#define SEAM_NEED_GPUS(n)                                                                                   \
+  do {                                                                                                      \
+    const int seam_visible_ = visibleGpus();                                                                \
+    if (seam_visible_ < (n)) {                                                                              \
+      GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), " << seam_visible_                                  \
+                   << " visible (GPU tests run on the lent GPU machine: tools/gpu_check.sh)";              \
+    }                                                                                                       \
+  } while (0)
+
+/// Few iterations: these tests check values, not speed.
+GpuRunOptions quick(numeric::Mode mode = numeric::Mode::kExact) {
+  GpuRunOptions o;
+  o.mode = mode;
+  o.warmup = 1;
+  o.iters = 2;
+  return o;
+}
+
+/// Runs the declared plan of `c` on the GPUs in exact mode and expects the
+/// output, and every rank's own rows, bit-identical to the reference and to
+/// the CPU executor.
+void expectIdenticalToReference(const Case& c) {
+  const std::string repro = reproduceCommand(c, "declared");
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_TRUE(plan.hasValue()) << plan.status().message() << "\n" << repro;
+  const GpuRunOptions o = quick();
+  auto gpu = runPlanOnGpus(*plan, o);
+  ASSERT_TRUE(gpu.hasValue()) << gpu.status().message() << "\n" << repro;
+  ASSERT_FALSE(gpu->hung) << gpu->hang_report << "\n" << repro;
+  const NumericOutput ref = runReference(c, o.mode, o.shape);
+  const NumericRun cpu = runPlanNumeric(*plan, o.mode, o.shape);
+  ASSERT_TRUE(cpu.ran()) << repro;
+  EXPECT_FALSE(gpu->ranks_disagree) << repro;
+  const OutputDiff d = compareOutputs(gpu->output, ref);
+  EXPECT_TRUE(d.identical) << d.describe() << "\n" << repro;
+  EXPECT_EQ(gpu->device_hash, ref.hash()) << repro;
+  EXPECT_TRUE(compareOutputs(gpu->output, cpu.output).identical) << repro;
+  ASSERT_FALSE(gpu->finals.empty()) << repro;
+  for (const RankFinals& f : gpu->finals) {
+    const OutputDiff rd = compareRankFinals(f, ref);
+    EXPECT_TRUE(rd.identical) << "rank " << f.rank << ": " << rd.describe() << "\n" << repro;
+  }
+  size_t ops = 0;
+  for (const auto& r : plan->ranks) ops += r.size();
+  EXPECT_EQ(gpu->timings.size(), ops);
+  for (const OpTiming& t : gpu->timings) {
+    EXPECT_GE(t.median_us, 0);
+    EXPECT_LE(t.p10_us, t.median_us);
+    EXPECT_LE(t.median_us, t.p90_us);
+  }
+}
+
+TEST(GpuExecutorOnGpus, WorldOnePlansAreBitIdenticalToTheReference) {
+  SEAM_NEED_GPUS(1);
+  for (const char* pattern : {"M-*E-", "MEM*E", "M-M*E/*E", "E*E-", "--M*"}) {
+    SCOPED_TRACE(pattern);
+    expectIdenticalToReference(patternCase(pattern, {}, {3}));
+  }
+}
+
+TEST(GpuExecutorOnGpus, TensorAndDataParallelPlansAreBitIdenticalOnEveryRank) {
+  SEAM_NEED_GPUS(2);
+  for (const char* pattern : {"M-*E-", "MEM*E"}) {
+    SCOPED_TRACE(pattern);
+    expectIdenticalToReference(patternCase(pattern, {.tp = 2}, {4}));
+    expectIdenticalToReference(patternCase(pattern, {.tp = 2}, {5}));
+    expectIdenticalToReference(patternCase(pattern, {.tp = 2, .attn_dp = 2}, {3, 2}));
+    expectIdenticalToReference(patternCase(pattern, {.tp = 2, .attn_dp = 2}, {4, 0}));  // an idle DP rank
+  }
+  Flags no_fusion;
+  no_fusion.fusion = false;
+  expectIdenticalToReference(patternCase("M-*E-", {.tp = 2}, {3}, no_fusion));
+  Flags sum_len;
+  sum_len.dp_padding = DpPadding::kSumLen;
+  expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .attn_dp = 2}, {3, 1}, sum_len));
+  for (BoundaryReduction red : {BoundaryReduction::kRs, BoundaryReduction::kRsv, BoundaryReduction::kRsRsv}) {
+    Flags f;
+    f.reduction = red;
+    expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .attn_dp = 2}, {3, 2}, f));
+    expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .attn_dp = 2}, {4, 4}, f));
+  }
+  expectIdenticalToReference(patternCase("M-M*E/*E", {.tp = 2}, {5}));  // the MTP step
+  Flags capture;
+  capture.capture = {2};
+  expectIdenticalToReference(patternCase("M-*E-", {.tp = 2}, {3}, capture));  // an aux snapshot
+}
+
+TEST(GpuExecutorOnGpus, DeepepDispatchAndCombineAreBitIdentical) {
+  SEAM_NEED_GPUS(2);
+  Flags deepep;
+  deepep.a2a = A2aBackend::kDeepep;
+  expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));  // uneven: the v collectives
+  expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {4}, deepep));  // even: NCCL's own
+  deepep.capture = {1};  // a snapshot on local rows, gathered
+  expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));
+}
+
+TEST(GpuExecutorOnGpus, PipelineStagesSendAndReceive) {
+  SEAM_NEED_GPUS(2);
+  expectIdenticalToReference(patternCase("M-|*E", {.pp = 2}, {3}));
+}
+
+TEST(GpuExecutorOnGpus, RealModeRanksAgreeAndStayFinite) {
+  SEAM_NEED_GPUS(2);
+  const Case c = patternCase("M-*E-", {.tp = 2}, {4});
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_TRUE(plan.hasValue());
+  GpuRunOptions o = quick(numeric::Mode::kReal);
+  o.shape = {.hidden = 256, .inner = 512};
+  auto gpu = runPlanOnGpus(*plan, o);
+  ASSERT_TRUE(gpu.hasValue()) << gpu.status().message();
+  ASSERT_FALSE(gpu->hung) << gpu->hang_report;
+  EXPECT_FALSE(gpu->ranks_disagree);
+  for (const auto& stack : gpu->output.rows) {
+    for (float v : stack) ASSERT_TRUE(std::isfinite(v));
+  }
+  // Not bit-identical to the CPU (cuBLAS sums in another order), but close.
+  const OutputDiff d = compareOutputs(gpu->output, runPlanNumeric(*plan, o.mode, o.shape).output);
+  RecordProperty("real_mode_vs_cpu", d.describe());
+  EXPECT_LT(d.max_abs, 0.5) << d.describe();
+}
+
+TEST(GpuExecutorOnGpus, OneOpPlanAllReduceRunsBesideBareNccl) {
+  SEAM_NEED_GPUS(2);
+  auto bench = benchAllReduce(1 << 20, 5);
+  ASSERT_TRUE(bench.hasValue()) << bench.status().message();
+  EXPECT_GT(bench->bare_busbw, 0);
+  EXPECT_GT(bench->plan_busbw, 0);
+}
+
+/// Swaps, on rank 1, the last pair of consecutive group collectives of which
+/// exactly one is an all-to-all: the all-to-all is grouped send/recv, the
+/// other a collective kernel, so the two ranks wait on each other for good.
+bool plantSwap(Plan& plan) {
+  auto& ops = plan.ranks[1];
+  int prev = -1, a = -1, b = -1;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (!communicates(ops[i].kind) || !ops[i].hasGroup()) continue;
+    if (prev >= 0 && ((ops[prev].kind == OpKind::kAllToAll) != (ops[i].kind == OpKind::kAllToAll))) {
+      a = prev;
+      b = i;
+    }
+    prev = i;
+  }
+  if (a < 0) return false;
+  std::swap(ops[a], ops[b]);
+  return true;
+}
+
+TEST(GpuExecutorOnGpus, APlantedCollectiveSwapEndsAsAReportedHang) {
+  SEAM_NEED_GPUS(2);
+  Flags deepep;
+  deepep.a2a = A2aBackend::kDeepep;
+  const Case c = patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {4}, deepep);
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_TRUE(plan.hasValue());
+  ASSERT_TRUE(plantSwap(*plan));
+  GpuRunOptions o = quick();
+  o.watchdog_seconds = 10;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = runPlanOnGpus(*plan, o);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(run.hasValue()) << run.status().message();
+  EXPECT_TRUE(run->hung) << "the swapped plan completed";
+  EXPECT_NE(run->hang_report.find("rank 0 waits in op"), std::string::npos) << run->hang_report;
+  EXPECT_NE(run->hang_report.find("rank 1 waits in op"), std::string::npos) << run->hang_report;
+  // Setup (contexts, communicators) plus the 10 s without progress, with room.
+  EXPECT_LT(seconds, 60) << run->hang_report;
+  RecordProperty("hang_report", run->hang_report);
+
+  // The aborted communicators leave the devices usable.
+  expectIdenticalToReference(c);
+}
+
+}  // namespace
+}  // namespace seam::backend

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs seam's GPU checks on a machine with 1-2 GPUs, using only binaries built
+# elsewhere and carried here (build/tests/backend_test, build/tools/seam-gpu):
+# it never builds. The backend tests (bit-identity with the reference, the
+# reported hang), then `seam-gpu run` on two presets at tp=2 and tp=2 dp=2,
+# exact and real, and the bare-NCCL all-reduce comparison. Results go to $OUT
+# when set (8 files at most: the log, the tests' XML, one JSON per run),
+# otherwise to ./gpu-check-out. Exit status: the number of failed steps.
+# Usage: tools/gpu_check.sh [build-dir]   (default: build/)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$root/build}"
+out="${OUT:-$root/gpu-check-out}"
+mkdir -p "$out"
+log="$out/gpu_check.log"
+: >"$log"
+
+# NVLink multicast (NVLS) stays off: on shared hosts it can take the GPUs out
+# of service. NCCL reads this at communicator creation.
+export NCCL_NVLS_ENABLE=0
+
+test_bin="$build/tests/backend_test"
+gpu_bin="$build/tools/seam-gpu"
+for b in "$test_bin" "$gpu_bin"; do
+  if [[ ! -x "$b" ]]; then
+    echo "gpu_check: $b is missing: build it on the CPU machine and carry it here" | tee -a "$log" >&2
+    exit 2
+  fi
+done
+
+failed=0
+step() {  # step NAME COMMAND...: runs, logs, counts a failure
+  local name="$1"
+  shift
+  echo "== $name: $*" | tee -a "$log"
+  "$@" 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  echo "== $name: exit $rc" | tee -a "$log"
+  ((rc == 0)) || failed=$((failed + 1))
+}
+
+step info "$gpu_bin" info
+step backend_test "$test_bin" --gtest_output="xml:$out/backend_test.xml"
+
+gpus=$("$gpu_bin" info | grep -c '^device ')
+if ((gpus >= 2)); then
+  step h8b-tp2-exact "$gpu_bin" run --model nemotron-h-8b --tp 2 --json "$out/h8b_tp2_exact.json"
+  step h8b-tp2-dp2-exact "$gpu_bin" run --model nemotron-h-8b --tp 2 --dp 2 --tokens 3,2 \
+    --json "$out/h8b_tp2_dp2_exact.json"
+  step nano-tp2-deepep-exact "$gpu_bin" run --model nemotron-3-nano --tp 2 --ep 2 --a2a deepep --tokens 5 \
+    --json "$out/nano_tp2_deepep_exact.json"
+  step nano-tp2-dp2-exact "$gpu_bin" run --model nemotron-3-nano --tp 2 --dp 2 \
+    --json "$out/nano_tp2_dp2_exact.json"
+  step nano-tp2-dp2-real "$gpu_bin" run --model nemotron-3-nano --tp 2 --dp 2 --numeric real \
+    --hidden 512 --inner 1024 --json "$out/nano_tp2_dp2_real.json"
+else
+  # One GPU: the same models, world 1.
+  step h8b-exact "$gpu_bin" run --model nemotron-h-8b --json "$out/h8b_exact.json"
+  step nano-exact "$gpu_bin" run --model nemotron-3-nano --json "$out/nano_exact.json"
+  step nano-real "$gpu_bin" run --model nemotron-3-nano --numeric real --hidden 512 --inner 1024 \
+    --json "$out/nano_real.json"
+fi
+step bench-allreduce "$gpu_bin" bench-allreduce --bytes $((64 << 20)) --iters 20 --json "$out/bench_allreduce.json"
+
+echo "gpu_check: $failed step(s) failed; results in $out" | tee -a "$log"
+exit "$failed"

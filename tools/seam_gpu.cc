@@ -1,0 +1,364 @@
+// seam-gpu: the GPU side of seam (DESIGN §7), a separate binary so that the
+// GPU machine needs neither SQLite nor Graphviz. A thin main (STYLE 3):
+//   seam-gpu info                       devices and versions
+//   seam-gpu run CASE [options]         a case's plan on the GPUs, against the
+//                                       CPU executor and the reference
+//   seam-gpu bench-allreduce --bytes N  bare NCCL against a one-op plan
+// Exit codes (DESIGN §9): 0 identical (run) / done, 1 not identical or hung,
+// 2 bad input (including too few GPUs), 3 device or internal error.
+// The numeric mode is --numeric exact|real: --mode is the case's forward mode
+// (decode|extend), shared with every seam command.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "case_options.h"
+#include "command.h"
+#include "seam/backend/device.h"
+#include "seam/backend/executor.h"
+#include "seam/sim/numeric_executor.h"
+
+namespace seam::tools {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+int failGpu(const Status& status) {
+  std::cerr << "seam-gpu: " << status.message() << "\n";
+  return status.code() == StatusCode::kInternal ? kExitInternal : kExitBadInput;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[19];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+Status writeJson(const std::string& path, const Json& j) {
+  std::ofstream out(path);
+  if (!out) return Status::invalid("cannot write --json " + path.substr(0, 200));
+  out << j.dump(2) << "\n";
+  if (!out) return Status::invalid("cannot write --json " + path.substr(0, 200));
+  return Status::ok();
+}
+
+Json versionsJson(const backend::RuntimeVersions& v) {
+  return {{"cuda_runtime", v.cuda_runtime}, {"cuda_driver", v.cuda_driver}, {"nccl", v.nccl}, {"text", v.describe()}};
+}
+
+Json diffJson(const OutputDiff& d) {
+  Json j = {{"identical", d.identical}};
+  if (!d.identical) {
+    j["first"] = {{"stack", d.stack}, {"token", d.token}, {"element", d.element}, {"a", d.a}, {"b", d.b}};
+    j["max_abs"] = std::isfinite(d.max_abs) ? Json(d.max_abs) : Json(nullptr);
+    j["max_ulps"] = d.max_ulps;
+    j["ulps_of"] = d.bf16_ulps ? "bf16" : "fp32";
+    j["describe"] = d.describe();
+  }
+  return j;
+}
+
+// ---- info -------------------------------------------------------------------------
+
+int runInfo() {
+  auto versions = backend::runtimeVersions();
+  if (!versions) return failGpu(versions.status());
+  auto devices = backend::listDevices();
+  if (!devices) return failGpu(devices.status());
+  std::cout << versions->describe() << "\n";
+  if (devices->empty()) std::cout << "no CUDA device visible\n";
+  for (const backend::DeviceInfo& d : *devices) {
+    std::cout << "device " << d.index << ": " << d.name << ", sm_" << d.sm_major << d.sm_minor << ", "
+              << fixed(static_cast<double>(d.memory_bytes) / (1u << 30), 1) << " GiB, " << d.multiprocessors
+              << " SMs\n";
+  }
+  return kExitOk;
+}
+
+// ---- run --------------------------------------------------------------------------------
+
+struct RunOptions {
+  CaseOptions c;
+  std::string numeric = "exact";
+  int hidden = numeric::Shape{}.hidden;
+  int inner = numeric::Shape{}.inner;
+  int warmup = backend::GpuRunOptions{}.warmup;
+  int iters = backend::GpuRunOptions{}.iters;
+  double watchdog = backend::GpuRunOptions{}.watchdog_seconds;
+  int rank = 0;  ///< whose ops the timing table shows
+  std::string json;
+};
+
+Expected<numeric::Mode> parseNumeric(const std::string& text) {
+  if (text == "exact") return numeric::Mode::kExact;
+  if (text == "real") return numeric::Mode::kReal;
+  return Status::invalid("--numeric \"" + text.substr(0, 64) + "\" is not one of exact, real");
+}
+
+std::string groupText(const Op& op, int group_size) {
+  if (!op.hasGroup()) return "-";
+  return std::string(axisName(op.groupAxis())) + "/" + std::to_string(group_size);
+}
+
+int runRun(const RunOptions& o, const std::string& command_line) {
+  auto mode = parseNumeric(o.numeric);
+  if (!mode) return failGpu(mode.status());
+  auto c = buildCase(o.c);
+  if (!c) return failGpu(c.status());
+  auto policy = parsePolicy(o.c.policy);
+  if (!policy) return failGpu(policy.status());
+  auto plan = buildPlan(*c, *policy);
+  if (!plan) return failGpu(plan.status());
+  if (o.rank < 0 || o.rank >= plan->world()) {
+    return failGpu(Status::invalid("--rank " + std::to_string(o.rank) + " is not a rank of the world of " +
+                                   std::to_string(plan->world())));
+  }
+  backend::GpuRunOptions options;
+  options.mode = *mode;
+  options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
+  options.warmup = o.warmup;
+  options.iters = o.iters;
+  options.watchdog_seconds = o.watchdog;
+  if (Status st = backend::validateRunOptions(options); !st) return failGpu(st);
+
+  auto gpu = backend::runPlanOnGpus(*plan, options);
+  if (!gpu) return failGpu(gpu.status());
+  const NumericRun cpu = runPlanNumeric(*plan, *mode, options.shape);
+  const NumericOutput reference = runReference(*c, *mode, options.shape);
+  const bool exact = *mode == numeric::Mode::kExact;
+
+  Json j;
+  j["tool"] = "seam-gpu run";
+  j["version"] = kSeamVersion;
+  j["command"] = command_line;
+  j["case"] = {{"model", c->model.name},
+               {"pattern", c->model.pattern.text()},
+               {"config", c->config.describe()},
+               {"flags", c->flags.describe()},
+               {"tokens", c->batch.describe()},
+               {"policy", std::string(policyName(*policy))},
+               {"reproduce", reproduceCommand(*c, policyName(*policy))}};
+  j["numeric"] = {{"mode", o.numeric}, {"hidden", o.hidden}, {"inner", o.inner}};
+  j["warmup"] = o.warmup;
+  j["iters"] = o.iters;
+  j["device"] = gpu->device;
+  j["versions"] = versionsJson(gpu->versions);
+  j["hung"] = gpu->hung;
+  j["notes"] = gpu->notes;
+
+  std::cout << "seam-gpu run: " << c->model.name << " " << c->model.pattern.text() << "  policy "
+            << policyName(*policy) << "  (" << c->config.describe() << "; " << c->flags.describe() << "; tokens "
+            << c->batch.describe() << ")\n";
+  std::cout << o.numeric << " mode, hidden " << o.hidden << ", inner " << o.inner << ", on " << gpu->device << " ("
+            << gpu->versions.describe() << ")\n";
+  for (const std::string& n : gpu->notes) std::cout << "note: " << n << "\n";
+
+  if (gpu->hung) {
+    j["hang_report"] = gpu->hang_report;
+    j["verdict"] = "hung";
+    std::cout << "HUNG: " << gpu->hang_report << "\n";
+    if (!o.json.empty()) {
+      if (Status st = writeJson(o.json, j); !st) return failGpu(st);
+    }
+    return kExitPropertyFailed;
+  }
+
+  // Verdicts: the assembled output by hash first (computed on the devices),
+  // element by element where the hashes differ; then every rank's own rows.
+  const bool cpu_ran = cpu.ran();
+  const OutputDiff vs_cpu = cpu_ran ? compareOutputs(gpu->output, cpu.output) : OutputDiff{.identical = false};
+  const OutputDiff vs_ref = compareOutputs(gpu->output, reference);
+  const std::uint64_t cpu_hash = cpu.output.hash();
+  const std::uint64_t ref_hash = reference.hash();
+  j["hashes"] = {{"gpu_device", hex(gpu->device_hash)}, {"gpu_host", hex(gpu->output.hash())},
+                 {"cpu", hex(cpu_hash)}, {"reference", hex(ref_hash)}};
+  j["cpu_ran"] = cpu_ran;
+  if (!cpu_ran) j["cpu_failure"] = describeViolation(cpu.failures.front());
+  j["vs_cpu"] = diffJson(vs_cpu);
+  j["vs_reference"] = diffJson(vs_ref);
+  j["ranks_disagree"] = gpu->ranks_disagree;
+
+  std::cout << "output: gpu " << hex(gpu->device_hash) << ", cpu executor " << hex(cpu_hash) << ", reference "
+            << hex(ref_hash) << "\n";
+  if (!cpu_ran) std::cout << "the CPU executor refuses the plan: " << describeViolation(cpu.failures.front()) << "\n";
+  Json ranks = Json::array();
+  bool all_identical = cpu_ran && vs_cpu.identical && vs_ref.identical && !gpu->ranks_disagree;
+  for (const backend::RankFinals& f : gpu->finals) {
+    const OutputDiff rc = cpu_ran ? backend::compareRankFinals(f, cpu.output) : OutputDiff{.identical = false};
+    const OutputDiff rr = backend::compareRankFinals(f, reference);
+    all_identical = all_identical && rc.identical && rr.identical;
+    ranks.push_back({{"rank", f.rank}, {"vs_cpu", diffJson(rc)}, {"vs_reference", diffJson(rr)}});
+    std::cout << "rank " << f.rank << ": vs the CPU executor " << (cpu_ran ? rc.describe() : "n/a")
+              << "; vs the reference " << rr.describe() << "\n";
+  }
+  j["ranks"] = ranks;
+  if (gpu->finals.empty()) {
+    all_identical = false;
+    std::cout << "no rank produced a final output\n";
+  }
+  if (gpu->ranks_disagree) std::cout << "ranks holding the same token produced different rows\n";
+
+  // Real mode: bit-identity with the CPU is not expected (cuBLAS sums in
+  // another order); the run must complete with every rank agreeing and
+  // finite outputs.
+  bool finite = true;
+  for (const auto& stack : gpu->output.rows) {
+    for (float v : stack) finite = finite && std::isfinite(v);
+  }
+  const bool ok = exact ? all_identical : (!gpu->ranks_disagree && finite && !gpu->finals.empty());
+  j["verdict"] = exact ? (all_identical ? "identical" : "differs") : (ok ? "completed" : "failed");
+
+  // Timings: every rank's in the JSON, one rank's as a table.
+  Json timings = Json::array();
+  std::cout << "timings of rank " << o.rank << " (median, p10, p90 of " << o.iters << " iterations, us):\n";
+  std::printf("%4s  %-20s %-10s %12s %10s %10s %10s %10s %10s\n", "#", "op", "group", "bytes", "median", "p10",
+              "p90", "algbw", "busbw");
+  for (const backend::OpTiming& t : gpu->timings) {
+    const Op& op = plan->ranks[t.rank][t.op_index];
+    const double algbw = backend::algBandwidthGBs(t.bytes, t.median_us);
+    const double factor = backend::busBandwidthFactor(t.kind, t.group_size);
+    timings.push_back({{"rank", t.rank},
+                       {"op_index", t.op_index},
+                       {"op", std::string(opName(t.kind))},
+                       {"group", op.hasGroup() ? Json(std::string(axisName(op.groupAxis()))) : Json(nullptr)},
+                       {"group_size", t.group_size},
+                       {"layer", op.layer},
+                       {"stage", op.stage},
+                       {"stack", op.stack},
+                       {"phase", std::string(phaseName(op.phase))},
+                       {"bytes", t.bytes},
+                       {"median_us", t.median_us},
+                       {"p10_us", t.p10_us},
+                       {"p90_us", t.p90_us},
+                       {"algbw_gbs", algbw},
+                       {"busbw_gbs", algbw * factor}});
+    if (t.rank != o.rank) continue;
+    std::printf("%4d  %-20s %-10s %12lld %10.2f %10.2f %10.2f %10s %10s\n", t.op_index,
+                std::string(opName(t.kind)).c_str(), groupText(op, t.group_size).c_str(),
+                static_cast<long long>(t.bytes), t.median_us, t.p10_us, t.p90_us, fixed(algbw, 2).c_str(),
+                factor > 0 ? fixed(algbw * factor, 2).c_str() : "-");
+  }
+  j["timings"] = timings;
+  std::cout << (exact ? (all_identical ? "IDENTICAL" : "DIFFERS")
+                      : (ok ? "COMPLETED (real mode: " + vs_cpu.describe() + " vs the CPU executor)" : "FAILED"))
+            << "\n";
+  if (!o.json.empty()) {
+    if (Status st = writeJson(o.json, j); !st) return failGpu(st);
+  }
+  return ok ? kExitOk : kExitPropertyFailed;
+}
+
+// ---- bench-allreduce ----------------------------------------------------------------------
+
+int runBench(std::int64_t bytes, int iters, const std::string& json) {
+  auto bench = backend::benchAllReduce(bytes, iters);
+  if (!bench) return failGpu(bench.status());
+  const double ratio = bench->bare_busbw > 0 ? bench->plan_busbw / bench->bare_busbw : 0;
+  std::cout << "all-reduce of " << bench->bytes << " bytes over " << bench->devices << " GPU(s), median of "
+            << bench->iters << " iterations (slowest rank):\n";
+  std::printf("  %-12s %12.2f us  busbw %10.2f GB/s\n", "bare NCCL", bench->bare_median_us, bench->bare_busbw);
+  std::printf("  %-12s %12.2f us  busbw %10.2f GB/s\n", "one-op plan", bench->plan_median_us, bench->plan_busbw);
+  if (bench->devices > 1) std::printf("  plan / bare busbw: %.3f\n", ratio);
+  if (!json.empty()) {
+    Json j = {{"tool", "seam-gpu bench-allreduce"},
+              {"version", kSeamVersion},
+              {"devices", bench->devices},
+              {"bytes", bench->bytes},
+              {"iters", bench->iters},
+              {"bare_median_us", bench->bare_median_us},
+              {"plan_median_us", bench->plan_median_us},
+              {"bare_busbw_gbs", bench->bare_busbw},
+              {"plan_busbw_gbs", bench->plan_busbw},
+              {"plan_over_bare", ratio}};
+    if (Status st = writeJson(json, j); !st) return failGpu(st);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace seam::tools
+
+int main(int argc, char** argv) {
+  using namespace seam::tools;
+  try {
+    CLI::App app{"seam-gpu: run seam's plans on CUDA GPUs with NCCL and compare them with the CPU executor"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", kSeamVersion);
+
+    CLI::App* info = app.add_subcommand("info", "Visible CUDA devices, CUDA and NCCL versions");
+
+    RunOptions run;
+    CLI::App* run_cmd = app.add_subcommand(
+        "run", "Run a case's plan on the GPUs; compare with the CPU executor and the reference. Exit 0: exact mode "
+               "bit-identical on every rank (real mode: completed, ranks agree, outputs finite)");
+    addCaseOptions(run_cmd, run.c);
+    run_cmd->add_option("--numeric", run.numeric, "numeric mode: exact|real")->capture_default_str();
+    run_cmd->add_option("--hidden", run.hidden, "row width of the numeric model")->capture_default_str();
+    run_cmd->add_option("--inner", run.inner, "inner width of every stage")->capture_default_str();
+    run_cmd->add_option("--warmup", run.warmup, "untimed runs of the plan")->capture_default_str();
+    run_cmd->add_option("--iters", run.iters, "timed runs of the plan")->capture_default_str();
+    run_cmd->add_option("--watchdog", run.watchdog, "seconds without progress before a run counts as hung")
+        ->capture_default_str();
+    run_cmd->add_option("--rank", run.rank, "whose ops the timing table shows")->capture_default_str();
+    run_cmd->add_option("--json", run.json, "write everything as one JSON object to this file");
+
+    std::int64_t bytes = 64 << 20;
+    int bench_iters = 20;
+    std::string bench_json;
+    CLI::App* bench = app.add_subcommand(
+        "bench-allreduce", "Bare NCCL all-reduce over every visible GPU against the same all-reduce as a one-op plan");
+    bench->add_option("--bytes", bytes, "message size in bytes (a multiple of 4)")->capture_default_str();
+    bench->add_option("--iters", bench_iters, "timed iterations")->capture_default_str();
+    bench->add_option("--json", bench_json, "write the result as one JSON object to this file");
+
+    // CLI11 answers an unknown command with "A subcommand is required"; name it.
+    const std::string first = argc > 1 ? argv[1] : "";
+    const bool known = first == "info" || first == "run" || first == "bench-allreduce";
+    if (!first.empty() && first[0] != '-' && !known) {
+      std::cerr << "seam-gpu: unknown command \"" << std::string(argv[1]).substr(0, 64)
+                << "\" (commands: info, run, bench-allreduce)\n";
+      return kExitBadInput;
+    }
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      std::cout << app.help();
+      return kExitOk;
+    } catch (const CLI::CallForAllHelp&) {
+      std::cout << app.help("", CLI::AppFormatMode::All);
+      return kExitOk;
+    } catch (const CLI::CallForVersion&) {
+      std::cout << kSeamVersion << "\n";
+      return kExitOk;
+    } catch (const CLI::ParseError& e) {
+      std::string what = e.what();
+      for (char& ch : what) {
+        if (ch == '\n') ch = ' ';
+      }
+      std::cerr << "seam-gpu: " << what << "\n";
+      return kExitBadInput;
+    }
+    if (info->parsed()) return runInfo();
+    if (bench->parsed()) return runBench(bytes, bench_iters, bench_json);
+    std::string command_line;
+    for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+    return runRun(run, command_line);
+  } catch (const std::exception& e) {
+    std::cerr << "seam-gpu: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
