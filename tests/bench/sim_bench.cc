@@ -8,6 +8,7 @@
 #include <cassert>
 #include <thread>
 
+#include "seam/mutants/campaign.h"
 #include "seam/properties/check.h"
 #include "seam/properties/sweep.h"
 #include "seam/sim/ledger.h"
@@ -101,6 +102,24 @@ void BM_DefaultSweep(benchmark::State& state) {
   state.counters["jobs"] = spec.jobs;
 }
 BENCHMARK(BM_DefaultSweep)->Arg(8)->Arg(16)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The whole default mutation campaign (every preset at worlds 1, 2, 4, 8, 16,
+// every mutant), on every core. Target: under 60 s on the 2-core machine.
+void BM_DefaultCampaign(benchmark::State& state) {
+  mutants::CampaignSpec spec;
+  spec.models = properties::defaultSweepModels();
+  spec.worlds = {1, 2, 4, 8, 16};
+  spec.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (auto _ : state) {
+    auto r = mutants::runCampaign(spec);
+    if (!r || !r->baseline_holds || r->survived() != 0) state.SkipWithError("the default campaign failed");
+    state.counters["cases"] = static_cast<double>(r->cases);
+    state.counters["killed"] = r->killed();
+    state.counters["equivalent"] = r->equivalent();
+  }
+  state.counters["jobs"] = spec.jobs;
+}
+BENCHMARK(BM_DefaultCampaign)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace seam
