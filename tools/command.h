@@ -40,5 +40,6 @@ Command registerCheck(CLI::App& app);
 Command registerSweep(CLI::App& app);
 Command registerProp(CLI::App& app);
 Command registerMutate(CLI::App& app);
+Command registerDb(CLI::App& app);
 
 }  // namespace seam::tools

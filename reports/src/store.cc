@@ -132,6 +132,7 @@ CREATE TABLE equivalence(
 CREATE TABLE timings(
   run_id INTEGER NOT NULL REFERENCES runs(id),
   case_idx INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
   op_index INTEGER NOT NULL,
   op_kind TEXT NOT NULL,
   group_key TEXT NOT NULL,
@@ -141,7 +142,7 @@ CREATE TABLE timings(
   p90_us REAL NOT NULL,
   algbw_gbps REAL NOT NULL,
   busbw_gbps REAL NOT NULL,
-  PRIMARY KEY (run_id, case_idx, op_index));
+  PRIMARY KEY (run_id, case_idx, rank, op_index));
 PRAGMA application_id = 1397047629;
 PRAGMA user_version = 1;
 )sql";
@@ -163,6 +164,10 @@ enum class Sql : std::size_t {
   kMutants,
   kAddKill,
   kKills,
+  kAddEquivalence,
+  kEquivalences,
+  kAddTiming,
+  kTimings,
   kCount,
 };
 
@@ -208,6 +213,18 @@ constexpr std::array<const char*, static_cast<std::size_t>(Sql::kCount)> kSqlTex
     // kKills
     "SELECT mutant_id, case_idx, property, violation_class, text, reproduce FROM kills "
     "WHERE run_id = ? ORDER BY rowid",
+    // kAddEquivalence
+    "INSERT OR REPLACE INTO equivalence(run_id, case_idx, plan_a, plan_a_hash, plan_b, plan_b_hash, "
+    "predicted_identical, observed_identical, max_difference) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    // kEquivalences
+    "SELECT case_idx, plan_a, plan_a_hash, plan_b, plan_b_hash, predicted_identical, observed_identical, "
+    "max_difference FROM equivalence WHERE run_id = ? ORDER BY case_idx, plan_a, plan_b",
+    // kAddTiming
+    "INSERT OR REPLACE INTO timings(run_id, case_idx, rank, op_index, op_kind, group_key, bytes, median_us, "
+    "p10_us, p90_us, algbw_gbps, busbw_gbps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    // kTimings
+    "SELECT case_idx, rank, op_index, op_kind, group_key, bytes, median_us, p10_us, p90_us, algbw_gbps, "
+    "busbw_gbps FROM timings WHERE run_id = ? ORDER BY case_idx, rank, op_index",
 };
 
 struct ConnectionCloser {
@@ -247,6 +264,7 @@ int bindValue(sqlite3_stmt* s, int i, const std::string& v) {
 int bindValue(sqlite3_stmt* s, int i, std::string&& v) = delete;
 int bindValue(sqlite3_stmt* s, int i, std::int64_t v) { return sqlite3_bind_int64(s, i, v); }
 int bindValue(sqlite3_stmt* s, int i, int v) { return sqlite3_bind_int(s, i, v); }
+int bindValue(sqlite3_stmt* s, int i, double v) { return sqlite3_bind_double(s, i, v); }
 
 /// Binds `values` to parameters 1..n; the first failing code, or SQLITE_OK.
 template <class... Values>
@@ -744,6 +762,76 @@ struct Store::Impl {
     SEAM_SQLITE_CHECK(rc);
     return out;
   }
+
+  Status addEquivalence(std::int64_t run_id, const EquivalenceRecord& e) {
+    auto s = statement(Sql::kAddEquivalence);
+    if (!s) return s.status();
+    StatementUse use(*s);
+    SEAM_SQLITE_CHECK(bindAll(*s, run_id, e.case_index, e.plan_a, static_cast<std::int64_t>(e.plan_a_hash), e.plan_b,
+                              static_cast<std::int64_t>(e.plan_b_hash), static_cast<int>(e.predicted_identical),
+                              static_cast<int>(e.observed_identical), e.max_difference));
+    SEAM_SQLITE_CHECK(sqlite3_step(*s));
+    return Status::ok();
+  }
+
+  Expected<std::vector<EquivalenceRecord>> equivalences(std::int64_t run_id) {
+    auto s = statement(Sql::kEquivalences);
+    if (!s) return s.status();
+    StatementUse use(*s);
+    SEAM_SQLITE_CHECK(bindAll(*s, run_id));
+    std::vector<EquivalenceRecord> out;
+    int rc;
+    while ((rc = sqlite3_step(*s)) == SQLITE_ROW) {
+      EquivalenceRecord e;
+      e.case_index = sqlite3_column_int64(*s, 0);
+      e.plan_a = columnText(*s, 1);
+      e.plan_a_hash = static_cast<std::uint64_t>(sqlite3_column_int64(*s, 2));
+      e.plan_b = columnText(*s, 3);
+      e.plan_b_hash = static_cast<std::uint64_t>(sqlite3_column_int64(*s, 4));
+      e.predicted_identical = sqlite3_column_int(*s, 5) != 0;
+      e.observed_identical = sqlite3_column_int(*s, 6) != 0;
+      e.max_difference = sqlite3_column_double(*s, 7);
+      out.push_back(std::move(e));
+    }
+    SEAM_SQLITE_CHECK(rc);
+    return out;
+  }
+
+  Status addTiming(std::int64_t run_id, const TimingRecord& t) {
+    auto s = statement(Sql::kAddTiming);
+    if (!s) return s.status();
+    StatementUse use(*s);
+    SEAM_SQLITE_CHECK(bindAll(*s, run_id, t.case_index, t.rank, t.op_index, t.op_kind, t.group, t.bytes,
+                              t.median_us, t.p10_us, t.p90_us, t.algbw_gbps, t.busbw_gbps));
+    SEAM_SQLITE_CHECK(sqlite3_step(*s));
+    return Status::ok();
+  }
+
+  Expected<std::vector<TimingRecord>> timings(std::int64_t run_id) {
+    auto s = statement(Sql::kTimings);
+    if (!s) return s.status();
+    StatementUse use(*s);
+    SEAM_SQLITE_CHECK(bindAll(*s, run_id));
+    std::vector<TimingRecord> out;
+    int rc;
+    while ((rc = sqlite3_step(*s)) == SQLITE_ROW) {
+      TimingRecord t;
+      t.case_index = sqlite3_column_int64(*s, 0);
+      t.rank = sqlite3_column_int(*s, 1);
+      t.op_index = sqlite3_column_int(*s, 2);
+      t.op_kind = columnText(*s, 3);
+      t.group = columnText(*s, 4);
+      t.bytes = sqlite3_column_int64(*s, 5);
+      t.median_us = sqlite3_column_double(*s, 6);
+      t.p10_us = sqlite3_column_double(*s, 7);
+      t.p90_us = sqlite3_column_double(*s, 8);
+      t.algbw_gbps = sqlite3_column_double(*s, 9);
+      t.busbw_gbps = sqlite3_column_double(*s, 10);
+      out.push_back(std::move(t));
+    }
+    SEAM_SQLITE_CHECK(rc);
+    return out;
+  }
 };
 
 Expected<Store> Store::open(const std::string& path) {
@@ -855,5 +943,15 @@ Expected<std::vector<MutantRecord>> Store::mutants(std::int64_t run_id) {
 Expected<std::vector<KillRecord>> Store::kills(std::int64_t run_id) { return impl_->kills(run_id); }
 
 Expected<std::vector<RunRecord>> Store::runs() { return impl_->runs(); }
+
+Status Store::addEquivalence(std::int64_t run_id, const EquivalenceRecord& e) { return impl_->addEquivalence(run_id, e); }
+
+Expected<std::vector<EquivalenceRecord>> Store::equivalences(std::int64_t run_id) {
+  return impl_->equivalences(run_id);
+}
+
+Status Store::addTiming(std::int64_t run_id, const TimingRecord& t) { return impl_->addTiming(run_id, t); }
+
+Expected<std::vector<TimingRecord>> Store::timings(std::int64_t run_id) { return impl_->timings(run_id); }
 
 }  // namespace seam::reports

@@ -77,6 +77,31 @@ struct KillRecord {
   std::string reproduce;
 };
 
+/// Two plans (or two executors) of one case compared: was bit-identity
+/// predicted, was it observed, and by how much they differ.
+struct EquivalenceRecord {
+  std::int64_t case_index = 0;
+  std::string plan_a;             ///< e.g. "gpu:declared"
+  std::uint64_t plan_a_hash = 0;  ///< output (or plan) hash of side A
+  std::string plan_b;             ///< e.g. "cpu:declared", "reference"
+  std::uint64_t plan_b_hash = 0;
+  bool predicted_identical = false;
+  bool observed_identical = false;
+  double max_difference = 0;      ///< max |a - b| over the outputs
+};
+
+/// One op's timing on one rank (CUDA events; median, p10, p90 in us).
+struct TimingRecord {
+  std::int64_t case_index = 0;
+  int rank = 0;
+  int op_index = 0;
+  std::string op_kind;
+  std::string group;      ///< "attn_tp/2", or "-" for a local op
+  std::int64_t bytes = 0;
+  double median_us = 0, p10_us = 0, p90_us = 0;
+  double algbw_gbps = 0, busbw_gbps = 0;
+};
+
 /// A store file. Movable, not copyable; closing commits nothing pending.
 class Store {
  public:
@@ -118,6 +143,12 @@ class Store {
   Expected<std::vector<KillRecord>> kills(std::int64_t run_id);
 
   Expected<std::vector<RunRecord>> runs();
+
+  /// GPU comparisons and timings (written by `seam db import` from seam-gpu's JSON).
+  Status addEquivalence(std::int64_t run_id, const EquivalenceRecord& e);
+  Expected<std::vector<EquivalenceRecord>> equivalences(std::int64_t run_id);
+  Status addTiming(std::int64_t run_id, const TimingRecord& t);
+  Expected<std::vector<TimingRecord>> timings(std::int64_t run_id);
 
  private:
   struct Impl;

@@ -1,0 +1,28 @@
+// Brings the JSON that `seam-gpu` writes on a GPU machine (which has no
+// SQLite) into the store on the CPU machine: a run, its case, the
+// equivalence rows (GPU vs CPU executor, GPU vs single-rank reference) and
+// every op's timing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "seam/reports/store.h"
+
+namespace seam::reports {
+
+/// What one import added.
+struct GpuImport {
+  std::int64_t run_id = 0;
+  std::string tool;        ///< "seam-gpu run" or "seam-gpu bench-allreduce"
+  int equivalences = 0;
+  int timings = 0;
+  std::string summary;     ///< one line for the console
+};
+
+/// Reads `path` and writes it into `store` in one transaction. A file that is
+/// not seam-gpu JSON (unreadable, malformed, missing fields) is refused with
+/// one line naming the file and what is wrong; nothing is written then.
+Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const std::string& version);
+
+}  // namespace seam::reports

@@ -1,0 +1,170 @@
+#include "seam/reports/gpu_import.h"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace seam::reports {
+
+namespace {
+
+using nlohmann::json;
+
+/// The hash `key` of an object of hex strings (0 when absent).
+std::uint64_t parseHash(const json& hashes, const char* key) {
+  if (!hashes.is_object() || !hashes.contains(key) || !hashes.at(key).is_string()) return 0;
+  return std::strtoull(hashes.at(key).get<std::string>().c_str(), nullptr, 16);
+}
+
+// Reads a required field; records the first missing one.
+struct Reader {
+  const std::string& path;
+  std::string missing;
+  const json& at(const json& j, const char* key) {
+    static const json kNull;
+    if (!j.is_object() || !j.contains(key)) {
+      if (missing.empty()) missing = key;
+      return kNull;
+    }
+    return j.at(key);
+  }
+  template <class T>
+  T get(const json& j, const char* key, T fallback) {
+    const json& v = at(j, key);
+    if (v.is_null()) return fallback;
+    try {
+      return v.get<T>();
+    } catch (const json::exception&) {
+      if (missing.empty()) missing = std::string(key) + " (wrong type)";
+      return fallback;
+    }
+  }
+};
+
+}  // namespace
+
+Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const std::string& version) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::invalid("\"" + path.substr(0, 200) + "\": cannot read it");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const json doc = json::parse(buf.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Status::invalid("\"" + path.substr(0, 200) + "\": not JSON (expected the object seam-gpu --json writes)");
+  }
+  Reader r{path, {}};
+  GpuImport out;
+  out.tool = r.get<std::string>(doc, "tool", "");
+  if (out.tool != "seam-gpu run" && out.tool != "seam-gpu bench-allreduce") {
+    return Status::invalid("\"" + path.substr(0, 200) + "\": not a seam-gpu result (\"tool\" is \"" +
+                           out.tool.substr(0, 64) + "\")");
+  }
+  RunRecord run;
+  run.command = out.tool == "seam-gpu run" ? "gpu run" : "gpu bench";
+  run.args = doc.contains("command") && doc.at("command").is_string() ? doc.at("command").get<std::string>()
+                                                                      : out.tool;
+  run.version = r.get<std::string>(doc, "version", version);
+  run.gpu = out.tool == "seam-gpu run" ? r.get<std::string>(doc, "device", "")
+                                       : std::to_string(r.get<int>(doc, "devices", 0)) + " GPUs";
+  if (doc.contains("versions")) run.cuda = r.get<std::string>(doc.at("versions"), "text", "");
+  run.nccl = run.cuda;
+
+  // Validate everything before writing anything.
+  std::vector<EquivalenceRecord> eqs;
+  std::vector<TimingRecord> timings;
+  CaseRecord c;
+  if (out.tool == "seam-gpu run") {
+    const json& cs = r.at(doc, "case");
+    c.model = r.get<std::string>(cs, "model", "");
+    c.pattern = r.get<std::string>(cs, "pattern", "");
+    c.config = r.get<std::string>(cs, "config", "");
+    c.flags = r.get<std::string>(cs, "flags", "");
+    c.batch = r.get<std::string>(cs, "tokens", "");
+    c.policy = r.get<std::string>(cs, "policy", "");
+    c.reproduce = r.get<std::string>(cs, "reproduce", "");
+    c.group = "gpu";
+    const std::string verdict = r.get<std::string>(doc, "verdict", "");
+    c.outcome = verdict == "identical" || verdict == "completed" ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+    const json& numeric = r.at(doc, "numeric");
+    const bool exact = r.get<std::string>(numeric, "mode", "") == "exact";
+    const json& hashes = r.at(doc, "hashes");
+    const std::uint64_t gpu_hash = parseHash(hashes, "gpu_device");
+    for (const char* other : {"cpu", "reference"}) {
+      const json& vs = r.at(doc, other == std::string("cpu") ? "vs_cpu" : "vs_reference");
+      EquivalenceRecord e;
+      e.plan_a = "gpu:" + c.policy;
+      e.plan_a_hash = gpu_hash;
+      e.plan_b = other == std::string("cpu") ? "cpu:" + c.policy : "reference";
+      e.plan_b_hash = parseHash(hashes, other);
+      // Exact mode: any correct plan is bit-identical on any machine (DESIGN §6).
+      e.predicted_identical = exact;
+      e.observed_identical = r.get<bool>(vs, "identical", false);
+      e.max_difference = vs.is_object() && vs.contains("max_abs") && vs.at("max_abs").is_number()
+                             ? vs.at("max_abs").get<double>()
+                             : 0.0;
+      eqs.push_back(e);
+    }
+    const json& all_timings = r.at(doc, "timings");
+    for (const json& t : all_timings.is_array() ? all_timings : json::array()) {
+      TimingRecord rec;
+      rec.rank = r.get<int>(t, "rank", 0);
+      rec.op_index = r.get<int>(t, "op_index", 0);
+      rec.op_kind = r.get<std::string>(t, "op", "");
+      const json& g = r.at(t, "group");
+      rec.group = g.is_string() ? g.get<std::string>() + "/" + std::to_string(r.get<int>(t, "group_size", 1)) : "-";
+      rec.bytes = r.get<std::int64_t>(t, "bytes", 0);
+      rec.median_us = r.get<double>(t, "median_us", 0);
+      rec.p10_us = r.get<double>(t, "p10_us", 0);
+      rec.p90_us = r.get<double>(t, "p90_us", 0);
+      rec.algbw_gbps = r.get<double>(t, "algbw_gbs", 0);
+      rec.busbw_gbps = r.get<double>(t, "busbw_gbs", 0);
+      timings.push_back(rec);
+    }
+    out.summary = c.model + " " + c.config + ": " + verdict;
+  } else {
+    c.model = "all_reduce";
+    c.config = std::to_string(r.get<int>(doc, "devices", 0)) + " GPUs";
+    c.batch = std::to_string(r.get<std::int64_t>(doc, "bytes", 0)) + " bytes";
+    c.group = "gpu";
+    const std::int64_t bytes = r.get<std::int64_t>(doc, "bytes", 0);
+    int op = 0;
+    for (const char* side : {"bare", "plan"}) {
+      TimingRecord t;
+      t.op_index = op++;
+      t.op_kind = std::string("all_reduce (") + (side == std::string("bare") ? "bare NCCL" : "inside a plan") + ")";
+      t.group = "tp/" + std::to_string(r.get<int>(doc, "devices", 0));
+      t.bytes = bytes;
+      t.median_us = r.get<double>(doc, (std::string(side) + "_median_us").c_str(), 0);
+      t.p10_us = t.p90_us = t.median_us;
+      t.busbw_gbps = r.get<double>(doc, (std::string(side) + "_busbw_gbs").c_str(), 0);
+      t.algbw_gbps = t.median_us > 0 ? static_cast<double>(bytes) / (t.median_us * 1e3) : 0;
+      timings.push_back(t);
+    }
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3f", r.get<double>(doc, "plan_over_bare", 0));
+    out.summary = "all_reduce of " + c.batch + ": plan/bare busbw " + ratio;
+  }
+  if (!r.missing.empty()) {
+    return Status::invalid("\"" + path.substr(0, 200) + "\": not a seam-gpu result (field \"" + r.missing +
+                           "\" is missing)");
+  }
+
+  if (Status st = store.beginRun(run); !st) return st;
+  if (Status st = store.beginBatch(); !st) return st;
+  if (Status st = store.addCase(run.id, c, {}); !st) return st;
+  for (const auto& e : eqs) {
+    if (Status st = store.addEquivalence(run.id, e); !st) return st;
+  }
+  for (const auto& t : timings) {
+    if (Status st = store.addTiming(run.id, t); !st) return st;
+  }
+  if (Status st = store.commitBatch(); !st) return st;
+  if (Status st = store.finishRun(run.id); !st) return st;
+  out.run_id = run.id;
+  out.equivalences = static_cast<int>(eqs.size());
+  out.timings = static_cast<int>(timings.size());
+  return out;
+}
+
+}  // namespace seam::reports
