@@ -23,7 +23,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# SEAM_CMAKE_ARGS: extra configure options (tools/test.sh --sanitize sets them).
+# shellcheck disable=SC2086
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release ${SEAM_CMAKE_ARGS:-} >/dev/null
 if ! cmake --build "$build" -j 2 >"$build/build.log" 2>&1; then
   grep -E "error|Error" "$build/build.log" | head -40 >&2 || true
   echo "setup: build failed; full log in $build/build.log" >&2

@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
 # Sets up (tools/setup.sh) and runs every test through ctest. Tests labelled
 # `slow` are skipped unless SEAM_SLOW=1; `gpu` tests skip themselves without a GPU.
+#   tools/test.sh              the Release build in build/
+#   tools/test.sh --sanitize   the whole CPU suite under ASan + UBSan, in build-sanitize/
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build"
-"$root/tools/setup.sh" "$build"
+extra=()
+case "${1:-}" in
+  "") ;;
+  --sanitize)
+    build="$root/build-sanitize"
+    extra=(-DSEAM_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    ;;
+  *) echo "tools/test.sh: unknown option \"$1\" (only --sanitize)" >&2; exit 2 ;;
+esac
+SEAM_CMAKE_ARGS="${extra[*]:-}" "$root/tools/setup.sh" "$build"
 exclude=(-LE slow)
 [[ "${SEAM_SLOW:-0}" == 1 ]] && exclude=()
 ctest --test-dir "$build" --output-on-failure -j 2 "${exclude[@]}"
