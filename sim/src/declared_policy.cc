@@ -73,9 +73,8 @@ class DeclaredBuilder {
       : c_(c),
         schema_(schema),
         cfg_(c.config),
-        topo_(c.config),
         padding_(resolvePadding(c)),
-        rows_(topo_, c.batch, padding_),
+        rows_(c.config, c.batch, padding_),
         T_(cfg_.tp),
         D_(cfg_.attn_dp),
         a_(cfg_.attnTp()),
@@ -88,8 +87,10 @@ class DeclaredBuilder {
   // ---- facts ------------------------------------------------------------
   Status refuse();
   Axis postExpertsAxis() const;
-  bool sameGroup(Axis x, Axis y) const { return topo_.groupOf(x, 0) == topo_.groupOf(y, 0); }
-  int axisSize(Axis axis) const { return topo_.groupSize(axis); }
+  bool sameGroup(Axis x, Axis y) const { return groupMembers(cfg_, x, 0) == groupMembers(cfg_, y, 0); }
+  int axisSize(Axis axis) const { return groupSizeOf(cfg_, axis); }
+  int world() const { return cfg_.world(); }
+  int ppRank(int rank) const { return rank / cfg_.tp; }
   bool fusable() const;
   bool a2aMoe(LayerKind k) const { return k == LayerKind::kMoe && c_.flags.a2a != A2aBackend::kNone; }
   /// Rows an a2a FFN runs on: local rows, which equal attention rows when attn_tp == 1.
@@ -118,9 +119,8 @@ class DeclaredBuilder {
   const Case& c_;
   Schema schema_;
   ParallelConfig cfg_;
-  Topology topo_;
   DpPadding padding_;
-  RowMap rows_;
+  RowCounts rows_;
   int T_, D_, a_;
   int hidden_;
   int total_tokens_;
@@ -477,7 +477,7 @@ Expected<Plan> DeclaredBuilder::build() {
   plan_.policy = std::string(policyName(PolicyKind::kDeclared));
   plan_.source = c_;
   plan_.padding = padding_;
-  plan_.ranks.assign(topo_.world(), {});
+  plan_.ranks.assign(world(), {});
   const size_t stage_count = c_.model.pattern.layers.size() + c_.model.pattern.mtp.size();
   plan_.boundaries.reserve(stage_count + 2);
   plan_.stages.reserve(stage_count);
@@ -560,11 +560,11 @@ Expected<Plan> DeclaredBuilder::build() {
 
   // Ranks whose programs are identical (same pipeline stage and the same row
   // counts in every layout) share one emission; the others copy it.
-  std::vector<int> representative(topo_.world(), -1);
+  std::vector<int> representative(world(), -1);
   std::vector<std::pair<std::array<int, kRowKindCount + 1>, int>> classes;  // few: linear search
-  for (int r = 0; r < topo_.world(); ++r) {
+  for (int r = 0; r < world(); ++r) {
     std::array<int, kRowKindCount + 1> signature;
-    signature[0] = topo_.ppRank(r);
+    signature[0] = ppRank(r);
     for (int k = 0; k < kRowKindCount; ++k) signature[k + 1] = rows_.count(static_cast<RowKind>(k), r);
     for (const auto& [sig, rep] : classes) {
       if (sig == signature) {
@@ -578,14 +578,14 @@ Expected<Plan> DeclaredBuilder::build() {
     }
   }
 
-  for (int r = 0; r < topo_.world(); ++r) {
+  for (int r = 0; r < world(); ++r) {
     if (representative[r] != r) {
       plan_.ranks[r] = plan_.ranks[representative[r]];
       continue;
     }
     // About four ops per stage (entry, compute, exit; more under DP).
     plan_.ranks[r].reserve(4 * stage_count + 8);
-    const int pr = topo_.ppRank(r);
+    const int pr = ppRank(r);
     for (const Decided& d : decided) {
       const Hand& h = d.hand;
       const int stack = d.stack, from = d.from, to = d.to;

@@ -50,6 +50,56 @@ bool parseAxis(std::string_view name, Axis* axis) {
   return false;
 }
 
+int groupSizeOf(const ParallelConfig& c, Axis axis) {
+  switch (axis) {
+    case Axis::kTp: return c.tp;
+    case Axis::kAttnTp: return c.attnTp();
+    case Axis::kAttnCp: return c.attn_cp;
+    case Axis::kAttnDp: return c.attn_dp;
+    case Axis::kMoeEp: return c.moe_ep;
+    case Axis::kMoeTp: return c.moeTp();
+    case Axis::kMoeDp: return c.attn_cp > c.moe_dp ? c.attn_cp : c.moe_dp;
+    case Axis::kPp: return c.pp;
+  }
+  return 1;
+}
+
+std::vector<int> groupMembers(const ParallelConfig& c, Axis axis, int rank) {
+  const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp, mtp = c.moeTp(), mep = c.moe_ep;
+  const int b = rank / T * T;  // base of the rank's TP group
+  const int l = rank % T;
+  std::vector<int> g;
+  g.reserve(groupSizeOf(c, axis));
+  switch (axis) {
+    case Axis::kTp:
+      for (int i = 0; i < T; ++i) g.push_back(b + i);
+      break;
+    case Axis::kAttnTp:
+      for (int i = 0; i < atp; ++i) g.push_back(b + l / atp * atp + i);
+      break;
+    case Axis::kAttnCp:
+      for (int j = 0; j < acp; ++j) g.push_back(b + l / (atp * acp) * atp * acp + l % atp + j * atp);
+      break;
+    case Axis::kAttnDp:
+      for (int d = 0; d < c.attn_dp; ++d) g.push_back(b + d * atp * acp + l % (atp * acp));
+      break;
+    case Axis::kMoeEp:
+      for (int e = 0; e < mep; ++e) g.push_back(b + l / (mep * mtp) * mep * mtp + l % mtp + e * mtp);
+      break;
+    case Axis::kMoeTp:
+      for (int i = 0; i < mtp; ++i) g.push_back(b + l / mtp * mtp + i);
+      break;
+    case Axis::kMoeDp:
+      if (acp > c.moe_dp) return groupMembers(c, Axis::kAttnCp, rank);  // SGLang's MoE-CP alias
+      for (int k = 0; k < c.moe_dp; ++k) g.push_back(b + l % (mtp * mep) + k * mtp * mep);
+      break;
+    case Axis::kPp:
+      for (int s = 0; s < c.pp; ++s) g.push_back(l + s * T);
+      break;
+  }
+  return g;
+}
+
 // Group construction follows SGLang's initialize_model_parallel: every group
 // except pp lives inside one TP group of T ranks starting at b = stage * T.
 Topology::Topology(const ParallelConfig& config) : config_(config) {

@@ -82,6 +82,35 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding)
   }
 }
 
+RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padding) {
+  const int world = c.world();
+  const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp;
+  counts_.assign(static_cast<size_t>(world) * kRowKindCount, 0);
+  int max_shard = 0, total = 0;
+  for (int t : batch.tokens) {
+    max_shard = std::max(max_shard, t);
+    total += t;
+  }
+  auto local = [&](int rank) {
+    const int l = rank % T;
+    const int bd = batch.tokens[l / (atp * acp)];
+    const int i = l % atp;
+    return bd / atp + (i < bd % atp ? 1 : 0);
+  };
+  for (int r = 0; r < world; ++r) {
+    const int l = r % T;
+    const int bd = batch.tokens[l / (atp * acp)];
+    int* row = &counts_[static_cast<size_t>(r) * kRowKindCount];
+    row[static_cast<int>(RowKind::kAttention)] = bd;
+    row[static_cast<int>(RowKind::kLocal)] = local(r);
+    row[static_cast<int>(RowKind::kFull)] =
+        c.attn_dp == 1 ? bd : (padding == DpPadding::kMaxLen ? c.attn_dp * max_shard : total);
+    int dispatched = 0;
+    for (int m : groupMembers(c, Axis::kMoeEp, r)) dispatched += local(m);
+    row[static_cast<int>(RowKind::kDispatched)] = dispatched;
+  }
+}
+
 DpPadding resolvePadding(const Case& c) {
   // Without DP attention there is no gathered buffer to pad.
   if (c.config.attn_dp == 1) return c.flags.dp_padding;

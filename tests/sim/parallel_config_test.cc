@@ -145,3 +145,25 @@ TEST(Axis, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace seam
+
+namespace seam {
+namespace {
+
+TEST(GroupMembers, AgreesWithTopologyForEveryRankAxisAndConfigOfWorldsUpTo64) {
+  for (int world = 1; world <= 64; ++world) {
+    auto space = ConfigSpace::build(world);
+    ASSERT_TRUE(space.hasValue());
+    for (const ParallelConfig& c : space->all()) {
+      const Topology t(c);
+      for (Axis axis : kAllAxes) {
+        ASSERT_EQ(groupSizeOf(c, axis), t.groupSize(axis)) << c.describe() << " " << axisName(axis);
+        for (int r = 0; r < world; ++r) {
+          ASSERT_EQ(groupMembers(c, axis, r), t.groupOf(axis, r)) << c.describe() << " " << axisName(axis) << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace seam

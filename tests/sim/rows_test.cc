@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "seam/sim/config_space.h"
+
 namespace seam {
 namespace {
 
@@ -175,6 +177,40 @@ TEST(ResolvePadding, ADecodeBatchKeepsTheRequestedMode) {
   EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 1}, DpPadding::kMaxLen)), DpPadding::kMaxLen);
   // No DP attention: padding does not matter and is left as requested.
   EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 1, {3}, DpPadding::kSumLen)), DpPadding::kSumLen);
+}
+
+}  // namespace
+}  // namespace seam
+
+namespace seam {
+namespace {
+
+TEST(RowCounts, AgreeWithRowMapForEveryConfigOfWorldsUpTo16AndSeveralBatches) {
+  int checked = 0;
+  for (int world = 1; world <= 16; ++world) {
+    auto space = ConfigSpace::build(world);
+    ASSERT_TRUE(space.hasValue());
+    for (const ParallelConfig& c : space->all()) {
+      const Topology t(c);
+      for (int variant = 0; variant < 3; ++variant) {
+        Batch b;
+        for (int d = 0; d < c.attn_dp; ++d) b.tokens.push_back(variant == 0 ? 1 : variant == 1 ? (d * 5 + 3) % 7 : d % 2);
+        if (b.total() == 0) b.tokens[0] = 2;
+        for (DpPadding pad : {DpPadding::kMaxLen, DpPadding::kSumLen}) {
+          const RowMap map(t, b, pad);
+          const RowCounts counts(c, b, pad);
+          for (int r = 0; r < world; ++r) {
+            for (int k = 0; k < kRowKindCount; ++k) {
+              ASSERT_EQ(counts.count(static_cast<RowKind>(k), r), map.count(static_cast<RowKind>(k), r))
+                  << c.describe() << " tokens " << b.describe() << " rank " << r << " " << rowKindName(static_cast<RowKind>(k));
+            }
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 }  // namespace

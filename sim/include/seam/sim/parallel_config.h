@@ -54,6 +54,12 @@ std::string_view axisName(Axis axis);
 /// Inverse of axisName; false when the name is not an axis.
 bool parseAxis(std::string_view name, Axis* axis);
 
+/// The group of `rank` on `axis`, ascending, computed directly from the
+/// config (what Topology holds for every rank, without building it all).
+std::vector<int> groupMembers(const ParallelConfig& config, Axis axis, int rank);
+/// The size of every group on `axis`.
+int groupSizeOf(const ParallelConfig& config, Axis axis);
+
 /// All groups of every axis for one valid config, over the whole world.
 /// Rank lists are ascending; every rank is in exactly one group per axis.
 class Topology {

@@ -50,6 +50,19 @@ class RowMap {
   DpPadding padding_;
 };
 
+/// The number of rows each rank holds in each layout, computed directly
+/// (what RowMap::count gives, without building the token lists): what the
+/// planner needs.
+class RowCounts {
+ public:
+  RowCounts(const ParallelConfig& config, const Batch& batch, DpPadding padding);
+  int count(RowKind kind, int rank) const { return counts_[static_cast<size_t>(rank) * kRowKindCount + static_cast<int>(kind)]; }
+  int shardTokens(int rank) const { return count(RowKind::kAttention, rank); }
+
+ private:
+  std::vector<int> counts_;  // [rank][kind]
+};
+
 /// SGLang's padding mode for the case: the requested one, except that a
 /// hybrid-SSM model with an idle DP rank always gets MAX_LEN
 /// (dp.max_len_with_idle, reference §4.3).
