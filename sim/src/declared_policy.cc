@@ -20,13 +20,15 @@ namespace seam {
 std::string_view policyName(PolicyKind policy) {
   switch (policy) {
     case PolicyKind::kDeclared: return "declared";
+    case PolicyKind::kLegacy: return "legacy";
   }
   return "?";
 }
 
 Expected<PolicyKind> parsePolicy(std::string_view name) {
   if (name == "declared") return PolicyKind::kDeclared;
-  return Status::invalid("--policy \"" + std::string(name.substr(0, 64)) + "\" is not one of declared");
+  if (name == "legacy") return PolicyKind::kLegacy;
+  return Status::invalid("--policy \"" + std::string(name.substr(0, 64)) + "\" is not one of declared, legacy");
 }
 
 namespace {
@@ -69,8 +71,9 @@ enum class FfnRows { kShared, kLocal };  // kShared: attention (D == 1) or full 
 
 class DeclaredBuilder {
  public:
-  DeclaredBuilder(const Case& c, const Schema& schema)
-      : c_(c),
+  DeclaredBuilder(const Case& c, const Schema& schema, PolicyKind policy)
+      : legacy_(policy == PolicyKind::kLegacy),
+        c_(c),
         schema_(schema),
         cfg_(c.config),
         padding_(resolvePadding(c)),
@@ -108,7 +111,7 @@ class DeclaredBuilder {
   };
   Hand boundary(int stack, int from, int to, bool cut);
   void addEntryRead(StepList& steps, LayerKind consumer, bool final_norm, bool residual_present,
-                    bool stack_start);
+                    bool stack_start, bool after_ffn = false);
   void dpReturnSteps(StepList& steps, std::int8_t group);
 
   // ---- emission ---------------------------------------------------------
@@ -116,6 +119,7 @@ class DeclaredBuilder {
   void emitCompute(int rank, int stack, int stage);
   std::int64_t bytesOf(const Step& s, int rank) const;
 
+  bool legacy_;  ///< the rules before stage declarations (PolicyKind::kLegacy)
   const Case& c_;
   Schema schema_;
   ParallelConfig cfg_;
@@ -183,7 +187,7 @@ std::int8_t DeclaredBuilder::weightAxis(LayerKind k) const {
 // The read of an entry once nothing is owed any more: add+norm, and the move
 // onto the rows the consumer reads.
 void DeclaredBuilder::addEntryRead(StepList& steps, LayerKind consumer, bool final_norm,
-                                   bool residual_present, bool stack_start) {
+                                   bool residual_present, bool stack_start, bool after_ffn) {
   const bool ffn = !final_norm && isFfn(consumer);
   if (ffn && a2aMoe(consumer)) {
     // _attn_tp_slice_update_read: complete input, slice hidden and residual.
@@ -203,7 +207,25 @@ void DeclaredBuilder::addEntryRead(StepList& steps, LayerKind consumer, bool fin
       // Reads a residual that does not exist yet: the embedding lands in it twice.
       steps.push_back({OpKind::kAdd, Tensor::kResidual});
     }
-    steps.push_back({OpKind::kAddNorm, Tensor::kHidden});
+    if (legacy_ && ffn && (stack_start || after_ffn)) {
+      // Legacy: an FFN whose input is already complete folds it into the
+      // residual and all-reduces a zero update (previous_leaves_attention_partial
+      // is false), then adds and norms as if the update were a partial.
+      const Axis group = D_ > 1 ? Axis::kAttnTp : Axis::kTp;
+      steps.push_back({OpKind::kAdd, Tensor::kResidual});
+      steps.push_back({OpKind::kZeroFill, Tensor::kHidden});
+      if (axisSize(group) > 1 && D_ == 1 && fusable()) {
+        steps.push_back({OpKind::kArAddNorm, Tensor::kHidden, static_cast<std::int8_t>(group)});
+      } else {
+        if (axisSize(group) > 1) {
+          steps.push_back({OpKind::kAllReduce, Tensor::kHidden, static_cast<std::int8_t>(group), RowKind::kAttention,
+                           RowKind::kAttention, /*skip_if_idle_shard=*/D_ > 1});
+        }
+        steps.push_back({OpKind::kAddNorm, Tensor::kHidden});
+      }
+    } else {
+      steps.push_back({OpKind::kAddNorm, Tensor::kHidden});
+    }
   }
   if (ffn && D_ > 1) {
     // Replicate order: norm locally, then gather the normed rows over DP.
@@ -279,7 +301,10 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
       }
       return h;
     }
-    const bool carry = owes && !final_norm && !consumer_ffn && !terminal && T_ > 1 && D_ == 1;
+    // Legacy (skip_reduce = feeds_mlp_layer or fuse_mlp_allreduce): a mixer
+    // feeding a mixer leaves its sum only when the fused kernel takes it.
+    const bool carry = owes && !final_norm && !consumer_ffn && !terminal && T_ > 1 && D_ == 1 &&
+                       (!legacy_ || (fusable() && sameGroup(Axis::kTp, postExpertsAxis())));
     if ((carry || (owes && terminal_defers)) && !schema_.on(Decision::kMixerKeepsFusedSum)) {
       // MixerExit defers: UnreducedOutput(tp), completed by the next entry.
       h.handoff = {RowKind::kAttention, SumGroup::kTp, Completer::kCarried, true};
@@ -320,7 +345,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
       h.exit.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnTp),
                         RowKind::kLocal, RowKind::kAttention});
     }
-    addEntryRead(h.entry, consumer, final_norm, false, false);
+    addEntryRead(h.entry, consumer, final_norm, false, false, /*after_ffn=*/true);
     return h;
   }
 
@@ -332,19 +357,24 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   // _sum_deferral_allowed: not (ep > 1 and moe_tp > 1 and not mergeable).
   const bool hybrid_ep_tp =
       producer == LayerKind::kMoe && cfg_.moe_ep > 1 && cfg_.moeTp() > 1 && postExpertsAxis() != Axis::kTp;
+  // Legacy: the FFN skips its all-reduce only for the fused kernel of the
+  // next layer's input (should_fuse_mlp_allreduce_with_next_layer), never
+  // under DP attention.
   const bool may_defer = T_ > 1 && !terminal && !final_norm && !consumer_ffn && !hybrid_ep_tp &&
-                         total_tokens_ > 0;
+                         total_tokens_ > 0 &&
+                         (!legacy_ || (D_ == 1 && owed != kNoAxis && fusable() &&
+                                       sameGroup(static_cast<Axis>(owed), postExpertsAxis())));
   if (D_ == 1) {
     if (owed == kNoAxis) {
       h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
-      addEntryRead(h.entry, consumer, final_norm, true, false);
+      addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);
       return h;
     }
     const SumGroup sum = producer == LayerKind::kMoe ? SumGroup::kMoeOutput : SumGroup::kTp;
     if ((may_defer || terminal_defers) && !schema_.on(Decision::kFfnKeepsSumFromMixer)) {
       h.handoff = {RowKind::kAttention, sum, Completer::kCarried, true};
       if (terminal_defers) {
-        addEntryRead(h.entry, consumer, final_norm, true, false);  // nobody completes it
+        addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);  // nobody completes it
         return h;
       }
       if (fusable() && sameGroup(static_cast<Axis>(owed), postExpertsAxis())) {
@@ -365,7 +395,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     }
     h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
     h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
-    addEntryRead(h.entry, consumer, final_norm, true, false);
+    addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);
     return h;
   }
 
@@ -395,7 +425,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     if (!terminal_defers) h.entry = complete;
     if (terminal_defers) h.entry.push_back({OpKind::kDpScatter, Tensor::kHidden, kNoAxis, RowKind::kFull,
                                             RowKind::kAttention});
-    addEntryRead(h.entry, consumer, final_norm, true, false);
+    addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);
     return h;
   }
   if (may_defer && schema_.on(Decision::kFfnKeepsSumFromMixer)) {
@@ -403,12 +433,12 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     h.exit = complete;
     // The next entry still runs the reduction it was told to expect.
     if (owed != kNoAxis) h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
-    addEntryRead(h.entry, consumer, final_norm, true, false);
+    addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);
     return h;
   }
   h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
   h.exit = complete;
-  addEntryRead(h.entry, consumer, final_norm, true, false);
+  addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);
   return h;
 }
 
@@ -474,7 +504,7 @@ Expected<Plan> DeclaredBuilder::build() {
   if (!c_.model.pattern.mtp.empty()) stacks_.push_back(c_.model.pattern.mtp);
   if (Status st = refuse(); !st) return st;
 
-  plan_.policy = std::string(policyName(PolicyKind::kDeclared));
+  plan_.policy = std::string(policyName(legacy_ ? PolicyKind::kLegacy : PolicyKind::kDeclared));
   plan_.source = c_;
   plan_.padding = padding_;
   plan_.ranks.assign(world(), {});
@@ -647,7 +677,9 @@ Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema)
                            c.model.name + " is " + std::string(familyName(c.model.family)));
   }
   switch (policy) {
-    case PolicyKind::kDeclared: return DeclaredBuilder(c, schema).build();
+    case PolicyKind::kDeclared:
+    case PolicyKind::kLegacy:
+      return DeclaredBuilder(c, schema, policy).build();
   }
   return Status::internal("unknown policy");
 }

@@ -12,7 +12,12 @@
 
 namespace seam {
 
-enum class PolicyKind : std::uint8_t { kDeclared };
+/// kDeclared: the newest (layer_boundary) Nemotron-H semantics. kLegacy: the
+/// rules before stage declarations (serving-boundaries §9.2 (3)): deferral
+/// only where the fused kernel takes the sum, no deferral under DP, and an
+/// FFN whose input is already complete folds it into the residual and
+/// all-reduces a zero update.
+enum class PolicyKind : std::uint8_t { kDeclared, kLegacy };
 std::string_view policyName(PolicyKind policy);
 Expected<PolicyKind> parsePolicy(std::string_view name);
 
