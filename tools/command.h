@@ -41,5 +41,6 @@ Command registerSweep(CLI::App& app);
 Command registerProp(CLI::App& app);
 Command registerMutate(CLI::App& app);
 Command registerDb(CLI::App& app);
+Command registerDiff(CLI::App& app);
 
 }  // namespace seam::tools

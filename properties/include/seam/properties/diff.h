@@ -1,0 +1,71 @@
+// Parent vs change (issue "Parent vs change ..."): two policies planned on
+// the same cases, compared case by case and rank by rank, each case put in
+// one class, with one example per class.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seam/properties/sweep.h"
+
+namespace seam::properties {
+
+/// The class of one case's difference, in the order they are tested.
+enum class DiffClass : std::uint8_t {
+  kIdentical,            ///< the same ops on every rank
+  kMoved,                ///< the same ops; a reduction moved across a layer boundary, or ops reordered
+  kZeroUpdateDropped,    ///< equal once reductions of a zero update are dropped
+  kSize1Dropped,         ///< equal once reductions over a group of one rank are dropped
+  kEqualValues,          ///< different reductions, and the ledger proves both complete every sum once
+  kValuesDiffer,         ///< one side violates a property (the ledger shows where)
+  kOneRefuses,           ///< one policy plans the case, the other refuses it
+  kBothRefuse,           ///< neither plans it (not a difference; counted apart)
+};
+inline constexpr int kDiffClassCount = 8;
+std::string_view diffClassName(DiffClass c);
+
+/// One case compared.
+struct CaseDiff {
+  DiffClass cls = DiffClass::kIdentical;
+  std::string detail;  ///< what moved past what, which side refuses, the violation
+};
+
+/// Compares `a` and `b` on one case (`ledger` is scratch).
+CaseDiff diffCase(const Case& c, PolicyKind a, PolicyKind b, Ledger& ledger);
+
+/// The `seam diff` line that compares `a` and `b` on this one case.
+std::string diffCommand(const Case& c, PolicyKind a, PolicyKind b);
+
+struct DiffSpec {
+  std::vector<SweepModel> models;
+  std::vector<int> worlds = {1, 2, 4, 8};
+  PolicyKind a = PolicyKind::kLegacy;
+  PolicyKind b = PolicyKind::kDeclared;
+  int jobs = 1;
+};
+
+struct DiffExample {
+  std::int64_t index = -1;
+  std::string reproduce;  ///< `seam diff` line for the one case
+  std::string detail;
+};
+
+struct DiffResult {
+  std::array<std::int64_t, kDiffClassCount> counts{};
+  std::array<DiffExample, kDiffClassCount> examples{};  ///< the smallest case of each class
+  std::int64_t cases = 0;
+  double seconds = 0;
+};
+
+/// The synthetic patterns `seam diff` adds to the presets by default:
+/// shapes real checkpoints never have (FFN after FFN, an FFN at the stack
+/// start) and short ones that show each boundary kind.
+std::vector<SweepModel> syntheticDiffModels();
+
+Expected<DiffResult> runDiff(const DiffSpec& spec);
+
+}  // namespace seam::properties

@@ -1,0 +1,70 @@
+#include "seam/properties/diff.h"
+
+#include <gtest/gtest.h>
+
+#include "../sim/case_builders.h"
+
+namespace seam::properties {
+namespace {
+
+using seam::testing::patternCase;
+
+CaseDiff legacyVsDeclared(const Case& c) {
+  Ledger ledger;
+  return diffCase(c, PolicyKind::kLegacy, PolicyKind::kDeclared, ledger);
+}
+
+Flags fusion(bool on) {
+  Flags f;
+  f.fusion = on;
+  return f;
+}
+
+TEST(Diff, TheFusedPathIsIdenticalUnderBothPolicies) {
+  EXPECT_EQ(legacyVsDeclared(patternCase("M-*E", {.tp = 2}, {4}, fusion(true))).cls, DiffClass::kIdentical);
+}
+
+TEST(Diff, WithoutFusionAnFfnToMixerAllReduceMovesPastTheNextLayersStart) {
+  const CaseDiff d = legacyVsDeclared(patternCase("M-M*-", {.tp = 2}, {4}, fusion(false)));
+  EXPECT_EQ(d.cls, DiffClass::kMoved);
+  EXPECT_NE(d.detail.find("all_reduce[tp] (layer 1 exit) in legacy runs as all_reduce[tp] (layer 2 entry)"),
+            std::string::npos)
+      << d.detail;
+}
+
+TEST(Diff, AnFfnAfterAnFfnOrAtTheStackStartDropsTheLegacyZeroUpdateReduction) {
+  for (const char* p : {"--", "-M", "*E-M", "E*E-"}) {
+    const CaseDiff d = legacyVsDeclared(patternCase(p, {.tp = 2}, {4}, fusion(true)));
+    EXPECT_EQ(d.cls, DiffClass::kZeroUpdateDropped) << p << ": " << d.detail;
+  }
+}
+
+TEST(Diff, UnderDpAttentionLegacyReturnsAtTheExitAndDeclaredAtTheNextEntry) {
+  const CaseDiff d = legacyVsDeclared(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 3}));
+  EXPECT_EQ(d.cls, DiffClass::kMoved) << d.detail;
+}
+
+TEST(Diff, BothPoliciesRefuseWhatNemotronHRefuses) {
+  EXPECT_EQ(legacyVsDeclared(patternCase("M-", {.tp = 2, .attn_cp = 2}, {4})).cls, DiffClass::kBothRefuse);
+}
+
+TEST(Diff, NoCaseOfTheSyntheticSpaceHasValuesThatDiffer) {
+  DiffSpec spec;
+  spec.models = syntheticDiffModels();
+  spec.worlds = {1, 2, 4};
+  spec.jobs = 2;
+  auto r = runDiff(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_GT(r->cases, 0);
+  EXPECT_EQ(r->counts[static_cast<int>(DiffClass::kValuesDiffer)], 0);
+  EXPECT_GT(r->counts[static_cast<int>(DiffClass::kMoved)], 0);
+  EXPECT_GT(r->counts[static_cast<int>(DiffClass::kZeroUpdateDropped)], 0);
+  EXPECT_GT(r->counts[static_cast<int>(DiffClass::kIdentical)], 0);
+  // Every example replays as a one-case `seam diff` line.
+  for (int k = 0; k < kDiffClassCount; ++k) {
+    if (r->counts[k] > 0) EXPECT_EQ(r->examples[k].reproduce.rfind("seam diff ", 0), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace seam::properties

@@ -1,0 +1,92 @@
+// `seam diff --policy A --against B`: parent vs change, case by case. With
+// --tp (or any other case option) it compares one case; otherwise the space
+// of the presets (or --model / --pattern) and synthetic patterns at --world.
+#include <thread>
+
+#include "case_options.h"
+#include "command.h"
+#include "seam/properties/diff.h"
+#include "seam/reports/table.h"
+
+namespace seam::tools {
+
+Command registerDiff(CLI::App& app) {
+  struct Options {
+    CaseOptions c;
+    std::string against = "declared";
+    std::string worlds = "1,2,4,8";
+    int jobs = 0;
+  };
+  auto o = std::make_shared<Options>();
+  o->c.policy = "legacy";
+  CLI::App* sub = app.add_subcommand("diff", "Compare two policies case by case: what did the change do?");
+  addCaseOptions(sub, o->c);
+  sub->add_option("--against", o->against, "the policy compared with --policy")->capture_default_str();
+  sub->add_option("--world", o->worlds, "world sizes of the space, e.g. 1,2,4,8")->capture_default_str();
+  sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
+  return {sub, [o, sub]() {
+            auto a = parsePolicy(o->c.policy);
+            if (!a) return fail(a.status());
+            auto b = parsePolicy(o->against);
+            if (!b) return fail(Status::invalid("--against " + b.status().message().substr(std::string("--policy ").size())));
+            const bool one_case = sub->count("--tp") + sub->count("--pp") + sub->count("--dp") + sub->count("--tokens") +
+                                      sub->count("--cp") + sub->count("--ep") + sub->count("--moe-dp") >
+                                  0;
+            if (one_case) {
+              auto c = buildCase(o->c);
+              if (!c) return fail(c.status());
+              Ledger ledger;
+              const auto d = properties::diffCase(*c, *a, *b, ledger);
+              std::cout << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : ": " + d.detail) << "\n";
+              return d.cls == properties::DiffClass::kValuesDiffer ? kExitPropertyFailed : kExitOk;
+            }
+            properties::DiffSpec spec;
+            spec.a = *a;
+            spec.b = *b;
+            spec.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+            if (o->jobs < 0) return fail(Status::invalid("--jobs " + std::to_string(o->jobs) + " must be >= 1"));
+            spec.worlds.clear();
+            for (size_t start = 0; start <= o->worlds.size();) {
+              const size_t comma = o->worlds.find(',', start);
+              const std::string f = o->worlds.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+              int w = 0;
+              if (f.empty() || f.find_first_not_of("0123456789") != std::string::npos || f.size() > 5 ||
+                  (w = std::stoi(f)) < 1 || w > kMaxWorld) {
+                return fail(Status::invalid("--world \"" + o->worlds.substr(0, 64) + "\" is not a list of world sizes"));
+              }
+              spec.worlds.push_back(w);
+              if (comma == std::string::npos) break;
+              start = comma + 1;
+            }
+            if (!o->c.model.empty() || !o->c.pattern.empty()) {
+              if (!o->c.model.empty() && !o->c.pattern.empty()) return fail(Status::invalid("give --model or --pattern, not both"));
+              auto m = properties::sweepModel(o->c.model, o->c.pattern);
+              if (!m) return fail(m.status());
+              spec.models.push_back(std::move(*m));
+            } else {
+              spec.models = properties::defaultSweepModels();
+              for (auto& m : properties::syntheticDiffModels()) spec.models.push_back(std::move(m));
+            }
+            auto r = properties::runDiff(spec);
+            if (!r) return fail(r.status());
+            std::cout << "diff: " << policyName(spec.a) << " against " << policyName(spec.b) << ", " << r->cases
+                      << " cases (" << spec.models.size() << " models, worlds " << o->worlds << ")\n";
+            reports::Table t({"class", "cases", "smallest example"}, {false, true, false});
+            for (int k = 0; k < properties::kDiffClassCount; ++k) {
+              if (r->counts[k] == 0) continue;
+              t.addRow({std::string(properties::diffClassName(static_cast<properties::DiffClass>(k))),
+                        std::to_string(r->counts[k]), r->examples[k].reproduce});
+            }
+            std::cout << t.render();
+            for (int k = 0; k < properties::kDiffClassCount; ++k) {
+              if (r->counts[k] == 0 || r->examples[k].detail.empty()) continue;
+              std::cout << "  " << properties::diffClassName(static_cast<properties::DiffClass>(k)) << ": "
+                        << r->examples[k].detail << "\n";
+            }
+            const auto differ = r->counts[static_cast<int>(properties::DiffClass::kValuesDiffer)];
+            std::cout << r->cases << " cases, " << differ << " with values that differ\n";
+            return differ == 0 ? kExitOk : kExitPropertyFailed;
+          }};
+}
+
+}  // namespace seam::tools
