@@ -6,6 +6,7 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/properties/diff.h"
+#include "seam/reports/store.h"
 #include "seam/reports/table.h"
 
 namespace seam::tools {
@@ -16,6 +17,7 @@ Command registerDiff(CLI::App& app) {
     std::string against = "declared";
     std::string worlds = "1,2,4,8";
     int jobs = 0;
+    std::string db = "seam.db";
   };
   auto o = std::make_shared<Options>();
   o->c.policy = "legacy";
@@ -24,6 +26,7 @@ Command registerDiff(CLI::App& app) {
   sub->add_option("--against", o->against, "the policy compared with --policy")->capture_default_str();
   sub->add_option("--world", o->worlds, "world sizes of the space, e.g. 1,2,4,8")->capture_default_str();
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
+  sub->add_option("--db", o->db, "SQLite store the comparison of a space is written to")->capture_default_str();
   return {sub, [o, sub]() {
             auto a = parsePolicy(o->c.policy);
             if (!a) return fail(a.status());
@@ -67,8 +70,46 @@ Command registerDiff(CLI::App& app) {
               spec.models = properties::defaultSweepModels();
               for (auto& m : properties::syntheticDiffModels()) spec.models.push_back(std::move(m));
             }
+            auto store = reports::Store::open(o->db);
+            if (!store) return fail(store.status());
+            reports::RunRecord run;
+            run.command = "diff";
+            run.args = "policy=" + std::string(policyName(spec.a)) + " against=" + std::string(policyName(spec.b)) +
+                       " worlds=" + o->worlds + " models=" + std::to_string(spec.models.size());
+            run.version = kSeamVersion;
+            if (Status st = store->beginRun(run); !st) return fail(st);
+            Status store_status;
+            int in_batch = 0;
+            constexpr int kBatch = 1024;
+            spec.on_case = [&](std::int64_t index, const Case& c, const properties::CaseDiff& d) {
+              if (!store_status) return;
+              if (in_batch == 0 && !(store_status = store->beginBatch())) return;
+              reports::CaseRecord rec;
+              rec.index = index;
+              rec.model = c.model.name;
+              rec.pattern = c.model.pattern.text();
+              rec.config = c.config.describe();
+              rec.flags = c.flags.describe();
+              rec.batch = c.batch.describe();
+              rec.policy = std::string(policyName(spec.a)) + " vs " + std::string(policyName(spec.b));
+              rec.group = std::string(properties::diffClassName(d.cls));
+              rec.outcome = d.cls == properties::DiffClass::kValuesDiffer ? reports::CaseOutcome::kViolated
+                            : d.cls == properties::DiffClass::kBothRefuse || d.cls == properties::DiffClass::kOneRefuses
+                                ? reports::CaseOutcome::kRefused
+                                : reports::CaseOutcome::kHolds;
+              rec.refusal = d.detail;
+              rec.reproduce = properties::diffCommand(c, spec.a, spec.b);
+              if (!(store_status = store->addCase(run.id, rec, {}))) return;
+              if (++in_batch == kBatch) {
+                in_batch = 0;
+                store_status = store->commitBatch();
+              }
+            };
             auto r = properties::runDiff(spec);
             if (!r) return fail(r.status());
+            if (store_status && in_batch > 0) store_status = store->commitBatch();
+            if (!store_status) return fail(store_status);
+            if (Status st = store->finishRun(run.id); !st) return fail(st);
             std::cout << "diff: " << policyName(spec.a) << " against " << policyName(spec.b) << ", " << r->cases
                       << " cases (" << spec.models.size() << " models, worlds " << o->worlds << ")\n";
             reports::Table t({"class", "cases", "smallest example"}, {false, true, false});

@@ -215,6 +215,7 @@ Expected<DiffResult> runDiff(const DiffSpec& spec) {
   DiffResult r;
   r.cases = static_cast<std::int64_t>(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
+    if (spec.on_case) spec.on_case(static_cast<std::int64_t>(i), cases[i], diffs[i]);
     const int k = static_cast<int>(diffs[i].cls);
     ++r.counts[k];
     DiffExample& ex = r.examples[k];

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,8 @@ struct DiffSpec {
   PolicyKind a = PolicyKind::kLegacy;
   PolicyKind b = PolicyKind::kDeclared;
   int jobs = 1;
+  /// Called for every case after the comparison, in case order (the store).
+  std::function<void(std::int64_t index, const Case& c, const CaseDiff& d)> on_case;
 };
 
 struct DiffExample {
