@@ -20,6 +20,7 @@
 
 #include "case_options.h"
 #include "command.h"
+#include "seam/properties/diff.h"
 #include "seam/backend/device.h"
 #include "seam/backend/executor.h"
 #include "seam/sim/numeric_executor.h"
@@ -290,6 +291,80 @@ int runBench(std::int64_t bytes, int iters, const std::string& json) {
 }
 
 }  // namespace
+// ---- compare --------------------------------------------------------------------------------
+
+struct CompareOptions {
+  CaseOptions c;
+  std::string against = "declared";
+  std::string numeric = "real";
+  int hidden = 512;
+  int inner = 1024;
+  std::string json;
+};
+
+/// Two policies' plans of one case on the same GPUs: the simulator predicts
+/// bit-identity when both run the same value-changing calls per rank in the
+/// same order (seam diff's classes identical, moved, zero update dropped,
+/// size-1 reduction dropped); the run observes it.
+int runCompare(const CompareOptions& o, const std::string& command_line) {
+  auto mode = parseNumeric(o.numeric);
+  if (!mode) return failGpu(mode.status());
+  auto c = buildCase(o.c);
+  if (!c) return failGpu(c.status());
+  auto pa = parsePolicy(o.c.policy);
+  if (!pa) return failGpu(pa.status());
+  auto pb = parsePolicy(o.against);
+  if (!pb) return failGpu(Status::invalid("--against " + pb.status().message().substr(std::string("--policy ").size())));
+  Ledger ledger;
+  const properties::CaseDiff d = properties::diffCase(*c, *pa, *pb, ledger);
+  const bool predicted = d.cls == properties::DiffClass::kIdentical || d.cls == properties::DiffClass::kMoved ||
+                         d.cls == properties::DiffClass::kZeroUpdateDropped ||
+                         d.cls == properties::DiffClass::kSize1Dropped;
+  auto plan_a = buildPlan(*c, *pa);
+  auto plan_b = buildPlan(*c, *pb);
+  if (!plan_a) return failGpu(plan_a.status());
+  if (!plan_b) return failGpu(plan_b.status());
+  backend::GpuRunOptions options;
+  options.mode = *mode;
+  options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
+  auto ga = backend::runPlanOnGpus(*plan_a, options);
+  if (!ga) return failGpu(ga.status());
+  auto gb = backend::runPlanOnGpus(*plan_b, options);
+  if (!gb) return failGpu(gb.status());
+  const OutputDiff diff = compareOutputs(ga->output, gb->output);
+  const bool agree = predicted == diff.identical;
+  std::cout << "seam-gpu compare: " << c->model.name << " " << c->config.describe() << " tokens " << c->batch.describe()
+            << "; " << policyName(*pa) << " against " << policyName(*pb) << ", " << o.numeric << " mode, hidden "
+            << o.hidden << ", on " << ga->device << "\n";
+  std::cout << "simulator: " << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : " (" + d.detail + ")")
+            << "; predicts " << (predicted ? "bit-identical" : "a difference") << "\n";
+  std::cout << "observed: " << diff.describe() << "\n";
+  std::cout << (agree ? "PREDICTION HOLDS" : "PREDICTION REFUTED") << "\n";
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"tool", "seam-gpu compare"},
+                        {"version", kSeamVersion},
+                        {"command", command_line},
+                        {"case", {{"model", c->model.name}, {"config", c->config.describe()},
+                                  {"flags", c->flags.describe()}, {"tokens", c->batch.describe()},
+                                  {"reproduce", properties::diffCommand(*c, *pa, *pb)}}},
+                        {"numeric", {{"mode", o.numeric}, {"hidden", o.hidden}, {"inner", o.inner}}},
+                        {"device", ga->device},
+                        {"class", properties::diffClassName(d.cls)},
+                        {"detail", d.detail},
+                        {"predicted_identical", predicted},
+                        {"observed_identical", diff.identical},
+                        {"max_abs", diff.max_abs},
+                        {"max_ulps", diff.max_ulps},
+                        {"first", diff.identical ? nlohmann::json(nullptr)
+                                                 : nlohmann::json({{"stack", diff.stack}, {"token", diff.token},
+                                                                   {"element", diff.element}, {"a", diff.a}, {"b", diff.b}})},
+                        {"hash_a", ga->output.hash()},
+                        {"hash_b", gb->output.hash()}};
+    std::ofstream(o.json) << j.dump(2) << "\n";
+  }
+  return agree ? kExitOk : kExitPropertyFailed;
+}
+
 }  // namespace seam::tools
 
 int main(int argc, char** argv) {
@@ -316,6 +391,17 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--rank", run.rank, "whose ops the timing table shows")->capture_default_str();
     run_cmd->add_option("--json", run.json, "write everything as one JSON object to this file");
 
+    CompareOptions cmp;
+    cmp.c.policy = "legacy";
+    CLI::App* cmp_cmd = app.add_subcommand(
+        "compare", "Run two policies' plans of one case on the GPUs: is the simulator's bit-identity prediction right?");
+    addCaseOptions(cmp_cmd, cmp.c);
+    cmp_cmd->add_option("--against", cmp.against, "the policy compared with --policy")->capture_default_str();
+    cmp_cmd->add_option("--numeric", cmp.numeric, "numeric mode: exact|real")->capture_default_str();
+    cmp_cmd->add_option("--hidden", cmp.hidden, "row width of the numeric model")->capture_default_str();
+    cmp_cmd->add_option("--inner", cmp.inner, "inner width of every stage")->capture_default_str();
+    cmp_cmd->add_option("--json", cmp.json, "write the comparison as one JSON object to this file");
+
     std::int64_t bytes = 64 << 20;
     int bench_iters = 20;
     std::string bench_json;
@@ -327,10 +413,10 @@ int main(int argc, char** argv) {
 
     // CLI11 answers an unknown command with "A subcommand is required"; name it.
     const std::string first = argc > 1 ? argv[1] : "";
-    const bool known = first == "info" || first == "run" || first == "bench-allreduce";
+    const bool known = first == "info" || first == "run" || first == "compare" || first == "bench-allreduce";
     if (!first.empty() && first[0] != '-' && !known) {
       std::cerr << "seam-gpu: unknown command \"" << std::string(argv[1]).substr(0, 64)
-                << "\" (commands: info, run, bench-allreduce)\n";
+                << "\" (commands: info, run, compare, bench-allreduce)\n";
       return kExitBadInput;
     }
     try {
@@ -356,6 +442,7 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return runBench(bytes, bench_iters, bench_json);
     std::string command_line;
     for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+    if (cmp_cmd->parsed()) return runCompare(cmp, command_line);
     return runRun(run, command_line);
   } catch (const std::exception& e) {
     std::cerr << "seam-gpu: internal error: " << e.what() << "\n";
