@@ -35,7 +35,9 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--capture", o.capture, "aux hidden-state snapshots before these stages, e.g. 2,5");
   sub->add_option("--policy", o.policy, "boundary policy: declared")->capture_default_str();
   sub->add_option("--decision", o.decision, "plan with this planner decision flipped (a planted bug)");
+  sub->add_option("--trace", o.trace, "an engine trace (JSON lines, see README) to check instead of the policy's plan");
 }
+
 
 Expected<Schema> buildSchema(const CaseOptions& o) {
   if (o.decision.empty()) return Schema{};

@@ -28,7 +28,12 @@ struct CaseOptions {
   std::string capture;  // "2,5"
   std::string policy = "declared";
   std::string decision;  // a planner decision to flip (what `seam prop --decision` planted)
+  std::string trace;     // an engine trace (JSON lines) to use instead of the policy's ops
 };
+
+/// The plan the options ask for: the policy's plan of the case, or, with
+/// --trace, the trace's ops on that case's stages.
+Expected<Plan> buildCasePlan(const CaseOptions& o, const Case& c);
 
 /// The schema the options ask for (--decision), or an error naming the value.
 Expected<Schema> buildSchema(const CaseOptions& o);

@@ -22,11 +22,7 @@ Command registerCheck(CLI::App& app) {
             if (!format) return fail(format.status());
             auto c = buildCase(o->c);
             if (!c) return fail(c.status());
-            auto policy = parsePolicy(o->c.policy);
-            if (!policy) return fail(policy.status());
-            auto schema = buildSchema(o->c);
-            if (!schema) return fail(schema.status());
-            auto plan = buildPlan(*c, *policy, *schema);
+            auto plan = buildCasePlan(o->c, *c);
             if (!plan) return fail(plan.status());
             Ledger ledger;
             const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);

@@ -35,11 +35,21 @@ Command registerDiff(CLI::App& app) {
             const bool one_case = sub->count("--tp") + sub->count("--pp") + sub->count("--dp") + sub->count("--tokens") +
                                       sub->count("--cp") + sub->count("--ep") + sub->count("--moe-dp") >
                                   0;
-            if (one_case) {
+            if (one_case || !o->c.trace.empty()) {
               auto c = buildCase(o->c);
               if (!c) return fail(c.status());
               Ledger ledger;
-              const auto d = properties::diffCase(*c, *a, *b, ledger);
+              properties::CaseDiff d;
+              if (o->c.trace.empty()) {
+                d = properties::diffCase(*c, *a, *b, ledger);
+              } else {
+                // The recording against the policy named by --against.
+                auto traced = buildCasePlan(o->c, *c);
+                if (!traced) return fail(traced.status());
+                auto other = buildPlan(*c, *b);
+                if (!other) return fail(other.status());
+                d = properties::diffPlans(*traced, *other, ledger);
+              }
               std::cout << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : ": " + d.detail) << "\n";
               return d.cls == properties::DiffClass::kValuesDiffer ? kExitPropertyFailed : kExitOk;
             }

@@ -8,27 +8,32 @@ namespace seam::tools {
 Command registerPlan(CLI::App& app) {
   struct Options {
     CaseOptions c;
-    int rank = 0;
+    std::string rank = "0";
     std::string format = "text";
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("plan", "Print the plan of one case for one rank");
   addCaseOptions(sub, o->c);
-  sub->add_option("--rank", o->rank, "which rank's ops to print")->capture_default_str();
+  sub->add_option("--rank", o->rank, "which rank's ops to print, or all (jsonl: the whole trace)")->capture_default_str();
   sub->add_option("--format", o->format, "text|json|jsonl")->capture_default_str();
   return {sub, [o]() {
             auto format = reports::parseFormat(o->format);
             if (!format) return fail(format.status());
             auto c = buildCase(o->c);
             if (!c) return fail(c.status());
-            auto policy = parsePolicy(o->c.policy);
-            if (!policy) return fail(policy.status());
-            auto schema = buildSchema(o->c);
-            if (!schema) return fail(schema.status());
-            auto plan = buildPlan(*c, *policy, *schema);
+            auto plan = buildCasePlan(o->c, *c);
             if (!plan) return fail(plan.status());
-            if (Status st = reports::checkRank(*plan, o->rank); !st) return fail(st);
-            std::cout << reports::renderPlan(*plan, o->rank, *format);
+            if (o->rank == "all") {
+              for (int r = 0; r < plan->world(); ++r) std::cout << reports::renderPlan(*plan, r, *format);
+              return kExitOk;
+            }
+            int rank = -1;
+            if (o->rank.empty() || o->rank.size() > 9 || o->rank.find_first_not_of("0123456789") != std::string::npos) {
+              return fail(Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not a rank or all"));
+            }
+            rank = std::stoi(o->rank);
+            if (Status st = reports::checkRank(*plan, rank); !st) return fail(st);
+            std::cout << reports::renderPlan(*plan, rank, *format);
             return kExitOk;
           }};
 }

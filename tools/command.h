@@ -42,5 +42,6 @@ Command registerProp(CLI::App& app);
 Command registerMutate(CLI::App& app);
 Command registerDb(CLI::App& app);
 Command registerDiff(CLI::App& app);
+Command registerImport(CLI::App& app);
 
 }  // namespace seam::tools

@@ -116,6 +116,7 @@ std::string groupText(const Op& op, int group_size) {
 }
 
 int runRun(const RunOptions& o, const std::string& command_line) {
+  if (!o.c.trace.empty()) return failGpu(Status::invalid("--trace: seam-gpu runs a policy's plan; traces are for seam check and seam diff"));
   auto mode = parseNumeric(o.numeric);
   if (!mode) return failGpu(mode.status());
   auto c = buildCase(o.c);
@@ -307,6 +308,7 @@ struct CompareOptions {
 /// same order (seam diff's classes identical, moved, zero update dropped,
 /// size-1 reduction dropped); the run observes it.
 int runCompare(const CompareOptions& o, const std::string& command_line) {
+  if (!o.c.trace.empty()) return failGpu(Status::invalid("--trace: seam-gpu runs a policy's plan; traces are for seam check and seam diff"));
   auto mode = parseNumeric(o.numeric);
   if (!mode) return failGpu(mode.status());
   auto c = buildCase(o.c);

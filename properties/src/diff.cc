@@ -129,8 +129,15 @@ CaseDiff diffCase(const Case& c, PolicyKind pa, PolicyKind pb, Ledger& ledger) {
     d.detail = std::string(policyName(!a ? pa : pb)) + " refuses: " + (!a ? a.status() : b.status()).message();
     return d;
   }
+  return diffPlans(*a, *b, ledger);
+}
+
+CaseDiff diffPlans(const Plan& pa, const Plan& pb, Ledger& ledger) {
+  CaseDiff d;
+  const Plan* a = &pa;
+  const Plan* b = &pb;
   if (a->ranks == b->ranks) return d;  // identical
-  const Topology topo(c.config);
+  const Topology topo(a->source.config);
   std::string moved;
   if (sameCalls(*a, *b, a->ranks, b->ranks, topo, &moved)) {
     d.cls = DiffClass::kMoved;

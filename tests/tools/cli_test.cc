@@ -96,6 +96,25 @@ TEST(Cli, SweepOfTheDefaultModelsAtWorldEightHoldsEverywhere) {
   EXPECT_NE(r.out.find("nemotron-3-super"), std::string::npos);
 }
 
+TEST(Cli, APlanTraceChecksImportsAndDiffsCleanAndAnEmptyTraceIsRefused) {
+  const std::string trace = ::testing::TempDir() + "seam_cli_trace_" + std::to_string(getpid()) + ".jsonl";
+  const std::string the_case = "--model nemotron-h-8b --tp 2 --dp 2 --tokens 3,0";
+  CliRun w = seam("plan " + the_case + " --format jsonl --rank all > " + trace);
+  ASSERT_EQ(w.code, 0) << w.err;
+  CliRun c = seam("check " + the_case + " --trace " + trace);
+  EXPECT_EQ(c.code, 0) << c.out << c.err;
+  CliRun i = seam("import " + the_case + " --trace " + trace);
+  EXPECT_EQ(i.code, 0) << i.err;
+  EXPECT_NE(i.out.find("calls on 2 ranks"), std::string::npos) << i.out;
+  CliRun d = seam("diff " + the_case + " --trace " + trace + " --against declared");
+  EXPECT_EQ(d.code, 0);
+  EXPECT_EQ(d.out, "identical\n");
+  CliRun t = seam("check " + the_case + " --trace /dev/null");
+  EXPECT_EQ(t.code, 2);
+  EXPECT_EQ(lines(t.err), 1) << t.err;
+  std::remove(trace.c_str());
+}
+
 TEST(Cli, HelpExitsZero) {
   CliRun r = seam("--help");
   EXPECT_EQ(r.code, 0);

@@ -37,6 +37,8 @@ struct CaseDiff {
 
 /// Compares `a` and `b` on one case (`ledger` is scratch).
 CaseDiff diffCase(const Case& c, PolicyKind a, PolicyKind b, Ledger& ledger);
+/// Compares two plans of the same case (e.g. an engine trace against a policy).
+CaseDiff diffPlans(const Plan& a, const Plan& b, Ledger& ledger);
 
 /// The `seam diff` line that compares `a` and `b` on this one case.
 std::string diffCommand(const Case& c, PolicyKind a, PolicyKind b);

@@ -1,0 +1,128 @@
+#include "seam/reports/trace.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace seam::reports {
+
+namespace {
+
+using nlohmann::json;
+
+/// One line's error: "trace \"f\", line 12: ...".
+struct LineError {
+  const std::string& path;
+  int line;
+  Status operator()(const std::string& what) const {
+    return Status::invalid("trace \"" + path.substr(0, 200) + "\", line " + std::to_string(line) + ": " + what);
+  }
+};
+
+bool str(const json& j, const char* key, std::string* out) {
+  if (!j.contains(key) || !j.at(key).is_string()) return false;
+  *out = j.at(key).get<std::string>();
+  return true;
+}
+
+bool integer(const json& j, const char* key, std::int64_t* out) {
+  if (!j.contains(key) || !j.at(key).is_number_integer()) return false;
+  *out = j.at(key).get<std::int64_t>();
+  return true;
+}
+
+Status readRows(const json& j, const char* key, Rows* rows, const LineError& err) {
+  if (!j.contains(key) || !j.at(key).is_object()) return err(std::string("\"") + key + "\" is missing or not an object");
+  const json& r = j.at(key);
+  std::string layout;
+  std::int64_t count = 0;
+  if (!str(r, "layout", &layout) || !parseRowKind(layout, &rows->kind)) {
+    return err(std::string("\"") + key + ".layout\" is not one of none, attention, local, full, dispatched");
+  }
+  if (!integer(r, "count", &count) || count < 0 || count > kMaxTokensPerShard * 64LL) {
+    return err(std::string("\"") + key + ".count\" is not a row count");
+  }
+  rows->count = static_cast<std::int32_t>(count);
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::invalid("trace \"" + path.substr(0, 200) + "\": cannot read it");
+  Plan plan = skeleton;
+  plan.policy = "trace";
+  for (auto& ops : plan.ranks) ops.clear();
+  const Topology topo(plan.source.config);
+  std::string text;
+  int line = 0, ops = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    const LineError err{path, line};
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are allowed
+    const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return err("not a JSON object (truncated or malformed)");
+    if (!j.is_object()) return err("not a JSON object");
+    std::int64_t rank = 0, layer = 0, stage = 0, stack = 0, bytes = 0;
+    if (!integer(j, "rank", &rank) || rank < 0 || rank >= plan.world()) {
+      return err("\"rank\" is missing or not a rank of the world of " + std::to_string(plan.world()));
+    }
+    if (!integer(j, "layer", &layer) || !integer(j, "stage", &stage) || layer < -1 || stage < -1 ||
+        layer > 32767 || stage > 32767) {
+      return err("\"layer\" and \"stage\" must be integers");
+    }
+    if (j.contains("stack") && (!integer(j, "stack", &stack) || stack < 0 || stack > 1)) {
+      return err("\"stack\" must be 0 or 1");
+    }
+    if (!integer(j, "bytes", &bytes) || bytes < 0) return err("\"bytes\" is missing or negative");
+    Op op;
+    std::string s;
+    if (!str(j, "phase", &s) || (s != "entry" && s != "compute" && s != "exit")) {
+      return err("\"phase\" is not one of entry, compute, exit");
+    }
+    op.phase = s == "entry" ? Phase::kEntry : s == "compute" ? Phase::kCompute : Phase::kExit;
+    if (!str(j, "op", &s) || !parseOpKind(s, &op.kind)) return err("\"op\" \"" + s.substr(0, 40) + "\" is not an op kind");
+    if (!str(j, "tensor", &s) || !parseTensor(s, &op.tensor)) return err("\"tensor\" is not one of hidden, residual, snapshot");
+    if (!j.contains("group")) return err("\"group\" is missing (null when the op has none)");
+    if (!j.at("group").is_null()) {
+      Axis axis;
+      if (!j.at("group").is_string() || !parseAxis(j.at("group").get<std::string>(), &axis)) {
+        return err("\"group\" is not an axis (tp, attn_tp, attn_cp, attn_dp, moe_ep, moe_tp, moe_dp, pp) or null");
+      }
+      op.axis = static_cast<std::int8_t>(axis);
+      const auto& members = topo.groupOf(axis, static_cast<int>(rank));
+      if (j.contains("ranks") && !j.at("ranks").is_null()) {
+        if (!j.at("ranks").is_array()) return err("\"ranks\" is not a list");
+        std::vector<int> listed;
+        for (const json& m : j.at("ranks")) {
+          if (!m.is_number_integer()) return err("\"ranks\" holds a non-integer");
+          listed.push_back(m.get<int>());
+        }
+        if (listed != members) {
+          return err("the " + std::string(axisName(axis)) + " group of rank " + std::to_string(rank) +
+                     " is not the group seam's topology gives for this config");
+        }
+      }
+      std::int64_t size = 0;
+      if (j.contains("group_size") && !j.at("group_size").is_null() &&
+          (!integer(j, "group_size", &size) || size != static_cast<std::int64_t>(members.size()))) {
+        return err("\"group_size\" disagrees with the group");
+      }
+    } else if (communicates(op.kind)) {
+      return err(std::string(opName(op.kind)) + " needs a group");
+    }
+    if (Status st = readRows(j, "rows_in", &op.rows_in, err); !st) return st;
+    if (Status st = readRows(j, "rows_out", &op.rows_out, err); !st) return st;
+    op.layer = static_cast<std::int16_t>(layer);
+    op.stage = static_cast<std::int16_t>(stage);
+    op.stack = static_cast<std::uint8_t>(stack);
+    op.bytes = bytes;
+    plan.ranks[rank].push_back(op);
+    ++ops;
+  }
+  if (in.bad()) return Status::invalid("trace \"" + path.substr(0, 200) + "\": read error");
+  if (ops == 0) return Status::invalid("trace \"" + path.substr(0, 200) + "\": no calls in it");
+  return plan;
+}
+
+}  // namespace seam::reports

@@ -1,0 +1,120 @@
+#include "seam/reports/trace.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "../sim/case_builders.h"
+#include "seam/reports/plan_view.h"
+#include "seam/sim/ledger.h"
+#include "seam/sim/policy.h"
+
+namespace seam::reports {
+namespace {
+
+std::string temp(const std::string& name) {
+  return ::testing::TempDir() + "seam_trace_" + std::to_string(getpid()) + "_" + name;
+}
+
+Plan declared(const Case& c) {
+  auto p = buildPlan(c, PolicyKind::kDeclared);
+  EXPECT_TRUE(p.hasValue()) << p.status().message();
+  return *p;
+}
+
+/// The trace `seam plan --format jsonl --rank all` writes.
+std::string traceOf(const Plan& plan) {
+  std::string out;
+  for (int r = 0; r < plan.world(); ++r) out += renderPlan(plan, r, Format::kJsonl);
+  return out;
+}
+
+TEST(Trace, APlanWrittenAsJsonLinesAndImportedBackIsTheSamePlan) {
+  for (const Case& c : {seam::testing::patternCase("M-*E-/*E", {.tp = 2}, {4}),
+                        seam::testing::patternCase("M-M*E", {.tp = 4, .attn_dp = 2}, {3, 0}),
+                        seam::testing::patternCase("M-|*E", {.pp = 2, .tp = 2}, {2})}) {
+    const Plan plan = declared(c);
+    const std::string path = temp("roundtrip.jsonl");
+    std::ofstream(path) << traceOf(plan);
+    auto back = importTrace(path, plan);
+    ASSERT_TRUE(back.hasValue()) << back.status().message();
+    EXPECT_TRUE(back->ranks == plan.ranks) << c.model.pattern.text();
+    EXPECT_TRUE(replayPlan(*back).holds());
+    std::remove(path.c_str());
+  }
+}
+
+TEST(Trace, ATraceWithOneReductionRemovedFailsWithASumNeverCompleted) {
+  const Case c = seam::testing::patternCase("M-M*-", {.tp = 2}, {4}, [] {
+    Flags f;
+    f.fusion = false;
+    return f;
+  }());
+  const Plan plan = declared(c);
+  // Remove the first all_reduce on every rank: the engine "forgot" it.
+  std::istringstream in(traceOf(plan));
+  std::string line, edited;
+  std::vector<bool> dropped(plan.world(), false);
+  while (std::getline(in, line)) {
+    const auto rank_at = line.find("\"rank\":");
+    const int rank = std::stoi(line.substr(rank_at + 7));
+    if (!dropped[rank] && line.find("\"op\":\"all_reduce\"") != std::string::npos) {
+      dropped[rank] = true;
+      continue;
+    }
+    edited += line + "\n";
+  }
+  const std::string path = temp("edited.jsonl");
+  std::ofstream(path) << edited;
+  auto back = importTrace(path, plan);
+  ASSERT_TRUE(back.hasValue()) << back.status().message();
+  const LedgerResult r = replayPlan(*back);
+  ASSERT_FALSE(r.holds());
+  EXPECT_EQ(r.violations[0].cls, ViolationClass::kNeverCompleted);
+  std::remove(path.c_str());
+}
+
+TEST(Trace, RefusesBadLinesNamingTheLine) {
+  const Plan plan = declared(seam::testing::patternCase("M-", {.tp = 2}, {4}));
+  const std::string good = traceOf(plan);
+  const std::string first = good.substr(0, good.find('\n'));
+  const std::pair<std::string, std::string> bad[] = {
+      {first + "\n" + first.substr(0, 40) + "\n", "line 2: not a JSON object (truncated or malformed)"},
+      {"[1,2]\n", "line 1: not a JSON object"},
+      {"{\"rank\": 9}\n", "line 1: \"rank\" is missing or not a rank of the world of 2"},
+      {std::string(first).replace(first.find("add_norm"), 8, "frobnify") + "\n", "\"op\" \"frobnify\" is not an op kind"},
+      {"", "no calls in it"},
+      {"\xff\xfe\n", "line 1: not a JSON object"},
+  };
+  for (const auto& [text, needle] : bad) {
+    const std::string path = temp("bad.jsonl");
+    std::ofstream(path) << text;
+    auto r = importTrace(path, plan);
+    ASSERT_FALSE(r.hasValue()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+    std::remove(path.c_str());
+  }
+  EXPECT_FALSE(importTrace(temp("missing.jsonl"), plan).hasValue());
+}
+
+TEST(Trace, RefusesAGroupThatIsNotSeamsGroupForTheConfig) {
+  const Plan plan = declared(seam::testing::patternCase("M-", {.tp = 2}, {4}));
+  std::string t = traceOf(plan);
+  const auto at = t.find("\"ranks\":[0,1]");
+  ASSERT_NE(at, std::string::npos);
+  t.replace(at, 13, "\"ranks\":[0,2]");
+  const std::string path = temp("group.jsonl");
+  std::ofstream(path) << t;
+  auto r = importTrace(path, plan);
+  ASSERT_FALSE(r.hasValue());
+  EXPECT_NE(r.status().message().find("not the group seam's topology gives"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace seam::reports

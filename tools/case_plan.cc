@@ -1,0 +1,19 @@
+// buildCasePlan: the policy's plan of a case, or an engine trace on it. Only
+// in `seam` (it reads traces through reports/), not in `seam-gpu`.
+#include "case_options.h"
+#include "seam/reports/trace.h"
+
+namespace seam::tools {
+
+Expected<Plan> buildCasePlan(const CaseOptions& o, const Case& c) {
+  auto policy = parsePolicy(o.policy);
+  if (!policy) return policy.status();
+  auto schema = buildSchema(o);
+  if (!schema) return schema.status();
+  auto plan = buildPlan(c, *policy, *schema);
+  if (!plan) return plan.status();
+  if (o.trace.empty()) return plan;
+  return reports::importTrace(o.trace, *plan);
+}
+
+}  // namespace seam::tools
