@@ -1,5 +1,6 @@
 #include "seam/sim/numeric.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -93,18 +94,19 @@ ColumnRange shardColumns(int inner, int shards, int j) {
 }
 
 void stageShard(const StageWeights& w, ColumnRange cols, const float* x, float* out, Mode mode) {
-  std::vector<float> mid(static_cast<size_t>(cols.end - cols.begin));
-  for (int c = cols.begin; c < cols.end; ++c) {
-    float acc = 0.0f;
-    for (int k = 0; k < w.hidden; ++k) acc += x[k] * w.w_in[static_cast<size_t>(k) * w.inner + c];
-    acc = std::max(acc, 0.0f);
-    mid[c - cols.begin] = mode == Mode::kReal ? roundBf16(acc) : acc;
-  }
-  for (int o = 0; o < w.hidden; ++o) {
-    float acc = 0.0f;
-    for (int c = cols.begin; c < cols.end; ++c) acc += mid[c - cols.begin] * w.w_out[static_cast<size_t>(c) * w.hidden + o];
-    out[o] = mode == Mode::kReal ? roundBf16(acc) : acc;
-  }
+  // Column-parallel in-projection over the shard's columns, relu, row-parallel
+  // out-projection (Eigen maps over the row-major weights; exact mode is
+  // exact in any summation order).
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const int n = cols.end - cols.begin;
+  const Eigen::Map<const RowMajor> w_in(w.w_in.data(), w.hidden, w.inner);
+  const Eigen::Map<const RowMajor> w_out(w.w_out.data(), w.inner, w.hidden);
+  const Eigen::Map<const Eigen::RowVectorXf> xv(x, w.hidden);
+  Eigen::RowVectorXf mid = (xv * w_in.middleCols(cols.begin, n)).cwiseMax(0.0f);
+  if (mode == Mode::kReal) mid = mid.unaryExpr([](float v) { return roundBf16(v); });
+  Eigen::Map<Eigen::RowVectorXf> y(out, w.hidden);
+  y.noalias() = mid * w_out.middleRows(cols.begin, n);
+  if (mode == Mode::kReal) y = y.unaryExpr([](float v) { return roundBf16(v); });
 }
 
 void normRow(const float* v, float* out, int h, Mode mode, const std::vector<float>& weight) {
