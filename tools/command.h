@@ -43,5 +43,6 @@ Command registerMutate(CLI::App& app);
 Command registerDb(CLI::App& app);
 Command registerDiff(CLI::App& app);
 Command registerImport(CLI::App& app);
+Command registerGraph(CLI::App& app);
 
 }  // namespace seam::tools

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up (tools/setup.sh) and runs seam's main job on its embedded default:
-# the sweep of every preset over every valid configuration of world 8, with
-# the flag values each model supports and batches with an idle DP rank.
+# the presets, the boundary graph of nemotron-3-nano at tp=8 (build/*.svg),
+# and the sweep of every preset over every valid configuration of world 8,
+# with the flag values each model supports and batches with an idle DP rank
+# (stored in build/seam.db).
 # No arguments needed. Exit code: the sweep's (0: every property holds).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,4 +12,6 @@ build="$root/build"
 seam="$build/tools/seam"
 "$seam" models
 echo
-exec "$seam" sweep --world 8
+# The boundary graph of the default case (for review), then the sweep.
+"$seam" graph --model nemotron-3-nano --tp 8 -o "$build/nemotron-3-nano-tp8.svg"
+exec "$seam" sweep --world 8 --db "$build/seam.db"

@@ -1,0 +1,40 @@
+// `seam graph CASE -o FILE.svg|png|dot [--against POLICY]`: the boundary
+// graph of one case for code review; with --against, the diff graph.
+#include "case_options.h"
+#include "command.h"
+#include "seam/reports/graph.h"
+
+namespace seam::tools {
+
+Command registerGraph(CLI::App& app) {
+  struct Options {
+    CaseOptions c;
+    std::string out;
+    std::string against;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("graph", "Draw the boundary graph of one case (Graphviz: svg, png, dot)");
+  addCaseOptions(sub, o->c);
+  sub->add_option("-o,--output", o->out, "output file: .svg, .png or .dot")->required();
+  sub->add_option("--against", o->against, "also plan with this policy and highlight the boundaries that differ");
+  return {sub, [o]() {
+            auto c = buildCase(o->c);
+            if (!c) return fail(c.status());
+            auto plan = buildCasePlan(o->c, *c);
+            if (!plan) return fail(plan.status());
+            std::optional<Plan> other;
+            if (!o->against.empty()) {
+              auto policy = parsePolicy(o->against);
+              if (!policy) return fail(Status::invalid("--against " + policy.status().message().substr(9)));
+              auto p = buildPlan(*c, *policy);
+              if (!p) return fail(p.status());
+              other = std::move(*p);
+            }
+            if (Status st = reports::writeBoundaryGraph(*plan, other ? &*other : nullptr, o->out); !st) return fail(st);
+            std::cout << "wrote " << o->out << " (" << plan->stages.size() << " stages, " << plan->boundaries.size()
+                      << " boundaries)\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace seam::tools
