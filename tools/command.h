@@ -44,5 +44,6 @@ Command registerDb(CLI::App& app);
 Command registerDiff(CLI::App& app);
 Command registerImport(CLI::App& app);
 Command registerGraph(CLI::App& app);
+Command registerReport(CLI::App& app);
 
 }  // namespace seam::tools

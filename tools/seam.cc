@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", kVersion);
     std::vector<Command> commands = {registerModels(app), registerConfigs(app), registerPlan(app),
                                      registerCheck(app), registerSweep(app), registerProp(app), registerMutate(app),
-                                     registerDiff(app), registerImport(app), registerGraph(app),
+                                     registerDiff(app), registerImport(app), registerGraph(app), registerReport(app),
                                      registerDb(app)};
 
     // CLI11 answers an unknown command with "A subcommand is required"; name it.

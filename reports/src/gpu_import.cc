@@ -56,16 +56,16 @@ Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const s
   Reader r{path, {}};
   GpuImport out;
   out.tool = r.get<std::string>(doc, "tool", "");
-  if (out.tool != "seam-gpu run" && out.tool != "seam-gpu bench-allreduce") {
+  if (out.tool != "seam-gpu run" && out.tool != "seam-gpu bench-allreduce" && out.tool != "seam-gpu compare") {
     return Status::invalid("\"" + path.substr(0, 200) + "\": not a seam-gpu result (\"tool\" is \"" +
                            out.tool.substr(0, 64) + "\")");
   }
   RunRecord run;
-  run.command = out.tool == "seam-gpu run" ? "gpu run" : "gpu bench";
+  run.command = out.tool == "seam-gpu run" ? "gpu run" : out.tool == "seam-gpu compare" ? "gpu compare" : "gpu bench";
   run.args = doc.contains("command") && doc.at("command").is_string() ? doc.at("command").get<std::string>()
                                                                       : out.tool;
   run.version = r.get<std::string>(doc, "version", version);
-  run.gpu = out.tool == "seam-gpu run" ? r.get<std::string>(doc, "device", "")
+  run.gpu = out.tool != "seam-gpu bench-allreduce" ? r.get<std::string>(doc, "device", "")
                                        : std::to_string(r.get<int>(doc, "devices", 0)) + " GPUs";
   if (doc.contains("versions")) run.cuda = r.get<std::string>(doc.at("versions"), "text", "");
   run.nccl = run.cuda;
@@ -122,6 +122,37 @@ Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const s
       timings.push_back(rec);
     }
     out.summary = c.model + " " + c.config + ": " + verdict;
+  } else if (out.tool == "seam-gpu compare") {
+    // Two policies' plans on the GPUs against the simulator's prediction.
+    const json& cs = r.at(doc, "case");
+    c.model = r.get<std::string>(cs, "model", "");
+    c.config = r.get<std::string>(cs, "config", "");
+    c.flags = r.get<std::string>(cs, "flags", "");
+    c.batch = r.get<std::string>(cs, "tokens", "");
+    c.reproduce = r.get<std::string>(cs, "reproduce", "");
+    c.group = r.get<std::string>(doc, "class", "");
+    const bool predicted = r.get<bool>(doc, "predicted_identical", false);
+    const bool observed = r.get<bool>(doc, "observed_identical", false);
+    c.outcome = predicted == observed ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+    // "seam diff ... --policy A --against B": the two sides' names.
+    std::string a = "a", b = "b";
+    const auto pa = c.reproduce.rfind("--policy ");
+    const auto pb = c.reproduce.rfind("--against ");
+    if (pa != std::string::npos && pb != std::string::npos && pa < pb) {
+      a = c.reproduce.substr(pa + 9, pb - pa - 10);
+      b = c.reproduce.substr(pb + 10);
+    }
+    EquivalenceRecord e;
+    e.plan_a = "gpu:" + a;
+    e.plan_b = "gpu:" + b;
+    e.plan_a_hash = r.get<std::uint64_t>(doc, "hash_a", 0);
+    e.plan_b_hash = r.get<std::uint64_t>(doc, "hash_b", 0);
+    e.predicted_identical = predicted;
+    e.observed_identical = observed;
+    e.max_difference = r.get<double>(doc, "max_abs", 0);
+    eqs.push_back(e);
+    out.summary = c.model + " " + c.config + ": " + c.group + "; predicted " + (predicted ? "identical" : "different") +
+                  ", observed " + (observed ? "identical" : "different");
   } else {
     c.model = "all_reduce";
     c.config = std::to_string(r.get<int>(doc, "devices", 0)) + " GPUs";

@@ -1,0 +1,227 @@
+#include "seam/reports/report.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+
+namespace seam::reports {
+
+namespace {
+
+/// A table in either format. Cells are escaped for the target.
+class Doc {
+ public:
+  explicit Doc(ReportFormat f) : f_(f) {}
+  void heading(int level, const std::string& text) {
+    if (f_ == ReportFormat::kMarkdown) {
+      out_ += std::string(level, '#') + " " + text + "\n\n";
+    } else {
+      out_ += "<h" + std::to_string(level) + ">" + html(text) + "</h" + std::to_string(level) + ">\n";
+    }
+  }
+  void para(const std::string& text) {
+    out_ += f_ == ReportFormat::kMarkdown ? text + "\n\n" : "<p>" + html(text) + "</p>\n";
+  }
+  void code(const std::string& text) {
+    out_ += f_ == ReportFormat::kMarkdown ? "```\n" + text + "\n```\n\n" : "<pre>" + html(text) + "</pre>\n";
+  }
+  void table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+    if (f_ == ReportFormat::kMarkdown) {
+      auto row = [&](const std::vector<std::string>& cells) {
+        std::string l = "|";
+        for (const auto& c : cells) l += " " + md(c) + " |";
+        out_ += l + "\n";
+      };
+      row(header);
+      std::string sep = "|";
+      for (size_t i = 0; i < header.size(); ++i) sep += "---|";
+      out_ += sep + "\n";
+      for (const auto& r : rows) row(r);
+      out_ += "\n";
+      return;
+    }
+    out_ += "<table><tr>";
+    for (const auto& h : header) out_ += "<th>" + html(h) + "</th>";
+    out_ += "</tr>\n";
+    for (const auto& r : rows) {
+      out_ += "<tr>";
+      for (const auto& c : r) out_ += "<td>" + html(c) + "</td>";
+      out_ += "</tr>\n";
+    }
+    out_ += "</table>\n";
+  }
+  std::string finish(const std::string& title) const {
+    if (f_ == ReportFormat::kMarkdown) return out_;
+    return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html(title) +
+           "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
+           "table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #bbb;padding:3px 8px;"
+           "font-size:13px;text-align:left;vertical-align:top}th{background:#eee}pre{background:#f6f6f6;"
+           "padding:8px;white-space:pre-wrap}</style></head><body>\n" +
+           out_ + "</body></html>\n";
+  }
+
+ private:
+  static std::string html(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+      switch (c) {
+        case '&': o += "&amp;"; break;
+        case '<': o += "&lt;"; break;
+        case '>': o += "&gt;"; break;
+        case '"': o += "&quot;"; break;
+        default: o += c;
+      }
+    }
+    return o;
+  }
+  static std::string md(const std::string& s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '|') o += "\\|";
+      else if (c == '\n') o += ' ';
+      else o += c;
+    }
+    return o;
+  }
+  ReportFormat f_;
+  std::string out_;
+};
+
+std::string when(std::int64_t ms) {
+  if (ms == 0) return "unfinished";
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
+  return buf;
+}
+
+std::string outcomeName(CaseOutcome o) {
+  switch (o) {
+    case CaseOutcome::kHolds: return "holds";
+    case CaseOutcome::kViolated: return "violated";
+    case CaseOutcome::kRefused: return "refused";
+  }
+  return "?";
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+Expected<std::string> renderReport(Store& store, ReportFormat format) {
+  auto runs = store.runs();
+  if (!runs) return runs.status();
+  Doc d(format);
+  d.heading(1, "seam report: " + store.path());
+  d.para(std::to_string(runs->size()) + " runs in the store.");
+  std::vector<std::vector<std::string>> index;
+  for (const RunRecord& r : *runs) {
+    index.push_back({std::to_string(r.id), r.command, r.args.substr(0, 160), r.version, r.gpu.empty() ? "-" : r.gpu,
+                     when(r.started_ms), when(r.finished_ms)});
+  }
+  d.table({"run", "command", "arguments", "version", "GPU", "started", "finished"}, index);
+
+  for (const RunRecord& r : *runs) {
+    d.heading(2, "Run " + std::to_string(r.id) + ": seam " + r.command);
+    d.code(r.args);
+    auto cases = store.cases(r.id);
+    if (!cases) return cases.status();
+    if (!cases->empty()) {
+      // Counts per group (model, diff class, ...) and outcome.
+      std::map<std::string, std::array<std::int64_t, 3>> by_group;
+      for (const CaseRecord& c : *cases) ++by_group[c.group][static_cast<int>(c.outcome)];
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& [g, n] : by_group) {
+        rows.push_back({g, std::to_string(n[0]), std::to_string(n[1]), std::to_string(n[2])});
+      }
+      d.table({r.command == "diff" ? "class" : "group", "holds", "violated", "refused"}, rows);
+      auto failures = store.firstFailures(r.id);
+      if (!failures) return failures.status();
+      std::map<std::int64_t, std::string> text;
+      for (const auto& [idx, v] : *failures) text[idx] = v.text;
+      std::vector<std::vector<std::string>> failing;
+      for (const CaseRecord& c : *cases) {
+        if (c.outcome != CaseOutcome::kViolated || failing.size() >= 20) continue;
+        failing.push_back({"#" + std::to_string(c.index), text[c.index].empty() ? c.refusal : text[c.index], c.reproduce});
+      }
+      if (!failing.empty()) d.table({"case", "violation", "reproduce"}, failing);
+    }
+    auto mutants = store.mutants(r.id);
+    if (!mutants) return mutants.status();
+    if (!mutants->empty()) {
+      auto kills = store.kills(r.id);
+      if (!kills) return kills.status();
+      std::map<std::string, KillRecord> kill_of;
+      for (const KillRecord& k : *kills) kill_of[k.mutant_id] = k;
+      std::vector<std::vector<std::string>> rows;
+      int killed = 0, equivalent = 0;
+      for (const MutantRecord& m : *mutants) {
+        killed += m.status == "killed";
+        equivalent += m.status == "equivalent";
+        const auto it = kill_of.find(m.id);
+        rows.push_back({m.id, m.kind, m.status, std::to_string(m.cases_run),
+                        it == kill_of.end() ? m.argument : it->second.violation_class + ": " + it->second.reproduce});
+      }
+      const int denom = static_cast<int>(mutants->size()) - equivalent;
+      d.para("mutation score: " + std::to_string(killed) + "/" + std::to_string(denom) + ", " +
+             std::to_string(equivalent) + " equivalent");
+      d.table({"mutant", "kind", "status", "cases run", "first kill, or why"}, rows);
+    }
+    auto eq = store.equivalences(r.id);
+    if (!eq) return eq.status();
+    if (!eq->empty()) {
+      std::vector<std::vector<std::string>> rows;
+      for (const EquivalenceRecord& e : *eq) {
+        rows.push_back({e.plan_a, e.plan_b, e.predicted_identical ? "yes" : "no", e.observed_identical ? "yes" : "no",
+                        fixed(e.max_difference, 6)});
+      }
+      d.table({"A", "B", "predicted bit-identical", "observed bit-identical", "max |diff|"}, rows);
+    }
+    auto t = store.timings(r.id);
+    if (!t) return t.status();
+    if (!t->empty()) {
+      std::vector<TimingRecord> slow = *t;
+      std::sort(slow.begin(), slow.end(), [](const auto& x, const auto& y) { return x.median_us > y.median_us; });
+      if (slow.size() > 12) slow.resize(12);
+      std::vector<std::vector<std::string>> rows;
+      for (const TimingRecord& x : slow) {
+        rows.push_back({std::to_string(x.rank), std::to_string(x.op_index), x.op_kind, x.group, std::to_string(x.bytes),
+                        fixed(x.median_us, 2), fixed(x.p10_us, 2), fixed(x.p90_us, 2), fixed(x.busbw_gbps, 2)});
+      }
+      d.para(std::to_string(t->size()) + " op timings; the slowest:");
+      d.table({"rank", "op", "kind", "group", "bytes", "median us", "p10 us", "p90 us", "busbw GB/s"}, rows);
+    }
+  }
+  return d.finish("seam report");
+}
+
+Status writeReport(Store& store, const std::string& path) {
+  const auto dot = path.rfind('.');
+  const std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (ext != "md" && ext != "html") {
+    return Status::invalid("-o \"" + path.substr(0, 200) + "\": the extension must be .md or .html");
+  }
+  auto text = renderReport(store, ext == "md" ? ReportFormat::kMarkdown : ReportFormat::kHtml);
+  if (!text) return text.status();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return Status::invalid("-o \"" + path.substr(0, 200) + "\": cannot write there");
+    out << *text;
+    if (!out) return Status::invalid("-o \"" + path.substr(0, 200) + "\": write failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::invalid("-o \"" + path.substr(0, 200) + "\": cannot write there");
+  }
+  return Status::ok();
+}
+
+}  // namespace seam::reports

@@ -1,0 +1,57 @@
+#include "seam/reports/report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace seam::reports {
+namespace {
+
+std::string temp(const std::string& name) {
+  return ::testing::TempDir() + "seam_report_" + std::to_string(getpid()) + "_" + name;
+}
+
+TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
+  const std::string db = temp("a.db");
+  for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue());
+  RunRecord sweep{.command = "sweep", .args = "world=2"};
+  ASSERT_TRUE(store->beginRun(sweep).isOk());
+  CaseRecord ok{.index = 0, .model = "m", .group = "nemotron-h-8b", .outcome = CaseOutcome::kHolds};
+  CaseRecord bad{.index = 1, .model = "m", .group = "nemotron-h-8b", .outcome = CaseOutcome::kViolated,
+                 .reproduce = "seam check --pattern 'M-' --tp 2"};
+  ASSERT_TRUE(store->addCase(sweep.id, ok, {}).isOk());
+  ASSERT_TRUE(store->addCase(sweep.id, bad, {{2, false, "never-completed", "owed-once violated <here>"}}).isOk());
+  RunRecord mutate{.command = "mutate", .args = "worlds=2"};
+  ASSERT_TRUE(store->beginRun(mutate).isOk());
+  ASSERT_TRUE(store->putMutant(mutate.id, {"plan.x", "plan", "drop it", "killed", "", 3}).isOk());
+  ASSERT_TRUE(store->putMutant(mutate.id, {"decision.y", "decision", "flip", "equivalent", "never reached", 9}).isOk());
+  RunRecord gpu{.command = "gpu run", .args = "seam-gpu run", .gpu = "2x NVIDIA H200"};
+  ASSERT_TRUE(store->beginRun(gpu).isOk());
+  ASSERT_TRUE(store->addEquivalence(gpu.id, {0, "gpu:declared", 1, "reference", 1, true, true, 0.0}).isOk());
+  TimingRecord t;
+  t.op_kind = "all_reduce";
+  t.group = "tp/2";
+  t.median_us = 12.5;
+  ASSERT_TRUE(store->addTiming(gpu.id, t).isOk());
+
+  auto md = renderReport(*store, ReportFormat::kMarkdown);
+  ASSERT_TRUE(md.hasValue()) << md.status().message();
+  EXPECT_NE(md->find("3 runs in the store."), std::string::npos);
+  EXPECT_NE(md->find("| nemotron-h-8b | 1 | 1 | 0 |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("owed-once violated <here>"), std::string::npos);
+  EXPECT_NE(md->find("mutation score: 1/1, 1 equivalent"), std::string::npos);
+  EXPECT_NE(md->find("| gpu:declared | reference | yes | yes |"), std::string::npos);
+  EXPECT_NE(md->find("12.50"), std::string::npos);
+  auto html = renderReport(*store, ReportFormat::kHtml);
+  ASSERT_TRUE(html.hasValue());
+  EXPECT_EQ(html->rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html->find("owed-once violated &lt;here&gt;"), std::string::npos);  // escaped
+  EXPECT_EQ(writeReport(*store, temp("x.pdf")).code(), StatusCode::kInvalidInput);
+  for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
+}
+
+}  // namespace
+}  // namespace seam::reports

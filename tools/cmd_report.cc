@@ -1,0 +1,25 @@
+// `seam report --db FILE -o report.html|report.md`: what the store holds.
+#include "command.h"
+#include "seam/reports/report.h"
+
+namespace seam::tools {
+
+Command registerReport(CLI::App& app) {
+  struct Options {
+    std::string db = "seam.db";
+    std::string out;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("report", "Write a Markdown or HTML report of every run in the store");
+  sub->add_option("--db", o->db, "the SQLite store to read")->capture_default_str();
+  sub->add_option("-o,--output", o->out, "report.html or report.md")->required();
+  return {sub, [o]() {
+            auto store = reports::Store::open(o->db);
+            if (!store) return fail(store.status());
+            if (Status st = reports::writeReport(*store, o->out); !st) return fail(st);
+            std::cout << "wrote " << o->out << "\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace seam::tools
