@@ -7,6 +7,25 @@
 
 namespace seam::tools {
 
+Expected<std::vector<int>> parseWorlds(const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string field = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+    if (field.empty() || ec != std::errc() || ptr != field.data() + field.size() || v < 1 || v > kMaxWorld) {
+      return Status::invalid("--world \"" + text.substr(0, 64) + "\" is not a list of world sizes in 1.." +
+                             std::to_string(kMaxWorld));
+    }
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 void addFilterOptions(CLI::App* sub, FilterOptions& o) {
   sub->add_option("--pp", o.pp, "fix the pipeline stages");
   sub->add_option("--tp", o.tp, "fix tp (ranks per pipeline stage)");

@@ -45,6 +45,9 @@ struct FilterOptions {
     return {.pp = pp, .tp = tp, .attn_dp = dp, .attn_cp = cp, .moe_ep = ep, .moe_dp = moe_dp};
   }
 };
+/// Parses "--world 2,4,8": world sizes in 1..kMaxWorld; the error names the text.
+Expected<std::vector<int>> parseWorlds(const std::string& text);
+
 /// Adds --pp --tp --dp --cp --ep --moe-dp as optional fixed leaves.
 void addFilterOptions(CLI::App* sub, FilterOptions& o);
 

@@ -58,19 +58,9 @@ Command registerDiff(CLI::App& app) {
             spec.b = *b;
             spec.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
             if (o->jobs < 0) return fail(Status::invalid("--jobs " + std::to_string(o->jobs) + " must be >= 1"));
-            spec.worlds.clear();
-            for (size_t start = 0; start <= o->worlds.size();) {
-              const size_t comma = o->worlds.find(',', start);
-              const std::string f = o->worlds.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-              int w = 0;
-              if (f.empty() || f.find_first_not_of("0123456789") != std::string::npos || f.size() > 5 ||
-                  (w = std::stoi(f)) < 1 || w > kMaxWorld) {
-                return fail(Status::invalid("--world \"" + o->worlds.substr(0, 64) + "\" is not a list of world sizes"));
-              }
-              spec.worlds.push_back(w);
-              if (comma == std::string::npos) break;
-              start = comma + 1;
-            }
+            auto worlds = parseWorlds(o->worlds);
+            if (!worlds) return fail(worlds.status());
+            spec.worlds = *worlds;
             if (!o->c.model.empty() || !o->c.pattern.empty()) {
               if (!o->c.model.empty() && !o->c.pattern.empty()) return fail(Status::invalid("give --model or --pattern, not both"));
               auto m = properties::sweepModel(o->c.model, o->c.pattern);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "case_options.h"
 #include "command.h"
 #include "seam/mutants/campaign.h"
 #include "seam/reports/mutate_view.h"
@@ -34,24 +35,6 @@ class CampaignProgress : public mutants::CampaignListener {
   bool tty_;
 };
 
-Expected<std::vector<int>> parseWorlds(const std::string& text) {
-  std::vector<int> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string field = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int v = 0;
-    auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-    if (field.empty() || ec != std::errc() || ptr != field.data() + field.size() || v < 1 || v > kMaxWorld) {
-      return Status::invalid("--world \"" + text.substr(0, 64) + "\" is not a list of world sizes in 1.." +
-                             std::to_string(kMaxWorld));
-    }
-    out.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -111,20 +94,9 @@ Command registerMutate(CLI::App& app) {
             auto store = reports::Store::open(o->db);
             if (!store) return fail(store.status());
             const std::string args = reports::campaignArgs(spec);
-            reports::RunRecord run;
-            if (o->resume) {
-              auto found = store->findUnfinished("mutate", args);
-              if (!found) return fail(found.status());
-              if (!*found) {
-                return fail(Status::invalid("--resume: no unfinished campaign with these arguments in --db \"" + o->db + "\""));
-              }
-              run = **found;
-            } else {
-              run.command = "mutate";
-              run.args = args;
-              run.version = kSeamVersion;
-              if (Status st = store->beginRun(run); !st) return fail(st);
-            }
+            auto started = reports::startRun(*store, "mutate", args, kSeamVersion, o->resume);
+            if (!started) return fail(started.status());
+            const reports::RunRecord run = *started;
             CampaignProgress progress(isatty(2));
             reports::CampaignRecorder recorder(*store, run.id, spec, &progress);
             if (!recorder.status()) return fail(recorder.status());

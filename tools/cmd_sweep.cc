@@ -87,23 +87,14 @@ Command registerSweep(CLI::App& app) {
             auto store = reports::Store::open(o->db);
             if (!store) return fail(store.status());
             const std::string args = reports::sweepArgs(spec);
-            reports::RunRecord run;
+            auto started = reports::startRun(*store, "sweep", args, kSeamVersion, o->resume);
+            if (!started) return fail(started.status());
+            const reports::RunRecord run = *started;
             if (o->resume) {
-              auto found = store->findUnfinished("sweep", args);
-              if (!found) return fail(found.status());
-              if (!*found) {
-                return fail(Status::invalid("--resume: no unfinished sweep with these arguments in --db \"" + o->db + "\""));
-              }
-              run = **found;
               auto done = store->caseIndices(run.id);
               if (!done) return fail(done.status());
               spec.skip = std::move(*done);
               std::sort(spec.skip.begin(), spec.skip.end());
-            } else {
-              run.command = "sweep";
-              run.args = args;
-              run.version = kSeamVersion;
-              if (Status st = store->beginRun(run); !st) return fail(st);
             }
             ProgressLine progress;
             reports::SweepRecorder recorder(*store, run.id, spec, isatty(2) ? &progress : nullptr);

@@ -4,6 +4,7 @@
 // op's group (a planner bug is the same on every member).
 #include <algorithm>
 #include <optional>
+#include <type_traits>
 
 #include "plan_mutants.h"
 
@@ -73,7 +74,11 @@ bool editEverywhere(Plan& plan, const Site& s, Edit edit) {
   for (int r = 0; r < plan.world(); ++r) {
     const int i = findOn(plan, r, s);
     if (i < 0) continue;
-    edit(plan.ranks[r], i);
+    if constexpr (std::is_invocable_v<Edit, std::vector<Op>&, int, int>) {
+      edit(plan.ranks[r], i, r);
+    } else {
+      edit(plan.ranks[r], i);
+    }
     any = true;
   }
   return any;
@@ -123,14 +128,7 @@ bool RegroupReduction::apply(Plan& plan) const {
   });
   if (!s) return false;
   // Every rank that runs this reduction now runs it over the other group.
-  bool any = false;
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOn(plan, r, *s);
-    if (i < 0) continue;
-    plan.ranks[r][i].axis = static_cast<std::int8_t>(to_);
-    any = true;
-  }
-  return any;
+  return editEverywhere(plan, *s, [this](std::vector<Op>& ops, int i) { ops[i].axis = static_cast<std::int8_t>(to_); });
 }
 
 bool ReduceScatterWithoutGather::apply(Plan& plan) const {
@@ -141,14 +139,7 @@ bool ReduceScatterWithoutGather::apply(Plan& plan) const {
            op.rows_in.kind == RowKind::kLocal;
   });
   if (!s) return false;
-  bool any = false;
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOn(plan, r, *s);
-    if (i < 0) continue;
-    plan.ranks[r].erase(plan.ranks[r].begin() + i);
-    any = true;
-  }
-  return any;
+  return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
 }
 
 bool SliceIndexOffByOne::apply(Plan& plan) const {
@@ -156,27 +147,15 @@ bool SliceIndexOffByOne::apply(Plan& plan) const {
   if (topo.groupSize(Axis::kAttnTp) < 2) return false;
   auto s = firstSite(plan, [](const Op& op, int) { return op.kind == OpKind::kSlice; });
   if (!s) return false;
-  bool any = false;
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOn(plan, r, *s);
-    if (i < 0) continue;
-    plan.ranks[r][i].slice_of = static_cast<std::int8_t>((topo.attnTpRank(r) + 1) % topo.groupSize(Axis::kAttnTp));
-    any = true;
-  }
-  return any;
+  return editEverywhere(plan, *s, [&](std::vector<Op>& ops, int i, int r) {
+    ops[i].slice_of = static_cast<std::int8_t>((topo.attnTpRank(r) + 1) % topo.groupSize(Axis::kAttnTp));
+  });
 }
 
 bool ResidualNotSliced::apply(Plan& plan) const {
   auto s = firstSite(plan, [](const Op& op, int) { return op.kind == OpKind::kSlice && op.tensor == Tensor::kResidual; });
   if (!s) return false;
-  bool any = false;
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOn(plan, r, *s);
-    if (i < 0) continue;
-    plan.ranks[r].erase(plan.ranks[r].begin() + i);
-    any = true;
-  }
-  return any;
+  return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
 }
 
 bool ResidualNotGathered::apply(Plan& plan) const {
@@ -186,14 +165,7 @@ bool ResidualNotGathered::apply(Plan& plan) const {
     return op.kind == OpKind::kAdd && op.tensor == Tensor::kHidden && op.phase == Phase::kExit;
   });
   if (!s) return false;
-  bool any = false;
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOn(plan, r, *s);
-    if (i < 0) continue;
-    plan.ranks[r].erase(plan.ranks[r].begin() + i);
-    any = true;
-  }
-  return any;
+  return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
 }
 
 bool PaddingModeMismatch::apply(Plan& plan) const {
@@ -209,14 +181,7 @@ bool PaddingModeMismatch::apply(Plan& plan) const {
   });
   if (!s) return false;
   const int other = plan.padding == DpPadding::kMaxLen ? sum_rows : max_rows;
-  bool any = false;
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOn(plan, r, *s);
-    if (i < 0) continue;
-    plan.ranks[r][i].rows_in.count = other;
-    any = true;
-  }
-  return any;
+  return editEverywhere(plan, *s, [other](std::vector<Op>& ops, int i) { ops[i].rows_in.count = other; });
 }
 
 bool IdleRankSkipsCollective::apply(Plan& plan) const {

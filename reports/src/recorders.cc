@@ -5,6 +5,25 @@
 
 namespace seam::reports {
 
+Expected<RunRecord> startRun(Store& store, const std::string& command, const std::string& args,
+                             const std::string& version, bool resume) {
+  if (resume) {
+    auto found = store.findUnfinished(command, args);
+    if (!found) return found.status();
+    if (!*found) {
+      return Status::invalid("--resume: no unfinished " + command + " with these arguments in --db \"" + store.path() +
+                             "\"");
+    }
+    return **found;
+  }
+  RunRecord run;
+  run.command = command;
+  run.args = args;
+  run.version = version;
+  if (Status st = store.beginRun(run); !st) return st;
+  return run;
+}
+
 std::string sweepArgs(const properties::SweepSpec& spec) {
   std::string models;
   for (const auto& m : spec.models) models += (models.empty() ? "" : ",") + m.name;

@@ -15,6 +15,11 @@
 
 namespace seam::reports {
 
+/// A new run of `command` with `args`, or with `resume` the latest unfinished
+/// one with the same command and args (an error naming --db when there is none).
+Expected<RunRecord> startRun(Store& store, const std::string& command, const std::string& args,
+                             const std::string& version, bool resume);
+
 /// The canonical argument string a run is resumed by.
 std::string sweepArgs(const properties::SweepSpec& spec);
 std::string campaignArgs(const mutants::CampaignSpec& spec);
