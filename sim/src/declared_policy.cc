@@ -21,6 +21,7 @@ std::string_view policyName(PolicyKind policy) {
   switch (policy) {
     case PolicyKind::kDeclared: return "declared";
     case PolicyKind::kLegacy: return "legacy";
+    case PolicyKind::kNaive: return "naive";
   }
   return "?";
 }
@@ -28,7 +29,8 @@ std::string_view policyName(PolicyKind policy) {
 Expected<PolicyKind> parsePolicy(std::string_view name) {
   if (name == "declared") return PolicyKind::kDeclared;
   if (name == "legacy") return PolicyKind::kLegacy;
-  return Status::invalid("--policy \"" + std::string(name.substr(0, 64)) + "\" is not one of declared, legacy");
+  if (name == "naive") return PolicyKind::kNaive;
+  return Status::invalid("--policy \"" + std::string(name.substr(0, 64)) + "\" is not one of declared, legacy, naive");
 }
 
 namespace {
@@ -73,6 +75,7 @@ class DeclaredBuilder {
  public:
   DeclaredBuilder(const Case& c, const Schema& schema, PolicyKind policy)
       : legacy_(policy == PolicyKind::kLegacy),
+        naive_(policy == PolicyKind::kNaive),
         c_(c),
         schema_(schema),
         cfg_(c.config),
@@ -120,6 +123,7 @@ class DeclaredBuilder {
   std::int64_t bytesOf(const Step& s, int rank) const;
 
   bool legacy_;  ///< the rules before stage declarations (PolicyKind::kLegacy)
+  bool naive_;   ///< every stage completes its own sum at its exit (PolicyKind::kNaive)
   const Case& c_;
   Schema schema_;
   ParallelConfig cfg_;
@@ -167,7 +171,7 @@ Axis DeclaredBuilder::postExpertsAxis() const {
 // apply_flashinfer_allreduce_fusion: available, no DP attention, tp > 1,
 // 0 < tokens <= 2048.
 bool DeclaredBuilder::fusable() const {
-  return c_.flags.fusion && D_ == 1 && T_ > 1 && total_tokens_ > 0 && total_tokens_ <= kFuseMaxTokens;
+  return !naive_ && c_.flags.fusion && D_ == 1 && T_ > 1 && total_tokens_ > 0 && total_tokens_ <= kFuseMaxTokens;
 }
 
 std::int8_t DeclaredBuilder::weightAxis(LayerKind k) const {
@@ -268,7 +272,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   if (isMixer(producer)) {
     // Mixer output: attention rows; owes ATTN_TP iff attn_tp > 1.
     const bool owes = group != kNoAxis;
-    if (owes && consumer_ffn) {
+    if (owes && consumer_ffn && !naive_) {
       // always_partial: the mixer never reduces; the FFN entry completes it.
       // Across a pipeline cut the partial is sent unreduced (TestStackEnds).
       h.handoff = {RowKind::kAttention, SumGroup::kAttnTp, Completer::kConsumerEntry, true};
@@ -303,7 +307,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     }
     // Legacy (skip_reduce = feeds_mlp_layer or fuse_mlp_allreduce): a mixer
     // feeding a mixer leaves its sum only when the fused kernel takes it.
-    const bool carry = owes && !final_norm && !consumer_ffn && !terminal && T_ > 1 && D_ == 1 &&
+    const bool carry = !naive_ && owes && !final_norm && !consumer_ffn && !terminal && T_ > 1 && D_ == 1 &&
                        (!legacy_ || (fusable() && sameGroup(Axis::kTp, postExpertsAxis())));
     if ((carry || (owes && terminal_defers)) && !schema_.on(Decision::kMixerKeepsFusedSum)) {
       // MixerExit defers: UnreducedOutput(tp), completed by the next entry.
@@ -360,7 +364,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   // Legacy: the FFN skips its all-reduce only for the fused kernel of the
   // next layer's input (should_fuse_mlp_allreduce_with_next_layer), never
   // under DP attention.
-  const bool may_defer = T_ > 1 && !terminal && !final_norm && !consumer_ffn && !hybrid_ep_tp &&
+  const bool may_defer = !naive_ && T_ > 1 && !terminal && !final_norm && !consumer_ffn && !hybrid_ep_tp &&
                          total_tokens_ > 0 &&
                          (!legacy_ || (D_ == 1 && owed != kNoAxis && fusable() &&
                                        sameGroup(static_cast<Axis>(owed), postExpertsAxis())));
@@ -504,7 +508,7 @@ Expected<Plan> DeclaredBuilder::build() {
   if (!c_.model.pattern.mtp.empty()) stacks_.push_back(c_.model.pattern.mtp);
   if (Status st = refuse(); !st) return st;
 
-  plan_.policy = std::string(policyName(legacy_ ? PolicyKind::kLegacy : PolicyKind::kDeclared));
+  plan_.policy = std::string(policyName(legacy_ ? PolicyKind::kLegacy : naive_ ? PolicyKind::kNaive : PolicyKind::kDeclared));
   plan_.source = c_;
   plan_.padding = padding_;
   plan_.ranks.assign(world(), {});
@@ -679,6 +683,7 @@ Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema)
   switch (policy) {
     case PolicyKind::kDeclared:
     case PolicyKind::kLegacy:
+    case PolicyKind::kNaive:
       return DeclaredBuilder(c, schema, policy).build();
   }
   return Status::internal("unknown policy");

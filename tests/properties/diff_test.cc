@@ -44,6 +44,24 @@ TEST(Diff, UnderDpAttentionLegacyReturnsAtTheExitAndDeclaredAtTheNextEntry) {
   EXPECT_EQ(d.cls, DiffClass::kMoved) << d.detail;
 }
 
+TEST(Diff, TheNaiveBaselineRunsDifferentReductionsWithEqualValuesWhereDeclaredFuses) {
+  Ledger ledger;
+  const CaseDiff d = diffCase(patternCase("-M", {.tp = 2}, {4}, fusion(true)), PolicyKind::kNaive,
+                              PolicyKind::kDeclared, ledger);
+  EXPECT_EQ(d.cls, DiffClass::kEqualValues) << d.detail;
+}
+
+TEST(Diff, TheNaiveBaselineHoldsOnEveryCaseOfTheSyntheticSpace) {
+  SweepSpec spec;
+  spec.models = syntheticDiffModels();
+  spec.world = 4;
+  spec.policy = PolicyKind::kNaive;
+  auto r = runSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_GT(r->checked, 0);
+  EXPECT_EQ(r->violated, 0);
+}
+
 TEST(Diff, BothPoliciesRefuseWhatNemotronHRefuses) {
   EXPECT_EQ(legacyVsDeclared(patternCase("M-", {.tp = 2, .attn_cp = 2}, {4})).cls, DiffClass::kBothRefuse);
 }

@@ -78,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadArgs{"check --model nemotron-h-8b --tp 4 --cp 2", "attention context parallel"},
         BadArgs{"check --pattern 'M-' --dp 1 --tokens 4,0", "--tokens \"4,0\""},
         BadArgs{"check --pattern 'M-' --fusion maybe", "--fusion \"maybe\""},
-        BadArgs{"check --pattern 'M-' --policy naive", "--policy \"naive\""},
+        BadArgs{"check --pattern 'M-' --policy bogus", "--policy \"bogus\""},
         BadArgs{"check --pattern 'M-x'", "'x' at position 2"},
         BadArgs{"plan --model nemotron-h-8b --tp 2 --rank 5", "--rank 5"}),
     [](const ::testing::TestParamInfo<BadArgs>& info) { return "case" + std::to_string(info.index); });

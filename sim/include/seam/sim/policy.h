@@ -16,8 +16,9 @@ namespace seam {
 /// rules before stage declarations (serving-boundaries §9.2 (3)): deferral
 /// only where the fused kernel takes the sum, no deferral under DP, and an
 /// FFN whose input is already complete folds it into the residual and
-/// all-reduces a zero update.
-enum class PolicyKind : std::uint8_t { kDeclared, kLegacy };
+/// all-reduces a zero update. kNaive: every stage completes its own sum at
+/// its exit, never deferred, never fused: always correct, the baseline.
+enum class PolicyKind : std::uint8_t { kDeclared, kLegacy, kNaive };
 std::string_view policyName(PolicyKind policy);
 Expected<PolicyKind> parsePolicy(std::string_view name);
 
