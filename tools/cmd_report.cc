@@ -8,15 +8,17 @@ Command registerReport(CLI::App& app) {
   struct Options {
     std::string db = "seam.db";
     std::string out;
+    std::vector<std::string> graphs;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("report", "Write a Markdown or HTML report of every run in the store");
   sub->add_option("--db", o->db, "the SQLite store to read")->capture_default_str();
   sub->add_option("-o,--output", o->out, "report.html or report.md")->required();
+  sub->add_option("--graph", o->graphs, "SVG boundary graphs (seam graph) to embed; repeatable");
   return {sub, [o]() {
             auto store = reports::Store::open(o->db);
             if (!store) return fail(store.status());
-            if (Status st = reports::writeReport(*store, o->out); !st) return fail(st);
+            if (Status st = reports::writeReport(*store, o->out, o->graphs); !st) return fail(st);
             std::cout << "wrote " << o->out << "\n";
             return kExitOk;
           }};

@@ -3,7 +3,7 @@
 # the presets, the boundary graph of nemotron-3-nano at tp=8 (build/*.svg),
 # and the sweep of every preset over every valid configuration of world 8,
 # with the flag values each model supports and batches with an idle DP rank
-# (stored in build/seam.db).
+# (stored in build/seam.db), and the HTML report (build/seam-report.html).
 # No arguments needed. Exit code: the sweep's (0: every property holds).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,6 +12,13 @@ build="$root/build"
 seam="$build/tools/seam"
 "$seam" models
 echo
-# The boundary graph of the default case (for review), then the sweep.
-"$seam" graph --model nemotron-3-nano --tp 8 -o "$build/nemotron-3-nano-tp8.svg"
-exec "$seam" sweep --world 8 --db "$build/seam.db"
+# The boundary graph of the default case (for review), the sweep, then the
+# report of the store with the graph embedded.
+graph="$build/nemotron-3-nano-tp8.svg"
+"$seam" graph --model nemotron-3-nano --tp 8 -o "$graph"
+status=0
+"$seam" sweep --world 8 --db "$build/seam.db" || status=$?
+"$seam" report --db "$build/seam.db" --graph "$graph" -o "$build/seam-report.html"
+echo "graph: $graph"
+echo "report: $build/seam-report.html"
+exit "$status"

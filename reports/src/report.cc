@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 namespace seam::reports {
@@ -53,6 +54,7 @@ class Doc {
     }
     out_ += "</table>\n";
   }
+  void raw(const std::string& html_text) { out_ += html_text; }
   std::string finish(const std::string& title) const {
     if (f_ == ReportFormat::kMarkdown) return out_;
     return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html(title) +
@@ -115,7 +117,7 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
-Expected<std::string> renderReport(Store& store, ReportFormat format) {
+Expected<std::string> renderReport(Store& store, ReportFormat format, const std::vector<std::string>& graphs) {
   auto runs = store.runs();
   if (!runs) return runs.status();
   Doc d(format);
@@ -127,6 +129,20 @@ Expected<std::string> renderReport(Store& store, ReportFormat format) {
                      when(r.started_ms), when(r.finished_ms)});
   }
   d.table({"run", "command", "arguments", "version", "GPU", "started", "finished"}, index);
+
+  for (const std::string& path : graphs) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::invalid("--graph \"" + path.substr(0, 200) + "\": cannot read it");
+    std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto start = svg.find("<svg");
+    if (start == std::string::npos) return Status::invalid("--graph \"" + path.substr(0, 200) + "\": not an SVG file");
+    d.heading(2, "Boundary graph: " + path);
+    if (format == ReportFormat::kHtml) {
+      d.raw("<div class=\"graph\">" + svg.substr(start) + "</div>\n");
+    } else {
+      d.para("![boundary graph](" + path + ")");
+    }
+  }
 
   for (const RunRecord& r : *runs) {
     d.heading(2, "Run " + std::to_string(r.id) + ": seam " + r.command);
@@ -202,13 +218,13 @@ Expected<std::string> renderReport(Store& store, ReportFormat format) {
   return d.finish("seam report");
 }
 
-Status writeReport(Store& store, const std::string& path) {
+Status writeReport(Store& store, const std::string& path, const std::vector<std::string>& graphs) {
   const auto dot = path.rfind('.');
   const std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
   if (ext != "md" && ext != "html") {
     return Status::invalid("-o \"" + path.substr(0, 200) + "\": the extension must be .md or .html");
   }
-  auto text = renderReport(store, ext == "md" ? ReportFormat::kMarkdown : ReportFormat::kHtml);
+  auto text = renderReport(store, ext == "md" ? ReportFormat::kMarkdown : ReportFormat::kHtml, graphs);
   if (!text) return text.status();
   const std::string tmp = path + ".tmp";
   {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 
 namespace seam::reports {
 namespace {
@@ -50,6 +51,14 @@ TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
   EXPECT_EQ(html->rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html->find("owed-once violated &lt;here&gt;"), std::string::npos);  // escaped
   EXPECT_EQ(writeReport(*store, temp("x.pdf")).code(), StatusCode::kInvalidInput);
+  // Boundary graphs are embedded in the HTML page (it stays self-contained).
+  const std::string svg = temp("g.svg");
+  { std::ofstream(svg) << "<?xml version=\"1.0\"?>\n<svg width=\"10\"><g id=\"node1\"/></svg>\n"; }
+  auto with_graph = renderReport(*store, ReportFormat::kHtml, {svg});
+  ASSERT_TRUE(with_graph.hasValue()) << with_graph.status().message();
+  EXPECT_NE(with_graph->find("<div class=\"graph\"><svg width=\"10\">"), std::string::npos);
+  EXPECT_FALSE(renderReport(*store, ReportFormat::kHtml, {temp("missing.svg")}).hasValue());
+  std::remove(svg.c_str());
   for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
 }
 

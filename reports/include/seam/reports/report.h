@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "seam/reports/store.h"
 
@@ -12,10 +13,12 @@ namespace seam::reports {
 
 enum class ReportFormat { kMarkdown, kHtml };
 
-/// Renders the report of every run in `store`.
-Expected<std::string> renderReport(Store& store, ReportFormat format);
+/// Renders the report of every run in `store`; `graphs` are SVG files
+/// (boundary graphs from `seam graph`) embedded in the HTML page, linked
+/// from the Markdown.
+Expected<std::string> renderReport(Store& store, ReportFormat format, const std::vector<std::string>& graphs = {});
 
 /// Writes it to `path` (.md or .html decides the format), atomically.
-Status writeReport(Store& store, const std::string& path);
+Status writeReport(Store& store, const std::string& path, const std::vector<std::string>& graphs = {});
 
 }  // namespace seam::reports
