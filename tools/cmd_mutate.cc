@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "case_options.h"
@@ -90,6 +91,11 @@ Command registerMutate(CLI::App& app) {
                 return fail(Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a mutant id (see seam mutate --list)"));
               }
               spec.mutants.push_back(m);
+            }
+            if (o->resume && !std::filesystem::exists(o->db)) {
+              // Nothing to resume: say so without creating the store.
+              return fail(Status::invalid("--resume: no unfinished mutate with these arguments in --db \"" + o->db +
+                                          "\" (there is no such file)"));
             }
             auto store = reports::Store::open(o->db);
             if (!store) return fail(store.status());

@@ -62,10 +62,11 @@ Command registerProp(CLI::App& app) {
               if (Status st = properties::applyRcParams(env, spec); !st) return fail(st);
             }
             // runProp checks the spec first, so that bad input prints one line only.
-            auto store = reports::Store::open(o->db);
-            if (!store) return fail(store.status());
+            // The store is opened after the run: bad options write no file.
             auto result = properties::runProp(spec);
             if (!result) return fail(result.status());
+            auto store = reports::Store::open(o->db);
+            if (!store) return fail(store.status());
             if (Status st = reports::recordProp(*store, spec, *result, kSeamVersion); !st) return fail(st);
             if (!o->junit.empty()) {
               if (Status st = reports::writePropJunit(*result, o->junit); !st) return fail(st);

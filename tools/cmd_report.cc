@@ -1,4 +1,6 @@
 // `seam report --db FILE -o report.html|report.md`: what the store holds.
+#include <filesystem>
+
 #include "command.h"
 #include "seam/reports/report.h"
 
@@ -16,6 +18,16 @@ Command registerReport(CLI::App& app) {
   sub->add_option("-o,--output", o->out, "report.html or report.md")->required();
   sub->add_option("--graph", o->graphs, "SVG boundary graphs (seam graph) to embed; repeatable");
   return {sub, [o]() {
+            // Check what can be checked before the store is opened (opening
+            // creates a missing one).
+            const auto dot = o->out.rfind('.');
+            const std::string ext = dot == std::string::npos ? "" : o->out.substr(dot + 1);
+            if (ext != "md" && ext != "html") {
+              return fail(Status::invalid("-o \"" + o->out.substr(0, 200) + "\": the extension must be .md or .html"));
+            }
+            if (!std::filesystem::exists(o->db)) {
+              return fail(Status::invalid("--db \"" + o->db.substr(0, 200) + "\": no such store"));
+            }
             auto store = reports::Store::open(o->db);
             if (!store) return fail(store.status());
             if (Status st = reports::writeReport(*store, o->out, o->graphs); !st) return fail(st);

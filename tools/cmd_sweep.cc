@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <filesystem>
 #include <thread>
 
 #include "case_options.h"
@@ -84,6 +85,11 @@ Command registerSweep(CLI::App& app) {
             }
             // Validate the fixed leaves once, with the message ConfigSpace gives.
             if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe) return fail(probe.status());
+            if (o->resume && !std::filesystem::exists(o->db)) {
+              // Nothing to resume: say so without creating the store.
+              return fail(Status::invalid("--resume: no unfinished sweep with these arguments in --db \"" + o->db +
+                                          "\" (there is no such file)"));
+            }
             auto store = reports::Store::open(o->db);
             if (!store) return fail(store.status());
             const std::string args = reports::sweepArgs(spec);

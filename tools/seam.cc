@@ -33,6 +33,13 @@ int main(int argc, char** argv) {
                                      registerDiff(app), registerImport(app), registerGraph(app), registerReport(app),
                                      registerDb(app)};
 
+    // CLI11 answers an unknown option before any command with "A subcommand
+    // is required"; name it.
+    if (argc > 1 && argv[1][0] == '-' && std::string(argv[1]) != "-h" && std::string(argv[1]) != "--help" &&
+        std::string(argv[1]) != "--help-all" && std::string(argv[1]) != "--version") {
+      std::cerr << "seam: unknown option \"" << std::string(argv[1]).substr(0, 64) << "\" before the command\n";
+      return kExitBadInput;
+    }
     // CLI11 answers an unknown command with "A subcommand is required"; name it.
     if (argc > 1 && argv[1][0] != '-' && !isCommand(app, argv[1])) {
       std::string known;

@@ -44,7 +44,7 @@ struct Reader {
 
 }  // namespace
 
-Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const std::string& version) {
+Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& version) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::invalid("\"" + path.substr(0, 200) + "\": cannot read it");
   std::stringstream buf;
@@ -181,21 +181,43 @@ Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const s
                            "\" is missing)");
   }
 
+  GpuResultFile file;
+  file.path = path;
+  file.tool = out.tool;
+  file.run = std::move(run);
+  file.c = std::move(c);
+  file.equivalences = std::move(eqs);
+  file.timings = std::move(timings);
+  file.summary = out.summary;
+  return file;
+}
+
+Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file) {
+  RunRecord run = file.run;
   if (Status st = store.beginRun(run); !st) return st;
   if (Status st = store.beginBatch(); !st) return st;
-  if (Status st = store.addCase(run.id, c, {}); !st) return st;
-  for (const auto& e : eqs) {
+  if (Status st = store.addCase(run.id, file.c, {}); !st) return st;
+  for (const auto& e : file.equivalences) {
     if (Status st = store.addEquivalence(run.id, e); !st) return st;
   }
-  for (const auto& t : timings) {
+  for (const auto& t : file.timings) {
     if (Status st = store.addTiming(run.id, t); !st) return st;
   }
   if (Status st = store.commitBatch(); !st) return st;
   if (Status st = store.finishRun(run.id); !st) return st;
+  GpuImport out;
   out.run_id = run.id;
-  out.equivalences = static_cast<int>(eqs.size());
-  out.timings = static_cast<int>(timings.size());
+  out.tool = file.tool;
+  out.summary = file.summary;
+  out.equivalences = static_cast<int>(file.equivalences.size());
+  out.timings = static_cast<int>(file.timings.size());
   return out;
+}
+
+Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const std::string& version) {
+  auto file = readGpuJson(path, version);
+  if (!file) return file.status();
+  return writeGpuResult(store, *file);
 }
 
 }  // namespace seam::reports

@@ -26,7 +26,18 @@ inline CliRun runSeam(const std::string& args) {
   static int calls = 0;
   const std::string err_path = ::testing::TempDir() + "seam_cli_stderr." + std::to_string(getpid()) + "." +
                                std::to_string(++calls) + ".txt";
-  const std::string cmd = std::string(SEAM_BIN) + " " + args + " 2>" + err_path;
+  // "__CD__<dir>__ ARGS" runs inside <dir>, the arguments parsed by bash
+  // (for $'..' quoting of bytes).
+  std::string cmd;
+  if (args.rfind("__CD__", 0) == 0) {
+    const auto end = args.find("__ ", 6);
+    std::string inner = std::string(SEAM_BIN) + " " + args.substr(end + 3);
+    std::string quoted;
+    for (char c : inner) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd = "cd '" + args.substr(6, end - 6) + "' && bash -c '" + quoted + "' 2>" + err_path;
+  } else {
+    cmd = std::string(SEAM_BIN) + " " + args + " 2>" + err_path;
+  }
   CliRun r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "seam/reports/store.h"
 
@@ -20,9 +21,26 @@ struct GpuImport {
   std::string summary;     ///< one line for the console
 };
 
-/// Reads `path` and writes it into `store` in one transaction. A file that is
-/// not seam-gpu JSON (unreadable, malformed, missing fields) is refused with
-/// one line naming the file and what is wrong; nothing is written then.
+/// One file read and checked, not yet written.
+struct GpuResultFile {
+  std::string path;
+  std::string tool;
+  RunRecord run;
+  CaseRecord c;
+  std::vector<EquivalenceRecord> equivalences;
+  std::vector<TimingRecord> timings;
+  std::string summary;
+};
+
+/// Reads and checks `path`. A file that is not seam-gpu JSON (unreadable,
+/// malformed, missing fields) is refused with one line naming the file and
+/// what is wrong.
+Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& version);
+
+/// Writes a checked file into `store` in one transaction.
+Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file);
+
+/// readGpuJson then writeGpuResult; nothing is written when the file is refused.
 Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const std::string& version);
 
 }  // namespace seam::reports
