@@ -33,6 +33,53 @@ struct Command {
   std::function<int()> run;
 };
 
+/// Parses the command line the way every seam binary does: help and version
+/// print and give kExitOk; an unknown command or option, or any CLI11 error,
+/// prints one line "<program>: ..." and gives kExitBadInput; -1 means parsed,
+/// go on.
+inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::string& program) {
+  std::string commands;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    commands += (commands.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+  }
+  if (argc > 1) {
+    const std::string first = argv[1];
+    const bool help = first == "-h" || first == "--help" || first == "--version";
+    if (first[0] == '-' && !help) {
+      std::cerr << program << ": unknown option \"" << first.substr(0, 64) << "\" before the command\n";
+      return kExitBadInput;
+    }
+    // CLI11 answers an unknown command with "A subcommand is required"; name it.
+    if (first[0] != '-' && !known) {
+      std::cerr << program << ": unknown command \"" << first.substr(0, 64) << "\" (commands: " << commands << ")\n";
+      return kExitBadInput;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << kSeamVersion << "\n";
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    // One line on stderr naming the bad value (DESIGN §9).
+    std::string what = e.what();
+    for (char& c : what) {
+      if (c == '\n') c = ' ';
+    }
+    std::cerr << program << ": " << what << "\n";
+    return kExitBadInput;
+  }
+  return -1;
+}
+
 Command registerModels(CLI::App& app);
 Command registerConfigs(CLI::App& app);
 Command registerPlan(CLI::App& app);

@@ -413,33 +413,7 @@ int main(int argc, char** argv) {
     bench->add_option("--iters", bench_iters, "timed iterations")->capture_default_str();
     bench->add_option("--json", bench_json, "write the result as one JSON object to this file");
 
-    // CLI11 answers an unknown command with "A subcommand is required"; name it.
-    const std::string first = argc > 1 ? argv[1] : "";
-    const bool known = first == "info" || first == "run" || first == "compare" || first == "bench-allreduce";
-    if (!first.empty() && first[0] != '-' && !known) {
-      std::cerr << "seam-gpu: unknown command \"" << std::string(argv[1]).substr(0, 64)
-                << "\" (commands: info, run, compare, bench-allreduce)\n";
-      return kExitBadInput;
-    }
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
-      std::cout << app.help();
-      return kExitOk;
-    } catch (const CLI::CallForAllHelp&) {
-      std::cout << app.help("", CLI::AppFormatMode::All);
-      return kExitOk;
-    } catch (const CLI::CallForVersion&) {
-      std::cout << kSeamVersion << "\n";
-      return kExitOk;
-    } catch (const CLI::ParseError& e) {
-      std::string what = e.what();
-      for (char& ch : what) {
-        if (ch == '\n') ch = ' ';
-      }
-      std::cerr << "seam-gpu: " << what << "\n";
-      return kExitBadInput;
-    }
+    if (const int code = parseCommandLine(app, argc, argv, "seam-gpu"); code >= 0) return code;
     if (info->parsed()) return runInfo();
     if (bench->parsed()) return runBench(bytes, bench_iters, bench_json);
     std::string command_line;

@@ -44,26 +44,8 @@ std::uint64_t fnv1aFloats(std::uint64_t state, const float* values, std::size_t 
   return state;
 }
 
-namespace {
-
-/// Distance in fp32 units in the last place, across the sign too (as
-/// compareOutputs measures it).
-std::int64_t ulpDistance(float x, float y) {
-  auto ordered = [](float v) {
-    std::int32_t i;
-    std::memcpy(&i, &v, sizeof i);
-    return i < 0 ? static_cast<std::int64_t>(INT32_MIN) - i : static_cast<std::int64_t>(i);
-  };
-  return std::llabs(ordered(x) - ordered(y));
-}
-
-bool isBf16(float v) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return (bits & 0xffffu) == 0;
-}
-
-}  // namespace
+using numeric::isBf16;
+using numeric::ulpDistance;
 
 OutputDiff compareRankFinals(const RankFinals& finals, const NumericOutput& expected) {
   OutputDiff d;

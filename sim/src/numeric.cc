@@ -2,6 +2,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -36,6 +37,21 @@ float roundBf16(float v) {
   float out;
   std::memcpy(&out, &bits, sizeof out);
   return out;
+}
+
+std::int64_t ulpDistance(float x, float y) {
+  auto ordered = [](float v) {
+    std::int32_t i;
+    std::memcpy(&i, &v, sizeof i);
+    return i < 0 ? static_cast<std::int64_t>(INT32_MIN) - i : static_cast<std::int64_t>(i);
+  };
+  return std::llabs(ordered(x) - ordered(y));
+}
+
+bool isBf16(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return (bits & 0xffffu) == 0;
 }
 
 StageWeights stageWeights(int stack, int stage, Mode mode, const Shape& shape) {

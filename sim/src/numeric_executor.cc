@@ -130,25 +130,8 @@ std::string OutputDiff::describe() const {
          std::to_string(max_abs) + ", max " + std::to_string(max_ulps) + (bf16_ulps ? " bf16" : " fp32") + " ulps";
 }
 
-namespace {
-
-/// Distance in fp32 units in the last place, across the sign too.
-std::int64_t ulpDistance(float x, float y) {
-  auto ordered = [](float v) {
-    std::int32_t i;
-    std::memcpy(&i, &v, sizeof i);
-    return i < 0 ? static_cast<std::int64_t>(INT32_MIN) - i : static_cast<std::int64_t>(i);
-  };
-  return std::llabs(ordered(x) - ordered(y));
-}
-
-bool isBf16(float v) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return (bits & 0xffffu) == 0;
-}
-
-}  // namespace
+using numeric::isBf16;
+using numeric::ulpDistance;
 
 OutputDiff compareOutputs(const NumericOutput& a, const NumericOutput& b) {
   OutputDiff d;

@@ -75,4 +75,9 @@ void projectRow(const float* final_output, float* out, int stack, int token, Mod
 /// fp32 -> bf16 -> fp32, round to nearest even (real mode after every op).
 float roundBf16(float v);
 
+/// Distance of two floats in fp32 units in the last place, across the sign.
+std::int64_t ulpDistance(float x, float y);
+/// True when `v` is exactly a bf16 value (its low 16 bits are zero).
+bool isBf16(float v);
+
 }  // namespace seam::numeric
