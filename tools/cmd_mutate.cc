@@ -5,7 +5,6 @@
 
 #include <charconv>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "case_options.h"
@@ -92,17 +91,10 @@ Command registerMutate(CLI::App& app) {
               }
               spec.mutants.push_back(m);
             }
-            if (o->resume && !std::filesystem::exists(o->db)) {
-              // Nothing to resume: say so without creating the store.
-              return fail(Status::invalid("--resume: no unfinished mutate with these arguments in --db \"" + o->db +
-                                          "\" (there is no such file)"));
-            }
-            auto store = reports::Store::open(o->db);
-            if (!store) return fail(store.status());
-            const std::string args = reports::campaignArgs(spec);
-            auto started = reports::startRun(*store, "mutate", args, kSeamVersion, o->resume);
-            if (!started) return fail(started.status());
-            const reports::RunRecord run = *started;
+            auto opened = reports::openRun(o->db, "mutate", reports::campaignArgs(spec), kSeamVersion, o->resume);
+            if (!opened) return fail(opened.status());
+            reports::Store* store = &opened->store;
+            const reports::RunRecord run = opened->run;
             CampaignProgress progress(isatty(2));
             reports::CampaignRecorder recorder(*store, run.id, spec, &progress);
             if (!recorder.status()) return fail(recorder.status());

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
-#include <filesystem>
 #include <thread>
 
 #include "case_options.h"
@@ -85,17 +84,10 @@ Command registerSweep(CLI::App& app) {
             }
             // Validate the fixed leaves once, with the message ConfigSpace gives.
             if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe) return fail(probe.status());
-            if (o->resume && !std::filesystem::exists(o->db)) {
-              // Nothing to resume: say so without creating the store.
-              return fail(Status::invalid("--resume: no unfinished sweep with these arguments in --db \"" + o->db +
-                                          "\" (there is no such file)"));
-            }
-            auto store = reports::Store::open(o->db);
-            if (!store) return fail(store.status());
-            const std::string args = reports::sweepArgs(spec);
-            auto started = reports::startRun(*store, "sweep", args, kSeamVersion, o->resume);
-            if (!started) return fail(started.status());
-            const reports::RunRecord run = *started;
+            auto opened = reports::openRun(o->db, "sweep", reports::sweepArgs(spec), kSeamVersion, o->resume);
+            if (!opened) return fail(opened.status());
+            reports::Store* store = &opened->store;
+            const reports::RunRecord run = opened->run;
             if (o->resume) {
               auto done = store->caseIndices(run.id);
               if (!done) return fail(done.status());

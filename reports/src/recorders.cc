@@ -1,6 +1,7 @@
 #include "seam/reports/recorders.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 namespace seam::reports {
@@ -22,6 +23,19 @@ Expected<RunRecord> startRun(Store& store, const std::string& command, const std
   run.version = version;
   if (Status st = store.beginRun(run); !st) return st;
   return run;
+}
+
+Expected<StoredRun> openRun(const std::string& db, const std::string& command, const std::string& args,
+                            const std::string& version, bool resume) {
+  if (resume && !std::filesystem::exists(db)) {
+    return Status::invalid("--resume: no unfinished " + command + " with these arguments in --db \"" + db +
+                           "\" (there is no such file)");
+  }
+  auto store = Store::open(db);
+  if (!store) return store.status();
+  auto run = startRun(*store, command, args, version, resume);
+  if (!run) return run.status();
+  return StoredRun{std::move(*store), std::move(*run)};
 }
 
 std::string sweepArgs(const properties::SweepSpec& spec) {

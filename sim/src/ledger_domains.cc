@@ -1,19 +1,17 @@
 #include "ledger_domains.h"
 
+#include "mix.h"
+
 #include <algorithm>
 
 namespace seam::ledger_detail {
 
 namespace {
 
-// splitmix64: a fixed, well-mixed sequence; the points the fingerprints are
-// evaluated at. Fixed so that every run of seam is reproducible.
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// The points the fingerprints are evaluated at: fixed, so that every run of
+// seam is reproducible.
+using detail::splitmix64;
+constexpr auto splitmix = splitmix64;
 
 std::uint64_t point(std::uint64_t domain, std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0) {
   std::uint64_t h = splitmix(domain * 0x100000001b3ULL + a);

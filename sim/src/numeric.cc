@@ -6,16 +6,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "mix.h"
+
 namespace seam::numeric {
 
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+constexpr auto mix = detail::splitmix64;
 
 std::uint64_t key(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) {
   return mix(mix(mix(mix(a) ^ b) ^ c) ^ d);

@@ -20,6 +20,16 @@ namespace seam::reports {
 Expected<RunRecord> startRun(Store& store, const std::string& command, const std::string& args,
                              const std::string& version, bool resume);
 
+/// An open store and the run being written to it.
+struct StoredRun {
+  Store store;
+  RunRecord run;
+};
+/// Opens `db` and starts (or, with `resume`, finds) the run. Resuming from a
+/// file that does not exist is refused without creating it.
+Expected<StoredRun> openRun(const std::string& db, const std::string& command, const std::string& args,
+                            const std::string& version, bool resume);
+
 /// The canonical argument string a run is resumed by.
 std::string sweepArgs(const properties::SweepSpec& spec);
 std::string campaignArgs(const mutants::CampaignSpec& spec);
