@@ -44,9 +44,6 @@ std::uint64_t fnv1aFloats(std::uint64_t state, const float* values, std::size_t 
   return state;
 }
 
-using numeric::isBf16;
-using numeric::ulpDistance;
-
 OutputDiff compareRankFinals(const RankFinals& finals, const NumericOutput& expected) {
   OutputDiff d;
   const int h = expected.hidden;
@@ -61,24 +58,11 @@ OutputDiff compareRankFinals(const RankFinals& finals, const NumericOutput& expe
       const int t = finals.tokens[s][i];
       if (t < 0 || t >= expected.tokens) continue;
       for (int k = 0; k < h; ++k) {
-        const float x = finals.rows[s][i * h + k];
-        const float y = expected.rows[s][static_cast<size_t>(t) * h + k];
-        if (std::memcmp(&x, &y, sizeof x) == 0) continue;
-        if (d.identical) {
-          d.identical = false;
-          d.stack = static_cast<int>(s);
-          d.token = t;
-          d.element = k;
-          d.a = x;
-          d.b = y;
-        }
-        d.max_abs = std::max(d.max_abs, static_cast<double>(std::fabs(x - y)));
-        d.max_ulps = std::max(d.max_ulps, ulpDistance(x, y));
-        d.bf16_ulps = d.bf16_ulps && isBf16(x) && isBf16(y);
+        d.add(static_cast<int>(s), t, k, finals.rows[s][i * h + k], expected.rows[s][static_cast<size_t>(t) * h + k]);
       }
     }
   }
-  if (d.bf16_ulps) d.max_ulps /= 65536;
+  d.finish();
   return d;
 }
 

@@ -130,8 +130,24 @@ std::string OutputDiff::describe() const {
          std::to_string(max_abs) + ", max " + std::to_string(max_ulps) + (bf16_ulps ? " bf16" : " fp32") + " ulps";
 }
 
-using numeric::isBf16;
-using numeric::ulpDistance;
+void OutputDiff::add(int s, int t, int k, float x, float y) {
+  if (std::memcmp(&x, &y, sizeof x) == 0) return;
+  if (identical) {
+    identical = false;
+    stack = s;
+    token = t;
+    element = k;
+    a = x;
+    b = y;
+  }
+  max_abs = std::max(max_abs, static_cast<double>(std::fabs(x - y)));
+  max_ulps = std::max(max_ulps, numeric::ulpDistance(x, y));
+  bf16_ulps = bf16_ulps && numeric::isBf16(x) && numeric::isBf16(y);
+}
+
+void OutputDiff::finish() {
+  if (bf16_ulps) max_ulps /= 65536;
+}
 
 OutputDiff compareOutputs(const NumericOutput& a, const NumericOutput& b) {
   OutputDiff d;
@@ -142,22 +158,11 @@ OutputDiff compareOutputs(const NumericOutput& a, const NumericOutput& b) {
   }
   for (size_t s = 0; s < a.rows.size(); ++s) {
     for (size_t i = 0; i < a.rows[s].size(); ++i) {
-      const float x = a.rows[s][i], y = b.rows[s][i];
-      if (std::memcmp(&x, &y, sizeof x) == 0) continue;
-      if (d.identical) {
-        d.identical = false;
-        d.stack = static_cast<int>(s);
-        d.token = static_cast<int>(i / a.hidden);
-        d.element = static_cast<int>(i % a.hidden);
-        d.a = x;
-        d.b = y;
-      }
-      d.max_abs = std::max(d.max_abs, static_cast<double>(std::fabs(x - y)));
-      d.max_ulps = std::max(d.max_ulps, ulpDistance(x, y));
-      d.bf16_ulps = d.bf16_ulps && isBf16(x) && isBf16(y);
+      d.add(static_cast<int>(s), static_cast<int>(i / a.hidden), static_cast<int>(i % a.hidden), a.rows[s][i],
+            b.rows[s][i]);
     }
   }
-  if (d.bf16_ulps) d.max_ulps /= 65536;
+  d.finish();
   // Snapshots are outputs too (the draft model reads them).
   if (a.snapshots.size() != b.snapshots.size()) {
     d.identical = false;

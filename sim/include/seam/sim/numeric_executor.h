@@ -60,6 +60,10 @@ struct OutputDiff {
   /// compared value is a bf16 number, fp32 otherwise.
   std::int64_t max_ulps = 0;
   bool bf16_ulps = true;
+  /// One compared element: records it when its bits differ.
+  void add(int stack, int token, int element, float x, float y);
+  /// After the last add: turns fp32 ulps into bf16 ulps when every value was bf16.
+  void finish();
   std::string describe() const;
 };
 OutputDiff compareOutputs(const NumericOutput& a, const NumericOutput& b);
