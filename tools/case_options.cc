@@ -65,6 +65,14 @@ Expected<Schema> buildSchema(const CaseOptions& o) {
   return Schema::with(*d);
 }
 
+Expected<Plan> buildPolicyPlan(const CaseOptions& o, const Case& c) {
+  auto policy = parsePolicy(o.policy);
+  if (!policy) return policy.status();
+  auto schema = buildSchema(o);
+  if (!schema) return schema.status();
+  return buildPlan(c, *policy, *schema);
+}
+
 namespace {
 
 Expected<std::vector<int>> parseIntList(const std::string& text, const char* option) {

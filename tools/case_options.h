@@ -38,6 +38,9 @@ Expected<Plan> buildCasePlan(const CaseOptions& o, const Case& c);
 /// The schema the options ask for (--decision), or an error naming the value.
 Expected<Schema> buildSchema(const CaseOptions& o);
 
+/// The policy's plan of the case (--policy, --decision); no trace.
+Expected<Plan> buildPolicyPlan(const CaseOptions& o, const Case& c);
+
 /// Parallel leaves a space-wide command fixes (`seam configs`, `seam sweep`).
 struct FilterOptions {
   std::optional<int> pp, tp, dp, cp, ep, moe_dp;

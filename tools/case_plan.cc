@@ -6,13 +6,8 @@
 namespace seam::tools {
 
 Expected<Plan> buildCasePlan(const CaseOptions& o, const Case& c) {
-  auto policy = parsePolicy(o.policy);
-  if (!policy) return policy.status();
-  auto schema = buildSchema(o);
-  if (!schema) return schema.status();
-  auto plan = buildPlan(c, *policy, *schema);
-  if (!plan) return plan.status();
-  if (o.trace.empty()) return plan;
+  auto plan = buildPolicyPlan(o, c);
+  if (!plan || o.trace.empty()) return plan;
   return reports::importTrace(o.trace, *plan);
 }
 

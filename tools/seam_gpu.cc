@@ -121,9 +121,7 @@ int runRun(const RunOptions& o, const std::string& command_line) {
   if (!mode) return failGpu(mode.status());
   auto c = buildCase(o.c);
   if (!c) return failGpu(c.status());
-  auto policy = parsePolicy(o.c.policy);
-  if (!policy) return failGpu(policy.status());
-  auto plan = buildPlan(*c, *policy);
+  auto plan = buildPolicyPlan(o.c, *c);
   if (!plan) return failGpu(plan.status());
   if (o.rank < 0 || o.rank >= plan->world()) {
     return failGpu(Status::invalid("--rank " + std::to_string(o.rank) + " is not a rank of the world of " +
@@ -152,8 +150,9 @@ int runRun(const RunOptions& o, const std::string& command_line) {
                {"config", c->config.describe()},
                {"flags", c->flags.describe()},
                {"tokens", c->batch.describe()},
-               {"policy", std::string(policyName(*policy))},
-               {"reproduce", reproduceCommand(*c, policyName(*policy))}};
+               {"policy", plan->policy},
+               {"reproduce", reproduceCommand(*c, plan->policy) +
+                                 (o.c.decision.empty() ? "" : " --decision " + o.c.decision)}};
   j["numeric"] = {{"mode", o.numeric}, {"hidden", o.hidden}, {"inner", o.inner}};
   j["warmup"] = o.warmup;
   j["iters"] = o.iters;
@@ -163,7 +162,7 @@ int runRun(const RunOptions& o, const std::string& command_line) {
   j["notes"] = gpu->notes;
 
   std::cout << "seam-gpu run: " << c->model.name << " " << c->model.pattern.text() << "  policy "
-            << policyName(*policy) << "  (" << c->config.describe() << "; " << c->flags.describe() << "; tokens "
+            << plan->policy << (o.c.decision.empty() ? "" : " with --decision " + o.c.decision) << "  (" << c->config.describe() << "; " << c->flags.describe() << "; tokens "
             << c->batch.describe() << ")\n";
   std::cout << o.numeric << " mode, hidden " << o.hidden << ", inner " << o.inner << ", on " << gpu->device << " ("
             << gpu->versions.describe() << ")\n";
@@ -309,6 +308,9 @@ struct CompareOptions {
 /// size-1 reduction dropped); the run observes it.
 int runCompare(const CompareOptions& o, const std::string& command_line) {
   if (!o.c.trace.empty()) return failGpu(Status::invalid("--trace: seam-gpu runs a policy's plan; traces are for seam check and seam diff"));
+  if (!o.c.decision.empty()) {
+    return failGpu(Status::invalid("--decision " + o.c.decision + ": seam-gpu compare runs two policies' plans; plant a decision with seam-gpu run"));
+  }
   auto mode = parseNumeric(o.numeric);
   if (!mode) return failGpu(mode.status());
   auto c = buildCase(o.c);

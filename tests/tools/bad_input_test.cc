@@ -39,7 +39,17 @@ TEST(BadInputs, EachExitsTwoWithOneStderrLineNamingTheProblemAndWritesNoFile) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     // bash for $'...' quoting; run inside the empty folder.
-    const auto r = seam::testing::runSeam("__CD__" + dir.string() + "__ " + b.args);
+    // "seam-gpu ARGS" entries run seam-gpu, built where CUDA and NCCL are.
+    std::string args = b.args, bin = SEAM_BIN;
+    if (args.rfind("seam-gpu ", 0) == 0) {
+#ifdef SEAM_GPU_BIN
+      args = args.substr(9);
+      bin = SEAM_GPU_BIN;
+#else
+      continue;
+#endif
+    }
+    const auto r = seam::testing::runSeam("__CD__" + dir.string() + "__ " + args, bin);
     EXPECT_EQ(r.code, 2) << b.args << "\n" << r.err;
     EXPECT_EQ(seam::testing::lineCount(r.err), 1) << b.args << "\n" << r.err;
     EXPECT_NE(r.err.find(b.needle), std::string::npos) << b.args << ": " << r.err;

@@ -20,9 +20,9 @@ struct CliRun {
   std::string err;
 };
 
-/// Runs `seam ARGS` through the shell. ctest runs tests in parallel
-/// processes: stderr goes to a file per process and call.
-inline CliRun runSeam(const std::string& args) {
+/// Runs `seam ARGS` (or another built binary) through the shell. ctest runs
+/// tests in parallel processes: stderr goes to a file per process and call.
+inline CliRun runSeam(const std::string& args, const std::string& bin = SEAM_BIN) {
   static int calls = 0;
   const std::string err_path = ::testing::TempDir() + "seam_cli_stderr." + std::to_string(getpid()) + "." +
                                std::to_string(++calls) + ".txt";
@@ -31,12 +31,12 @@ inline CliRun runSeam(const std::string& args) {
   std::string cmd;
   if (args.rfind("__CD__", 0) == 0) {
     const auto end = args.find("__ ", 6);
-    std::string inner = std::string(SEAM_BIN) + " " + args.substr(end + 3);
+    std::string inner = bin + " " + args.substr(end + 3);
     std::string quoted;
     for (char c : inner) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     cmd = "cd '" + args.substr(6, end - 6) + "' && bash -c '" + quoted + "' 2>" + err_path;
   } else {
-    cmd = std::string(SEAM_BIN) + " " + args + " 2>" + err_path;
+    cmd = bin + " " + args + " 2>" + err_path;
   }
   CliRun r;
   FILE* pipe = popen(cmd.c_str(), "r");
