@@ -37,7 +37,11 @@ void addFilterOptions(CLI::App* sub, FilterOptions& o) {
 
 void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--model", o.model, "model preset (see `seam models`)");
-  sub->add_option("--pattern", o.pattern, "a bare single-stage pattern instead of a preset, e.g. 'M-*E-'");
+  sub->add_option("--pattern", o.pattern, "a bare pattern instead of a preset, e.g. 'M-*E-'");
+  sub->add_option("--family", o.family,
+                  "layers of a bare --pattern: single-stage (Nemotron-H, M * - E) or two-stage "
+                  "(mixer M * G P then FFN - E per decoder layer, e.g. '*-*E')")
+      ->capture_default_str();
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
   sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")->capture_default_str();
@@ -52,7 +56,7 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--mode", o.mode, "forward mode: decode|extend")->capture_default_str();
   sub->add_flag("--ln-sp", o.ln_sp, "LayerNorm sequence parallel");
   sub->add_option("--capture", o.capture, "aux hidden-state snapshots before these stages, e.g. 2,5");
-  sub->add_option("--policy", o.policy, "boundary policy: declared")->capture_default_str();
+  sub->add_option("--policy", o.policy, "boundary policy: declared|legacy|naive")->capture_default_str();
   sub->add_option("--decision", o.decision, "plan with this planner decision flipped (a planted bug)");
   sub->add_option("--trace", o.trace, "an engine trace (JSON lines, see README) to check instead of the policy's plan");
 }
@@ -108,9 +112,14 @@ Expected<Case> buildCase(const CaseOptions& o) {
     if (!m) return m.status();
     c.model = std::move(*m);
   } else {
-    auto m = modelFromPattern(o.pattern);
+    auto family = parsePatternFamily(o.family);
+    if (!family) return family.status();
+    auto m = modelFromPattern(o.pattern, *family);
     if (!m) return m.status();
     c.model = std::move(*m);
+  }
+  if (!o.model.empty() && o.family != "single-stage") {
+    return Status::invalid("--family \"" + o.family.substr(0, 64) + "\" applies to --pattern; a preset has its own");
   }
   c.config = ParallelConfig{.pp = o.pp, .tp = o.tp, .attn_dp = o.dp, .attn_cp = o.cp, .moe_ep = o.ep,
                             .moe_dp = o.moe_dp};

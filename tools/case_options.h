@@ -17,6 +17,7 @@ namespace seam::tools {
 struct CaseOptions {
   std::string model;
   std::string pattern;
+  std::string family = "single-stage";  // of a bare --pattern
   int pp = 1, tp = 1, dp = 1, cp = 1, ep = 1, moe_dp = 1;
   std::string tokens;  // default: 4 per DP shard
   std::string a2a = "none";

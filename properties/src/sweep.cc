@@ -70,10 +70,13 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
   std::vector<Flags> out;
   // EAGLE3-style aux hidden-state capture (SGLang captures layers near 2,
   // L/2 and L-3), on the default flags.
-  const int n = m.pattern.size();
+  // Captures sit before a decoder layer: stage layer * stages-per-layer.
+  const int spl = m.stagesPerLayer();
+  const int n = m.pattern.size() / spl;
   if (n >= 4) {
     Flags f;
-    for (int s : {1, n / 2, n - 3}) {
+    for (int layer : {1, n / 2, n - 3}) {
+      const int s = layer * spl;
       if (std::find(f.capture.begin(), f.capture.end(), s) == f.capture.end()) f.capture.push_back(s);
     }
     out.push_back(f);
@@ -112,7 +115,7 @@ ModelPreset fitProbe(const ModelRef& m) {
   ModelPreset p{};
   p.name = m.name;
   p.family = m.family;
-  p.layers = m.pattern.size();
+  p.layers = m.pattern.size() / m.stagesPerLayer();
   p.shape = m.shape;
   return p;
 }

@@ -115,7 +115,8 @@ std::string renderModels(Format format) {
               shapeValue(s.hidden), shapeValue(s.heads) + "/" + shapeValue(s.kv_heads), shapeValue(s.head_dim),
               mamba, shapeValue(s.mamba_groups), shapeValue(s.ffn_intermediate), moe,
               shapeValue(s.moe_shared_intermediate), p.mtp_pattern.empty() ? "-" : std::string(p.mtp_pattern),
-              p.pattern.empty() ? "(parallel hybrid: attention || mamba, then MLP)" : std::string(p.pattern)});
+              // Two-stage stacks stage by stage (mixer, FFN per layer; P = attention || Mamba-2).
+              p.stages.empty() ? std::string(p.pattern) : std::string(p.stages)});
   }
   return t.render() + std::to_string(presets().size()) + " models\n";
 }

@@ -77,7 +77,7 @@ Status fitsCaseModel(const ModelRef& model, const ParallelConfig& config) {
   preset.name = model.name;
   preset.display_name = model.name;
   preset.family = model.family;
-  preset.layers = model.pattern.size();
+  preset.layers = model.pattern.size() / model.stagesPerLayer();
   preset.shape = model.shape;
   return fitsModel(preset, config);
 }
@@ -167,22 +167,37 @@ Expected<Batch> parseBatch(std::string_view text) {
 
 Expected<ModelRef> modelFromPreset(const ModelPreset& preset) {
   const std::string name(preset.name);
-  if (preset.family == LayerFamily::kParallelHybrid) {
-    return Status::invalid("model " + name +
-                           " (parallel-hybrid) has no layer pattern: parallel-hybrid layers are not modelled yet");
-  }
   Expected<Pattern> pattern = preset.parsedPattern();
   if (!pattern) return pattern.status();
-  return ModelRef{name, preset.family, std::move(pattern).value(), preset.shape};
+  return ModelRef{name, preset.family, std::move(pattern).value(), preset.shape, preset.allow_reduce_scatter};
 }
 
-Expected<ModelRef> modelFromPattern(std::string_view text) {
-  Expected<Pattern> pattern = parsePattern(text, PatternAlphabet::kSingleStage);
+Expected<ModelRef> modelFromPattern(std::string_view text, LayerFamily family) {
+  const bool two = family != LayerFamily::kSingleStage;
+  Expected<Pattern> pattern = parsePattern(text, two ? PatternAlphabet::kTwoStage : PatternAlphabet::kSingleStage);
   if (!pattern) return pattern.status();
   const bool moe = containsKind(pattern->layers, LayerKind::kMoe) || containsKind(pattern->mtp, LayerKind::kMoe);
-  Expected<const ModelPreset*> donor = findPreset(moe ? "nemotron-3-nano" : "nemotron-h-8b");
+  const char* donor_name = two ? (moe ? "deepseek-v3" : "qwen3-8b") : (moe ? "nemotron-3-nano" : "nemotron-h-8b");
+  Expected<const ModelPreset*> donor = findPreset(donor_name);
   assert(donor.hasValue() && "the shape donor presets are compiled in");
-  return ModelRef{"pattern", LayerFamily::kSingleStage, std::move(pattern).value(), (*donor)->shape};
+  ModelShape shape = (*donor)->shape;
+  // A parallel mixer (P) reads Mamba-2 shapes too: borrow Falcon-H1-7B's.
+  if (containsKind(pattern->layers, LayerKind::kParallelMixer)) {
+    Expected<const ModelPreset*> falcon = findPreset("falcon-h1-7b");
+    assert(falcon.hasValue() && "the shape donor presets are compiled in");
+    shape.mamba_heads = (*falcon)->shape.mamba_heads;
+    shape.mamba_head_dim = (*falcon)->shape.mamba_head_dim;
+    shape.mamba_groups = (*falcon)->shape.mamba_groups;
+    shape.ssm_state = (*falcon)->shape.ssm_state;
+  }
+  return ModelRef{"pattern", two ? LayerFamily::kTwoStage : LayerFamily::kSingleStage, std::move(pattern).value(),
+                  shape, (*donor)->allow_reduce_scatter};
+}
+
+Expected<LayerFamily> parsePatternFamily(std::string_view text) {
+  if (text == "single-stage") return LayerFamily::kSingleStage;
+  if (text == "two-stage") return LayerFamily::kTwoStage;
+  return Status::invalid("--family \"" + std::string(text.substr(0, 64)) + "\" is not one of single-stage, two-stage");
 }
 
 Status validateCase(const Case& c) {
@@ -221,8 +236,9 @@ std::string reproduceCommand(const Case& c, std::string_view policy) {
   if (findPreset(c.model.name).hasValue()) {
     out += " --model " + c.model.name;
   } else {
-    // Pattern text is M * - E | / only, so single quotes are enough for a shell.
+    // Pattern text is M * G P - E | / only, so single quotes are enough for a shell.
     out += " --pattern '" + c.model.pattern.text() + "'";
+    if (c.model.family != LayerFamily::kSingleStage) out += " --family two-stage";
   }
   const ParallelConfig& p = c.config;
   out += " --tp " + std::to_string(p.tp) + " --pp " + std::to_string(p.pp) + " --dp " + std::to_string(p.attn_dp) +

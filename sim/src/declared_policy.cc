@@ -1,7 +1,9 @@
-// The declared boundary policy for single-stage hybrid layers (Nemotron-H),
-// following the newest (layer_boundary) semantics of
-// reference/serving-boundaries.md §9.2 (5) and the per-boundary table §9.3:
-// each boundary is built from the declarations of its two sides only.
+// The boundary policies (declared, legacy, naive) for single-stage hybrid
+// layers (Nemotron-H: serving-boundaries.md §9.2 (5), §9.3) and for
+// two-stage decoder layers (attention then FFN: the classic tables of §5 for
+// legacy, the declared equivalents of §6 for declared; DeepSeek-V3, Qwen3,
+// Qwen3-Next, and Falcon-H1 whose parallel mixer is one attn-TP partial, §10).
+// Each boundary is built from the declarations of its two sides only.
 //
 // Decisions are made once per boundary (they do not depend on the rank);
 // ops are then emitted per rank with that rank's row counts. The schema
@@ -48,6 +50,7 @@ struct Step {
   RowKind in = RowKind::kAttention;
   RowKind out = RowKind::kAttention;
   bool skip_if_idle_shard = false;  ///< SGLang: "if rows > 0" (replicate-order AR)
+  bool attn_tp_rank0_only = false;  ///< partial-order DP gather: only attn-TP rank 0 adds the residual
 };
 
 /// The steps of one entry or exit: a handful, kept inline (no allocation on
@@ -74,7 +77,8 @@ enum class FfnRows { kShared, kLocal };  // kShared: attention (D == 1) or full 
 class DeclaredBuilder {
  public:
   DeclaredBuilder(const Case& c, const Schema& schema, PolicyKind policy)
-      : legacy_(policy == PolicyKind::kLegacy),
+      : two_stage_(c.model.family != LayerFamily::kSingleStage),
+        legacy_(policy == PolicyKind::kLegacy),
         naive_(policy == PolicyKind::kNaive),
         c_(c),
         schema_(schema),
@@ -85,7 +89,8 @@ class DeclaredBuilder {
         D_(cfg_.attn_dp),
         a_(cfg_.attnTp()),
         hidden_(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1),
-        total_tokens_(c.batch.total()) {}
+        total_tokens_(c.batch.total()),
+        spl_(c.model.stagesPerLayer()) {}
 
   Expected<Plan> build();
 
@@ -111,8 +116,13 @@ class DeclaredBuilder {
     Handoff handoff;       // declared hand-off
     StepList exit;   // producer exit steps
     StepList entry;  // consumer entry steps
+    RowKind residual_after = RowKind::kAttention;  // where the residual lies after the entry
   };
   Hand boundary(int stack, int from, int to, bool cut);
+  /// Two-stage layers: the attention output into the FFN (prepare_mlp, §5.3 / §6.3).
+  Hand twoStageIntoFfn(LayerKind consumer);
+  /// Two-stage layers: an FFN on local rows (a2a MoE) into the next layer.
+  Hand twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut);
   void addEntryRead(StepList& steps, LayerKind consumer, bool final_norm, bool residual_present,
                     bool stack_start, bool after_ffn = false);
   void dpReturnSteps(StepList& steps, std::int8_t group);
@@ -122,6 +132,11 @@ class DeclaredBuilder {
   void emitCompute(int rank, int stack, int stage);
   std::int64_t bytesOf(const Step& s, int rank) const;
 
+  bool two_stage_;  ///< two-stage decoder layers (mixer, FFN per layer), else single-stage
+  /// Two-stage: the residual lies on local rows (an FFN on local rows left it
+  /// there; the next attention input keeps it, §5.1 / §6.2). Decided in
+  /// boundary order.
+  bool residual_local_ = false;
   bool legacy_;  ///< the rules before stage declarations (PolicyKind::kLegacy)
   bool naive_;   ///< every stage completes its own sum at its exit (PolicyKind::kNaive)
   const Case& c_;
@@ -132,11 +147,20 @@ class DeclaredBuilder {
   int T_, D_, a_;
   int hidden_;
   int total_tokens_;
+  int spl_;  ///< stages per decoder layer
+  bool rank0_steps_ = false;  ///< some step runs on attention-TP rank 0 only
   Plan plan_;
   std::vector<std::vector<LayerKind>> stacks_;
 };
 
 Status DeclaredBuilder::refuse() {
+  if (two_stage_ && cfg_.attn_cp > 1) {
+    return Status::refused("not modelled yet: attention context parallel (attn_cp=" + std::to_string(cfg_.attn_cp) +
+                           ") for two-stage layers (prefill CP gathers, serving-boundaries §4, §6.5)");
+  }
+  if (two_stage_ && c_.flags.layernorm_sp) {
+    return Status::refused("not modelled yet: LayerNorm sequence parallel for two-stage layers (§6.5)");
+  }
   // models/nemotron_h_utils.py: make_stage_boundary refuses these.
   if (cfg_.attn_cp > 1) {
     return Status::refused("Nemotron-H refuses attention context parallel (attn_cp=" +
@@ -262,12 +286,15 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   if (from < 0) {
     // Embedding (complete on attention rows, reduced by the embedding itself): residual := hidden.
     h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
+    residual_local_ = false;
     addEntryRead(h.entry, consumer, final_norm, /*residual_present=*/false, /*stack_start=*/true);
     return h;
   }
 
   const LayerKind producer = kinds[from];
   const std::int8_t group = weightAxis(producer);
+  if (two_stage_ && isMixer(producer)) return twoStageIntoFfn(consumer);
+  if (two_stage_ && a2aMoe(producer)) return twoStageOutOfLocalFfn(consumer, final_norm, cut);
 
   if (isMixer(producer)) {
     // Mixer output: attention rows; owes ATTN_TP iff attn_tp > 1.
@@ -411,7 +438,12 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   // whole TP group (otherwise it would also add the moe_dp replicas).
   const bool owes_tp = owed != kNoAxis && sameGroup(static_cast<Axis>(owed), Axis::kTp);
   OpKind dp_step = OpKind::kDpScatter;  // kDpScatter = none picked
-  if (strategy_rsv && c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp) {
+  if (two_stage_ && legacy_) {
+    // Classic _scatter_hidden_states (Gen A): dp_reduce_scatter when the model
+    // allows it and the padding is MAX_LEN, else the FFN all-reduces and
+    // dp_scatter copies this shard's slot; no reduce_scatterv before Gen B.
+    if (c_.model.allow_reduce_scatter && padding_ == DpPadding::kMaxLen && owes_tp) dp_step = OpKind::kDpReduceScatter;
+  } else if (strategy_rsv && c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp) {
     dp_step = OpKind::kReduceScatterv;  // should_use_dp_reduce_scatterv
   } else if (strategy_rs && padding_ == DpPadding::kMaxLen && owes_tp) {
     dp_step = OpKind::kDpReduceScatter;
@@ -446,6 +478,106 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   return h;
 }
 
+// prepare_mlp of a two-stage layer: the attention output (an attn-TP partial
+// when attn_tp > 1) into the FFN. Classic get_fn rows #1, #3, #5 and Gen D
+// _select_entry_step rows 2, 6a, 6b, 6c, 6d; the residual follows.
+DeclaredBuilder::Hand DeclaredBuilder::twoStageIntoFfn(LayerKind consumer) {
+  Hand h;
+  const std::int8_t attn_tp = a_ > 1 ? static_cast<std::int8_t>(Axis::kAttnTp) : kNoAxis;
+  const bool owes = attn_tp != kNoAxis;
+  h.handoff = {RowKind::kAttention, owes ? SumGroup::kAttnTp : SumGroup::kNone,
+               owes ? Completer::kConsumerEntry : Completer::kNone, true};
+  if (owes && naive_) {
+    // Naive: o_proj reduces its own output.
+    h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+    h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, attn_tp});
+  }
+  const bool partial_in = owes && !naive_;
+  if (a2aMoe(consumer)) {
+    // _scatter_hidden_states_and_residual: RS(attn_tp) completes and slices;
+    // the residual is sliced unless it already lies on local rows.
+    if (a_ > 1) {
+      h.entry.push_back({partial_in ? OpKind::kReduceScatter : OpKind::kSlice, Tensor::kHidden,
+                         partial_in ? attn_tp : kNoAxis, RowKind::kAttention, RowKind::kLocal});
+      if (!residual_local_ && !schema_.on(Decision::kResidualNotSliced)) {
+        h.entry.push_back({OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+      }
+      residual_local_ = true;
+    }
+    h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, localRows(), localRows()});
+    h.residual_after = localRows();
+    return h;
+  }
+  if (residual_local_) {
+    // _gather_hidden_states_and_residual step 2: a dense FFN after a layer whose
+    // FFN ran on local rows gathers the residual back over attention TP.
+    h.entry.push_back({OpKind::kAllGather, Tensor::kResidual, attn_tp, RowKind::kLocal, RowKind::kAttention});
+    residual_local_ = false;
+  }
+  if (D_ == 1) {
+    if (!partial_in) {
+      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+    } else if (fusable()) {
+      h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, attn_tp});
+    } else {
+      h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, attn_tp});
+      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+    }
+    return h;
+  }
+  const std::int8_t tp = static_cast<std::int8_t>(Axis::kTp);
+  if (partial_in) {
+    // The partial order (classic #3 with attn_dp > 1; Gen D row 6c: two-stage
+    // models read after the DP gather): attn-TP rank 0 adds the residual,
+    // dp_gather_partial completes the attn-TP sum while gathering, the
+    // residual comes back by dp_scatter, the norm runs on full rows.
+    const bool every_rank = schema_.on(Decision::kDpGatherSumResidualEveryRank);
+    Step add{OpKind::kAdd, Tensor::kHidden};
+    add.attn_tp_rank0_only = !every_rank;
+    h.entry.push_back(add);
+    h.entry.push_back({OpKind::kDpGatherPartial, Tensor::kHidden, tp, RowKind::kAttention, RowKind::kFull});
+    h.entry.push_back({OpKind::kDpScatter, Tensor::kResidual, kNoAxis, RowKind::kFull, RowKind::kAttention});
+    h.entry.push_back({OpKind::kNorm, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kFull});
+    return h;
+  }
+  // attn_tp == 1 (or naive): the input is complete. Declared (row 6d):
+  // add+norm locally, dp_gather_replicate. Legacy (classic, attn_tp == 1):
+  // the norm runs before the gather, which is still dp_gather_partial.
+  h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+  h.entry.push_back({legacy_ ? OpKind::kDpGatherPartial : OpKind::kDpGatherReplicate, Tensor::kHidden, tp,
+                     RowKind::kAttention, RowKind::kFull});
+  return h;
+}
+
+// An FFN on local rows (a2a MoE: dispatch/combine inside) hands on complete
+// local rows. The next attention input adds and norms on the slice and
+// gathers the normed rows (classic §5.2 _scattered_to_tp_attn_full; Gen D
+// row 5); the residual stays on local rows. The last layer gathers first
+// (_gather: hs += residual, AG(attn_tp)) and the final norm has no residual.
+// A pipeline cut sends both on local rows (the stage end is not the model's
+// last layer).
+DeclaredBuilder::Hand DeclaredBuilder::twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut) {
+  (void)consumer;
+  Hand h;
+  const std::int8_t attn_tp = static_cast<std::int8_t>(Axis::kAttnTp);
+  h.handoff = {localRows(), SumGroup::kNone, Completer::kNone, true};
+  if (final_norm) {
+    h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
+    h.exit.push_back({OpKind::kAdd, Tensor::kHidden, kNoAxis, localRows(), localRows()});
+    if (a_ > 1) h.exit.push_back({OpKind::kAllGather, Tensor::kHidden, attn_tp, RowKind::kLocal, RowKind::kAttention});
+    residual_local_ = false;
+    h.entry.push_back({OpKind::kNorm, Tensor::kHidden});
+    return h;
+  }
+  if (cut) {
+    // The receiving stage's attention input reads the local rows as above.
+  }
+  h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, localRows(), localRows()});
+  if (a_ > 1) h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, attn_tp, RowKind::kLocal, RowKind::kAttention});
+  h.residual_after = localRows();
+  return h;
+}
+
 std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
   const std::int64_t row_bytes = static_cast<std::int64_t>(hidden_) * kBytesPerElement;
   const int in = rows_.count(s.in, rank);
@@ -465,9 +597,10 @@ std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
 
 void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& s) {
   if (s.skip_if_idle_shard && rows_.shardTokens(rank) == 0) return;
+  if (s.attn_tp_rank0_only && rank % a_ != 0) return;
   Op op;
   op.stack = static_cast<std::uint8_t>(stack);
-  op.layer = static_cast<std::int16_t>(stage);
+  op.layer = static_cast<std::int16_t>(stage < 0 ? stage : stage / spl_);
   op.stage = static_cast<std::int16_t>(stage);
   op.phase = phase;
   op.kind = s.kind;
@@ -527,8 +660,9 @@ Expected<Plan> DeclaredBuilder::build() {
       pp_of[i] = k;
     }
   } else {
-    const int per = n0 / cfg_.pp;
-    for (int i = 0; i < n0; ++i) pp_of[i] = std::min(i / std::max(per, 1), cfg_.pp - 1);
+    // By decoder layer: both stages of a two-stage layer on one pipeline stage.
+    const int per = n0 / spl_ / cfg_.pp;
+    for (int i = 0; i < n0; ++i) pp_of[i] = std::min(i / spl_ / std::max(per, 1), cfg_.pp - 1);
   }
   const int last_pp = cfg_.pp - 1;
 
@@ -538,7 +672,7 @@ Expected<Plan> DeclaredBuilder::build() {
     for (int s = 0; s < n; ++s) {
       StageInfo info;
       info.stack = static_cast<std::uint8_t>(stack);
-      info.layer = s;
+      info.layer = s / spl_;
       info.kind = kinds[s];
       info.weight_axis = weightAxis(kinds[s]);
       info.shards = info.weight_axis == kNoAxis ? 1 : axisSize(static_cast<Axis>(info.weight_axis));
@@ -594,11 +728,15 @@ Expected<Plan> DeclaredBuilder::build() {
 
   // Ranks whose programs are identical (same pipeline stage and the same row
   // counts in every layout) share one emission; the others copy it.
+  for (const Decided& d : decided) {
+    for (const Step& s : d.hand.entry) rank0_steps_ = rank0_steps_ || s.attn_tp_rank0_only;
+  }
   std::vector<int> representative(world(), -1);
   std::vector<std::pair<std::array<int, kRowKindCount + 1>, int>> classes;  // few: linear search
   for (int r = 0; r < world(); ++r) {
     std::array<int, kRowKindCount + 1> signature;
-    signature[0] = ppRank(r);
+    // Ranks that skip a rank-0-only step have another program.
+    signature[0] = ppRank(r) * 2 + (rank0_steps_ && r % a_ != 0 ? 1 : 0);
     for (int k = 0; k < kRowKindCount; ++k) signature[k + 1] = rows_.count(static_cast<RowKind>(k), r);
     for (const auto& [sig, rep] : classes) {
       if (sig == signature) {
@@ -658,7 +796,8 @@ Expected<Plan> DeclaredBuilder::build() {
       for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
       // Aux hidden-state capture before stage `to`: the entry completed any carried sum.
       if (capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
-        const RowKind res_rows = a2aMoe(stacks_[0][to]) ? localRows() : RowKind::kAttention;
+        const RowKind res_rows = two_stage_ ? h.residual_after
+                                 : a2aMoe(stacks_[0][to]) ? localRows() : RowKind::kAttention;
         emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});
         if (res_rows == RowKind::kLocal) {
           emit(r, stack, to, Phase::kEntry, {OpKind::kAllGather, Tensor::kSnapshot,
@@ -676,10 +815,6 @@ Expected<Plan> DeclaredBuilder::build() {
 
 Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema) {
   if (Status st = validateCase(c); !st) return st;
-  if (c.model.family != LayerFamily::kSingleStage) {
-    return Status::refused("the declared policy models single-stage hybrid layers only so far; " +
-                           c.model.name + " is " + std::string(familyName(c.model.family)));
-  }
   switch (policy) {
     case PolicyKind::kDeclared:
     case PolicyKind::kLegacy:

@@ -19,11 +19,11 @@ std::string_view familyName(LayerFamily family) {
 std::span<const ModelPreset> presets() { return {kPresets, static_cast<size_t>(kPresetCount)}; }
 
 Expected<Pattern> ModelPreset::parsedPattern() const {
+  if (family != LayerFamily::kSingleStage) return parsePattern(stages, PatternAlphabet::kTwoStage);
   if (pattern.empty()) {
     return Status::invalid("model " + std::string(name) + " (" + std::string(familyName(family)) +
                            ") has no layer pattern");
   }
-  if (family == LayerFamily::kTwoStage) return parsePattern(pattern, PatternAlphabet::kMixerOnly);
   std::string text(pattern);
   if (!mtp_pattern.empty()) text += "/" + std::string(mtp_pattern);
   return parsePattern(text, PatternAlphabet::kSingleStage);

@@ -11,6 +11,7 @@ char layerChar(LayerKind kind) {
     case LayerKind::kDenseMlp: return '-';
     case LayerKind::kMoe: return 'E';
     case LayerKind::kGatedDeltaNet: return 'G';
+    case LayerKind::kParallelMixer: return 'P';
   }
   return '?';
 }
@@ -69,12 +70,26 @@ bool toKind(char c, PatternAlphabet alphabet, LayerKind* kind) {
       default: return false;
     }
   }
+  if (alphabet == PatternAlphabet::kTwoStage) {
+    switch (c) {
+      case 'M': *kind = LayerKind::kMamba; return true;
+      case '*': *kind = LayerKind::kAttention; return true;
+      case 'G': *kind = LayerKind::kGatedDeltaNet; return true;
+      case 'P': *kind = LayerKind::kParallelMixer; return true;
+      case '-': *kind = LayerKind::kDenseMlp; return true;
+      case 'E': *kind = LayerKind::kMoe; return true;
+      default: return false;
+    }
+  }
   switch (c) {
     case 'G': *kind = LayerKind::kGatedDeltaNet; return true;
     case '*': *kind = LayerKind::kAttention; return true;
     default: return false;
   }
 }
+
+/// Two-stage stacks alternate a mixer and an FFN, one pair per layer.
+bool wrongTwoStageSlot(int index, LayerKind kind) { return (index % 2 == 0) != isMixer(kind); }
 
 }  // namespace
 
@@ -85,8 +100,11 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
     return Status::invalid("pattern of " + std::to_string(text.size()) + " characters is longer than " +
                            std::to_string(kMaxPatternLength));
   }
-  const bool single = alphabet == PatternAlphabet::kSingleStage;
-  const char* expected = single ? "a layer (M * - E), '|' or '/'" : "a layer (G *)";
+  const bool two = alphabet == PatternAlphabet::kTwoStage;
+  const bool single = alphabet == PatternAlphabet::kSingleStage || two;
+  const char* expected = alphabet == PatternAlphabet::kSingleStage ? "a layer (M * - E), '|' or '/'"
+                         : two ? "a stage (mixer M * G P, FFN - E), '|' or '/'"
+                               : "a layer (G *)";
   Pattern p;
   bool in_mtp = false;
   for (size_t pos = 0; pos < text.size(); ++pos) {
@@ -95,6 +113,18 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
     auto where = [&] { return quoted(text) + ": " + shown(c) + " at position " + std::to_string(pos); };
     LayerKind kind;
     if (toKind(c, alphabet, &kind)) {
+      if (two) {
+        const int index = static_cast<int>(in_mtp ? p.mtp.size() : p.layers.size());
+        if (wrongTwoStageSlot(index, kind)) {
+          return Status::invalid(where() + (isMixer(kind) ? " is a mixer where the layer's FFN (- E) belongs"
+                                                          : " is an FFN where a layer's mixer (M * G P) belongs"));
+        }
+        if (in_mtp && index >= 2) {
+          return Status::invalid(where() + ": a second MTP layer (SGLang runs one nextn decoder layer)");
+        }
+        (in_mtp ? p.mtp : p.layers).push_back(kind);
+        continue;
+      }
       if (in_mtp) {
         // SGLang's NemotronHMTP builds only attention and MoE MTP layers.
         if (kind != LayerKind::kAttention && kind != LayerKind::kMoe) {
@@ -112,6 +142,9 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
       if (!p.cuts.empty() && p.cuts.back() == p.size()) {
         return Status::invalid(where() + ": two pipeline cuts with no layer between them");
       }
+      if (two && p.size() % 2 != 0) {
+        return Status::invalid(where() + ": a pipeline cut inside a decoder layer (between its mixer and FFN)");
+      }
       p.cuts.push_back(p.size());
       continue;
     }
@@ -121,6 +154,9 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
         return Status::invalid(where() + ": a second MTP depth (SGLang runs one MTP step)");
       }
       if (p.layers.empty()) return Status::invalid(where() + ": an MTP pattern with no main stack");
+      if (two && p.size() % 2 != 0) {
+        return Status::invalid(where() + ": the last decoder layer has a mixer but no FFN");
+      }
       in_mtp = true;
       continue;
     }
@@ -130,6 +166,9 @@ Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) 
     return Status::invalid(quoted(text) + ": a pipeline cut after the last layer");
   }
   if (in_mtp && p.mtp.empty()) return Status::invalid(quoted(text) + ": '/' with no MTP layer after it");
+  if (two && (p.layers.size() % 2 != 0 || p.mtp.size() % 2 != 0)) {
+    return Status::invalid(quoted(text) + ": the last decoder layer has a mixer but no FFN");
+  }
   return p;
 }
 

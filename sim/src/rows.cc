@@ -7,10 +7,6 @@ namespace seam {
 
 namespace {
 constexpr std::string_view kRowKindNames[kRowKindCount] = {"none", "attention", "local", "full", "dispatched"};
-
-bool containsKind(const std::vector<LayerKind>& layers, LayerKind kind) {
-  return std::find(layers.begin(), layers.end(), kind) != layers.end();
-}
 }  // namespace
 
 std::string_view rowKindName(RowKind kind) { return kRowKindNames[static_cast<int>(kind)]; }

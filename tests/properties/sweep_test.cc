@@ -113,20 +113,21 @@ TEST(Sweep, RefusesAWorldOutOfRangeAndNoJobs) {
   EXPECT_FALSE(runSweep(spec).hasValue());
 }
 
-TEST(Sweep, ReportsModelsItCannotModelWithTheReason) {
+TEST(Sweep, ChecksEveryPresetIncludingTheTwoStageAndParallelHybridOnes) {
   SweepSpec spec;
   spec.models = defaultSweepModels();
   spec.world = 1;
   auto r = runSweep(spec);
   ASSERT_TRUE(r.hasValue());
-  bool falcon = false;
+  bool falcon = false, deepseek = false;
   for (const auto& m : r->per_model) {
-    if (m.model.rfind("falcon", 0) == 0) {
-      falcon = true;
-      EXPECT_FALSE(m.why_not.empty());
-    }
+    EXPECT_TRUE(m.why_not.empty()) << m.model << ": " << m.why_not;
+    EXPECT_GT(m.checked, 0) << m.model;
+    falcon = falcon || m.model.rfind("falcon", 0) == 0;
+    deepseek = deepseek || m.model == "deepseek-v3";
   }
   EXPECT_TRUE(falcon);
+  EXPECT_TRUE(deepseek);
   EXPECT_EQ(r->violated, 0);
 }
 

@@ -11,17 +11,23 @@
 
 namespace seam::testing {
 
-/// A case of a bare single-stage pattern (shapes borrowed as modelFromPattern does).
+/// A case of a bare pattern (shapes borrowed as modelFromPattern does).
 inline Case patternCase(std::string_view pattern, ParallelConfig config, std::vector<int> tokens,
-                        Flags flags = {}) {
+                        Flags flags = {}, LayerFamily family = LayerFamily::kSingleStage) {
   Case c;
-  auto model = modelFromPattern(pattern);
+  auto model = modelFromPattern(pattern, family);
   EXPECT_TRUE(model.hasValue()) << pattern;
   if (model) c.model = *model;
   c.config = config;
   c.batch.tokens = std::move(tokens);
   c.flags = std::move(flags);
   return c;
+}
+
+/// A case of a bare two-stage pattern (mixer then FFN per decoder layer).
+inline Case twoStageCase(std::string_view pattern, ParallelConfig config, std::vector<int> tokens,
+                         Flags flags = {}) {
+  return patternCase(pattern, config, std::move(tokens), std::move(flags), LayerFamily::kTwoStage);
 }
 
 }  // namespace seam::testing

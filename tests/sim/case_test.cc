@@ -175,13 +175,31 @@ TEST(CaseModel, APresetBringsItsPatternAndShapes) {
   EXPECT_EQ(model->shape.hidden, (*preset)->shape.hidden);
 }
 
-TEST(CaseModel, AParallelHybridPresetIsRefusedAsNotModelledYet) {
+TEST(CaseModel, AParallelHybridPresetIsAParallelMixerThenAnMlpPerDecoderLayer) {
   auto preset = findPreset("falcon-h1-7b");
   ASSERT_TRUE(preset.hasValue());
   auto model = modelFromPreset(**preset);
-  ASSERT_FALSE(model.hasValue());
-  EXPECT_EQ(model.status().message(),
-            "model falcon-h1-7b (parallel-hybrid) has no layer pattern: parallel-hybrid layers are not modelled yet");
+  ASSERT_TRUE(model.hasValue()) << model.status().message();
+  EXPECT_EQ(model->family, LayerFamily::kParallelHybrid);
+  EXPECT_EQ(model->pattern.size(), 2 * 44);
+  EXPECT_EQ(model->pattern.layers[0], LayerKind::kParallelMixer);
+  EXPECT_EQ(model->pattern.layers[1], LayerKind::kDenseMlp);
+  EXPECT_TRUE(model->allow_reduce_scatter);
+}
+
+TEST(CaseModel, ATwoStagePatternBorrowsQwen3OrDeepSeekShapesAndItsRules) {
+  auto dense = modelFromPattern("*-*-", LayerFamily::kTwoStage);
+  ASSERT_TRUE(dense.hasValue()) << dense.status().message();
+  EXPECT_EQ(dense->family, LayerFamily::kTwoStage);
+  EXPECT_EQ(dense->shape.hidden, (*findPreset("qwen3-8b"))->shape.hidden);
+  EXPECT_FALSE(dense->allow_reduce_scatter);
+  auto moe = modelFromPattern("*-*E", LayerFamily::kTwoStage);
+  ASSERT_TRUE(moe.hasValue());
+  EXPECT_EQ(moe->shape.moe_experts, 256);
+  EXPECT_TRUE(moe->allow_reduce_scatter);
+  EXPECT_FALSE(modelFromPattern("*--", LayerFamily::kTwoStage).hasValue());
+  EXPECT_EQ(parsePatternFamily("three-stage").status().message(),
+            "--family \"three-stage\" is not one of single-stage, two-stage");
 }
 
 TEST(CaseModel, ABarePatternBorrowsDenseOrMoeShapes) {

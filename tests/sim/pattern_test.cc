@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 namespace seam {
 namespace {
 
@@ -61,6 +64,33 @@ TEST(Pattern, MixerOnlyAlphabetAcceptsGatedDeltaNetAndAttention) {
   ASSERT_TRUE(p.hasValue());
   EXPECT_EQ(p->layers[0], LayerKind::kGatedDeltaNet);
   EXPECT_FALSE(parsePattern("GG-", PatternAlphabet::kMixerOnly).hasValue());
+}
+
+TEST(Pattern, TwoStageAlphabetReadsOneMixerThenOneFfnPerDecoderLayer) {
+  auto p = parsePattern("*-GE|P-*E/*E", PatternAlphabet::kTwoStage);
+  ASSERT_TRUE(p.hasValue()) << p.status().message();
+  EXPECT_EQ(p->size(), 8);
+  EXPECT_EQ(p->layers[2], LayerKind::kGatedDeltaNet);
+  EXPECT_EQ(p->layers[4], LayerKind::kParallelMixer);
+  EXPECT_EQ(p->cuts, std::vector<int>{4});
+  EXPECT_EQ(p->mtp.size(), 2u);
+  EXPECT_EQ(p->text(), "*-GE|P-*E/*E");
+}
+
+TEST(Pattern, TwoStageAlphabetRefusesStagesOutOfPlaceWithThePosition) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"-*", "pattern \"-*\": '-' at position 0 is an FFN where a layer's mixer (M * G P) belongs"},
+      {"**", "pattern \"**\": '*' at position 1 is a mixer where the layer's FFN (- E) belongs"},
+      {"*-*", "pattern \"*-*\": the last decoder layer has a mixer but no FFN"},
+      {"*|-", "pattern \"*|-\": '|' at position 1: a pipeline cut inside a decoder layer (between its mixer and FFN)"},
+      {"*-/*E*E", "pattern \"*-/*E*E\": '*' at position 5: a second MTP layer (SGLang runs one nextn decoder layer)"},
+      {"*-x", "pattern \"*-x\": 'x' at position 2 is not a stage (mixer M * G P, FFN - E), '|' or '/'"},
+  };
+  for (const auto& [text, message] : bad) {
+    auto p = parsePattern(text, PatternAlphabet::kTwoStage);
+    ASSERT_FALSE(p.hasValue()) << text;
+    EXPECT_EQ(p.status().message(), message);
+  }
 }
 
 TEST(Pattern, RefusesAHugePattern) {

@@ -68,14 +68,20 @@ inline constexpr int kMaxTokensPerShard = 1 << 20;
 struct ModelRef {
   std::string name;   ///< preset name, or "pattern" for a bare pattern
   LayerFamily family = LayerFamily::kSingleStage;
-  Pattern pattern;    ///< main stack (with cuts) and MTP layers
+  Pattern pattern;    ///< main stack's stages (with cuts) and MTP stages
   ModelShape shape;   ///< shapes used for byte counts and fit checks
+  bool allow_reduce_scatter = false;  ///< ModelPreset::allow_reduce_scatter
+  /// Decoder layers per stage of `pattern`.
+  int stagesPerLayer() const { return family == LayerFamily::kSingleStage ? 1 : 2; }
 };
 /// The preset's pattern and shapes.
 Expected<ModelRef> modelFromPreset(const ModelPreset& preset);
-/// A bare single-stage pattern; shapes from nemotron-h-8b (dense) or
-/// nemotron-3-nano (when the pattern has an `E`).
-Expected<ModelRef> modelFromPattern(std::string_view pattern);
+/// A bare pattern of `family`. Single-stage: shapes from nemotron-h-8b
+/// (dense) or nemotron-3-nano (with an `E`). Two-stage (kTwoStage alphabet):
+/// shapes from qwen3-8b (dense) or deepseek-v3 (with an `E`).
+Expected<ModelRef> modelFromPattern(std::string_view pattern, LayerFamily family = LayerFamily::kSingleStage);
+/// Parses "single-stage" / "two-stage" (the families a bare pattern can have).
+Expected<LayerFamily> parsePatternFamily(std::string_view text);
 
 /// One case. `batch.tokens.size()` must equal `config.attn_dp`.
 struct Case {

@@ -41,6 +41,7 @@ struct ModelShape {
   int moe_experts = kNotApplicable;              ///< routed experts
   int moe_top_k = kNotApplicable;                ///< experts per token
   int moe_shared_intermediate = kNotApplicable;  ///< shared-expert intermediate
+  int dense_intermediate = kNotApplicable;       ///< dense layers' MLP when the model also has MoE layers (DeepSeek)
 };
 
 /// One released checkpoint.
@@ -51,12 +52,23 @@ struct ModelPreset {
   int layers;                     ///< decoder layers (single stage: pattern length)
   std::string_view pattern;       ///< exact pattern; kMixerOnly alphabet for two-stage; "" if none
   std::string_view mtp_pattern;   ///< MTP pattern, "" when none is declared
+  /// Two-stage and parallel-hybrid models: the stack stage by stage in the
+  /// kTwoStage alphabet (each decoder layer's mixer, then its FFN; `/` then
+  /// the MTP decoder layer). "" for single-stage models.
+  std::string_view stages;
+  /// The classic LayerCommunicator's allow_reduce_scatter: the FFN may skip
+  /// its all-reduce for a DP reduce-scatter (the legacy policy of two-stage
+  /// layers reads it).
+  bool allow_reduce_scatter = false;
   ModelShape shape;
   std::string_view source;        ///< where the shapes come from
 
   bool hasMoe() const { return shape.moe_experts > 0; }
-  /// The main pattern plus its MTP pattern (`/` separated), parsed.
+  /// The stack the planner runs, parsed: single-stage models their pattern
+  /// plus MTP pattern; two-stage and parallel-hybrid models their stages.
   Expected<Pattern> parsedPattern() const;
+  /// Decoder layers per stage: 2 for two-stage stacks, 1 for single-stage.
+  int stagesPerLayer() const { return family == LayerFamily::kSingleStage ? 1 : 2; }
 };
 
 /// Every preset, in the order of checkpoints.json.

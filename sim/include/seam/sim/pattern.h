@@ -19,13 +19,14 @@ enum class LayerKind : std::uint8_t {
   kAttention,      ///< `*` attention mixer
   kDenseMlp,       ///< `-` dense MLP (an FFN)
   kMoe,            ///< `E` mixture of experts (an FFN)
-  kGatedDeltaNet,  ///< `G` Gated DeltaNet (two-stage layer-type strings only)
+  kGatedDeltaNet,  ///< `G` Gated DeltaNet (two-stage layers only)
+  kParallelMixer,  ///< `P` attention || Mamba-2 on one normed input, outputs summed (Falcon-H1)
 };
 
-/// Mixers (`M`, `*`, `G`) leave an attention-TP partial; FFNs (`-`, `E`) do not.
+/// Mixers (`M`, `*`, `G`, `P`) leave an attention-TP partial; FFNs (`-`, `E`) do not.
 inline bool isMixer(LayerKind kind) {
   return kind == LayerKind::kMamba || kind == LayerKind::kAttention ||
-         kind == LayerKind::kGatedDeltaNet;
+         kind == LayerKind::kGatedDeltaNet || kind == LayerKind::kParallelMixer;
 }
 inline bool isFfn(LayerKind kind) { return !isMixer(kind); }
 char layerChar(LayerKind kind);
@@ -34,12 +35,16 @@ char layerChar(LayerKind kind);
 enum class PatternAlphabet : std::uint8_t {
   kSingleStage,  ///< Nemotron-H: M * - E, `|` cuts, `/` then an MTP pattern of * and E
   kMixerOnly,    ///< two-stage models' per-layer mixer string: G and *
+  /// Two-stage decoder layers written stage by stage: each layer is a mixer
+  /// (M * G P) then an FFN (- E); `|` cuts only between layers; `/` then one
+  /// MTP decoder layer (DeepSeek's nextn layer).
+  kTwoStage,
 };
 
 /// A parsed pattern. Plain data.
 struct Pattern {
-  std::vector<LayerKind> layers;  ///< the main stack, cuts removed
-  std::vector<int> cuts;          ///< layer indices that start a new pipeline stage (ascending)
+  std::vector<LayerKind> layers;  ///< the main stack's stages, cuts removed
+  std::vector<int> cuts;          ///< stage indices that start a new pipeline stage (ascending)
   std::vector<LayerKind> mtp;     ///< the MTP step's layers (empty: none)
 
   int size() const { return static_cast<int>(layers.size()); }

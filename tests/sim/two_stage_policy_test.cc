@@ -1,0 +1,269 @@
+// Pins the two-stage decoder layers of the boundary policies
+// (sim/src/declared_policy.cc) against reference/serving-boundaries.md §5
+// (classic tables: legacy), §6 (declared equivalents) and §8/§10 (DeepSeek's
+// first-k dense layers, Qwen3-Next, Falcon-H1's parallel mixer): every preset
+// holds under every policy, each new rule's op sequence, and one hand-made
+// wrong plan per new rule that the ledger catches with the right class.
+// The full op lists of the table rows are the goldens of tests/tools/golden/.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "case_builders.h"
+#include "seam/properties/check.h"
+#include "seam/sim/case.h"
+#include "seam/sim/ledger.h"
+#include "seam/sim/model.h"
+#include "seam/sim/plan.h"
+#include "seam/sim/policy.h"
+
+namespace seam {
+namespace {
+
+using seam::testing::twoStageCase;
+
+Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared, Schema schema = {}) {
+  auto plan = buildPlan(c, policy, schema);
+  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
+  return plan ? std::move(plan).value() : Plan{};
+}
+
+std::vector<OpKind> kindsAt(const Plan& plan, int rank, int stage, Phase phase) {
+  std::vector<OpKind> out;
+  for (const Op& op : plan.ranks[rank]) {
+    if (op.stack == 0 && op.stage == stage && op.phase == phase) out.push_back(op.kind);
+  }
+  return out;
+}
+
+int findOp(const Plan& plan, int rank, int stage, Phase phase, OpKind kind, Tensor tensor = Tensor::kHidden) {
+  const auto& ops = plan.ranks[rank];
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    const Op& op = ops[i];
+    if (op.stack == 0 && op.stage == stage && op.phase == phase && op.kind == kind && op.tensor == tensor) return i;
+  }
+  return -1;
+}
+
+void eraseEverywhere(Plan& plan, int stage, Phase phase, OpKind kind, Tensor tensor = Tensor::kHidden) {
+  int erased = 0;
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, stage, phase, kind, tensor);
+    if (i < 0) continue;
+    plan.ranks[r].erase(plan.ranks[r].begin() + i);
+    ++erased;
+  }
+  ASSERT_GT(erased, 0) << opName(kind) << " at stage " << stage;
+}
+
+Violation firstViolation(const Plan& plan) {
+  Ledger ledger;
+  const auto verdict = properties::checkPlan(plan, ledger);
+  EXPECT_FALSE(verdict.holds()) << "the wrong plan holds";
+  auto v = verdict.firstViolation();
+  return v ? *v : Violation{};
+}
+
+void expectHolds(const Plan& plan) {
+  Ledger ledger;
+  const auto verdict = properties::checkPlan(plan, ledger);
+  EXPECT_TRUE(verdict.holds()) << (verdict.firstViolation() ? verdict.firstViolation()->detail : "");
+}
+
+Flags a2a() {
+  Flags f;
+  f.a2a = A2aBackend::kDeepep;
+  return f;
+}
+
+// ---- every preset ------------------------------------------------------------------
+
+TEST(TwoStagePresets, EveryTwoStageAndParallelHybridPresetHoldsUnderEveryPolicyAtTp1To8) {
+  int checked = 0;
+  for (const ModelPreset& p : presets()) {
+    if (p.family == LayerFamily::kSingleStage) continue;
+    auto model = modelFromPreset(p);
+    ASSERT_TRUE(model.hasValue()) << model.status().message();
+    for (int tp : {1, 2, 4, 8}) {
+      Case c;
+      c.model = *model;
+      c.config = {.tp = tp};
+      c.batch.tokens = {3};
+      if (!fitsModel(p, c.config)) continue;
+      for (PolicyKind policy : {PolicyKind::kDeclared, PolicyKind::kLegacy, PolicyKind::kNaive}) {
+        SCOPED_TRACE(reproduceCommand(c, policyName(policy)));
+        expectHolds(mustBuild(c, policy));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 4 * 3 * 3);  // deepseek-v3, qwen3-8b, qwen3-next, four Falcon-H1 presets
+}
+
+TEST(TwoStagePresets, DeepSeekV3StagesAreTwoPerLayerAndItsOpsNameTheDecoderLayer) {
+  auto model = modelFromPreset(**findPreset("deepseek-v3"));
+  ASSERT_TRUE(model.hasValue());
+  Case c;
+  c.model = *model;
+  c.config = {.tp = 2};
+  c.batch.tokens = {2};
+  const Plan plan = mustBuild(c);
+  ASSERT_EQ(plan.stackSize(0), 122);
+  ASSERT_EQ(plan.stackSize(1), 2);
+  for (const Op& op : plan.ranks[0]) {
+    if (op.stage >= 0) EXPECT_EQ(op.layer, op.stage / 2);
+  }
+  // First-k dense: layers 0-2 compute over tp (dense MLP), layer 3 over the MoE group.
+  EXPECT_EQ(plan.stages[plan.stageIndex(0, 5)].kind, LayerKind::kDenseMlp);
+  EXPECT_EQ(plan.stages[plan.stageIndex(0, 7)].kind, LayerKind::kMoe);
+}
+
+// ---- the rules, op by op -------------------------------------------------------------
+
+TEST(TwoStageRules, UnderDpAttentionTheFfnInputUsesThePartialOrderWithOnlyAttnTpRankZeroAddingTheResidual) {
+  const Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}));
+  const std::vector<OpKind> rank0 = {OpKind::kAdd, OpKind::kDpGatherPartial, OpKind::kDpScatter, OpKind::kNorm};
+  const std::vector<OpKind> rank1 = {OpKind::kDpGatherPartial, OpKind::kDpScatter, OpKind::kNorm};
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), rank0);
+  EXPECT_EQ(kindsAt(plan, 1, 1, Phase::kEntry), rank1);
+  EXPECT_EQ(kindsAt(plan, 2, 1, Phase::kEntry), rank0);  // attn-TP rank 0 of DP shard 1
+  expectHolds(plan);
+}
+
+TEST(TwoStageRules, WithAttnTpOneUnderDpDeclaredGathersReplicasAndLegacyNormsBeforeAGatherSum) {
+  const Case c = twoStageCase("*-*-", {.tp = 2, .attn_dp = 2}, {2, 1});
+  const std::vector<OpKind> declared = {OpKind::kAddNorm, OpKind::kDpGatherReplicate};
+  const std::vector<OpKind> legacy = {OpKind::kAddNorm, OpKind::kDpGatherPartial};
+  EXPECT_EQ(kindsAt(mustBuild(c), 0, 1, Phase::kEntry), declared);
+  EXPECT_EQ(kindsAt(mustBuild(c, PolicyKind::kLegacy), 0, 1, Phase::kEntry), legacy);
+}
+
+TEST(TwoStageRules, TheLegacyLayerOutputReduceScattersOnlyWhenTheModelAllowsItAndPaddingIsMaxLen) {
+  // DeepSeek-like MoE (allow_reduce_scatter) with MAX_LEN: dp_reduce_scatter at the exit.
+  const Plan moe = mustBuild(twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}), PolicyKind::kLegacy);
+  EXPECT_EQ(kindsAt(moe, 0, 1, Phase::kExit), std::vector<OpKind>{OpKind::kDpReduceScatter});
+  // Qwen3 dense (allow_reduce_scatter False): all-reduce then dp_scatter.
+  const Plan dense = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}), PolicyKind::kLegacy);
+  const std::vector<OpKind> ar_scatter = {OpKind::kAllReduce, OpKind::kDpScatter};
+  EXPECT_EQ(kindsAt(dense, 0, 1, Phase::kExit), ar_scatter);
+  Flags sum_len;
+  sum_len.dp_padding = DpPadding::kSumLen;
+  const Plan moe_sum = mustBuild(twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}, sum_len), PolicyKind::kLegacy);
+  EXPECT_EQ(kindsAt(moe_sum, 0, 1, Phase::kExit), ar_scatter);
+}
+
+TEST(TwoStageRules, AnA2aSparseLayerSlicesTheResidualOnceAndItStaysOnLocalRowsUntilTheLastLayerGathers) {
+  const Plan plan = mustBuild(twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {4}, a2a()));
+  // Layer 1's FFN input: RS(attn_tp), the residual sliced from the dense layer's attention rows.
+  const std::vector<OpKind> first_sparse = {OpKind::kReduceScatter, OpKind::kSlice, OpKind::kAddNorm};
+  EXPECT_EQ(kindsAt(plan, 0, 3, Phase::kEntry), first_sparse);
+  // Layer 2's attention input: add+norm on the slice, AG(attn_tp) of the normed rows.
+  const std::vector<OpKind> attn_in = {OpKind::kAddNorm, OpKind::kAllGather};
+  EXPECT_EQ(kindsAt(plan, 0, 4, Phase::kEntry), attn_in);
+  // Layer 2's FFN input: the residual is already sliced.
+  const std::vector<OpKind> next_sparse = {OpKind::kReduceScatter, OpKind::kAddNorm};
+  EXPECT_EQ(kindsAt(plan, 0, 5, Phase::kEntry), next_sparse);
+  // The last layer's _gather: hs += residual, AG(attn_tp); the final norm has no residual.
+  const std::vector<OpKind> gather = {OpKind::kAdd, OpKind::kAllGather};
+  EXPECT_EQ(kindsAt(plan, 0, 5, Phase::kExit), gather);
+  EXPECT_EQ(kindsAt(plan, 0, 6, Phase::kEntry), std::vector<OpKind>{OpKind::kNorm});
+  expectHolds(plan);
+}
+
+TEST(TwoStageRules, ADenseFfnAfterALocalRowsLayerGathersTheResidualFirst) {
+  const Plan plan = mustBuild(twoStageCase("*E*-", {.tp = 4, .moe_ep = 4}, {4}, a2a()));
+  const int i = findOp(plan, 0, 3, Phase::kEntry, OpKind::kAllGather, Tensor::kResidual);
+  ASSERT_GE(i, 0);
+  EXPECT_EQ(plan.ranks[0][i + 1].kind, OpKind::kArAddNorm);
+  expectHolds(plan);
+}
+
+TEST(TwoStageRules, TheRefusalsSayWhatSeamDoesNotModelYetAndWhatTheEngineRefuses) {
+  auto cp = buildPlan(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {3}), PolicyKind::kDeclared);
+  ASSERT_FALSE(cp.hasValue());
+  EXPECT_EQ(cp.status().code(), StatusCode::kRefused);
+  EXPECT_EQ(cp.status().message().rfind("not modelled yet: attention context parallel", 0), 0u);
+  auto ep = buildPlan(twoStageCase("*E*E", {.tp = 4, .moe_ep = 2}, {3}, a2a()), PolicyKind::kDeclared);
+  ASSERT_FALSE(ep.hasValue());
+  EXPECT_NE(ep.status().message().find("moe_ep == tp"), std::string::npos);
+}
+
+// ---- hand-made wrong plans, one per new rule -----------------------------------------
+
+TEST(TwoStageWrongPlans, EveryAttnTpRankAddingTheResidualBeforeTheGatherSumCountsItTwice) {
+  const Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}), PolicyKind::kDeclared,
+                              Schema::with(Decision::kDpGatherSumResidualEveryRank));
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kCountedTwice);
+  EXPECT_EQ(v.stage, 1);
+}
+
+TEST(TwoStageWrongPlans, AResidualNeverScatteredBackAfterTheGatherSumLosesTheResidual) {
+  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}));
+  eraseEverywhere(plan, 1, Phase::kEntry, OpKind::kDpScatter, Tensor::kResidual);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(v.stage, 2);  // the next attention input reads a value without the residual
+  EXPECT_EQ(v.rank, 0);   // rank 0 folded its residual into the gather; the others kept theirs
+}
+
+TEST(TwoStageWrongPlans, AnAttentionInputThatDoesNotGatherTheLocalRowsComputesOnASlice) {
+  Plan plan = mustBuild(twoStageCase("*E*E", {.tp = 4, .moe_ep = 4}, {4}, a2a()));
+  eraseEverywhere(plan, 2, Phase::kEntry, OpKind::kAllGather);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kLayoutMismatch);
+  EXPECT_EQ(v.stage, 3);  // the FFN input's reduce-scatter expects attention rows
+}
+
+TEST(TwoStageWrongPlans, ASecondSparseLayerSlicingTheResidualAgainIsALayoutMismatch) {
+  Plan plan = mustBuild(twoStageCase("*E*E", {.tp = 4, .moe_ep = 4}, {4}, a2a()));
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, 3, Phase::kEntry, OpKind::kReduceScatter);
+    ASSERT_GE(i, 0);
+    Op slice = plan.ranks[r][findOp(plan, r, 1, Phase::kEntry, OpKind::kSlice, Tensor::kResidual)];
+    slice.stage = 3;
+    slice.layer = 1;
+    plan.ranks[r].insert(plan.ranks[r].begin() + i + 1, slice);
+  }
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kLayoutMismatch);
+  EXPECT_EQ(v.stage, 3);
+}
+
+TEST(TwoStageWrongPlans, ALastLayerGatherWithoutTheResidualAddLeavesTheOutputIncomplete) {
+  Plan plan = mustBuild(twoStageCase("*E*E", {.tp = 4, .moe_ep = 4}, {4}, a2a()));
+  eraseEverywhere(plan, 3, Phase::kExit, OpKind::kAdd);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOutputComplete);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+}
+
+TEST(TwoStageWrongPlans, ADenseFfnAfterALocalLayerThatSkipsTheResidualGatherBreaksResidualFollows) {
+  Plan plan = mustBuild(twoStageCase("*E*-", {.tp = 4, .moe_ep = 4}, {4}, a2a()));
+  eraseEverywhere(plan, 3, Phase::kEntry, OpKind::kAllGather, Tensor::kResidual);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kResidualFollows);
+  EXPECT_EQ(v.cls, ViolationClass::kLayoutMismatch);
+}
+
+TEST(TwoStageWrongPlans, ALegacyReduceScatterTurnedIntoAPlainScatterNeverCompletesTheMoeSum) {
+  Plan plan = mustBuild(twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}), PolicyKind::kLegacy);
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, 1, Phase::kExit, OpKind::kDpReduceScatter);
+    ASSERT_GE(i, 0);
+    Op& op = plan.ranks[r][i];
+    op.kind = OpKind::kDpScatter;
+    op.axis = kNoAxis;
+  }
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(v.stage, 2);
+}
+
+}  // namespace
+}  // namespace seam

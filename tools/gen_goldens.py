@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Regenerates the golden plans in tests/tools/golden/ with the built seam.
+
+Usage: tools/gen_goldens.py [PATH/TO/seam]   (default: build/tools/seam)
+
+Each golden pins one row of the two-stage decision tables of
+reference/serving-boundaries.md (attention input §5.2, FFN input §5.3 /
+§6.3, layer output §5.4 / §6.4 / §6.6) or one special mode, as the full
+`seam plan --rank all` output of a small case. tests/tools/golden_plan_test.cc
+re-runs each file's args line and compares; a change of policy shows up as
+a diff of these files, reviewed like code. Every file is stamped generated:
+edit CASES below, not the files.
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OUT = os.path.join(ROOT, "tests", "tools", "golden")
+
+TWO = "--family two-stage"
+# (file name, what it pins, seam plan arguments)
+CASES = [
+    ("two_stage_tp1", "attention input at layer 0 (residual := embedding); FFN input #1: attn_tp == 1, add+norm only",
+     f"--pattern '*-*-' {TWO} --tp 1"),
+    ("two_stage_tp2_fused", "FFN input #3 with D == 1: fused AR(attn_tp)+add+RMSNorm; the FFN defers its AR(tp) into the next attention input's fused kernel",
+     f"--pattern '*-*-' {TWO} --tp 2"),
+    ("two_stage_tp2_unfused_declared", "declared without fusion: AR(attn_tp) then add+norm; the FFN still defers (Gen B/D should_defer_ffn_reduction): AR(tp) at the next entry",
+     f"--pattern '*-*-' {TWO} --tp 2 --fusion off"),
+    ("two_stage_tp2_unfused_legacy", "legacy (Gen A) without fusion: the FFN all-reduces at its own exit; the next attention input only adds and norms",
+     f"--pattern '*-*-' {TWO} --tp 2 --fusion off --policy legacy"),
+    ("two_stage_dp2_attn_tp1_declared", "FFN input with D > 1 and attn_tp == 1, declared (Gen D row 6d): add+norm locally, dp_gather_replicate; the DP return (AR + dp_scatter) carried to the next entry",
+     f"--pattern '*-*-' {TWO} --tp 2 --dp 2 --tokens 2,1"),
+    ("two_stage_dp2_attn_tp1_legacy", "FFN input with D > 1 and attn_tp == 1, legacy (Gen A): norm before the gather, dp_gather_partial; postprocess AR + dp_scatter (Qwen3 dense: allow_reduce_scatter False)",
+     f"--pattern '*-*-' {TWO} --tp 2 --dp 2 --tokens 2,1 --policy legacy"),
+    ("two_stage_partial_order_declared", "FFN input with D > 1 and attn_tp > 1 (classic #3 / Gen D row 6c): attn-TP rank 0 adds the residual, dp_gather_partial, dp_scatter of the residual, norm on full rows",
+     f"--pattern '*-*-' {TWO} --tp 4 --dp 2 --tokens 3,2"),
+    ("two_stage_partial_order_legacy", "the same under legacy: no deferral under DP attention; AR(tp) + dp_scatter at the layer's end",
+     f"--pattern '*-*-' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy legacy"),
+    ("two_stage_moe_dp_reduce_scatter_legacy", "layer output FULL -> attention rows, legacy with allow_reduce_scatter (DeepSeek) and MAX_LEN: dp_reduce_scatter at the layer's end",
+     f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy legacy"),
+    ("two_stage_moe_dp_scatter_legacy_sum_len", "the same with SUM_LEN: the MoE all-reduces, then dp_scatter copies the slot",
+     f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --dp-padding sum_len --policy legacy"),
+    ("two_stage_moe_rs_declared", "declared, boundary_reduction rs with MAX_LEN: dp_reduce_scatter carried to the next attention input",
+     f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --reduction rs"),
+    ("two_stage_moe_rsv_declared", "declared, boundary_reduction rsv with moe_ep == attn_dp: reduce_scatterv carried to the next attention input",
+     f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --ep 2 --tokens 3,2 --reduction rsv"),
+    ("two_stage_a2a_dense_then_sparse", "a2a MoE after first-k dense layers (DeepSeek): FFN input #5 RS(attn_tp), the first sparse layer slices the residual, the next receives it sliced; attention input on local rows: add+norm, AG(attn_tp); the last layer's _gather",
+     f"--pattern '*-*E*E' {TWO} --tp 4 --ep 4 --a2a deepep"),
+    ("two_stage_a2a_sparse_then_dense", "a dense FFN after a layer whose FFN ran on local rows gathers the residual over attention TP first (_gather_hidden_states_and_residual step 2)",
+     f"--pattern '*E*-' {TWO} --tp 4 --ep 4 --a2a deepep"),
+    ("two_stage_a2a_dp", "a2a MoE under DP attention (attn_tp 2): RS(attn_tp) to local rows, no DP collectives",
+     f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --ep 4 --a2a deepep --tokens 3,2"),
+    ("two_stage_idle_rank", "an idle DP rank (0 tokens) takes part in every collective",
+     f"--pattern '*-*-' {TWO} --tp 4 --dp 2 --tokens 0,3"),
+    ("two_stage_pp_cut", "a pipeline cut between decoder layers: the FFN completes before the send (terminal at the cut)",
+     f"--pattern '*-|*E' {TWO} --pp 2 --tp 2"),
+    ("two_stage_pp_cut_a2a", "a pipeline cut after an FFN on local rows: hidden and residual sent on local rows",
+     f"--pattern '*E|*E' {TWO} --pp 2 --tp 2 --ep 2 --a2a deepep"),
+    ("two_stage_mtp", "the nextn (MTP) decoder layer: eh_proj input, zero residual, marked last",
+     f"--pattern '*-*E/*E' {TWO} --tp 2"),
+    ("two_stage_capture", "aux hidden-state capture before layers 1 and 2: after the entry completes the carried sum",
+     f"--pattern '*-*-*-' {TWO} --tp 2 --capture 2,4"),
+    ("two_stage_capture_local", "capture when the layer input is on local rows: snapshot the slice, then AG(attn_tp)",
+     f"--pattern '*E*E*E' {TWO} --tp 2 --ep 2 --a2a deepep --capture 2"),
+    ("falcon_parallel_mixer", "Falcon-H1: attention || Mamba-2 summed into one attn-TP partial, completed by the MLP input",
+     f"--pattern 'P-P-' {TWO} --tp 2"),
+    ("qwen3_next_mixers", "Qwen3-Next: Gated DeltaNet and gated attention layers, every FFN sparse",
+     f"--pattern 'GE*E' {TWO} --tp 2"),
+    ("two_stage_naive", "naive: every stage completes its own sum at its exit",
+     f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
+]
+
+STAMP = "# GENERATED by tools/gen_goldens.py: do not edit. Regenerate: python3 tools/gen_goldens.py"
+
+
+def main():
+    seam = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tools", "seam")
+    os.makedirs(OUT, exist_ok=True)
+    wanted = set()
+    for name, pins, args in CASES:
+        full = f"plan {args} --rank all"
+        run = subprocess.run(f"{seam} {full}", shell=True, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"gen_goldens.py: `seam {full}` exited {run.returncode}: {run.stderr.strip()}")
+        check = subprocess.run(f"{seam} check {args}", shell=True, capture_output=True, text=True)
+        if check.returncode != 0:
+            sys.exit(f"gen_goldens.py: `seam check {args}` does not hold:\n{check.stdout}")
+        path = os.path.join(OUT, name + ".txt")
+        wanted.add(name + ".txt")
+        with open(path, "w") as f:
+            f.write(f"{STAMP}\n# pins: {pins}\n# args: {full}\n{run.stdout}")
+    for stale in set(os.listdir(OUT)) - wanted:
+        os.remove(os.path.join(OUT, stale))
+    print(f"wrote {len(CASES)} golden plans into {OUT}")
+
+
+if __name__ == "__main__":
+    main()
