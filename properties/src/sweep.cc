@@ -262,6 +262,10 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
     if (o.refused) {
       ++tally.refused;
       ++result.refused;
+      if (isNotModelled(o.refusal)) {
+        ++tally.not_modelled;
+        ++result.not_modelled;
+      }
       ++refusals[o.refusal];
       continue;
     }

@@ -160,7 +160,7 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
   r.seconds = live.seconds;
   r.run_here = live.run_here;
   r.per_model = live.per_model;
-  for (auto& m : r.per_model) m.checked = m.refused = m.violated = 0;
+  for (auto& m : r.per_model) m.checked = m.refused = m.not_modelled = m.violated = 0;
   std::map<std::string, int> model_row;
   for (size_t i = 0; i < r.per_model.size(); ++i) model_row[r.per_model[i].model] = static_cast<int>(i);
   std::map<std::string, std::int64_t> refusals;
@@ -171,6 +171,10 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
       ++r.refused;
       ++refusals[c.refusal];
       if (tally) ++tally->refused;
+      if (isNotModelled(c.refusal)) {
+        ++r.not_modelled;
+        if (tally) ++tally->not_modelled;
+      }
       continue;
     }
     ++r.checked;

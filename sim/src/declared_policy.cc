@@ -155,11 +155,11 @@ class DeclaredBuilder {
 
 Status DeclaredBuilder::refuse() {
   if (two_stage_ && cfg_.attn_cp > 1) {
-    return Status::refused("not modelled yet: attention context parallel (attn_cp=" + std::to_string(cfg_.attn_cp) +
-                           ") for two-stage layers (prefill CP gathers, serving-boundaries §4, §6.5)");
+    return Status::notModelled("attention context parallel (attn_cp=" + std::to_string(cfg_.attn_cp) +
+                               ") for two-stage layers (prefill CP gathers, serving-boundaries §4, §6.5)");
   }
   if (two_stage_ && c_.flags.layernorm_sp) {
-    return Status::refused("not modelled yet: LayerNorm sequence parallel for two-stage layers (§6.5)");
+    return Status::notModelled("LayerNorm sequence parallel for two-stage layers (§6.5)");
   }
   // models/nemotron_h_utils.py: make_stage_boundary refuses these.
   if (cfg_.attn_cp > 1) {

@@ -71,7 +71,8 @@ struct ModelTally {
   std::string model;
   std::string why_not;          ///< non-empty: not modelled
   std::int64_t checked = 0;     ///< cases planned and replayed
-  std::int64_t refused = 0;     ///< cases the engine refuses (counted apart)
+  std::int64_t refused = 0;     ///< cases refused (counted apart from checked)
+  std::int64_t not_modelled = 0;  ///< of the refused: seam's gaps (isNotModelled), not the engine's
   std::int64_t violated = 0;    ///< checked cases with a violation
   double seconds = 0;           ///< worker time spent on this model
 };
@@ -79,7 +80,8 @@ struct ModelTally {
 struct SweepResult {
   std::int64_t cases = 0;       ///< checked + refused
   std::int64_t checked = 0;
-  std::int64_t refused = 0;
+  std::int64_t refused = 0;       ///< the engine's refusals and seam's gaps
+  std::int64_t not_modelled = 0;  ///< of the refused: seam's gaps
   std::int64_t violated = 0;
   std::int64_t run_here = 0;    ///< cases this process ran (the others were resumed)
   double seconds = 0;           ///< wall time of this process

@@ -5,10 +5,16 @@
 
 #include <cassert>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
 namespace seam {
+
+/// The start of every refusal that is seam's gap, not the engine's.
+inline constexpr std::string_view kNotModelledPrefix = "not modelled yet: ";
+/// True for a refusal reason that Status::notModelled made.
+inline bool isNotModelled(std::string_view reason) { return reason.substr(0, kNotModelledPrefix.size()) == kNotModelledPrefix; }
 
 /// Why an operation did not succeed. Maps one-to-one onto the exit codes of
 /// DESIGN §9 (kInvalidInput and kRefused -> 2, kInternal -> 3). kRefused: a
@@ -27,6 +33,10 @@ class [[nodiscard]] Status {
   }
   /// The modelled engine refuses this combination (e.g. attention CP for Nemotron-H).
   static Status refused(std::string message) { return Status(StatusCode::kRefused, std::move(message)); }
+  /// The engine runs this combination but seam does not model it yet: a
+  /// refusal whose message starts with kNotModelledPrefix, so that sweeps and
+  /// reports count seam's gaps apart from the engine's refusals.
+  static Status notModelled(std::string what);
   /// Something seam or a foreign library failed at (device error, I/O).
   static Status internal(std::string message) {
     return Status(StatusCode::kInternal, std::move(message));
@@ -42,6 +52,10 @@ class [[nodiscard]] Status {
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
 };
+
+inline Status Status::notModelled(std::string what) {
+  return Status(StatusCode::kRefused, std::string(kNotModelledPrefix) + std::move(what));
+}
 
 /// A value or the Status that explains why there is none (LLVM's Expected,
 /// without the must-check machinery).
