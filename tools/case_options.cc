@@ -55,6 +55,9 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--reduction", o.reduction, "FFN return over DP: ar|rs|rsv|rs+rsv")->capture_default_str();
   sub->add_option("--mode", o.mode, "forward mode: decode|extend")->capture_default_str();
   sub->add_flag("--ln-sp", o.ln_sp, "LayerNorm sequence parallel");
+  sub->add_option("--dense-tp", o.dense_tp,
+                  "dense FFN TP size of two-stage layers: tp|1 (1 = moe_dense_tp_size 1, fully DP)")
+      ->capture_default_str();
   sub->add_option("--capture", o.capture, "aux hidden-state snapshots before these stages, e.g. 2,5");
   sub->add_option("--policy", o.policy, "boundary policy: declared|legacy|naive")->capture_default_str();
   sub->add_option("--decision", o.decision, "plan with this planner decision flipped (a planted bug)");
@@ -148,6 +151,10 @@ Expected<Case> buildCase(const CaseOptions& o) {
   if (!mode) return mode.status();
   c.flags.mode = *mode;
   c.flags.layernorm_sp = o.ln_sp;
+  if (o.dense_tp != "tp" && o.dense_tp != "1") {
+    return Status::invalid("--dense-tp \"" + o.dense_tp.substr(0, 64) + "\" is not one of tp, 1");
+  }
+  c.flags.dense_tp1 = o.dense_tp == "1";
   if (!o.capture.empty()) {
     auto cap = parseIntList(o.capture, "--capture");
     if (!cap) return cap.status();

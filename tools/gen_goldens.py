@@ -68,6 +68,8 @@ CASES = [
      f"--pattern 'P-P-' {TWO} --tp 2"),
     ("qwen3_next_mixers", "Qwen3-Next: Gated DeltaNet and gated attention layers, every FFN sparse",
      f"--pattern 'GE*E' {TWO} --tp 2"),
+    ("two_stage_dense_fully_dp", "fully-DP dense FFNs (moe_dense_tp_size 1): FFN input #5 RS(attn_tp) to local rows, replicated weights, no sum owed; the next attention input gathers the normed rows",
+     f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --dense-tp 1"),
     ("two_stage_naive", "naive: every stage completes its own sum at its exit",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
 ]

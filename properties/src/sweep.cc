@@ -108,6 +108,17 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       }
     }
   }
+  // Two-stage dense FFNs also run fully data parallel (moe_dense_tp_size 1).
+  const bool dense = std::any_of(m.pattern.layers.begin(), m.pattern.layers.end(),
+                                 [](LayerKind k) { return k == LayerKind::kDenseMlp; });
+  if (m.family != LayerFamily::kSingleStage && dense && c.tp > 1) {
+    const size_t n_plain = out.size();
+    for (size_t i = 0; i < n_plain; ++i) {
+      Flags f = out[i];
+      f.dense_tp1 = true;
+      out.push_back(std::move(f));
+    }
+  }
   return out;
 }
 

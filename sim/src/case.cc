@@ -107,6 +107,7 @@ std::string Flags::describe() const {
                     " padding=" + std::string(paddingName(dp_padding)) +
                     " reduction=" + std::string(reductionName(reduction)) + " mode=" + std::string(modeName(mode));
   if (layernorm_sp) out += " ln_sp=on";
+  if (dense_tp1) out += " dense_tp=1";
   if (!capture.empty()) out += " capture=" + joined(capture);
   return out;
 }
@@ -251,6 +252,7 @@ std::string reproduceCommand(const Case& c, std::string_view policy) {
          " --reduction " + std::string(reductionName(f.reduction)) + " --mode " + std::string(modeName(f.mode));
   out += " --policy " + std::string(policy);
   if (f.layernorm_sp) out += " --ln-sp";
+  if (f.dense_tp1) out += " --dense-tp 1";
   if (!f.capture.empty()) out += " --capture " + joined(f.capture);
   return out;
 }

@@ -104,6 +104,10 @@ class DeclaredBuilder {
   int ppRank(int rank) const { return rank / cfg_.tp; }
   bool fusable() const;
   bool a2aMoe(LayerKind k) const { return k == LayerKind::kMoe && c_.flags.a2a != A2aBackend::kNone; }
+  /// A fully-DP dense FFN of a two-stage layer (moe_dense_tp_size == 1).
+  bool denseOnLocal(LayerKind k) const { return two_stage_ && k == LayerKind::kDenseMlp && c_.flags.dense_tp1; }
+  /// An FFN that runs on local rows and hands on a complete value (ffn_on_local_rows).
+  bool ffnOnLocal(LayerKind k) const { return a2aMoe(k) || denseOnLocal(k); }
   /// Rows an a2a FFN runs on: local rows, which equal attention rows when attn_tp == 1.
   RowKind localRows() const { return a_ > 1 ? RowKind::kLocal : RowKind::kAttention; }
   /// Rows a shared (non-a2a) FFN runs on.
@@ -202,6 +206,8 @@ std::int8_t DeclaredBuilder::weightAxis(LayerKind k) const {
   Axis axis;
   if (isMixer(k)) {
     axis = Axis::kAttnTp;  // o_proj / out_proj are row-parallel over attn_tp
+  } else if (denseOnLocal(k)) {
+    return kNoAxis;  // replicated weights on every rank
   } else if (k == LayerKind::kDenseMlp) {
     axis = Axis::kTp;  // dense_tp_size = tp
   } else if (a2aMoe(k)) {
@@ -294,7 +300,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   const LayerKind producer = kinds[from];
   const std::int8_t group = weightAxis(producer);
   if (two_stage_ && isMixer(producer)) return twoStageIntoFfn(consumer);
-  if (two_stage_ && a2aMoe(producer)) return twoStageOutOfLocalFfn(consumer, final_norm, cut);
+  if (two_stage_ && ffnOnLocal(producer)) return twoStageOutOfLocalFfn(consumer, final_norm, cut);
 
   if (isMixer(producer)) {
     // Mixer output: attention rows; owes ATTN_TP iff attn_tp > 1.
@@ -493,7 +499,7 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageIntoFfn(LayerKind consumer) {
     h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, attn_tp});
   }
   const bool partial_in = owes && !naive_;
-  if (a2aMoe(consumer)) {
+  if (ffnOnLocal(consumer)) {
     // _scatter_hidden_states_and_residual: RS(attn_tp) completes and slices;
     // the residual is sliced unless it already lies on local rows.
     if (a_ > 1) {
@@ -632,7 +638,7 @@ void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
     }
     return;
   }
-  const RowKind rows = isFfn(k) ? sharedFfnRows() : RowKind::kAttention;
+  const RowKind rows = denseOnLocal(k) ? localRows() : isFfn(k) ? sharedFfnRows() : RowKind::kAttention;
   emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, rows, rows});
 }
 

@@ -180,6 +180,25 @@ TEST(TwoStageRules, ADenseFfnAfterALocalRowsLayerGathersTheResidualFirst) {
   expectHolds(plan);
 }
 
+TEST(TwoStageRules, FullyDpDenseFfnsRunOnLocalRowsWithReplicatedWeightsAndOweNoSum) {
+  Flags f;
+  f.dense_tp1 = true;
+  const Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, f));
+  const std::vector<OpKind> into_ffn = {OpKind::kReduceScatterv, OpKind::kSlice, OpKind::kAddNorm};
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), into_ffn);  // 3 tokens over attn_tp 2: the v variant
+  EXPECT_EQ(plan.stages[1].weight_axis, kNoAxis);
+  EXPECT_TRUE(kindsAt(plan, 0, 1, Phase::kExit).empty());
+  for (const Op& op : plan.ranks[0]) {
+    EXPECT_NE(op.kind, OpKind::kDpGatherPartial);  // no DP gather: every rank runs its own rows
+  }
+  expectHolds(plan);
+  // Nemotron-H declares dense_tp_size = tp: the flag changes nothing there.
+  Case nemotron = seam::testing::patternCase("M-M-", {.tp = 2}, {4}, f);
+  Case plain = nemotron;
+  plain.flags.dense_tp1 = false;
+  EXPECT_EQ(mustBuild(nemotron).ranks, mustBuild(plain).ranks);
+}
+
 TEST(TwoStageRules, TheRefusalsSayWhatSeamDoesNotModelYetAndWhatTheEngineRefuses) {
   auto cp = buildPlan(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {3}), PolicyKind::kDeclared);
   ASSERT_FALSE(cp.hasValue());

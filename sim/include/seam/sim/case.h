@@ -33,6 +33,10 @@ struct Flags {
   BoundaryReduction reduction = BoundaryReduction::kAr;
   ForwardMode mode = ForwardMode::kDecode;
   bool layernorm_sp = false;     ///< LayerNorm sequence parallel (refused for Nemotron-H)
+  /// moe_dense_tp_size == 1 (enable_moe_dense_fully_dp): two-stage dense FFNs
+  /// run on each rank's local rows with replicated weights and owe no sum.
+  /// Nemotron-H declares dense_tp_size = tp for its MLPs and ignores it.
+  bool dense_tp1 = false;
   std::vector<int> capture;      ///< aux hidden-state snapshots before these stages (EAGLE3)
 
   /// "a2a=none fusion=on padding=max_len reduction=ar mode=decode"
