@@ -282,6 +282,15 @@ Status RankExecutor::zeroFill(const Op& op, int index) {
 
 Status RankExecutor::add(const Op& op, int index) {
   record(index, bytesOf(hidden_.rows));
+  if (op.tensor == Tensor::kSnapshot) {
+    // Legacy capture: snapshot += residual.
+    DeviceRows& snap = bufferOf(Tensor::kSnapshot);
+    if (residual_.present && snap.rows == residual_.rows) {
+      SEAM_CUDA_CHECK(kernels::add(snap.data.get(), residual_.data.get(), static_cast<std::size_t>(snap.rows) * h_,
+                                   s_.real(), stream_->get()));
+    }
+    return Status::ok();
+  }
   if (op.tensor == Tensor::kResidual) {
     if (!residual_.present) {  // first layer: residual := hidden
       residual_.setLayout(hidden_);
@@ -360,10 +369,12 @@ Status RankExecutor::compute(const Op& op, int index) {
 Status RankExecutor::snapshot(const Op& op, int index) {
   // Pool entry 0 is bufferOf's; snapshot op k of the iteration takes entry k + 1.
   DeviceRows& b = snapshot_pool_[1 + snapshots_taken_++];
-  b.setLayout(residual_);
-  record(index, bytesOf(residual_.present ? residual_.rows : 0));
-  if (residual_.present) {
-    if (Status st = copyRows(b.data.get(), residual_.data.get(), residual_.rows); !st) return st;
+  // tensor hidden: legacy's copy of the hidden state; otherwise the residual.
+  const DeviceRows& src = op.tensor == Tensor::kHidden ? hidden_ : residual_;
+  b.setLayout(src);
+  record(index, bytesOf(src.present ? src.rows : 0));
+  if (src.present) {
+    if (Status st = copyRows(b.data.get(), src.data.get(), src.rows); !st) return st;
   }
   snapshots_.push_back({op.stack, op.stage, &b});
   return Status::ok();

@@ -85,6 +85,19 @@ std::vector<Op> normalise(const std::vector<Op>& ops, const Topology& topo, bool
     }
     out.push_back(op);
   }
+  // Legacy's aux capture (a copy of the hidden state, its all-reduce, the
+  // residual added) with no reduction left is the declared capture of the
+  // completed value after the entry: move it there, in the declared form.
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    if (out[i].kind != OpKind::kSnapshot || out[i].tensor != Tensor::kHidden) continue;
+    if (out[i + 1].kind != OpKind::kAdd || out[i + 1].tensor != Tensor::kSnapshot) continue;
+    Op capture = out[i];
+    capture.tensor = Tensor::kSnapshot;
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(i), out.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    size_t j = i;
+    while (j < out.size() && !(out[j].kind == OpKind::kCompute && out[j].stage == capture.stage)) ++j;
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(j), capture);
+  }
   return out;
 }
 

@@ -123,6 +123,8 @@ class DeclaredBuilder {
     RowKind residual_after = RowKind::kAttention;  // where the residual lies after the entry
   };
   Hand boundary(int stack, int from, int to, bool cut);
+  /// Legacy aux capture before the consumer's entry (a completed copy).
+  StepList legacyCapture(int stack, int from, const Hand& h) const;
   /// Two-stage layers: the attention output into the FFN (prepare_mlp, §5.3 / §6.3).
   Hand twoStageIntoFfn(LayerKind consumer);
   /// Two-stage layers: an FFN on local rows (a2a MoE) into the next layer.
@@ -584,6 +586,31 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageOutOfLocalFfn(LayerKind consumer,
   return h;
 }
 
+// Legacy aux capture (serving-boundaries §9.2 (3), TestNemotronAuxCapture):
+// before the entry, a copy of the hidden state is all-reduced over the group
+// its sum is owed over and the residual added to it; after a mixer with
+// attn_tp == 1 the attention all-reduce still runs, over a group of one
+// rank (tensor_model_parallel_all_reduce returns at once there; the call
+// stays in the call sequence). The declared capture reads the residual after
+// the entry instead, which completes the sum once.
+StepList DeclaredBuilder::legacyCapture(int stack, int from, const Hand& h) const {
+  StepList steps;
+  const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
+  steps.push_back({OpKind::kSnapshot, Tensor::kHidden, kNoAxis, rows, rows});
+  std::int8_t group = kNoAxis;
+  switch (h.handoff.owes) {
+    case SumGroup::kAttnTp: group = static_cast<std::int8_t>(Axis::kAttnTp); break;
+    case SumGroup::kTp: group = static_cast<std::int8_t>(Axis::kTp); break;
+    case SumGroup::kMoeOutput: group = static_cast<std::int8_t>(postExpertsAxis()); break;
+    default:
+      if (from >= 0 && isMixer(stacks_[stack][from]) && a_ == 1) group = static_cast<std::int8_t>(Axis::kAttnTp);
+      break;
+  }
+  if (group != kNoAxis) steps.push_back({OpKind::kAllReduce, Tensor::kSnapshot, group, rows, rows});
+  if (h.handoff.residual) steps.push_back({OpKind::kAdd, Tensor::kSnapshot, kNoAxis, rows, rows});
+  return steps;
+}
+
 std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
   const std::int64_t row_bytes = static_cast<std::int64_t>(hidden_) * kBytesPerElement;
   const int in = rows_.count(s.in, rank);
@@ -799,9 +826,13 @@ Expected<Plan> DeclaredBuilder::build() {
         // Mutant: the capture reads the residual before the entry completes the carried sum.
         emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot});
       }
+      const bool legacy_capture = capture && legacy_ && !two_stage_ && !schema_.on(Decision::kSnapshotNotCompleted);
+      if (legacy_capture) {
+        for (const Step& s : legacyCapture(stack, from, h)) emit(r, stack, to, Phase::kEntry, s);
+      }
       for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
       // Aux hidden-state capture before stage `to`: the entry completed any carried sum.
-      if (capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
+      if (capture && !legacy_capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
         const RowKind res_rows = two_stage_ ? h.residual_after
                                  : a2aMoe(stacks_[0][to]) ? localRows() : RowKind::kAttention;
         emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});

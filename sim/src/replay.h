@@ -435,6 +435,12 @@ class Replay {
           return;
         }
         if (!residualFollows(r, st, op)) return;
+        if (op.tensor == Tensor::kSnapshot) {
+          // Legacy capture: snapshot += residual (a copy of the completed hidden state plus the residual).
+          Buffer& snap = bufferOf(st, Tensor::kSnapshot);
+          if (st.residual.present && snap.v.size() == st.residual.v.size()) addInto(snap, st.residual);
+          return;
+        }
         if (op.tensor == Tensor::kResidual) {
           if (!st.residual.present) {
             st.residual = st.hidden;
@@ -461,7 +467,10 @@ class Replay {
         compute(r, op);
         return;
       case OpKind::kSnapshot: {
-        Snap s{op.stack, op.stage, st.residual};
+        // tensor snapshot: capture the residual after the entry (declared);
+        // tensor hidden: capture a copy of the hidden state, which legacy then
+        // all-reduces and adds the residual to.
+        Snap s{op.stack, op.stage, op.tensor == Tensor::kHidden ? st.hidden : st.residual};
         st.snaps.push_back(std::move(s));
         return;
       }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "../sim/case_builders.h"
 
 namespace seam::properties {
@@ -37,6 +39,29 @@ TEST(Diff, AnFfnAfterAnFfnOrAtTheStackStartDropsTheLegacyZeroUpdateReduction) {
     const CaseDiff d = legacyVsDeclared(patternCase(p, {.tp = 2}, {4}, fusion(true)));
     EXPECT_EQ(d.cls, DiffClass::kZeroUpdateDropped) << p << ": " << d.detail;
   }
+}
+
+Flags capturing(std::vector<int> stages) {
+  Flags f;
+  f.capture = std::move(stages);
+  return f;
+}
+
+TEST(Diff, LegacysAuxCaptureAllReducesACopyAndOverOneRankThatReductionIsDropped) {
+  // tp = 1: the attention all-reduce of the copy runs over a group of one rank.
+  const CaseDiff one = legacyVsDeclared(patternCase("M*M*", {.tp = 1}, {4}, capturing({2})));
+  EXPECT_EQ(one.cls, DiffClass::kSize1Dropped) << one.detail;
+  // tp = 2: the copy is all-reduced beside the entry's own (fused) all-reduce.
+  const CaseDiff two = legacyVsDeclared(patternCase("M-M-", {.tp = 2}, {4}, capturing({2})));
+  EXPECT_EQ(two.cls, DiffClass::kEqualValues) << two.detail;
+  // The legacy plan itself holds: its snapshot is the complete hidden state.
+  auto plan = buildPlan(patternCase("M-M-", {.tp = 2}, {4}, capturing({1, 2})), PolicyKind::kLegacy);
+  ASSERT_TRUE(plan.hasValue());
+  Ledger ledger;
+  EXPECT_TRUE(checkPlan(*plan, ledger).holds());
+  int copies = 0;
+  for (const Op& op : plan->ranks[0]) copies += op.kind == OpKind::kAllReduce && op.tensor == Tensor::kSnapshot;
+  EXPECT_EQ(copies, 2);
 }
 
 TEST(Diff, UnderDpAttentionLegacyReturnsAtTheExitAndDeclaredAtTheNextEntry) {
