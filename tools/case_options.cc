@@ -55,6 +55,8 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--reduction", o.reduction, "FFN return over DP: ar|rs|rsv|rs+rsv")->capture_default_str();
   sub->add_option("--mode", o.mode, "forward mode: decode|extend")->capture_default_str();
   sub->add_flag("--ln-sp", o.ln_sp, "LayerNorm sequence parallel");
+  sub->add_flag("--input-scattered", o.input_scattered,
+                "input-scattered attention (enable_attn_tp_input_scattered; extend batches of MLA models)");
   sub->add_option("--dense-tp", o.dense_tp,
                   "dense FFN TP size of two-stage layers: tp|1 (1 = moe_dense_tp_size 1, fully DP)")
       ->capture_default_str();
@@ -155,6 +157,7 @@ Expected<Case> buildCase(const CaseOptions& o) {
     return Status::invalid("--dense-tp \"" + o.dense_tp.substr(0, 64) + "\" is not one of tp, 1");
   }
   c.flags.dense_tp1 = o.dense_tp == "1";
+  c.flags.input_scattered = o.input_scattered;
   if (!o.capture.empty()) {
     auto cap = parseIntList(o.capture, "--capture");
     if (!cap) return cap.status();

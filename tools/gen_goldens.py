@@ -70,6 +70,10 @@ CASES = [
      f"--pattern 'GE*E' {TWO} --tp 2"),
     ("two_stage_dense_fully_dp", "fully-DP dense FFNs (moe_dense_tp_size 1): FFN input #5 RS(attn_tp) to local rows, replicated weights, no sum owed; the next attention input gathers the normed rows",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --dense-tp 1"),
+    ("two_stage_input_scattered", "input-scattered attention (§6.5, MLA with q_lora_rank, extend): tp_slice / tp_reduce_scatter of the layer input, add+norm on the slice, the latent gather over TP; the FFN input adds the residual slice into the sum, one AR(tp); the FFN leaves its TP sum to the next reduce-scatter",
+     f"--pattern '*-*E' {TWO} --tp 2 --tokens 4 --mode extend --input-scattered"),
+    ("two_stage_input_scattered_pp_cut", "input-scattered across a pipeline cut: the FFN completes before the send, the next stage slices",
+     f"--pattern '*-|*E' {TWO} --pp 2 --tp 2 --tokens 4 --mode extend --input-scattered"),
     ("two_stage_naive", "naive: every stage completes its own sum at its exit",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
 ]

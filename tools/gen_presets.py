@@ -54,9 +54,11 @@ SHAPE_FIELDS = [
     ("moe_experts", "moe_experts"), ("moe_top_k", "moe_top_k"),
     ("moe_shared_intermediate", "moe_shared_intermediate"),
     ("dense_intermediate", "dense_intermediate"),
+    ("q_lora_rank", "q_lora_rank"),
 ]
 # Fields that are "not applicable" (0) rather than "unknown" (-1) when null.
-NOT_APPLICABLE_WHEN_NULL = {"moe_experts", "moe_top_k", "moe_shared_intermediate", "dense_intermediate"}
+NOT_APPLICABLE_WHEN_NULL = {"moe_experts", "moe_top_k", "moe_shared_intermediate", "dense_intermediate",
+                            "q_lora_rank"}
 
 
 def cstr(s):

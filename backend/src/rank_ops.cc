@@ -300,6 +300,16 @@ Status RankExecutor::add(const Op& op, int index) {
                                  s_.real(), stream_->get()));
     return Status::ok();
   }
+  if (op.rows_in.kind == RowKind::kLocal && op.rows_out.kind == RowKind::kAttention) {
+    // Input-scattered FFN input: the residual slice into this rank's rows of the sum.
+    if (residual_.present && residual_.rows > 0) {
+      const int off = s_.rows.localOffset(rank_);
+      SEAM_CUDA_CHECK(kernels::add(hidden_.data.get() + static_cast<std::size_t>(off) * h_, residual_.data.get(),
+                                   static_cast<std::size_t>(residual_.rows) * h_, s_.real(), stream_->get()));
+    }
+    residual_.present = false;
+    return Status::ok();
+  }
   // hs += residual; residual := None
   if (residual_.present) {
     SEAM_CUDA_CHECK(kernels::add(hidden_.data.get(), residual_.data.get(), static_cast<std::size_t>(hidden_.rows) * h_,

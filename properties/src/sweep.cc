@@ -108,6 +108,16 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       }
     }
   }
+  // Input-scattered attention on extend batches of MLA models (q_lora_rank), tp > 1, no DP attention.
+  if (m.family != LayerFamily::kSingleStage && m.shape.q_lora_rank > 0 && c.tp > 1 && c.attn_dp == 1) {
+    for (bool fusion : {true, false}) {
+      Flags f;
+      f.fusion = fusion;
+      f.mode = ForwardMode::kExtend;
+      f.input_scattered = true;
+      out.push_back(f);
+    }
+  }
   // Two-stage dense FFNs also run fully data parallel (moe_dense_tp_size 1).
   const bool dense = std::any_of(m.pattern.layers.begin(), m.pattern.layers.end(),
                                  [](LayerKind k) { return k == LayerKind::kDenseMlp; });
@@ -115,6 +125,7 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
     const size_t n_plain = out.size();
     for (size_t i = 0; i < n_plain; ++i) {
       Flags f = out[i];
+      if (f.input_scattered) continue;
       f.dense_tp1 = true;
       out.push_back(std::move(f));
     }
@@ -141,7 +152,9 @@ std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigF
   for (const ParallelConfig& config : space->all()) {
     if (!model.pattern.cuts.empty() && static_cast<int>(model.pattern.cuts.size()) + 1 != config.pp) continue;
     for (const Flags& f : flagsFor(model, config)) {
-      for (Batch& b : batchesFor(config)) {
+      // tp_reduce_scatter asserts tokens % tp == 0: an input-scattered batch
+      // has two tokens per TP rank.
+      for (Batch& b : f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config)) {
         Case c;
         c.model = model;
         c.config = config;

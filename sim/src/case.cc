@@ -108,6 +108,7 @@ std::string Flags::describe() const {
                     " reduction=" + std::string(reductionName(reduction)) + " mode=" + std::string(modeName(mode));
   if (layernorm_sp) out += " ln_sp=on";
   if (dense_tp1) out += " dense_tp=1";
+  if (input_scattered) out += " input_scattered=on";
   if (!capture.empty()) out += " capture=" + joined(capture);
   return out;
 }
@@ -253,6 +254,7 @@ std::string reproduceCommand(const Case& c, std::string_view policy) {
   out += " --policy " + std::string(policy);
   if (f.layernorm_sp) out += " --ln-sp";
   if (f.dense_tp1) out += " --dense-tp 1";
+  if (f.input_scattered) out += " --input-scattered";
   if (!f.capture.empty()) out += " --capture " + joined(f.capture);
   return out;
 }

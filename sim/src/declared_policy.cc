@@ -78,6 +78,7 @@ class DeclaredBuilder {
  public:
   DeclaredBuilder(const Case& c, const Schema& schema, PolicyKind policy)
       : two_stage_(c.model.family != LayerFamily::kSingleStage),
+        input_scattered_(c.flags.input_scattered),
         legacy_(policy == PolicyKind::kLegacy),
         naive_(policy == PolicyKind::kNaive),
         c_(c),
@@ -127,6 +128,9 @@ class DeclaredBuilder {
   StepList legacyCapture(int stack, int from, const Hand& h) const;
   /// Two-stage layers: the attention output into the FFN (prepare_mlp, §5.3 / §6.3).
   Hand twoStageIntoFfn(LayerKind consumer);
+  /// Input-scattered attention (§6.5): the entry of a mixer stage that reads
+  /// a TP slice (tp_reduce_scatter or tp_slice, add+norm, latent gather).
+  void inputScatteredEntry(StepList& steps, bool owes_tp, bool residual_on_attention_rows);
   /// Two-stage layers: an FFN on local rows (a2a MoE) into the next layer.
   Hand twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut);
   void addEntryRead(StepList& steps, LayerKind consumer, bool final_norm, bool residual_present,
@@ -139,6 +143,7 @@ class DeclaredBuilder {
   std::int64_t bytesOf(const Step& s, int rank) const;
 
   bool two_stage_;  ///< two-stage decoder layers (mixer, FFN per layer), else single-stage
+  bool input_scattered_;  ///< Flags::input_scattered (checked by refuse())
   /// Two-stage: the residual lies on local rows (an FFN on local rows left it
   /// there; the next attention input keeps it, §5.1 / §6.2). Decided in
   /// boundary order.
@@ -166,6 +171,26 @@ Status DeclaredBuilder::refuse() {
   }
   if (two_stage_ && c_.flags.layernorm_sp) {
     return Status::notModelled("LayerNorm sequence parallel for two-stage layers (§6.5)");
+  }
+  if (input_scattered_) {
+    // AttnTpContext.init_context and the per-batch gate (§6.5): otherwise the
+    // engine runs the ordinary variant.
+    const std::string no = "the engine does not run input-scattered attention ";
+    if (!two_stage_ || c_.model.shape.q_lora_rank <= 0) {
+      return Status::refused(no + "without an MLA attention with q_lora_rank (" + c_.model.name + " has none)");
+    }
+    if (legacy_) return Status::refused("the classic (Gen A) communicator has no input-scattered mode");
+    if (naive_) return Status::notModelled("a naive baseline of input-scattered attention");
+    if (T_ == 1) return Status::refused(no + "at tp=1");
+    if (D_ > 1) return Status::refused(no + "under DP attention (attn_dp=" + std::to_string(D_) + ")");
+    if (c_.flags.a2a != A2aBackend::kNone) return Status::refused(no + "with an all-to-all MoE backend");
+    if (c_.flags.dense_tp1) return Status::refused(no + "with fully-DP dense FFNs");
+    if (c_.flags.mode != ForwardMode::kExtend) return Status::refused(no + "on a decode batch (extend only)");
+    if (!c_.flags.capture.empty()) return Status::refused(no + "with EAGLE3 aux capture");
+    if (total_tokens_ % T_ != 0) {
+      return Status::refused("tp_reduce_scatter asserts tokens % tp_size == 0 (" + std::to_string(total_tokens_) +
+                             " tokens, tp=" + std::to_string(T_) + ")");
+    }
   }
   // models/nemotron_h_utils.py: make_stage_boundary refuses these.
   if (cfg_.attn_cp > 1) {
@@ -295,6 +320,12 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     // Embedding (complete on attention rows, reduced by the embedding itself): residual := hidden.
     h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
     residual_local_ = false;
+    if (input_scattered_ && !final_norm) {
+      // The MTP step's zero residual is laid out on the slice already.
+      inputScatteredEntry(h.entry, false, false);
+      h.residual_after = RowKind::kLocal;
+      return h;
+    }
     addEntryRead(h.entry, consumer, final_norm, /*residual_present=*/false, /*stack_start=*/true);
     return h;
   }
@@ -303,6 +334,19 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   const std::int8_t group = weightAxis(producer);
   if (two_stage_ && isMixer(producer)) return twoStageIntoFfn(consumer);
   if (two_stage_ && ffnOnLocal(producer)) return twoStageOutOfLocalFfn(consumer, final_norm, cut);
+  if (input_scattered_ && !final_norm) {
+    // The FFN's sum is left for the next layer's tp_reduce_scatter when it is
+    // a TP sum (may_reduce_scatter, not terminal); otherwise the exit
+    // completes (also before a pipeline send) and the next entry slices.
+    const bool rs = !terminal && group != kNoAxis && sameGroup(static_cast<Axis>(group), Axis::kTp) &&
+                    c_.model.allow_reduce_scatter;
+    h.handoff = {RowKind::kAttention, rs ? SumGroup::kTp : SumGroup::kNone,
+                 rs ? Completer::kCarried : Completer::kNone, true};
+    if (!rs && group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+    inputScatteredEntry(h.entry, rs, true);
+    h.residual_after = RowKind::kLocal;
+    return h;
+  }
 
   if (isMixer(producer)) {
     // Mixer output: attention rows; owes ATTN_TP iff attn_tp > 1.
@@ -501,6 +545,16 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageIntoFfn(LayerKind consumer) {
     h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, attn_tp});
   }
   const bool partial_in = owes && !naive_;
+  if (input_scattered_) {
+    // _tp_sum_with_residual_read: the residual slice into this rank's rows of
+    // the attention partial, one all-reduce over TP, which is the new
+    // residual; then the norm.
+    h.entry.push_back({OpKind::kAdd, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kAttention});
+    h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp)});
+    h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+    residual_local_ = false;
+    return h;
+  }
   if (ffnOnLocal(consumer)) {
     // _scatter_hidden_states_and_residual: RS(attn_tp) completes and slices;
     // the residual is sliced unless it already lies on local rows.
@@ -609,6 +663,22 @@ StepList DeclaredBuilder::legacyCapture(int stack, int from, const Hand& h) cons
   if (group != kNoAxis) steps.push_back({OpKind::kAllReduce, Tensor::kSnapshot, group, rows, rows});
   if (h.handoff.residual) steps.push_back({OpKind::kAdd, Tensor::kSnapshot, kNoAxis, rows, rows});
   return steps;
+}
+
+void DeclaredBuilder::inputScatteredEntry(StepList& steps, bool owes_tp, bool residual_on_attention_rows) {
+  const std::int8_t tp = static_cast<std::int8_t>(Axis::kTp);
+  if (owes_tp) {
+    steps.push_back({OpKind::kReduceScatter, Tensor::kHidden, tp, RowKind::kAttention, RowKind::kLocal});
+  } else {
+    steps.push_back({OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+  }
+  if (residual_on_attention_rows) {
+    steps.push_back({OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+  }
+  steps.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+  // The attention's QKV hook gathers the latents over TP (tp_gather).
+  steps.push_back({OpKind::kAllGather, Tensor::kHidden, tp, RowKind::kLocal, RowKind::kAttention});
+  residual_local_ = true;
 }
 
 std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
@@ -817,7 +887,7 @@ Expected<Plan> DeclaredBuilder::build() {
         emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
         // The zero residual lies on the rows the first MTP layer reads (local
         // rows for an all-to-all MoE), like the hidden state it is added to.
-        const RowKind res_rows = a2aMoe(stacks_[1][0]) ? localRows() : RowKind::kAttention;
+        const RowKind res_rows = a2aMoe(stacks_[1][0]) || input_scattered_ ? localRows() : RowKind::kAttention;
         emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual, kNoAxis, res_rows, res_rows});
       }
       const bool capture = stack == 0 && to < n &&

@@ -434,6 +434,19 @@ class Replay {
           layoutViolation(r, Property::kOwedOnce, "add with no hidden state");
           return;
         }
+        if (op.tensor == Tensor::kHidden && op.rows_in.kind == RowKind::kLocal &&
+            op.rows_out.kind == RowKind::kAttention) {
+          // Input-scattered FFN input (_tp_sum_with_residual_read): this rank
+          // adds its residual slice into its own rows of the partial sum.
+          if (!expectKind(r, st.residual, RowKind::kLocal, op, "residual") ||
+              !expectKind(r, st.hidden, RowKind::kAttention, op, "hidden")) {
+            return;
+          }
+          const int off = rows_->localOffset(r);
+          for (size_t i = 0; i < st.residual.v.size(); ++i) domain_.add(st.hidden.v[off + i], st.residual.v[i]);
+          st.residual.present = false;
+          return;
+        }
         if (!residualFollows(r, st, op)) return;
         if (op.tensor == Tensor::kSnapshot) {
           // Legacy capture: snapshot += residual (a copy of the completed hidden state plus the residual).

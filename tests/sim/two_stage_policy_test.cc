@@ -199,6 +199,44 @@ TEST(TwoStageRules, FullyDpDenseFfnsRunOnLocalRowsWithReplicatedWeightsAndOweNoS
   EXPECT_EQ(mustBuild(nemotron).ranks, mustBuild(plain).ranks);
 }
 
+Flags inputScattered() {
+  Flags f;
+  f.mode = ForwardMode::kExtend;
+  f.input_scattered = true;
+  return f;
+}
+
+TEST(TwoStageRules, InputScatteredAttentionReadsATpSliceAndTheFfnInputAddsTheResidualSliceIntoTheSum) {
+  const Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
+  const std::vector<OpKind> layer0 = {OpKind::kSlice, OpKind::kAddNorm, OpKind::kAllGather};
+  EXPECT_EQ(kindsAt(plan, 0, 0, Phase::kEntry), layer0);
+  const std::vector<OpKind> ffn_in = {OpKind::kAdd, OpKind::kAllReduce, OpKind::kAddNorm};
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), ffn_in);
+  EXPECT_TRUE(kindsAt(plan, 0, 1, Phase::kExit).empty());  // the dense FFN leaves its TP sum
+  const std::vector<OpKind> layer1 = {OpKind::kReduceScatter, OpKind::kSlice, OpKind::kAddNorm, OpKind::kAllGather};
+  EXPECT_EQ(kindsAt(plan, 0, 2, Phase::kEntry), layer1);
+  EXPECT_EQ(kindsAt(plan, 0, 3, Phase::kExit), std::vector<OpKind>{OpKind::kAllReduce});  // terminal
+  expectHolds(plan);
+}
+
+TEST(TwoStageRules, InputScatteredAttentionIsRefusedWhereTheEngineDoesNotRunIt) {
+  auto why = [](Case c, PolicyKind p = PolicyKind::kDeclared) {
+    auto plan = buildPlan(c, p);
+    EXPECT_FALSE(plan.hasValue());
+    return plan ? std::string() : plan.status().message();
+  };
+  Flags decode = inputScattered();
+  decode.mode = ForwardMode::kDecode;
+  EXPECT_NE(why(twoStageCase("*-*E", {.tp = 2}, {4}, decode)).find("decode batch"), std::string::npos);
+  EXPECT_NE(why(twoStageCase("*-*E", {.tp = 2}, {3}, inputScattered())).find("tokens % tp_size == 0"),
+            std::string::npos);
+  EXPECT_NE(why(twoStageCase("*-*E", {.tp = 4, .attn_dp = 2}, {2, 2}, inputScattered())).find("DP attention"),
+            std::string::npos);
+  EXPECT_NE(why(twoStageCase("*-*-", {.tp = 2}, {4}, inputScattered())).find("q_lora_rank"), std::string::npos);
+  EXPECT_NE(why(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()), PolicyKind::kLegacy).find("Gen A"),
+            std::string::npos);
+}
+
 TEST(TwoStageRules, TheRefusalsSayWhatSeamDoesNotModelYetAndWhatTheEngineRefuses) {
   auto cp = buildPlan(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {3}), PolicyKind::kDeclared);
   ASSERT_FALSE(cp.hasValue());
@@ -267,6 +305,29 @@ TEST(TwoStageWrongPlans, ADenseFfnAfterALocalLayerThatSkipsTheResidualGatherBrea
   const Violation v = firstViolation(plan);
   EXPECT_EQ(v.property, Property::kResidualFollows);
   EXPECT_EQ(v.cls, ViolationClass::kLayoutMismatch);
+}
+
+TEST(TwoStageWrongPlans, AnInputScatteredFfnInputThatForgetsTheResidualSliceLeavesItOnLocalRows) {
+  Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
+  eraseEverywhere(plan, 1, Phase::kEntry, OpKind::kAdd);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kResidualFollows);  // the add+norm meets a residual slice
+  EXPECT_EQ(v.cls, ViolationClass::kLayoutMismatch);
+  EXPECT_EQ(v.stage, 1);
+}
+
+TEST(TwoStageWrongPlans, AnInputScatteredEntryThatSlicesTheFfnsPartialInsteadOfReduceScatteringNeverCompletesIt) {
+  Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, 2, Phase::kEntry, OpKind::kReduceScatter);
+    ASSERT_GE(i, 0);
+    plan.ranks[r][i].kind = OpKind::kSlice;
+    plan.ranks[r][i].axis = kNoAxis;
+  }
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(v.stage, 2);
 }
 
 TEST(TwoStageWrongPlans, ALegacyReduceScatterTurnedIntoAPlainScatterNeverCompletesTheMoeSum) {

@@ -37,6 +37,10 @@ struct Flags {
   /// run on each rank's local rows with replicated weights and owe no sum.
   /// Nemotron-H declares dense_tp_size = tp for its MLPs and ignores it.
   bool dense_tp1 = false;
+  /// enable_attn_tp_input_scattered (§6.5 INPUT_SCATTERED): on an extend
+  /// batch the layer input is reduce-scattered over TP, the attention gathers
+  /// its q/kv latents, and the FFN input adds the residual slice into the sum.
+  bool input_scattered = false;
   std::vector<int> capture;      ///< aux hidden-state snapshots before these stages (EAGLE3)
 
   /// "a2a=none fusion=on padding=max_len reduction=ar mode=decode"

@@ -42,6 +42,7 @@ struct ModelShape {
   int moe_top_k = kNotApplicable;                ///< experts per token
   int moe_shared_intermediate = kNotApplicable;  ///< shared-expert intermediate
   int dense_intermediate = kNotApplicable;       ///< dense layers' MLP when the model also has MoE layers (DeepSeek)
+  int q_lora_rank = kNotApplicable;              ///< MLA q_lora_rank (input-scattered attention needs one)
 };
 
 /// One released checkpoint.
