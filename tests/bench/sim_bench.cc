@@ -28,7 +28,8 @@ Case presetCase(const char* name, ParallelConfig config) {
 // World 8: tp=8. World 64: tp=64 with 8-way DP attention (attn_tp = 8), the
 // shape of a large DP-attention deployment.
 Case benchCase(int preset, int world) {
-  const char* name = preset == 0 ? "nemotron-h-8b" : "nemotron-3-super";
+  // 2: a two-stage stack (DeepSeek-V3: 61 decoder layers = 122 stages + MTP).
+  const char* name = preset == 0 ? "nemotron-h-8b" : preset == 1 ? "nemotron-3-super" : "deepseek-v3";
   if (world == 8) return presetCase(name, {.tp = 8});
   return presetCase(name, {.tp = 64, .attn_dp = 8});
 }
@@ -46,7 +47,7 @@ void BM_PlanBuild(benchmark::State& state) {
   state.counters["plans/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["ops/plan"] = static_cast<double>(ops) / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_PlanBuild)->ArgsProduct({{0, 1}, {8, 64}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlanBuild)->ArgsProduct({{0, 1, 2}, {8, 64}})->Unit(benchmark::kMicrosecond);
 
 void replayBench(benchmark::State& state, bool exact) {
   const Case c = benchCase(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
@@ -67,7 +68,7 @@ void replayBench(benchmark::State& state, bool exact) {
 }
 void BM_LedgerReplay(benchmark::State& state) { replayBench(state, false); }
 void BM_LedgerReplayExact(benchmark::State& state) { replayBench(state, true); }
-BENCHMARK(BM_LedgerReplay)->ArgsProduct({{0, 1}, {8, 64}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LedgerReplay)->ArgsProduct({{0, 1, 2}, {8, 64}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LedgerReplayExact)->ArgsProduct({{0, 1}, {8}})->Unit(benchmark::kMicrosecond);
 
 // Plan + all six properties, as the sweep runs them per case.
