@@ -99,7 +99,7 @@ ModelPreset probeOf(const ModelRef& m) {
   p.name = m.name;
   p.display_name = m.name;
   p.family = m.family;
-  p.layers = m.pattern.size();
+  p.layers = m.pattern.size() / m.stagesPerLayer();
   p.shape = m.shape;
   return p;
 }
@@ -229,7 +229,9 @@ rc::Gen<FlagLeaves> genFlagLeaves() {
                                       {BoundaryReduction::kAr, BoundaryReduction::kRs,
                                        BoundaryReduction::kRsv, BoundaryReduction::kRsRsv})),
       gen::set(&Flags::mode,
-               genOneValueOf<ForwardMode>({ForwardMode::kDecode, ForwardMode::kExtend})));
+               genOneValueOf<ForwardMode>({ForwardMode::kDecode, ForwardMode::kExtend})),
+      gen::set(&Flags::dense_tp1, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
+      gen::set(&Flags::input_scattered, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})));
   // Usually no snapshot; sometimes one or two (EAGLE3's aux hidden states).
   auto some = gen::nonEmpty(gen::resize(kMaxCaptures, gen::container<std::vector<int>>(genLeaf())));
   auto capture = genWeighted<std::vector<int>>({{4, gen::just(std::vector<int>{})}, {1, some}});
@@ -241,9 +243,19 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
   Flags f = leaves.flags;
   // SGLang runs DeepEP with ep_size = tp_size; other combinations are only refusals.
   if (!hasMoe(model.pattern) || config.moe_ep != config.tp) f.a2a = A2aBackend::kNone;
-  const int stages = std::max(1, model.pattern.size());
+  // The two-stage variants: fully-DP dense FFNs; input-scattered attention on
+  // the extend batches it runs on (tp > 1, no DP attention, a2a none).
+  const bool two = model.family != LayerFamily::kSingleStage;
+  f.dense_tp1 = two && f.dense_tp1;
+  f.input_scattered = two && f.input_scattered && config.tp > 1 && config.attn_dp == 1 &&
+                      f.a2a == A2aBackend::kNone && !f.dense_tp1;
+  if (f.input_scattered) f.mode = ForwardMode::kExtend;
+  // Captures sit before a decoder layer: stage layer * stages-per-layer.
+  const int spl = model.stagesPerLayer();
+  const int layers = std::max(1, model.pattern.size() / spl);
   f.capture.clear();
-  for (int leaf : leaves.capture) f.capture.push_back(scaledIndex(leaf, stages));
+  if (f.input_scattered) return f;  // the engine does not run it with EAGLE3 captures
+  for (int leaf : leaves.capture) f.capture.push_back(scaledIndex(leaf, layers) * spl);
   std::sort(f.capture.begin(), f.capture.end());
   f.capture.erase(std::unique(f.capture.begin(), f.capture.end()), f.capture.end());
   return f;
@@ -257,7 +269,7 @@ rc::Gen<std::vector<int>> genShardLeaves() {
   return gen::container<std::vector<int>>(kShardLeaves, shard);
 }
 
-Batch batchFrom(const std::vector<int>& leaves, int shards) {
+Batch batchFrom(const std::vector<int>& leaves, int shards, int tp, bool input_scattered) {
   Batch b;
   for (int d = 0; d < shards; ++d) b.tokens.push_back(leaves[d % leaves.size()]);
   if (b.total() == 0) {
@@ -265,25 +277,36 @@ Batch batchFrom(const std::vector<int>& leaves, int shards) {
     const auto busy = std::find_if(leaves.begin(), leaves.end(), [](int t) { return t > 0; });
     b.tokens.front() = busy != leaves.end() ? *busy : 1;
   }
+  // tp_reduce_scatter asserts tokens % tp == 0: round the one shard up.
+  if (input_scattered && b.total() % tp != 0) b.tokens.front() += tp - b.total() % tp;
   return b;
 }
 
-ModelRef modelOf(const Pattern& pattern) {
-  Expected<ModelRef> model = modelFromPattern(pattern.text());
+/// A generated stack and the family it is written in.
+struct FamilyPattern {
+  LayerFamily family = LayerFamily::kSingleStage;
+  Pattern pattern;
+};
+
+ModelRef modelOf(const FamilyPattern& fp) {
+  Expected<ModelRef> model = modelFromPattern(fp.pattern.text(), fp.family);
   if (!model)
     throw rc::GenerationFailure("generated an unparsable pattern: " + model.status().message());
   return std::move(model).value();
 }
 
-Case assembleCase(int world, const Pattern& pattern, const ConfigLeaves& config_leaves,
+Case assembleCase(int world, const FamilyPattern& pattern, const ConfigLeaves& config_leaves,
                   const CutLeaves& cut_leaves, const FlagLeaves& flag_leaves,
                   const std::vector<int>& shard_leaves) {
   Case c;
   c.model = modelOf(pattern);
   c.config = nearestConfig(configsFor(c.model, world), desiredConfig(config_leaves, world));
-  c.model.pattern.cuts = cutsFrom(cut_leaves, c.model.pattern.size(), c.config.pp);
+  // Cuts fall between decoder layers.
+  const int spl = c.model.stagesPerLayer();
+  c.model.pattern.cuts = cutsFrom(cut_leaves, c.model.pattern.size() / spl, c.config.pp);
+  for (int& cut : c.model.pattern.cuts) cut *= spl;
   c.flags = flagsFrom(flag_leaves, c.model, c.config);
-  c.batch = batchFrom(shard_leaves, c.config.attn_dp);
+  c.batch = batchFrom(shard_leaves, c.config.attn_dp, c.config.tp, c.flags.input_scattered);
   return c;
 }
 
@@ -321,6 +344,29 @@ rc::Gen<Pattern> genPattern(int max_layers) {
       stack, mtp);
 }
 
+rc::Gen<Pattern> genTwoStagePattern(int max_layers) {
+  assert(max_layers >= 2 && "a two-stage pattern has at least one decoder layer");
+  const auto mixer = genOneValueOf<LayerKind>(
+      {LayerKind::kAttention, LayerKind::kGatedDeltaNet, LayerKind::kMamba, LayerKind::kParallelMixer});
+  const auto ffn = genOneValueOf<LayerKind>({LayerKind::kDenseMlp, LayerKind::kMoe});
+  const auto layer = gen::apply([](LayerKind m, LayerKind f) { return std::vector<LayerKind>{m, f}; }, mixer, ffn);
+  const auto layers = gen::withSize([=](int size) {
+    const int bound = std::clamp(size * (max_layers / 2) / rc::kNominalSize, 1, max_layers / 2);
+    return gen::nonEmpty(gen::resize(bound, gen::container<std::vector<std::vector<LayerKind>>>(layer)));
+  });
+  // DeepSeek's nextn layer: attention then MoE.
+  auto mtp = genWeighted<std::vector<LayerKind>>(
+      {{9, gen::just(std::vector<LayerKind>{})}, {1, gen::just(std::vector<LayerKind>{LayerKind::kAttention, LayerKind::kMoe})}});
+  return gen::apply(
+      [](const std::vector<std::vector<LayerKind>>& pairs, std::vector<LayerKind> tail) {
+        Pattern p;
+        for (const auto& pair : pairs) p.layers.insert(p.layers.end(), pair.begin(), pair.end());
+        p.mtp = std::move(tail);
+        return p;
+      },
+      layers, mtp);
+}
+
 rc::Gen<ParallelConfig> genConfig(const ModelRef& model, int world) {
   const rc::Gen<int> worlds = world == 0 ? genWorld() : gen::just(world);
   return gen::apply(
@@ -338,8 +384,9 @@ rc::Gen<Flags> genFlags(const ModelRef& model, const ParallelConfig& config) {
 
 rc::Gen<Batch> genBatch(const ParallelConfig& config) {
   const int shards = std::max(1, config.attn_dp);
-  return gen::map(genShardLeaves(),
-                  [shards](const std::vector<int>& leaves) { return batchFrom(leaves, shards); });
+  return gen::map(genShardLeaves(), [shards](const std::vector<int>& leaves) {
+    return batchFrom(leaves, shards, 1, false);
+  });
 }
 
 rc::Gen<std::vector<int>> genCuts(int layers, int pp) {
@@ -349,7 +396,14 @@ rc::Gen<std::vector<int>> genCuts(int layers, int pp) {
 
 rc::Gen<Case> genCase(int world, int max_layers) {
   const rc::Gen<int> worlds = world == 0 ? genWorld() : gen::just(world);
-  return gen::apply(&assembleCase, worlds, genPattern(max_layers), genConfigLeaves(),
+  // Single-stage stacks three times in four, two-stage stacks otherwise.
+  const auto single = gen::map(genPattern(max_layers), [](Pattern p) {
+    return FamilyPattern{LayerFamily::kSingleStage, std::move(p)};
+  });
+  const auto two = gen::map(genTwoStagePattern(std::max(2, max_layers)), [](Pattern p) {
+    return FamilyPattern{LayerFamily::kTwoStage, std::move(p)};
+  });
+  return gen::apply(&assembleCase, worlds, genWeighted<FamilyPattern>({{3, single}, {1, two}}), genConfigLeaves(),
                     genCutLeaves(), genFlagLeaves(), genShardLeaves());
 }
 

@@ -42,11 +42,13 @@ RC_GTEST_PROP(Generators, EveryGeneratedCaseIsValidInput, ()) {
   const Case c = *genCase(0);
   if (const Status st = validateCase(c); !st) RC_FAIL(st.message());
   RC_ASSERT(static_cast<int>(c.batch.tokens.size()) == c.config.attn_dp);
-  for (int t : c.batch.tokens) RC_ASSERT(t >= 0 && t <= 9);
+  // Input-scattered batches round one shard up to a multiple of tp.
+  const int most = c.flags.input_scattered ? 9 + c.config.tp : 9;
+  for (int t : c.batch.tokens) RC_ASSERT(t >= 0 && t <= most);
   for (int s : c.flags.capture) RC_ASSERT(s >= 0 && s < c.model.pattern.size());
   RC_ASSERT(!c.flags.layernorm_sp);
   // The printed reproduce line parses back to the same pattern.
-  auto again = modelFromPattern(c.model.pattern.text());
+  auto again = modelFromPattern(c.model.pattern.text(), c.model.family);
   RC_ASSERT(again.hasValue());
   RC_ASSERT(again->pattern == c.model.pattern);
 }
@@ -165,6 +167,31 @@ TEST(Generators, CasesTheEngineRefusesAreAMinority) {
   EXPECT_GT(deepep, kSamples / 20);
   EXPECT_GT(pp, kSamples / 10);
   EXPECT_EQ(worlds_seen, 5) << "every world of kGeneratedWorlds";
+}
+
+TEST(Generators, TwoStageStacksAreDrawnWithTheirVariantsAndCutsBetweenDecoderLayers) {
+  int two = 0, dense_tp1 = 0, scattered = 0, planned_scattered = 0;
+  for (const Case& c : sample(genCase(0, 16), kSamples)) {
+    if (c.model.family == LayerFamily::kSingleStage) {
+      EXPECT_FALSE(c.flags.dense_tp1 || c.flags.input_scattered);
+      continue;
+    }
+    ++two;
+    EXPECT_EQ(c.model.pattern.size() % 2, 0);
+    for (int cut : c.model.pattern.cuts) EXPECT_EQ(cut % 2, 0) << reproduceCommand(c, "declared");
+    for (int s : c.flags.capture) EXPECT_EQ(s % 2, 0);
+    dense_tp1 += c.flags.dense_tp1;
+    if (c.flags.input_scattered) {
+      ++scattered;
+      EXPECT_EQ(c.batch.total() % c.config.tp, 0);
+      planned_scattered += buildPlan(c, PolicyKind::kDeclared).hasValue();
+    }
+  }
+  EXPECT_GT(two, kSamples / 6);
+  EXPECT_LT(two, kSamples / 3);
+  EXPECT_GT(dense_tp1, two / 8);
+  EXPECT_GT(scattered, 0);
+  EXPECT_GT(planned_scattered, 0) << "some input-scattered cases reach an MLA-shaped model (an E borrows DeepSeek's)";
 }
 
 TEST(Generators, ShowValuePrintsTheReproduceCommand) {

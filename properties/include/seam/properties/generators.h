@@ -36,6 +36,12 @@ rc::Gen<LayerKind> genLayerKind();
 /// simpler kinds, then drops the MTP tail.
 rc::Gen<Pattern> genPattern(int max_layers = kDefaultMaxLayers);
 
+/// A two-stage stack (PatternAlphabet::kTwoStage) of 1..max_layers/2 decoder
+/// layers, each a mixer of * G M P then an FFN of - E; with a small
+/// probability one MTP decoder layer. Shrinks by removing layers, then
+/// towards attention and dense FFNs, then drops the MTP layer.
+rc::Gen<Pattern> genTwoStagePattern(int max_layers = kDefaultMaxLayers);
+
 /// A config of ConfigSpace::build(world, model's shapes): each leaf (pp,
 /// attn_dp, attn_cp, moe_ep as a split of tp, moe_dp) is drawn along its
 /// divisors, half the time at its simple end, and the nearest valid config is
