@@ -74,6 +74,8 @@ CASES = [
      f"--pattern '*-*E' {TWO} --tp 2 --tokens 4 --mode extend --input-scattered"),
     ("two_stage_input_scattered_pp_cut", "input-scattered across a pipeline cut: the FFN completes before the send, the next stage slices",
      f"--pattern '*-|*E' {TWO} --pp 2 --tp 2 --tokens 4 --mode extend --input-scattered"),
+    ("two_stage_ln_sp", "LayerNorm SP (§6.5 SEQUENCE_PARALLEL, extend): every stage on local rows, its column linear all-gathers and its row linear reduce-scatters; boundaries only add and norm; the last layer gathers for the final norm",
+     f"--pattern '*-*E' {TWO} --tp 2 --tokens 3 --mode extend --ln-sp"),
     ("two_stage_naive", "naive: every stage completes its own sum at its exit",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
 ]

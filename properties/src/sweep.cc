@@ -118,6 +118,16 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       out.push_back(f);
     }
   }
+  // LayerNorm SP on extend batches of two-stage layers, tp > 1, no DP attention.
+  if (m.family != LayerFamily::kSingleStage && c.tp > 1 && c.attn_dp == 1) {
+    for (bool fusion : {true, false}) {
+      Flags f;
+      f.fusion = fusion;
+      f.mode = ForwardMode::kExtend;
+      f.layernorm_sp = true;
+      out.push_back(f);
+    }
+  }
   // Two-stage dense FFNs also run fully data parallel (moe_dense_tp_size 1).
   const bool dense = std::any_of(m.pattern.layers.begin(), m.pattern.layers.end(),
                                  [](LayerKind k) { return k == LayerKind::kDenseMlp; });
@@ -125,7 +135,7 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
     const size_t n_plain = out.size();
     for (size_t i = 0; i < n_plain; ++i) {
       Flags f = out[i];
-      if (f.input_scattered) continue;
+      if (f.input_scattered || f.layernorm_sp) continue;
       f.dense_tp1 = true;
       out.push_back(std::move(f));
     }

@@ -79,6 +79,7 @@ class DeclaredBuilder {
   DeclaredBuilder(const Case& c, const Schema& schema, PolicyKind policy)
       : two_stage_(c.model.family != LayerFamily::kSingleStage),
         input_scattered_(c.flags.input_scattered),
+        ln_sp_(two_stage_ && c.flags.layernorm_sp),
         legacy_(policy == PolicyKind::kLegacy),
         naive_(policy == PolicyKind::kNaive),
         c_(c),
@@ -144,6 +145,10 @@ class DeclaredBuilder {
 
   bool two_stage_;  ///< two-stage decoder layers (mixer, FFN per layer), else single-stage
   bool input_scattered_;  ///< Flags::input_scattered (checked by refuse())
+  /// Two-stage LayerNorm SP (§6.5 SEQUENCE_PARALLEL): every stage reads and
+  /// writes local rows; its column linear gathers, its row linear
+  /// reduce-scatters; the boundaries only add and norm.
+  bool ln_sp_;
   /// Two-stage: the residual lies on local rows (an FFN on local rows left it
   /// there; the next attention input keeps it, §5.1 / §6.2). Decided in
   /// boundary order.
@@ -169,8 +174,25 @@ Status DeclaredBuilder::refuse() {
     return Status::notModelled("attention context parallel (attn_cp=" + std::to_string(cfg_.attn_cp) +
                                ") for two-stage layers (prefill CP gathers, serving-boundaries §4, §6.5)");
   }
-  if (two_stage_ && c_.flags.layernorm_sp) {
-    return Status::notModelled("LayerNorm sequence parallel for two-stage layers (§6.5)");
+  if (ln_sp_) {
+    // SEQUENCE_PARALLEL runs on extend batches (layernorm_sp.runs_sp).
+    if (c_.flags.mode != ForwardMode::kExtend) {
+      return Status::refused("LayerNorm sequence parallel runs on extend batches only (layernorm_sp.runs_sp)");
+    }
+    if (legacy_) return Status::refused("the classic (Gen A) communicator has no LayerNorm-SP variant");
+    if (naive_) return Status::notModelled("a naive baseline of LayerNorm sequence parallel");
+    if (D_ > 1) return Status::notModelled("LayerNorm sequence parallel under DP attention");
+    if (c_.flags.a2a != A2aBackend::kNone || c_.flags.dense_tp1 || input_scattered_) {
+      return Status::notModelled("LayerNorm sequence parallel with local-row FFNs or input-scattered attention");
+    }
+    for (const auto& stack : stacks_) {
+      for (LayerKind k : stack) {
+        if (k == LayerKind::kMoe && !sameGroup(postExpertsAxis(), Axis::kTp)) {
+          return Status::notModelled("LayerNorm sequence parallel with a MoE summed over " +
+                                     std::string(axisName(postExpertsAxis())) + " rather than tp");
+        }
+      }
+    }
   }
   if (input_scattered_) {
     // AttnTpContext.init_context and the per-batch gate (§6.5): otherwise the
@@ -197,7 +219,7 @@ Status DeclaredBuilder::refuse() {
     return Status::refused("Nemotron-H refuses attention context parallel (attn_cp=" +
                            std::to_string(cfg_.attn_cp) + "): NotImplementedError in make_stage_boundary");
   }
-  if (c_.flags.layernorm_sp) {
+  if (c_.flags.layernorm_sp && !two_stage_) {
     return Status::refused("Nemotron-H refuses LayerNorm sequence parallel: NotImplementedError in make_stage_boundary");
   }
   bool has_moe = false;
@@ -320,6 +342,13 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     // Embedding (complete on attention rows, reduced by the embedding itself): residual := hidden.
     h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
     residual_local_ = false;
+    if (ln_sp_ && !final_norm) {
+      h.entry.push_back({OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+      residual_local_ = true;
+      h.residual_after = RowKind::kLocal;
+      return h;
+    }
     if (input_scattered_ && !final_norm) {
       // The MTP step's zero residual is laid out on the slice already.
       inputScatteredEntry(h.entry, false, false);
@@ -332,6 +361,23 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
 
   const LayerKind producer = kinds[from];
   const std::int8_t group = weightAxis(producer);
+  if (ln_sp_) {
+    // The stage's row linear reduce-scattered its output: complete local rows.
+    h.handoff = {RowKind::kLocal, SumGroup::kNone, Completer::kNone, true};
+    if (final_norm) {
+      // The model output is read on attention rows: hs += residual, gather.
+      h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
+      h.exit.push_back({OpKind::kAdd, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+      h.exit.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnTp),
+                        RowKind::kLocal, RowKind::kAttention});
+      h.entry.push_back({OpKind::kNorm, Tensor::kHidden});
+      residual_local_ = false;
+      return h;
+    }
+    h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+    h.residual_after = RowKind::kLocal;
+    return h;
+  }
   if (two_stage_ && isMixer(producer)) return twoStageIntoFfn(consumer);
   if (two_stage_ && ffnOnLocal(producer)) return twoStageOutOfLocalFfn(consumer, final_norm, cut);
   if (input_scattered_ && !final_norm) {
@@ -712,7 +758,8 @@ void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const St
   op.rows_in = {s.in, rows_.count(s.in, rank)};
   op.rows_out = {s.out, rows_.count(s.out, rank)};
   // Uneven attention-TP splits use the variable-size collectives.
-  if (s.axis == static_cast<std::int8_t>(Axis::kAttnTp) && rows_.shardTokens(rank) % a_ != 0) {
+  const bool local_side = s.in == RowKind::kLocal || s.out == RowKind::kLocal;
+  if ((s.axis == static_cast<std::int8_t>(Axis::kAttnTp) || local_side) && rows_.shardTokens(rank) % a_ != 0) {
     if (op.kind == OpKind::kReduceScatter) op.kind = OpKind::kReduceScatterv;
     if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
   }
@@ -723,6 +770,18 @@ void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const St
 void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
   const LayerKind k = stacks_[stack][stage];
   const std::int8_t axis = weightAxis(k);
+  if (ln_sp_ && axis != kNoAxis) {
+    // Column-parallel in: all-gather the local rows; row-parallel out:
+    // reduce-scatter back to them, which completes the stage's sum.
+    emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllGather, Tensor::kHidden, axis, RowKind::kLocal, RowKind::kAttention});
+    emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, RowKind::kAttention, RowKind::kAttention});
+    emit(rank, stack, stage, Phase::kCompute, {OpKind::kReduceScatter, Tensor::kHidden, axis, RowKind::kAttention, RowKind::kLocal});
+    return;
+  }
+  if (ln_sp_) {
+    emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, RowKind::kLocal, RowKind::kLocal});
+    return;
+  }
   if (a2aMoe(k)) {
     const RowKind local = localRows();
     if (axis != kNoAxis) {
@@ -887,7 +946,8 @@ Expected<Plan> DeclaredBuilder::build() {
         emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
         // The zero residual lies on the rows the first MTP layer reads (local
         // rows for an all-to-all MoE), like the hidden state it is added to.
-        const RowKind res_rows = a2aMoe(stacks_[1][0]) || input_scattered_ ? localRows() : RowKind::kAttention;
+        const RowKind res_rows =
+            a2aMoe(stacks_[1][0]) || input_scattered_ || ln_sp_ ? localRows() : RowKind::kAttention;
         emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual, kNoAxis, res_rows, res_rows});
       }
       const bool capture = stack == 0 && to < n &&

@@ -237,6 +237,29 @@ TEST(TwoStageRules, InputScatteredAttentionIsRefusedWhereTheEngineDoesNotRunIt) 
             std::string::npos);
 }
 
+Flags lnSp() {
+  Flags f;
+  f.mode = ForwardMode::kExtend;
+  f.layernorm_sp = true;
+  return f;
+}
+
+TEST(TwoStageRules, UnderLayerNormSpEveryStageGathersItsInputAndReduceScattersItsOutputOnLocalRows) {
+  const Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, lnSp()));
+  const std::vector<OpKind> compute = {OpKind::kAllGather, OpKind::kCompute, OpKind::kReduceScatter};
+  for (int stage = 0; stage < 4; ++stage) EXPECT_EQ(kindsAt(plan, 0, stage, Phase::kCompute), compute) << stage;
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), std::vector<OpKind>{OpKind::kAddNorm});
+  EXPECT_EQ(kindsAt(plan, 0, 2, Phase::kEntry), std::vector<OpKind>{OpKind::kAddNorm});
+  const std::vector<OpKind> gather = {OpKind::kAdd, OpKind::kAllGather};
+  EXPECT_EQ(kindsAt(plan, 0, 3, Phase::kExit), gather);
+  expectHolds(plan);
+  Flags decode = lnSp();
+  decode.mode = ForwardMode::kDecode;
+  auto refused = buildPlan(twoStageCase("*-*E", {.tp = 2}, {4}, decode), PolicyKind::kDeclared);
+  ASSERT_FALSE(refused.hasValue());
+  EXPECT_NE(refused.status().message().find("extend batches only"), std::string::npos);
+}
+
 TEST(TwoStageRules, TheRefusalsSayWhatSeamDoesNotModelYetAndWhatTheEngineRefuses) {
   auto cp = buildPlan(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {3}), PolicyKind::kDeclared);
   ASSERT_FALSE(cp.hasValue());
@@ -320,6 +343,20 @@ TEST(TwoStageWrongPlans, AnInputScatteredEntryThatSlicesTheFfnsPartialInsteadOfR
   Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
   for (int r = 0; r < plan.world(); ++r) {
     const int i = findOp(plan, r, 2, Phase::kEntry, OpKind::kReduceScatter);
+    ASSERT_GE(i, 0);
+    plan.ranks[r][i].kind = OpKind::kSlice;
+    plan.ranks[r][i].axis = kNoAxis;
+  }
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(v.stage, 2);
+}
+
+TEST(TwoStageWrongPlans, ALayerNormSpRowLinearThatSlicesInsteadOfReduceScatteringNeverCompletesItsSum) {
+  Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, lnSp()));
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, 1, Phase::kCompute, OpKind::kReduceScatter);
     ASSERT_GE(i, 0);
     plan.ranks[r][i].kind = OpKind::kSlice;
     plan.ranks[r][i].axis = kNoAxis;
