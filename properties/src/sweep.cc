@@ -108,24 +108,19 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       }
     }
   }
-  // Input-scattered attention on extend batches of MLA models (q_lora_rank), tp > 1, no DP attention.
-  if (m.family != LayerFamily::kSingleStage && m.shape.q_lora_rank > 0 && c.tp > 1 && c.attn_dp == 1) {
-    for (bool fusion : {true, false}) {
-      Flags f;
-      f.fusion = fusion;
-      f.mode = ForwardMode::kExtend;
-      f.input_scattered = true;
-      out.push_back(f);
-    }
-  }
-  // LayerNorm SP on extend batches of two-stage layers, tp > 1, no DP attention.
+  // The extend-batch variants of two-stage layers at tp > 1 without DP
+  // attention, fused and unfused: input-scattered attention (MLA models with
+  // q_lora_rank) and LayerNorm SP.
   if (m.family != LayerFamily::kSingleStage && c.tp > 1 && c.attn_dp == 1) {
-    for (bool fusion : {true, false}) {
-      Flags f;
-      f.fusion = fusion;
-      f.mode = ForwardMode::kExtend;
-      f.layernorm_sp = true;
-      out.push_back(f);
+    for (bool Flags::*variant : {&Flags::input_scattered, &Flags::layernorm_sp}) {
+      if (variant == &Flags::input_scattered && m.shape.q_lora_rank <= 0) continue;
+      for (bool fusion : {true, false}) {
+        Flags f;
+        f.fusion = fusion;
+        f.mode = ForwardMode::kExtend;
+        f.*variant = true;
+        out.push_back(f);
+      }
     }
   }
   // Two-stage dense FFNs also run fully data parallel (moe_dense_tp_size 1).

@@ -58,6 +58,17 @@ void eraseEverywhere(Plan& plan, int stage, Phase phase, OpKind kind, Tensor ten
   ASSERT_GT(erased, 0) << opName(kind) << " at stage " << stage;
 }
 
+/// Turns the `kind` op at (stage, phase) of every rank into a slice: a
+/// collective that should complete a sum, replaced by taking one's own rows.
+void sliceInsteadEverywhere(Plan& plan, int stage, Phase phase, OpKind kind) {
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, stage, phase, kind);
+    ASSERT_GE(i, 0) << opName(kind) << " at stage " << stage << " rank " << r;
+    plan.ranks[r][i].kind = OpKind::kSlice;
+    plan.ranks[r][i].axis = kNoAxis;
+  }
+}
+
 Violation firstViolation(const Plan& plan) {
   Ledger ledger;
   const auto verdict = properties::checkPlan(plan, ledger);
@@ -341,12 +352,7 @@ TEST(TwoStageWrongPlans, AnInputScatteredFfnInputThatForgetsTheResidualSliceLeav
 
 TEST(TwoStageWrongPlans, AnInputScatteredEntryThatSlicesTheFfnsPartialInsteadOfReduceScatteringNeverCompletesIt) {
   Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOp(plan, r, 2, Phase::kEntry, OpKind::kReduceScatter);
-    ASSERT_GE(i, 0);
-    plan.ranks[r][i].kind = OpKind::kSlice;
-    plan.ranks[r][i].axis = kNoAxis;
-  }
+  sliceInsteadEverywhere(plan, 2, Phase::kEntry, OpKind::kReduceScatter);
   const Violation v = firstViolation(plan);
   EXPECT_EQ(v.property, Property::kOwedOnce);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
@@ -355,12 +361,7 @@ TEST(TwoStageWrongPlans, AnInputScatteredEntryThatSlicesTheFfnsPartialInsteadOfR
 
 TEST(TwoStageWrongPlans, ALayerNormSpRowLinearThatSlicesInsteadOfReduceScatteringNeverCompletesItsSum) {
   Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, lnSp()));
-  for (int r = 0; r < plan.world(); ++r) {
-    const int i = findOp(plan, r, 1, Phase::kCompute, OpKind::kReduceScatter);
-    ASSERT_GE(i, 0);
-    plan.ranks[r][i].kind = OpKind::kSlice;
-    plan.ranks[r][i].axis = kNoAxis;
-  }
+  sliceInsteadEverywhere(plan, 1, Phase::kCompute, OpKind::kReduceScatter);
   const Violation v = firstViolation(plan);
   EXPECT_EQ(v.property, Property::kOwedOnce);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
