@@ -87,11 +87,15 @@ def two_stage_stack(e, family):
     Qwen3-Next: every layer sparse (is_layer_sparse = True). DeepSeek-V3: the
     first first_k_dense_replace layers dense, then MoE (moe_layer_freq 1).
     Falcon-H1: every layer a parallel mixer (attention || Mamba-2) then an MLP.
+    LongCat-Flash (branch-merge): five stages per layer.
     """
     if family == "kSingleStage":
         return ""
     if family == "kParallelHybrid":
         return "P-" * int(e["layers"])
+    if family == "kBranchMerge":
+        # LongCat-Flash: attention, the MoE branch, MLP, attention, MLP.
+        return "*E-*-" * int(e["layers"])
     sparse_from = e.get("first_k_dense", 0) if e.get("moe_experts") else int(e["layers"])
     out = "".join(m + ("E" if i >= sparse_from else "-") for i, m in enumerate(e["pattern"]))
     if e.get("mtp_layer"):

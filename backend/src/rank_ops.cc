@@ -419,6 +419,9 @@ Status RankExecutor::recv(const Op& op, int index) {
 }
 
 Status RankExecutor::exec(const Op& op, int index) {
+  if (op.tensor == Tensor::kBranch) {
+    return Status::invalid("plans with a branch tensor (LongCat-Flash's MoE branch) do not run on GPUs yet");
+  }
   switch (op.kind) {
     case OpKind::kAllReduce:
     case OpKind::kArAddNorm: return allReduce(op, index);

@@ -78,6 +78,7 @@ class DeclaredBuilder {
  public:
   DeclaredBuilder(const Case& c, const Schema& schema, PolicyKind policy)
       : two_stage_(c.model.family != LayerFamily::kSingleStage),
+        branch_(c.model.family == LayerFamily::kBranchMerge),
         input_scattered_(c.flags.input_scattered),
         ln_sp_(two_stage_ && c.flags.layernorm_sp),
         legacy_(policy == PolicyKind::kLegacy),
@@ -144,6 +145,10 @@ class DeclaredBuilder {
   std::int64_t bytesOf(const Step& s, int rank) const;
 
   bool two_stage_;  ///< two-stage decoder layers (mixer, FFN per layer), else single-stage
+  /// LongCat-Flash layers (five stages: attn0, MoE branch, mlp0, attn1,
+  /// mlp1): the MoE runs on a copy of the input mlp0 reads (fork), completes
+  /// its own sum and is merged into the layer output after mlp1's sum.
+  bool branch_;
   bool input_scattered_;  ///< Flags::input_scattered (checked by refuse())
   /// Two-stage LayerNorm SP (§6.5 SEQUENCE_PARALLEL): every stage reads and
   /// writes local rows; its column linear gathers, its row linear
@@ -170,10 +175,6 @@ class DeclaredBuilder {
 };
 
 Status DeclaredBuilder::refuse() {
-  if (two_stage_ && cfg_.attn_cp > 1) {
-    return Status::notModelled("attention context parallel (attn_cp=" + std::to_string(cfg_.attn_cp) +
-                               ") for two-stage layers (prefill CP gathers, serving-boundaries §4, §6.5)");
-  }
   if (ln_sp_) {
     // SEQUENCE_PARALLEL runs on extend batches (layernorm_sp.runs_sp).
     if (c_.flags.mode != ForwardMode::kExtend) {
@@ -215,7 +216,7 @@ Status DeclaredBuilder::refuse() {
     }
   }
   // models/nemotron_h_utils.py: make_stage_boundary refuses these.
-  if (cfg_.attn_cp > 1) {
+  if (!two_stage_ && cfg_.attn_cp > 1) {
     return Status::refused("Nemotron-H refuses attention context parallel (attn_cp=" +
                            std::to_string(cfg_.attn_cp) + "): NotImplementedError in make_stage_boundary");
   }
@@ -232,6 +233,20 @@ Status DeclaredBuilder::refuse() {
   }
   if (c_.flags.a2a != A2aBackend::kNone && !has_moe) {
     return Status::refused("an all-to-all MoE backend needs a MoE layer; the pattern has none");
+  }
+  // seam's gaps come after the engine's refusals, which take precedence.
+  if (two_stage_ && cfg_.attn_cp > 1) {
+    return Status::notModelled("attention context parallel (attn_cp=" + std::to_string(cfg_.attn_cp) +
+                               ") for two-stage layers (prefill CP gathers, serving-boundaries §4, §6.5)");
+  }
+  if (branch_) {
+    // Branches run only on ORDINARY batches (serving-boundaries §10).
+    if (legacy_) return Status::notModelled("the classic LongCat-Flash communicator (branch layers under legacy)");
+    if (D_ > 1) return Status::notModelled("LongCat-Flash branch layers under DP attention");
+    if (c_.flags.a2a != A2aBackend::kNone) return Status::notModelled("LongCat-Flash branch layers with an a2a MoE");
+    if (c_.flags.dense_tp1 || c_.flags.input_scattered || c_.flags.layernorm_sp) {
+      return Status::notModelled("LongCat-Flash branch layers on a non-ordinary batch variant");
+    }
   }
   return Status::ok();
 }
@@ -377,6 +392,33 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
     h.residual_after = RowKind::kLocal;
     return h;
+  }
+  if (branch_ && !ln_sp_) {
+    const int role = from % spl_;
+    if (role == 0) {
+      // attn0 into the MoE boundary: prepare, then the branch takes a copy of
+      // the normed input (self.mlp(hidden_states.clone())).
+      Hand h0 = twoStageIntoFfn(consumer);
+      h0.entry.push_back({OpKind::kAdd, Tensor::kBranch});
+      return h0;
+    }
+    if (role == 1) {
+      // The MoE completes its own output (branch_output: a complete
+      // contribution); mlp0 reads the input the MoE boundary read.
+      h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+      if (group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kBranch, group});
+      return h;
+    }
+    if (role == 4) {
+      // merge_branch: export completes mlp1's outstanding sum (a plain
+      // all-reduce), then the MoE contribution is added; the next layer's
+      // input (or the final norm) adds and norms.
+      h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+      if (group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+      h.exit.push_back({OpKind::kAdd, Tensor::kBranch});
+      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+      return h;
+    }
   }
   if (two_stage_ && isMixer(producer)) return twoStageIntoFfn(consumer);
   if (two_stage_ && ffnOnLocal(producer)) return twoStageOutOfLocalFfn(consumer, final_norm, cut);
@@ -795,6 +837,10 @@ void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
     return;
   }
   const RowKind rows = denseOnLocal(k) ? localRows() : isFfn(k) ? sharedFfnRows() : RowKind::kAttention;
+  if (branch_ && stage % spl_ == 1) {
+    emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kBranch, axis, rows, rows});
+    return;
+  }
   emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, rows, rows});
 }
 
@@ -839,6 +885,8 @@ Expected<Plan> DeclaredBuilder::build() {
       info.weight_axis = weightAxis(kinds[s]);
       info.shards = info.weight_axis == kNoAxis ? 1 : axisSize(static_cast<Axis>(info.weight_axis));
       info.pp_rank = stack == 0 ? pp_of[s] : last_pp;
+      if (branch_ && s % spl_ == 1) info.joins_at = std::min(s + spl_ - 1, n);  // merged into the next layer's input
+      if (branch_ && s % spl_ == 2) info.reads_norm_of = s - 1;                 // mlp0 reads the MoE boundary's input
       info.terminal = s == n - 1;
       plan_.stages.push_back(info);
     }

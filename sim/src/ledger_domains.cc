@@ -38,8 +38,10 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
     a_partial_[k].resize(n);
     a_normed_[k].resize(n + 1);
     prefix_[k].resize(n + 1);
-    prefix_[k][0] = a_embed_[k];
     for (int s = 0; s <= n; ++s) a_normed_[k][s] = point(4, k, s);
+    // Each stage's sum enters the complete value from its join point on
+    // (the next stage, or where a branch is merged).
+    std::vector<Value> joining(n + 1, 0);
     for (int s = 0; s < n; ++s) {
       auto& row = a_partial_[k][s];
       row.resize(shards[s]);
@@ -48,8 +50,13 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
         row[j] = point(3, k, s, j);
         addMod(sum, row[j]);
       }
-      prefix_[k][s + 1] = prefix_[k][s];
-      addMod(prefix_[k][s + 1], sum);
+      addMod(joining[stacks[k].joins_at[s]], sum);
+    }
+    prefix_[k][0] = a_embed_[k];
+    addMod(prefix_[k][0], joining[0]);
+    for (int s = 1; s <= n; ++s) {
+      prefix_[k][s] = prefix_[k][s - 1];
+      addMod(prefix_[k][s], joining[s]);
     }
   }
 }
@@ -80,7 +87,9 @@ ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) 
   if (e == Expect::kNormed) return normed(stack, stage, t);
   Value v = embed(stack, t);
   const auto& shards = (*stacks_)[stack].shards;
-  for (int s = 0; s < stage && s < static_cast<int>(shards.size()); ++s) {
+  const auto& joins = (*stacks_)[stack].joins_at;
+  for (int s = 0; s < static_cast<int>(shards.size()); ++s) {
+    if (joins[s] > stage) continue;
     for (int j = 0; j < shards[s]; ++j) v.emplace_back(key(kP, stack, s, t, j), 1);
   }
   std::sort(v.begin(), v.end());

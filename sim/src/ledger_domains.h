@@ -15,7 +15,8 @@ namespace seam::ledger_detail {
 
 /// Stage count and weight shards of each stack, read from the plan.
 struct StackShape {
-  std::vector<int> shards;  ///< per stage: number of p(s, t, j) terms
+  std::vector<int> shards;    ///< per stage: number of p(s, t, j) terms
+  std::vector<int> joins_at;  ///< per stage: the first stage whose complete input includes it
 };
 
 /// What a row was expected to hold at a check.

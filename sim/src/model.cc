@@ -12,6 +12,7 @@ std::string_view familyName(LayerFamily family) {
     case LayerFamily::kSingleStage: return "single-stage";
     case LayerFamily::kTwoStage: return "two-stage";
     case LayerFamily::kParallelHybrid: return "parallel-hybrid";
+    case LayerFamily::kBranchMerge: return "branch-merge";
   }
   return "?";
 }
@@ -19,6 +20,22 @@ std::string_view familyName(LayerFamily family) {
 std::span<const ModelPreset> presets() { return {kPresets, static_cast<size_t>(kPresetCount)}; }
 
 Expected<Pattern> ModelPreset::parsedPattern() const {
+  if (family == LayerFamily::kBranchMerge) {
+    // Written stage by stage in the single-stage alphabet, five per layer:
+    // attention, the MoE branch, MLP, attention, MLP.
+    Expected<Pattern> p = parsePattern(stages, PatternAlphabet::kSingleStage);
+    if (!p) return p;
+    for (int i = 0; i < p->size(); ++i) {
+      const LayerKind k = p->layers[i];
+      const int role = i % 5;
+      const bool ok = role == 0 || role == 3 ? isMixer(k) : role == 1 ? k == LayerKind::kMoe : k == LayerKind::kDenseMlp;
+      if (!ok || p->size() % 5 != 0 || !p->mtp.empty()) {
+        return Status::invalid("model " + std::string(name) + ": stage " + std::to_string(i) +
+                               " does not fit the branch-merge layer (mixer, MoE branch, MLP, mixer, MLP)");
+      }
+    }
+    return p;
+  }
   if (family != LayerFamily::kSingleStage) return parsePattern(stages, PatternAlphabet::kTwoStage);
   if (pattern.empty()) {
     return Status::invalid("model " + std::string(name) + " (" + std::string(familyName(family)) +

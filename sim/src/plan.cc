@@ -9,7 +9,7 @@ constexpr std::string_view kOpNames[kOpKindCount] = {
     "all_to_all",          "dp_gather_partial", "dp_gather_replicate", "dp_scatter", "dp_reduce_scatter",
     "slice",               "zero_fill",      "add",        "norm",              "add_norm",
     "ar_add_norm",         "compute",        "snapshot",   "send",              "recv"};
-constexpr std::string_view kTensorNames[] = {"hidden", "residual", "snapshot"};
+constexpr std::string_view kTensorNames[] = {"hidden", "residual", "snapshot", "branch"};
 constexpr std::string_view kSumGroupNames[] = {"none", "attn_tp", "tp", "moe_output", "dp_return"};
 constexpr std::string_view kCompleterNames[] = {"none", "consumer_entry", "carried"};
 

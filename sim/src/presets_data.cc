@@ -197,6 +197,18 @@ const ModelPreset kPresets[] = {
         .shape = {.hidden=4096, .heads=32, .kv_heads=8, .head_dim=128, .mamba_heads=kNotApplicable, .mamba_head_dim=kNotApplicable, .mamba_groups=kNotApplicable, .ssm_state=kNotApplicable, .ffn_intermediate=12288, .moe_experts=kNotApplicable, .moe_top_k=kNotApplicable, .moe_shared_intermediate=kNotApplicable, .dense_intermediate=kNotApplicable, .q_lora_rank=kNotApplicable},
         .source = "Qwen/Qwen3-8B config.json (num_hidden_layers 36, hidden_size 4096, intermediate_size 12288, num_attention_heads 32, num_key_value_heads 8, head_dim 128) as reproduced in zyzshishui/slime scripts/models/qwen3-8B.sh; sgl-project/sglang python/sglang/srt/models/qwen3.py @01b5f572b7b6 (declare_attn / declare_ffn(sparse=False))",
     },
+    {
+        .name = "longcat-flash",
+        .display_name = "LongCat-Flash",
+        .family = LayerFamily::kBranchMerge,
+        .layers = 28,
+        .pattern = "****************************",
+        .mtp_pattern = "",
+        .stages = "*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-",
+        .allow_reduce_scatter = true,
+        .shape = {.hidden=6144, .heads=64, .kv_heads=64, .head_dim=128, .mamba_heads=kNotApplicable, .mamba_head_dim=kNotApplicable, .mamba_groups=kNotApplicable, .ssm_state=kNotApplicable, .ffn_intermediate=2048, .moe_experts=512, .moe_top_k=12, .moe_shared_intermediate=kNotApplicable, .dense_intermediate=12288, .q_lora_rank=1536},
+        .source = "meituan-longcat/LongCat-Flash-Chat configuration_longcat_flash.py defaults (num_layers 28, hidden_size 6144, num_attention_heads 64, q_lora_rank 1536, kv_lora_rank 512, v_head_dim 128, ffn_hidden_size 12288, expert_ffn_hidden_size 2048, n_routed_experts 512 plus 256 zero-computation experts, moe_topk 12) as reproduced in third-party code; sgl-project/sglang python/sglang/srt/models/longcat_flash.py @01f67c3454be and layer_boundary/adapters/branch.py (branch_output, merge_branch)",
+    },
 };
 
 const int kPresetCount = sizeof(kPresets) / sizeof(kPresets[0]);

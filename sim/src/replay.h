@@ -52,6 +52,7 @@ class Replay {
   };
   struct RankState {
     Buffer hidden, residual;
+    Buffer branch;  ///< a branch's copy of its input, then its contribution until merged
     std::vector<Snap> snaps;
     size_t pc = 0;
     bool final_done[2] = {false, false};
@@ -72,7 +73,12 @@ class Replay {
     other_rows_.emplace(*topo_, plan.source.batch, other);
     const int world = plan.world();
     stacks_.assign(2, {});
-    for (const StageInfo& s : plan.stages) stacks_[s.stack].shards.push_back(s.shards);
+    for (const StageInfo& s : plan.stages) {
+      StackShape& shape = stacks_[s.stack];
+      const int index = static_cast<int>(shape.shards.size());
+      shape.shards.push_back(s.shards);
+      shape.joins_at.push_back(s.joins_at < 0 ? index + 1 : s.joins_at);
+    }
     // Stages are stored stack 0 first, each stack in order.
     stage_base_[0] = 0;
     stage_base_[1] = static_cast<int>(stacks_[0].shards.size());
@@ -82,6 +88,7 @@ class Replay {
     for (RankState& st : ranks_) {
       st.hidden.present = false;
       st.residual.present = false;
+      st.branch.present = false;
       st.snaps.clear();
       st.pc = 0;
       st.final_done[0] = st.final_done[1] = false;
@@ -304,6 +311,7 @@ class Replay {
   Buffer& bufferOf(RankState& st, Tensor t) {
     if (t == Tensor::kHidden) return st.hidden;
     if (t == Tensor::kResidual) return st.residual;
+    if (t == Tensor::kBranch) return st.branch;
     if (st.snaps.empty()) st.snaps.push_back({0, -1, {}});
     return st.snaps.back().buf;
   }
@@ -434,6 +442,21 @@ class Replay {
           layoutViolation(r, Property::kOwedOnce, "add with no hidden state");
           return;
         }
+        if (op.tensor == Tensor::kBranch) {
+          // Fork: an empty branch takes a copy of the (normed) hidden state.
+          // Merge: a branch's contribution is added into the hidden state.
+          if (!st.branch.present) {
+            st.branch = st.hidden;
+          } else if (st.branch.kind != st.hidden.kind || st.branch.v.size() != st.hidden.v.size()) {
+            layoutViolation(r, Property::kOwedOnce, "a branch on " + std::string(rowKindName(st.branch.kind)) +
+                                                        " rows is merged into a hidden state on " +
+                                                        std::string(rowKindName(st.hidden.kind)) + " rows");
+          } else {
+            addInto(st.hidden, st.branch);
+            st.branch.present = false;
+          }
+          return;
+        }
         if (op.tensor == Tensor::kHidden && op.rows_in.kind == RowKind::kLocal &&
             op.rows_out.kind == RowKind::kAttention) {
           // Input-scattered FFN input (_tp_sum_with_residual_read): this rank
@@ -522,7 +545,7 @@ class Replay {
 
   void compute(int r, const Op& op) {
     RankState& st = ranks_[r];
-    Buffer& h = st.hidden;
+    Buffer& h = op.tensor == Tensor::kBranch ? st.branch : st.hidden;
     if (!h.present) {
       layoutViolation(r, Property::kOwedOnce, "compute with no input");
       return;
@@ -546,9 +569,11 @@ class Replay {
       }
       return;
     }
-    if (!checkRows(r, h, Expect::kNormed, op.stack, op.stage, Property::kOwedOnce)) return;
     const int si = stage_base_[op.stack] + op.stage;
     const StageInfo& info = plan_->stages[si];
+    // A branch stage reads the normed input of the stage it branches beside.
+    const int reads = info.reads_norm_of >= 0 ? info.reads_norm_of : op.stage;
+    if (!checkRows(r, h, Expect::kNormed, op.stack, reads, Property::kOwedOnce)) return;
     // The shard comes from the stage's real weight split, not from the op:
     // a plan cannot change where the weights live.
     const int j = info.weight_axis == kNoAxis ? 0 : topo_->rankIn(static_cast<Axis>(info.weight_axis), r);

@@ -12,7 +12,7 @@ namespace seam {
 namespace {
 
 TEST(Presets, EveryPatternLengthEqualsTheLayerCount) {
-  ASSERT_EQ(presets().size(), 16u);
+  ASSERT_EQ(presets().size(), 17u);
   for (const ModelPreset& p : presets()) {
     SCOPED_TRACE(std::string(p.name));
     auto parsed = p.parsedPattern();
@@ -21,7 +21,7 @@ TEST(Presets, EveryPatternLengthEqualsTheLayerCount) {
     if (p.family != LayerFamily::kSingleStage) {
       // The mixer of every decoder layer is the pattern's character for it.
       for (int i = 0; i < static_cast<int>(p.pattern.size()); ++i) {
-        EXPECT_EQ(layerChar(parsed->layers[2 * i]), p.pattern[i]) << i;
+        EXPECT_EQ(layerChar(parsed->layers[p.stagesPerLayer() * i]), p.pattern[i]) << i;
       }
     }
   }
@@ -97,7 +97,7 @@ TEST(Presets, AgreeWithPresetsExtraJsonAndFollowTheSparsityRule) {
   std::ifstream in(std::filesystem::path(SEAM_SOURCE_DIR) / "sim" / "data" / "presets_extra.json");
   ASSERT_TRUE(in) << "sim/data/presets_extra.json";
   const auto doc = nlohmann::json::parse(in);
-  ASSERT_EQ(doc.size(), 2u);
+  ASSERT_EQ(doc.size(), 3u);
   for (const auto& e : doc) {
     auto p = findPreset(e["cli"].get<std::string>());
     ASSERT_TRUE(p.hasValue());
@@ -111,6 +111,13 @@ TEST(Presets, AgreeWithPresetsExtraJsonAndFollowTheSparsityRule) {
     EXPECT_FALSE((*p)->source.empty());
     auto parsed = (*p)->parsedPattern();
     ASSERT_TRUE(parsed.hasValue());
+    if ((*p)->family == LayerFamily::kBranchMerge) {
+      // attention, the MoE branch, MLP, attention, MLP per layer.
+      EXPECT_EQ(parsed->size(), 5 * (*p)->layers);
+      EXPECT_EQ(parsed->layers[1], LayerKind::kMoe);
+      EXPECT_EQ(parsed->layers[2], LayerKind::kDenseMlp);
+      continue;
+    }
     const int dense = e["first_k_dense"].get<int>();
     for (int layer = 0; layer < (*p)->layers; ++layer) {
       const bool sparse = (*p)->hasMoe() && layer >= dense;

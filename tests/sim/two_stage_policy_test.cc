@@ -105,12 +105,14 @@ TEST(TwoStagePresets, EveryTwoStageAndParallelHybridPresetHoldsUnderEveryPolicyA
       if (!fitsModel(p, c.config)) continue;
       for (PolicyKind policy : {PolicyKind::kDeclared, PolicyKind::kLegacy, PolicyKind::kNaive}) {
         SCOPED_TRACE(reproduceCommand(c, policyName(policy)));
+        // The classic LongCat-Flash communicator is not modelled (refused as such).
+        if (p.family == LayerFamily::kBranchMerge && policy == PolicyKind::kLegacy) continue;
         expectHolds(mustBuild(c, policy));
         ++checked;
       }
     }
   }
-  EXPECT_GE(checked, 4 * 3 * 3);  // deepseek-v3, qwen3-8b, qwen3-next, four Falcon-H1 presets
+  EXPECT_GE(checked, 4 * 3 * 3);  // deepseek-v3, qwen3-8b, qwen3-next, four Falcon-H1 presets, longcat-flash
 }
 
 TEST(TwoStagePresets, DeepSeekV3StagesAreTwoPerLayerAndItsOpsNameTheDecoderLayer) {
@@ -279,6 +281,66 @@ TEST(TwoStageRules, TheRefusalsSayWhatSeamDoesNotModelYetAndWhatTheEngineRefuses
   auto ep = buildPlan(twoStageCase("*E*E", {.tp = 4, .moe_ep = 2}, {3}, a2a()), PolicyKind::kDeclared);
   ASSERT_FALSE(ep.hasValue());
   EXPECT_NE(ep.status().message().find("moe_ep == tp"), std::string::npos);
+}
+
+// ---- LongCat-Flash branches ------------------------------------------------------------
+
+Case longcat(int tp) {
+  Case c;
+  c.model = *modelFromPreset(**findPreset("longcat-flash"));
+  c.config = {.tp = tp};
+  c.batch.tokens = {3};
+  return c;
+}
+
+TEST(BranchLayers, TheMoeBranchForksFromTheNormedInputAndIsMergedAfterTheSecondMlpsSum) {
+  const Plan plan = mustBuild(longcat(2));
+  // Stage 1 (the MoE): the boundary's add+norm, then the branch copies the input.
+  const std::vector<OpKind> fork = {OpKind::kArAddNorm, OpKind::kAdd};
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), fork);
+  EXPECT_EQ(plan.ranks[0][findOp(plan, 0, 1, Phase::kCompute, OpKind::kCompute, Tensor::kBranch)].tensor,
+            Tensor::kBranch);
+  // mlp0 reads the same input: no entry of its own.
+  EXPECT_TRUE(kindsAt(plan, 0, 2, Phase::kEntry).empty());
+  EXPECT_EQ(plan.stages[2].reads_norm_of, 1);
+  EXPECT_EQ(plan.stages[1].joins_at, 5);
+  // mlp1's exit: its all-reduce (export completes it), then the merge.
+  const std::vector<OpKind> merge = {OpKind::kAllReduce, OpKind::kAdd};
+  EXPECT_EQ(kindsAt(plan, 0, 4, Phase::kExit), merge);
+  expectHolds(plan);
+}
+
+TEST(BranchLayers, MergingTheBranchBeforeTheSecondMlpsSumIsCompleteCountsTheMoeTwice) {
+  Plan plan = mustBuild(longcat(2));
+  for (int r = 0; r < plan.world(); ++r) {
+    const int ar = findOp(plan, r, 4, Phase::kExit, OpKind::kAllReduce);
+    const int add = findOp(plan, r, 4, Phase::kExit, OpKind::kAdd, Tensor::kBranch);
+    ASSERT_GE(ar, 0);
+    ASSERT_EQ(add, ar + 1);
+    std::swap(plan.ranks[r][ar], plan.ranks[r][add]);
+  }
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kCountedTwice);
+  EXPECT_EQ(v.stage, 5);
+}
+
+TEST(BranchLayers, ABranchNeverMergedDropsTheMoeContribution) {
+  Plan plan = mustBuild(longcat(2));
+  eraseEverywhere(plan, 4, Phase::kExit, OpKind::kAdd, Tensor::kBranch);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(v.stage, 5);
+}
+
+TEST(BranchLayers, AMoeBranchThatKeepsItsSumOpenLeavesItNeverCompleted) {
+  Plan plan = mustBuild(longcat(2));
+  eraseEverywhere(plan, 1, Phase::kExit, OpKind::kAllReduce, Tensor::kBranch);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(v.stage, 5);
 }
 
 // ---- hand-made wrong plans, one per new rule -----------------------------------------

@@ -29,7 +29,7 @@ TEST(Cli, ModelsListsEveryPresetOfCheckpointsJson) {
   for (const seam::ModelPreset& p : seam::presets()) {
     EXPECT_NE(r.out.find(std::string(p.name)), std::string::npos) << p.name;
   }
-  EXPECT_NE(r.out.find("16 models"), std::string::npos);
+  EXPECT_NE(r.out.find("17 models"), std::string::npos);
 }
 
 TEST(Cli, ConfigsPrintsEveryConfigurationOfWorldEightAndTheCount) {

@@ -80,7 +80,7 @@ struct ModelRef {
   ModelShape shape;   ///< shapes used for byte counts and fit checks
   bool allow_reduce_scatter = false;  ///< ModelPreset::allow_reduce_scatter
   /// Decoder layers per stage of `pattern`.
-  int stagesPerLayer() const { return family == LayerFamily::kSingleStage ? 1 : 2; }
+  int stagesPerLayer() const { return stagesPerLayerOf(family); }
 };
 /// The preset's pattern and shapes.
 Expected<ModelRef> modelFromPreset(const ModelPreset& preset);

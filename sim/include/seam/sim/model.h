@@ -24,7 +24,15 @@ enum class LayerFamily : std::uint8_t {
   kSingleStage,     ///< Nemotron-H: one pattern character = one layer = one stage
   kTwoStage,        ///< classic decoder layer: mixer stage then FFN stage
   kParallelHybrid,  ///< Falcon-H1: attention || Mamba-2 on one input, summed, then MLP
+  /// LongCat-Flash: per layer attention, then a MoE branch beside a dense
+  /// chain (MLP, attention, MLP) that reads the same normed input; the
+  /// branch is merged into the layer's output.
+  kBranchMerge,
 };
+/// Stages of one decoder layer in the stack the planner runs.
+inline int stagesPerLayerOf(LayerFamily family) {
+  return family == LayerFamily::kSingleStage ? 1 : family == LayerFamily::kBranchMerge ? 5 : 2;
+}
 std::string_view familyName(LayerFamily family);
 
 /// Real shapes of one checkpoint. kUnknown / kNotApplicable as above.
@@ -69,7 +77,7 @@ struct ModelPreset {
   /// plus MTP pattern; two-stage and parallel-hybrid models their stages.
   Expected<Pattern> parsedPattern() const;
   /// Decoder layers per stage: 2 for two-stage stacks, 1 for single-stage.
-  int stagesPerLayer() const { return family == LayerFamily::kSingleStage ? 1 : 2; }
+  int stagesPerLayer() const { return stagesPerLayerOf(family); }
 };
 
 /// Every preset, in the order of checkpoints.json.

@@ -54,8 +54,10 @@ bool communicates(OpKind kind);
 /// True for the kinds that add values from several ranks (complete a sum).
 bool reduces(OpKind kind);
 
-/// The buffer an op acts on.
-enum class Tensor : std::uint8_t { kHidden, kResidual, kSnapshot };
+/// The buffer an op acts on. kBranch: the named buffer of a branch (LongCat's
+/// MoE runs beside the dense chain on a copy of its input and is merged into
+/// the layer's output).
+enum class Tensor : std::uint8_t { kHidden, kResidual, kSnapshot, kBranch };
 std::string_view tensorName(Tensor tensor);
 bool parseTensor(std::string_view name, Tensor* tensor);
 
@@ -168,6 +170,11 @@ struct StageInfo {
   int shards = 1;                     ///< size of that group: the terms p(s, t, j), j < shards
   int pp_rank = 0;                    ///< pipeline stage that runs it
   bool terminal = false;              ///< last stage of its stack
+  /// A branch stage reads the normed input of another stage (-1: its own).
+  int reads_norm_of = -1;
+  /// The first stage whose complete input includes this stage's contribution
+  /// (-1: the next stage); a branch joins where it is merged.
+  int joins_at = -1;
 };
 
 /// A plan: the case it was built for, the stages, the boundaries, and the
