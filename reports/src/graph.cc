@@ -33,6 +33,7 @@ std::string kindText(LayerKind k) {
     case LayerKind::kDenseMlp: return "-  dense MLP";
     case LayerKind::kMoe: return "E  MoE";
     case LayerKind::kGatedDeltaNet: return "G  Gated DeltaNet";
+    case LayerKind::kParallelMixer: return "P  attention || Mamba-2";
   }
   return "?";
 }
@@ -107,14 +108,19 @@ Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against,
     node(stack, -1, pre + (stack == 1 ? "eh_proj input" : "embedding"), "gray92");
     node(stack, n, pre + "final norm (output)", "gray92");
   }
+  int index_in_stack[2] = {0, 0};
   for (const StageInfo& s : plan.stages) {
+    const int stage = index_in_stack[s.stack]++;
+    // Two-stage and branch layers have several stages per decoder layer.
+    const std::string layer =
+        c.model.family != LayerFamily::kSingleStage ? " (layer " + std::to_string(s.layer) + ")" : "";
     const std::string rows = s.weight_axis == kNoAxis
                                  ? "weights replicated"
                                  : "weights split over " + std::string(axisName(static_cast<Axis>(s.weight_axis))) +
                                        " (" + std::to_string(s.shards) + ")";
     const bool mixer = isMixer(s.kind);
-    node(s.stack, s.layer,
-         std::string(s.stack == 1 ? "MTP " : "") + "stage " + std::to_string(s.layer) + ": " + kindText(s.kind) +
+    node(s.stack, stage,
+         std::string(s.stack == 1 ? "MTP " : "") + "stage " + std::to_string(stage) + layer + ": " + kindText(s.kind) +
              "\\n" + rows + (c.config.pp > 1 ? "\\npp rank " + std::to_string(s.pp_rank) : ""),
          mixer ? "lightcyan" : "lightyellow");
   }

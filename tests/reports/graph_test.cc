@@ -42,6 +42,20 @@ TEST(Graph, DrawsOneNodePerStagePlusInputAndOutputAndOneEdgePerBoundary) {
   EXPECT_GT(count(*svg, "stroke-dasharray"), 0);    // dashed: carried to the next entry
 }
 
+TEST(Graph, ATwoStageStackGetsANodePerStageLabelledWithItsDecoderLayer) {
+  const Plan plan = planOf(seam::testing::twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {4}, [] {
+    Flags f;
+    f.a2a = A2aBackend::kDeepep;
+    return f;
+  }()));
+  auto svg = renderBoundaryGraph(plan, nullptr, "svg");
+  ASSERT_TRUE(svg.hasValue()) << svg.status().message();
+  EXPECT_EQ(count(*svg, "class=\"node\""), 6 + 2);
+  EXPECT_EQ(count(*svg, "class=\"edge\""), 7);
+  EXPECT_EQ(count(*svg, "stage 3 (layer 1): E &#160;MoE"), 1) << "two stages per decoder layer";
+  EXPECT_EQ(count(*svg, "stage 4 (layer 2): * &#160;attention"), 1);
+}
+
 TEST(Graph, TheDiffGraphHighlightsTheBoundariesWhereThePoliciesDiffer) {
   Flags off;
   off.fusion = false;
