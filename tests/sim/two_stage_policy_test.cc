@@ -126,7 +126,9 @@ TEST(TwoStagePresets, DeepSeekV3StagesAreTwoPerLayerAndItsOpsNameTheDecoderLayer
   ASSERT_EQ(plan.stackSize(0), 122);
   ASSERT_EQ(plan.stackSize(1), 2);
   for (const Op& op : plan.ranks[0]) {
-    if (op.stage >= 0) EXPECT_EQ(op.layer, op.stage / 2);
+    if (op.stage >= 0) {
+      EXPECT_EQ(op.layer, op.stage / 2);
+    }
   }
   // First-k dense: layers 0-2 compute over tp (dense MLP), layer 3 over the MoE group.
   EXPECT_EQ(plan.stages[plan.stageIndex(0, 5)].kind, LayerKind::kDenseMlp);
