@@ -26,12 +26,23 @@
 
 namespace seam::backend {
 
+const char* arAddNormPathName(ArAddNormPath path) {
+  switch (path) {
+    case ArAddNormPath::kFused: return "fused";
+    case ArAddNormPath::kNccl: return "nccl+add_norm";
+    case ArAddNormPath::kLocal: return "add_norm";
+    case ArAddNormPath::kNotArAddNorm: break;
+  }
+  return "-";
+}
+
 Status validateRunOptions(const GpuRunOptions& o) {
   if (o.shape.hidden < 1) return Status::invalid("hidden size " + std::to_string(o.shape.hidden) + " is not positive");
   if (o.shape.inner < 1) return Status::invalid("inner size " + std::to_string(o.shape.inner) + " is not positive");
   if (o.warmup < 0) return Status::invalid("warmup " + std::to_string(o.warmup) + " is negative");
   if (o.iters < 1) return Status::invalid("iters " + std::to_string(o.iters) + " is not positive");
   if (!(o.watchdog_seconds > 0)) return Status::invalid("the watchdog timeout must be positive");
+  if (o.graph_replays < 0) return Status::invalid("graph replays " + std::to_string(o.graph_replays) + " is negative");
   return Status::ok();
 }
 
@@ -237,6 +248,8 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
 
   SharedRun shared(plan, options);
   shared.capacity_rows = capacityRows(shared);
+  planPeerGroups(shared, *devices);
+  for (const detail::PeerGroup& g : shared.peer_groups) result.notes.push_back(g.path);
   buildWeights(shared);
   SEAM_NCCL_CHECK(ncclGetUniqueId(&shared.id));
 
@@ -324,8 +337,12 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
                                 .bytes = rank.opBytes()[i],
                                 .median_us = t.median,
                                 .p10_us = t.p10,
-                                .p90_us = t.p90});
+                                .p90_us = t.p90,
+                                .path = rank.opPath()[i],
+                                .nccl_call = rank.opNccl()[i].call,
+                                .nccl_count = rank.opNccl()[i].count});
     }
+    if (options.graph_replays > 0) result.graph.push_back(rank.graphStep());
   }
   return result;
 }
@@ -358,15 +375,10 @@ Status bareAllReduceRank(const ncclUniqueId& id, int rank, int world, std::size_
     SEAM_NCCL_CHECK(ncclAllReduce(buf->get(), buf->get(), count, ncclFloat, ncclSum, comm.get(), stream->get()));
   }
   if (Status st = stream->synchronize(); !st) return st;
-  std::vector<Event> start, stop;
-  for (int i = 0; i < iters; ++i) {
-    auto a = Event::create();
-    auto b = Event::create();
-    if (!a) return a.status();
-    if (!b) return b.status();
-    start.push_back(std::move(*a));
-    stop.push_back(std::move(*b));
-  }
+  auto events = EventPairs::create(iters);
+  if (!events) return events.status();
+  const std::vector<Event>& start = events->start;
+  const std::vector<Event>& stop = events->stop;
   SEAM_CUDA_CHECK(kernels::waitFlag(gate->device(), 1, stream->get()));
   for (int i = 0; i < iters; ++i) {
     if (Status st = start[i].record(*stream); !st) return st;
@@ -377,11 +389,9 @@ Status bareAllReduceRank(const ncclUniqueId& id, int rank, int world, std::size_
   gate->store(kGateOpen);
   if (!met) return Status::internal(kAborted);
   if (Status st = stream->synchronize(); !st) return st;
-  for (int i = 0; i < iters; ++i) {
-    auto ms = stop[i].elapsedSince(start[i]);
-    if (!ms) return ms.status();
-    us->push_back(static_cast<double>(*ms) * 1e3);
-  }
+  auto all = events->allMicroseconds();
+  if (!all) return all.status();
+  *us = std::move(*all);
   SEAM_NCCL_CHECK(ncclCommFinalize(comm.get()));
   return comm.destroy();
 }

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 
+#include "norm_device.cuh"
+
 namespace seam::backend::kernels {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = device::kRowThreads;
 /// Grid-stride loops: enough blocks to fill an H200, no more.
 constexpr std::size_t kMaxBlocks = 4096;
 
@@ -18,15 +20,8 @@ unsigned blocksFor(std::size_t n) {
   return static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
 }
 
-/// numeric::roundBf16, bit for bit.
-__device__ inline float roundToBf16(float v) {
-  unsigned bits = __float_as_uint(v);
-  if ((bits & 0x7f800000u) == 0x7f800000u) return v;  // inf / nan unchanged
-  const unsigned lsb = (bits >> 16) & 1u;
-  bits += 0x7fffu + lsb;
-  bits &= 0xffff0000u;
-  return __uint_as_float(bits);
-}
+using device::kRowThreads;
+using device::roundToBf16;
 
 __global__ void roundKernel(float* p, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
@@ -52,37 +47,33 @@ __global__ void reluKernel(float* p, std::size_t n, bool round) {
   }
 }
 
-/// One block per row. Exact mode is elementwise; real mode reduces the sum
-/// of squares in double over a fixed tree (deterministic run to run; the CPU
-/// sums sequentially, which agrees whenever the double sum is exact, i.e. for
-/// bf16 inputs of moderate dynamic range).
+/// One block of kRowThreads per row (device::normRow).
 __global__ void normKernel(const float* in, float* out, int h, bool real, const float* weight) {
+  __shared__ double partial[kRowThreads];
   const std::size_t row = blockIdx.x;
-  const float* v = in + row * h;
-  float* o = out + row * h;
-  if (!real) {
-    for (int k = threadIdx.x; k < h; k += blockDim.x) {
-      const long long x = static_cast<long long>(v[k]);  // truncation, as static_cast on the CPU
-      o[k] = static_cast<float>(((x % 5) + 5) % 5 - 2);
+  device::normRow(in + row * h, out + row * h, h, real, weight, partial);
+}
+
+/// One block per row: r = residual + x (x itself when there is no residual),
+/// rounded as the add kernel rounds, stored as the new residual, then
+/// out = norm(r). The same operations as an add followed by a norm.
+__global__ void addNormKernel(const float* x, float* residual, float* out, int h, bool has_residual, bool real,
+                              const float* weight) {
+  __shared__ double partial[kRowThreads];
+  const std::size_t row = blockIdx.x;
+  const float* xr = x + row * h;
+  float* rr = residual + row * h;
+  for (int k = threadIdx.x; k < h; k += kRowThreads) {
+    const float v = real ? roundToBf16(xr[k]) : xr[k];
+    if (has_residual) {
+      const float s = __fadd_rn(rr[k], v);
+      rr[k] = real ? roundToBf16(s) : s;
+    } else {
+      rr[k] = v;
     }
-    return;
   }
-  __shared__ double partial[kThreads];
-  double ss = 0;
-  for (int k = threadIdx.x; k < h; k += blockDim.x) ss = __dadd_rn(ss, __dmul_rn(v[k], v[k]));
-  partial[threadIdx.x] = ss;
   __syncthreads();
-  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (static_cast<int>(threadIdx.x) < stride) partial[threadIdx.x] = __dadd_rn(partial[threadIdx.x], partial[threadIdx.x + stride]);
-    __syncthreads();
-  }
-  constexpr float kEps = 1e-5f;  // numeric::normRow's epsilon
-  const float mean = __double2float_rn(__ddiv_rn(partial[0], static_cast<double>(h)));
-  const float inv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, kEps)));
-  for (int k = threadIdx.x; k < h; k += blockDim.x) {
-    const float w = weight ? weight[k] : 1.0f;
-    o[k] = roundToBf16(__fmul_rn(__fmul_rn(v[k], inv), w));
-  }
+  device::normRow(rr, out + row * h, h, real, weight, partial);
 }
 
 __global__ void sumSegmentsKernel(const float* staging, int segments, std::size_t segment_elems, float* out,
@@ -109,6 +100,14 @@ __global__ void fillRowsKernel(float* buf, const int* row_index, int count, int 
 __global__ void waitFlagKernel(const int* flag, int target) {
   // volatile: every read goes to the host's memory, where the release lands.
   while (*static_cast<const volatile int*>(flag) < target) __nanosleep(1000);
+}
+
+__global__ void busyKernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
 }
 
 __global__ void fnv1aKernel(const float* values, std::size_t n, std::uint64_t* state) {
@@ -147,6 +146,13 @@ cudaError_t normRows(const float* in, float* out, int rows, int h, bool real, co
   return cudaGetLastError();
 }
 
+cudaError_t addNormRows(const float* x, float* residual, float* out, int rows, int h, bool has_residual, bool real,
+                        const float* weight, cudaStream_t stream) {
+  if (rows == 0 || h == 0) return cudaSuccess;
+  addNormKernel<<<rows, kThreads, 0, stream>>>(x, residual, out, h, has_residual, real, weight);
+  return cudaGetLastError();
+}
+
 cudaError_t relu(float* p, std::size_t n, bool round, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   reluKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, n, round);
@@ -169,6 +175,11 @@ cudaError_t fillRows(float* buf, const int* row_index, int count, int h, float v
 
 cudaError_t waitFlag(const int* flag, int target, cudaStream_t stream) {
   waitFlagKernel<<<1, 1, 0, stream>>>(flag, target);
+  return cudaGetLastError();
+}
+
+cudaError_t busy(double microseconds, int blocks, cudaStream_t stream) {
+  busyKernel<<<blocks, 128, 0, stream>>>(static_cast<unsigned long long>(microseconds * 1e3));
   return cudaGetLastError();
 }
 

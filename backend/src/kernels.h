@@ -25,6 +25,13 @@ cudaError_t add(float* dst, const float* src, std::size_t n, bool round, cudaStr
 cudaError_t normRows(const float* in, float* out, int rows, int h, bool real, const float* weight,
                      cudaStream_t stream);
 
+/// Per row: r = residual + roundIfReal(x) rounded when real (r = roundIfReal(x)
+/// when !has_residual), stored into `residual`, then out = norm(r) as normRows
+/// computes it: the add and norm kernels' operations in one launch (the
+/// residual add + RMSNorm after an all-reduce). `x` may equal `out`.
+cudaError_t addNormRows(const float* x, float* residual, float* out, int rows, int h, bool has_residual, bool real,
+                        const float* weight, cudaStream_t stream);
+
 /// p[i] = relu(p[i]) as std::max(p, 0.0f) computes it, then roundBf16 when `round`.
 cudaError_t relu(float* p, std::size_t n, bool round, cudaStream_t stream);
 
@@ -41,6 +48,14 @@ cudaError_t fillRows(float* buf, const int* row_index, int count, int h, float v
 /// Holds the stream until *flag (pinned host memory) >= target: the gate that
 /// lets the host enqueue a window of ops before the device runs any of them.
 cudaError_t waitFlag(const int* flag, int target, cudaStream_t stream);
+
+/// Keeps `blocks` blocks of the device busy for `microseconds`: run before a
+/// timed batch so that the clocks have left their idle state (an idle H200
+/// sits far below its boost clock, and a batch of short calls ends before
+/// the clocks rise).
+cudaError_t busy(double microseconds, int blocks, cudaStream_t stream);
+/// Blocks kernels::busy is given: one per SM of an H200.
+constexpr int kBusyBlocks = 132;
 
 /// *state = FNV-1a 64 of the bytes of values[0, n), continuing from *state
 /// (one thread: FNV is a sequential fold).

@@ -57,4 +57,69 @@ Expected<float> Event::elapsedSince(const Event& start) const {
   return ms;
 }
 
+Expected<EventPairs> EventPairs::create(int count) {
+  EventPairs out;
+  for (int i = 0; i < count; ++i) {
+    auto a = Event::create();
+    auto b = Event::create();
+    if (!a) return a.status();
+    if (!b) return b.status();
+    out.start.push_back(std::move(*a));
+    out.stop.push_back(std::move(*b));
+  }
+  return out;
+}
+
+Expected<double> EventPairs::microseconds(int i) const {
+  auto ms = stop[i].elapsedSince(start[i]);
+  if (!ms) return ms.status();
+  return static_cast<double>(*ms) * 1e3;
+}
+
+Expected<std::vector<double>> EventPairs::allMicroseconds() const {
+  std::vector<double> out;
+  for (int i = 0; i < static_cast<int>(start.size()); ++i) {
+    auto us = microseconds(i);
+    if (!us) return us.status();
+    out.push_back(*us);
+  }
+  return out;
+}
+
+CudaGraph& CudaGraph::operator=(CudaGraph&& other) noexcept {
+  if (this != &other) {
+    if (graph_) cudaGraphDestroy(graph_);
+    graph_ = std::exchange(other.graph_, nullptr);
+  }
+  return *this;
+}
+
+CudaGraph::~CudaGraph() {
+  if (graph_) cudaGraphDestroy(graph_);
+}
+
+Expected<GraphExec> GraphExec::instantiate(const CudaGraph& graph) {
+  if (!graph.get()) return Status::internal("the stream capture produced no graph");
+  cudaGraphExec_t e = nullptr;
+  SEAM_CUDA_CHECK(cudaGraphInstantiate(&e, graph.get(), 0));
+  return GraphExec(e);
+}
+
+GraphExec& GraphExec::operator=(GraphExec&& other) noexcept {
+  if (this != &other) {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+
+GraphExec::~GraphExec() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+}
+
+Status GraphExec::launch(const Stream& stream) const {
+  SEAM_CUDA_CHECK(cudaGraphLaunch(exec_, stream.get()));
+  return Status::ok();
+}
+
 }  // namespace seam::backend

@@ -10,6 +10,7 @@
 #include "rank_executor.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "kernels.h"
@@ -72,9 +73,59 @@ void buildWeights(SharedRun& s) {
   for (size_t i = 0; i < list.size(); ++i) s.weights.emplace(list[i], std::move(built[i]));
 }
 
+void planPeerGroups(SharedRun& s, const std::vector<DeviceInfo>& devices) {
+  std::set<std::vector<int>> groups;
+  for (int r = 0; r < s.plan.world(); ++r) {
+    for (const Op& op : s.plan.ranks[r]) {
+      if (op.kind != OpKind::kArAddNorm || !op.hasGroup() || s.topo.groupSize(op.groupAxis()) < 2) continue;
+      groups.insert(s.topo.groupOf(op.groupAxis(), r));
+    }
+  }
+  const std::size_t slot_elems = static_cast<std::size_t>(s.capacity_rows) * s.options.shape.hidden;
+  const double slot_mib = static_cast<double>(slot_elems * sizeof(float)) / (1 << 20);
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "%.2f", slot_mib);
+  for (const std::vector<int>& members : groups) {
+    PeerGroup g;
+    g.members = members;
+    g.signals.assign(members.size(), nullptr);
+    g.workspace.assign(members.size(), nullptr);
+    std::string ranks;
+    for (int m : members) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
+    std::string why;
+    if (!s.options.fuse_ar_add_norm) why = "fusion off by option";
+    else if (static_cast<int>(members.size()) > kernels::kPeerMaxRanks) why = "more members than the kernel's " + std::to_string(kernels::kPeerMaxRanks);
+    else if (slot_elems * sizeof(float) > kPeerMaxSlotBytes) why = std::string(mib) + " MiB of rows exceed the workspace slot";
+    int min_sms = INT32_MAX;
+    for (int a : members) {
+      min_sms = std::min(min_sms, devices[a].multiprocessors);
+      for (int b : members) {
+        int can = 0;
+        if (a != b && why.empty() && (cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess || !can)) {
+          why = "GPU " + std::to_string(a) + " cannot access GPU " + std::to_string(b) + "'s memory";
+        }
+      }
+    }
+    g.fused = why.empty();
+    if (g.fused) {
+      // Two blocks per SM: every block of the grid is resident at once (a
+      // block waits for its twin on each peer), and enough loads fly for
+      // large rows.
+      g.blocks = std::clamp(2 * min_sms, 1, kernels::kPeerMaxBlocks);
+      g.slot_elems = slot_elems;
+      g.path = "ar_add_norm over [" + ranks + "]: fused one-shot all-reduce + add + RMSNorm over peer memory (grid " +
+               std::to_string(g.blocks) + ", slots of " + mib + " MiB)";
+    } else {
+      g.path = "ar_add_norm over [" + ranks + "]: NCCL all-reduce + add+norm kernel (" + why + ")";
+    }
+    s.peer_groups.push_back(std::move(g));
+  }
+}
+
 // ---- waiting -------------------------------------------------------------------
 
 void RankExecutor::publishDeviceProgress() {
+  if (capturing_) return;  // no event queries while the stream is captured
   while (completed_ < enqueued_ && cudaEventQuery(stop_[completed_].get()) == cudaSuccess) {
     ++completed_;
     progress_.counter.fetch_add(1, std::memory_order_relaxed);
@@ -160,14 +211,10 @@ Status RankExecutor::setUp() {
   SEAM_CUBLAS_CHECK(cublasSetMathMode(blas_.get(), CUBLAS_DEFAULT_MATH));
   progress_.counter++;
 
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    auto a = Event::create();
-    auto b = Event::create();
-    if (!a) return a.status();
-    if (!b) return b.status();
-    start_.push_back(std::move(*a));
-    stop_.push_back(std::move(*b));
-  }
+  auto events = EventPairs::create(static_cast<int>(ops_.size()));
+  if (!events) return events.status();
+  start_ = std::move(events->start);
+  stop_ = std::move(events->stop);
   auto end = Event::create();
   if (!end) return end.status();
   end_.emplace(std::move(*end));
@@ -177,9 +224,12 @@ Status RankExecutor::setUp() {
   // what the timing table shows and the bus bandwidth factor needs.
   op_group_size_.clear();
   for (const Op& op : ops_) op_group_size_.push_back(op.hasGroup() ? s_.topo.groupSize(op.groupAxis()) : 1);
+  op_path_.assign(ops_.size(), ArAddNormPath::kNotArAddNorm);
+  op_nccl_.assign(ops_.size(), {});
   if (Status st = allocate(); !st) return st;
   if (Status st = uploadWeights(); !st) return st;
   if (Status st = uploadEmbeddings(); !st) return st;
+  if (Status st = setUpPeers(); !st) return st;
   progress_.counter++;
   if (Status st = createComms(); !st) return st;
   progress_.setting_up = false;
@@ -350,6 +400,76 @@ Status RankExecutor::uploadEmbeddings() {
   return Status::ok();
 }
 
+Status RankExecutor::setUpPeers() {
+  auto abort = PinnedFlag::create();
+  if (!abort) return abort.status();
+  peer_abort_.emplace(std::move(*abort));
+  peer_abort_host_ = peer_abort_->host();
+  for (PeerGroup& g : s_.peer_groups) {
+    const auto it = std::find(g.members.begin(), g.members.end(), rank_);
+    if (!g.fused || it == g.members.end()) continue;
+    const auto me = static_cast<std::size_t>(it - g.members.begin());
+    for (int m : g.members) {
+      if (m == rank_) continue;
+      // Peer access is per process: a second run finds it enabled.
+      const cudaError_t e = cudaDeviceEnablePeerAccess(m, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();  // not sticky, but a later launch check would read it
+      } else {
+        SEAM_CUDA_CHECK(e);
+      }
+    }
+    auto signals = DeviceArray<kernels::PeerSignals>::create(1);
+    if (!signals) return signals.status();
+    SEAM_CUDA_CHECK(cudaMemset(signals->get(), 0, sizeof(kernels::PeerSignals)));
+    auto workspace = DeviceArray<float>::create(2 * g.members.size() * g.slot_elems);
+    if (!workspace) return workspace.status();
+    g.signals[me] = signals->get();
+    g.workspace[me] = workspace->get();
+    peer_signals_.push_back(std::move(*signals));
+    peer_workspace_.push_back(std::move(*workspace));
+  }
+  // The zeroed flags must be in place before any peer can signal into them.
+  SEAM_CUDA_CHECK(cudaDeviceSynchronize());
+  if (!s_.setup_barrier.arriveAndWait(s_.abort)) return aborted();
+  for (std::size_t gi = 0; gi < s_.peer_groups.size(); ++gi) {
+    const PeerGroup& g = s_.peer_groups[gi];
+    const auto it = std::find(g.members.begin(), g.members.end(), rank_);
+    if (!g.fused || it == g.members.end()) continue;
+    kernels::FusedArAddNormArgs a;
+    a.ranks = static_cast<int>(g.members.size());
+    a.me = static_cast<int>(it - g.members.begin());
+    a.blocks = g.blocks;
+    for (int p = 0; p < a.ranks; ++p) {
+      a.signals[p] = g.signals[p];
+      a.workspace[p] = g.workspace[p];
+    }
+    a.slot_elems = g.slot_elems;
+    a.abort = peer_abort_->device();
+    fused_args_.emplace(static_cast<int>(gi), a);
+  }
+  return Status::ok();
+}
+
+int RankExecutor::peerGroupOf(const std::vector<int>& members) const {
+  for (std::size_t i = 0; i < s_.peer_groups.size(); ++i) {
+    if (s_.peer_groups[i].members == members) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void RankExecutor::recordNccl(const char* call, std::size_t count) {
+  if (iteration_ != 0 || capturing_) return;
+  NcclCall& c = op_nccl_[current_op_];
+  if (c.calls++ == 0) {
+    c.call = call;
+    c.count = static_cast<std::int64_t>(count);
+  } else if (c.call != call || c.count != static_cast<std::int64_t>(count)) {
+    c.call.clear();  // several different calls: no one bare call matches the op
+    c.count = 0;
+  }
+}
+
 // ---- helpers ---------------------------------------------------------------------------
 
 ncclComm_t RankExecutor::commOf(Axis axis) const {
@@ -428,6 +548,7 @@ Status RankExecutor::roundIfReal(float* p, int rows) {
 
 Status RankExecutor::allReduceInPlace(const Group& g, float* p, int rows) {
   if (g.size() <= 1) return Status::ok();  // a group of one: the sum is the value
+  recordNccl("all_reduce", static_cast<std::size_t>(rows) * h_);
   SEAM_NCCL_ISSUE(g.comm, ncclAllReduce(p, p, static_cast<std::size_t>(rows) * h_, ncclFloat, ncclSum, g.comm,
                                         stream_->get()));
   return roundIfReal(p, rows);
@@ -449,6 +570,25 @@ Status RankExecutor::resetState() {
   return copyRows(hidden_.data.get(), embed0_.get(), hidden_.rows);
 }
 
+Status RankExecutor::enqueueOp(int i, bool timed) {
+  if (s_.abort) return aborted();
+  if (timed) SEAM_CUDA_CHECK(cudaEventRecord(start_[i].get(), stream_->get()));
+  pending_final_ = -1;
+  current_op_ = i;
+  if (Status st = exec(ops_[i], i); !st) return st;
+  if (timed) {
+    SEAM_CUDA_CHECK(cudaEventRecord(stop_[i].get(), stream_->get()));
+    ++enqueued_;
+  }
+  if (pending_final_ >= 0) {
+    DeviceRows& f = finals_[pending_final_];
+    f.setLayout(hidden_);
+    if (Status st = copyRows(f.data.get(), hidden_.data.get(), hidden_.rows); !st) return st;
+    final_done_[pending_final_] = true;
+  }
+  return Status::ok();
+}
+
 Status RankExecutor::run() {
   // Host latency must not count as device time: an op's events measure what
   // the device spent on it only if the op was already queued when the device
@@ -463,22 +603,12 @@ Status RankExecutor::run() {
     enqueued_ = completed_ = 0;
     progress_.op_index = 0;
     if (Status st = resetState(); !st) return st;
+    if (iteration_ == warmup) SEAM_CUDA_CHECK(kernels::busy(kWarmClockUs, kernels::kBusyBlocks, stream_->get()));
     const bool gated = iteration_ > 0;
     for (int begin = 0; begin < n; begin += kGateWindowOps) {
       if (gated) SEAM_CUDA_CHECK(kernels::waitFlag(gate_->device(), ++gate_target_, stream_->get()));
       for (int i = begin; i < std::min(n, begin + kGateWindowOps); ++i) {
-        if (s_.abort) return aborted();
-        SEAM_CUDA_CHECK(cudaEventRecord(start_[i].get(), stream_->get()));
-        pending_final_ = -1;
-        if (Status st = exec(ops_[i], i); !st) return st;
-        SEAM_CUDA_CHECK(cudaEventRecord(stop_[i].get(), stream_->get()));
-        ++enqueued_;
-        if (pending_final_ >= 0) {
-          DeviceRows& f = finals_[pending_final_];
-          f.setLayout(hidden_);
-          if (Status st = copyRows(f.data.get(), hidden_.data.get(), hidden_.rows); !st) return st;
-          final_done_[pending_final_] = true;
-        }
+        if (Status st = enqueueOp(i, true); !st) return st;
       }
       if (gated) {
         if (s_.barrier_windows && !s_.window_barrier.arriveAndWait(s_.abort)) return aborted();
@@ -511,7 +641,137 @@ Status RankExecutor::run() {
     }
     snapshots_host_.push_back(std::move(h));
   }
+  if (s_.options.graph_replays > 0) {
+    if (Status st = runGraphSteps(); !st) return st;
+  }
   progress_.finished = true;
+  return Status::ok();
+}
+
+Status RankExecutor::runGraphSteps() {
+  const int replays = s_.options.graph_replays;
+  const int n = static_cast<int>(ops_.size());
+  cudaStream_t stream = stream_->get();
+  GraphStep& g = graph_step_;
+  g.rank = rank_;
+  g.ops = n;
+  g.replays = replays;
+  for (const auto& v : samples_) g.op_sum_us += v.empty() ? 0.0 : summarizeTimes(v).median;
+  auto events = EventPairs::create(replays);
+  if (!events) return events.status();
+  const std::vector<Event>& start = events->start;
+  const std::vector<Event>& stop = events->stop;
+  // Waits for what is queued and lets the watchdog see the step complete.
+  auto drain = [&]() -> Status {
+    enqueued_ = completed_ = 0;
+    if (Status st = end_->record(*stream_); !st) return st;
+    if (Status st = waitIteration(); !st) return st;
+    progress_.counter++;
+    return Status::ok();
+  };
+
+  // 1. Eager steps, each op launched as the host gets to it: what a step
+  // costs without a graph (host latency included, as an engine sees it).
+  std::vector<double> eager;
+  for (int i = 0; i < kGraphWarmup + replays; ++i) {
+    if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
+    const int slot = std::max(0, i - kGraphWarmup);
+    if (Status st = start[slot].record(*stream_); !st) return st;
+    if (Status st = resetState(); !st) return st;
+    for (int k = 0; k < n; ++k) {
+      if (Status st = enqueueOp(k, false); !st) return st;
+    }
+    if (Status st = stop[slot].record(*stream_); !st) return st;
+    if (Status st = drain(); !st) return st;
+    if (i < kGraphWarmup) continue;
+    auto us = events->microseconds(slot);
+    if (!us) return us.status();
+    eager.push_back(*us);
+  }
+
+  // 2. Capture one whole step, NCCL calls included. Thread-local mode: the
+  // other ranks' threads go on calling CUDA while this one captures.
+  SEAM_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+  Status captured = resetState();
+  for (int k = 0; k < n && captured; ++k) captured = enqueueOp(k, false);
+  cudaGraph_t raw = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &raw);  // ends the capture whatever happened
+  capturing_ = false;
+  CudaGraph graph(raw);
+  if (!captured) return captured;
+  SEAM_CUDA_CHECK(ended);
+  auto exec = GraphExec::instantiate(graph);
+  if (!exec) return exec.status();
+
+  // 3. Replays: warm-up, then back to back from a common start. Not behind
+  // a gate: the replays' hundreds of kernels each would fill the stream's
+  // queue while the gate holds it, and the host would block in the launch
+  // before it could open the gate. A replay's launch costs the host far less
+  // than the replay costs the device, so after the first the device never
+  // waits for the host; the median is over replays.
+  for (int i = 0; i < kGraphWarmup; ++i) {
+    if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
+    if (Status st = exec->launch(*stream_); !st) return st;
+    if (Status st = drain(); !st) return st;
+  }
+  if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
+  for (int i = 0; i < replays; ++i) {
+    if (Status st = start[i].record(*stream_); !st) return st;
+    if (Status st = exec->launch(*stream_); !st) return st;
+    if (Status st = stop[i].record(*stream_); !st) return st;
+  }
+  if (Status st = drain(); !st) return st;
+  auto replayed = events->allMicroseconds();
+  if (!replayed) return replayed.status();
+  const TimingSummary e = summarizeTimes(eager);
+  const TimingSummary r = summarizeTimes(*replayed);
+  g.eager_median_us = e.median;
+  g.eager_p10_us = e.p10;
+  g.eager_p90_us = e.p90;
+  g.graph_median_us = r.median;
+  g.graph_p10_us = r.p10;
+  g.graph_p90_us = r.p90;
+
+  // 4. kTracedReplays more replays while CUPTI records every kernel, copy
+  // and memset: the sum of the step's kernels on this device, from the last
+  // replay (the first ones absorb CUPTI's setup). Not gated: a graph launched
+  // just after tracing starts may wait for the device to go idle, and a gate
+  // kernel would keep it busy for good.
+  if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
+  if (rank_ == 0) s_.trace.start();
+  for (int i = 0; i < kTracedReplays; ++i) {
+    if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
+    if (Status st = exec->launch(*stream_); !st) return st;
+    if (Status st = drain(); !st) return st;
+  }
+  if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
+  if (rank_ == 0) s_.trace.stop();
+  if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
+  std::vector<DeviceActivity> mine = s_.trace.recordsOf(device_);
+  if (!mine.empty() && mine.size() % kTracedReplays == 0) {
+    mine.erase(mine.begin(), mine.end() - static_cast<std::ptrdiff_t>(mine.size() / kTracedReplays));
+    const DeviceBusy busy = deviceBusy(mine, device_);
+    g.kernel_sum_us = busy.sum_us;
+    g.kernel_busy_us = busy.busy_us;
+    g.kernels = busy.records;
+  } else if (s_.trace.error().empty()) {
+    note("CUPTI recorded " + std::to_string(mine.size()) + " kernels on device " + std::to_string(device_) +
+         " over " + std::to_string(kTracedReplays) + " replays: no whole replay to sum");
+  }
+  if (!s_.trace.error().empty()) note("CUPTI could not trace the replay: " + s_.trace.error());
+
+  // 5. The replayed step's final rows against the eager timed iterations'.
+  g.identical = true;
+  for (int k = 0; k < s_.stacks; ++k) {
+    if (!final_done_[k]) continue;
+    std::vector<float> host(final_host_[k].size());
+    if (!host.empty()) {
+      SEAM_CUDA_CHECK(cudaMemcpy(host.data(), finals_[k].data.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    g.identical = g.identical && (host.empty() || std::memcmp(host.data(), final_host_[k].data(),
+                                                             host.size() * sizeof(float)) == 0);
+  }
   return Status::ok();
 }
 

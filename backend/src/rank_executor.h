@@ -24,7 +24,9 @@
 #include <tuple>
 #include <vector>
 
+#include "activity_trace.h"
 #include "handles.h"
+#include "peer_kernels.h"
 #include "seam/backend/executor.h"
 #include "seam/backend/raii.h"
 #include "seam/sim/rows.h"
@@ -84,6 +86,25 @@ class SpinBarrier {
   std::atomic<int> generation_{0};
 };
 
+/// Eager steps and graph replays run untimed before the timed ones.
+constexpr int kGraphWarmup = 2;
+/// Graph replays traced with CUPTI; the last one's kernels are summed.
+constexpr int kTracedReplays = 3;
+
+/// A group that some rank's `ar_add_norm` ops reduce over, as the run decided
+/// before the rank threads started: fused or not (one answer for every
+/// member, so that no member runs the kernel while another calls NCCL), and,
+/// once every member has set up, every member's signals and workspace.
+struct PeerGroup {
+  std::vector<int> members;
+  bool fused = false;
+  std::string path;  ///< the note saying which path its ops take and why
+  int blocks = 0;    ///< the fused kernel's grid on every member
+  std::size_t slot_elems = 0;
+  std::vector<kernels::PeerSignals*> signals;  ///< by place; each member fills its own during setup
+  std::vector<float*> workspace;
+};
+
 /// The padding mode a full-rows op of `count` rows assumes, as
 /// Replay::modeOfCount reads it; nullopt when it is neither mode's size.
 std::optional<DpPadding> modeOfCount(const RowMap& rows, const RowMap& other, DpPadding plan_mode, int count,
@@ -100,7 +121,9 @@ struct SharedRun {
                    p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen),
         stacks(p.source.model.pattern.mtp.empty() ? 1 : 2),
         progress(new RankProgress[p.world()]),
-        window_barrier(p.world()) {
+        window_barrier(p.world()),
+        setup_barrier(p.world()),
+        step_barrier(p.world()) {
     // The ranks meet before releasing each window only when they have the
     // same number of windows (a plan with pipeline stages need not).
     barrier_windows = std::all_of(p.ranks.begin(), p.ranks.end(),
@@ -119,7 +142,11 @@ struct SharedRun {
   std::unique_ptr<RankProgress[]> progress;
   std::atomic<bool> abort{false};
   SpinBarrier window_barrier;
+  SpinBarrier setup_barrier;  ///< every member's peer pointers are published
+  SpinBarrier step_barrier;   ///< eager steps and graph replays start together
   bool barrier_windows = false;
+  std::vector<PeerGroup> peer_groups;
+  SharedTrace trace;  ///< of the traced graph replays (rank 0 starts and stops it)
 
   const RowMap& fullMap(DpPadding mode) const { return mode == plan.padding ? rows : other_rows; }
   bool real() const { return options.mode == numeric::Mode::kReal; }
@@ -144,6 +171,11 @@ struct SharedRun {
 /// buffer can be allocated once, before the first op, and no op (even of a
 /// malformed plan) reads or writes outside it.
 int capacityRows(const SharedRun& s);
+
+/// Decides, for every group an `ar_add_norm` op of some rank reduces over,
+/// whether it runs fused (GpuRunOptions::fuse_ar_add_norm, the members' peer
+/// access, the group size, the workspace a slot needs), and sizes it.
+void planPeerGroups(SharedRun& s, const std::vector<DeviceInfo>& devices);
 
 /// Generates the weights of every (stack, stage) some rank computes or
 /// normalizes at, once, on a few host threads (they are large at real shapes).
@@ -196,6 +228,7 @@ class RankExecutor {
   /// the watchdog does, so that a stalled stream can drain).
   void releaseGate() {
     if (int* flag = gate_host_.load()) __atomic_store_n(flag, kGateOpen, __ATOMIC_RELEASE);
+    if (int* flag = peer_abort_host_.load()) __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
   }
   void abortComms() {
     releaseGate();
@@ -211,6 +244,15 @@ class RankExecutor {
   const std::vector<std::vector<double>>& samples() const { return samples_; }
   const std::vector<std::int64_t>& opBytes() const { return op_bytes_; }
   const std::vector<int>& opGroupSize() const { return op_group_size_; }
+  const std::vector<ArAddNormPath>& opPath() const { return op_path_; }
+  /// The NCCL primitive op i ran as, or "" (none, or several kinds).
+  struct NcclCall {
+    std::string call;
+    std::int64_t count = 0;
+    int calls = 0;  ///< calls per iteration
+  };
+  const std::vector<NcclCall>& opNccl() const { return op_nccl_; }
+  const GraphStep& graphStep() const { return graph_step_; }
   /// Host copies of the last iteration's finals and snapshots (after run()).
   bool finalDone(int stack) const { return final_done_[stack]; }
   const DeviceRows& finalRows(int stack) const { return finals_[stack]; }
@@ -238,11 +280,16 @@ class RankExecutor {
   Status allocate();
   Status uploadWeights();
   Status uploadEmbeddings();
+  Status setUpPeers();
   Expected<DeviceArray<float>> upload(const std::vector<float>& host);
 
   // ---- ops ---------------------------------------------------------------------
   Status resetState();
+  /// Enqueues op i (and the copy of a final norm's rows); `timed`: between
+  /// its start and stop events, counted for the watchdog.
+  Status enqueueOp(int i, bool timed);
   Status exec(const Op& op, int index);
+  Status runGraphSteps();
   Status allReduce(const Op& op, int index);
   Status reduceScatter(const Op& op, int index);
   Status allGather(const Op& op, int index);
@@ -254,7 +301,10 @@ class RankExecutor {
   Status zeroFill(const Op& op, int index);
   Status add(const Op& op, int index);
   Status addNorm(const Op& op, int index);
+  Status arAddNorm(const Op& op, int index);
   Status normInto(DeviceRows& target, const DeviceRows& source, const Op& op);
+  /// The layout a norm's output takes and the final-rows bookkeeping.
+  void finishNorm(DeviceRows& target, const DeviceRows& source, const Op& op);
   Status compute(const Op& op, int index);
   Status snapshot(const Op& op, int index);
   Status send(const Op& op, int index);
@@ -269,6 +319,10 @@ class RankExecutor {
   Status zeroRows(float* dst, int rows);
   Status roundIfReal(float* p, int rows);
   Status allReduceInPlace(const Group& g, float* p, int rows);
+  /// Notes the NCCL primitive the current op calls (first iteration only).
+  void recordNccl(const char* call, std::size_t count);
+  /// The index of the peer group with exactly these members, or -1.
+  int peerGroupOf(const std::vector<int>& members) const;
   /// Swaps the scratch buffer in as `target`'s data (the op wrote its output there).
   void takeScratch(DeviceRows& target) { std::swap(target.data, scratch_.data); }
   void expectLayout(const DeviceRows& b, RowKind kind, int rows, const Op& op, int index);
@@ -286,6 +340,8 @@ class RankExecutor {
 
   std::optional<PinnedFlag> gate_;  ///< declared before the stream: outlives the work queued on it
   std::atomic<int*> gate_host_{nullptr};
+  std::optional<PinnedFlag> peer_abort_;  ///< nonzero: the fused kernel stops waiting for peers
+  std::atomic<int*> peer_abort_host_{nullptr};
   int gate_target_ = 0;
   std::optional<Stream> stream_;
   BlasHandle blas_;
@@ -295,6 +351,12 @@ class RankExecutor {
   ncclComm_t split_slots_[kAxisCount] = {};        ///< where a pending ncclCommSplit writes its child
   std::vector<Event> start_, stop_;                ///< per op
   std::optional<Event> end_;  ///< after the last op and the copies that follow it
+
+  /// This rank's signals and workspace of each fused peer group (peers write
+  /// into them), and the kernel arguments of each, by peer group index.
+  std::vector<DeviceArray<kernels::PeerSignals>> peer_signals_;
+  std::vector<DeviceArray<float>> peer_workspace_;
+  std::map<int, kernels::FusedArAddNormArgs> fused_args_;
 
   DeviceRows hidden_, residual_, scratch_, staging_;
   std::vector<DeviceRows> snapshot_pool_;
@@ -317,10 +379,16 @@ class RankExecutor {
   std::map<std::pair<int, int>, DeviceArray<float>> norm_weights_;  ///< real mode
 
   int iteration_ = 0;
+  int current_op_ = 0;      ///< the op exec() runs
+  bool capturing_ = false;  ///< the stream is being captured: no event queries
   int enqueued_ = 0, completed_ = 0;  ///< ops of the current iteration
   std::vector<std::vector<double>> samples_;  ///< per op, us per timed iteration
   std::vector<std::int64_t> op_bytes_;
   std::vector<int> op_group_size_;
+  std::vector<ArAddNormPath> op_path_;
+  std::vector<NcclCall> op_nccl_;
+  GraphStep graph_step_;
+  std::vector<std::vector<float>> graph_final_host_;
   std::vector<std::string> notes_;
   std::set<std::string> noted_;
   int layout_notes_ = 0;

@@ -5,6 +5,10 @@
 // rows are uneven, the op runs as all-reduce + slice or as one broadcast per
 // member, and says so in a note.
 //
+// `ar_add_norm` on the hidden state runs as the fused one-shot kernel over
+// peer memory (peer_kernels.h) where its group was planned fused, otherwise
+// as ncclAllReduce followed by one add+norm kernel; add_norm is that kernel.
+//
 // Real mode rounds to bf16 after every op, as the CPU executor does. NCCL
 // reduces in fp32 the bf16 values it is given and the result is rounded once;
 // the CPU rounds after each pairwise add, so the two agree for groups of two
@@ -18,11 +22,56 @@
 namespace seam::backend::detail {
 
 Status RankExecutor::allReduce(const Op& op, int index) {
+  if (op.kind == OpKind::kArAddNorm && op.tensor == Tensor::kHidden) return arAddNorm(op, index);
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
   record(index, bytesOf(b.rows));
   if (Status st = allReduceInPlace(g, b.data.get(), b.rows); !st) return st;
   return op.kind == OpKind::kArAddNorm ? addNorm(op, index) : Status::ok();
+}
+
+Status RankExecutor::arAddNorm(const Op& op, int index) {
+  // The hidden state's partial rows summed over the group, added to the
+  // residual, normed: one fused kernel where the group runs fused (the same
+  // decision on every member, planPeerGroups), else NCCL + one add+norm kernel.
+  const Group g = groupOf(op);
+  const int rows = hidden_.rows;  // the sum's rows: the same on every member of a well-formed plan
+  record(index, bytesOf(rows));
+  const bool has_residual = residual_.present;
+  if (!has_residual) {
+    residual_.setLayout(hidden_);  // first layer: residual := the sum
+  } else if (residual_.rows != rows) {
+    note("rank " + std::to_string(rank_) + " op " + std::to_string(index) + " (ar_add_norm) adds " +
+         std::to_string(rows) + " rows to a residual of " + std::to_string(residual_.rows));
+  }
+  const float* weight = s_.real() ? norm_weights_.at({op.stack, op.stage}).get() : nullptr;
+  const int gi = g.size() > 1 ? peerGroupOf(g.members) : -1;
+  const auto fused = gi >= 0 ? fused_args_.find(gi) : fused_args_.end();
+  if (fused != fused_args_.end()) {
+    kernels::FusedArAddNormArgs a = fused->second;
+    a.x = hidden_.data.get();
+    a.residual = residual_.data.get();
+    a.out = hidden_.data.get();
+    a.rows = rows;
+    a.h = h_;
+    a.has_residual = has_residual;
+    a.real = s_.real();
+    a.weight = weight;
+    SEAM_CUDA_CHECK(kernels::fusedArAddNorm(a, stream_->get()));
+    op_path_[index] = ArAddNormPath::kFused;
+  } else {
+    if (g.size() > 1) {
+      // Unrounded: the add+norm kernel rounds its input as roundIfReal would.
+      recordNccl("all_reduce", static_cast<std::size_t>(rows) * h_);
+      SEAM_NCCL_ISSUE(g.comm, ncclAllReduce(hidden_.data.get(), hidden_.data.get(), static_cast<std::size_t>(rows) * h_,
+                                            ncclFloat, ncclSum, g.comm, stream_->get()));
+    }
+    SEAM_CUDA_CHECK(kernels::addNormRows(hidden_.data.get(), residual_.data.get(), hidden_.data.get(), rows, h_,
+                                         has_residual, s_.real(), weight, stream_->get()));
+    op_path_[index] = g.size() > 1 ? ArAddNormPath::kNccl : ArAddNormPath::kLocal;
+  }
+  finishNorm(hidden_, residual_, op);
+  return Status::ok();
 }
 
 Status RankExecutor::reduceScatter(const Op& op, int index) {
@@ -57,6 +106,7 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
     uniform = rows.count(RowKind::kLocal, g.members[i]) == cnt && rows.localOffset(g.members[i]) == i * cnt;
   }
   if (uniform) {
+    recordNccl("reduce_scatter", static_cast<std::size_t>(cnt) * h_);
     SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(cnt) * h_,
                                               ncclFloat, ncclSum, g.comm, stream_->get()));
     if (Status st = roundIfReal(scratch_.data.get(), cnt); !st) return st;
@@ -90,11 +140,13 @@ Status RankExecutor::allGather(const Op& op, int index) {
       uniform = rows.count(RowKind::kLocal, g.members[i]) == mine && rows.localOffset(g.members[i]) == i * mine;
     }
     if (uniform) {
+      recordNccl("all_gather", static_cast<std::size_t>(mine) * h_);
       SEAM_NCCL_ISSUE(g.comm, ncclAllGather(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(mine) * h_,
                                             ncclFloat, g.comm, stream_->get()));
     } else {
       // Uneven slices (all_gatherv): one broadcast per member, rooted at it, into its offset.
       note(std::string(opName(op.kind)) + " of slices of unequal size runs as grouped ncclBroadcast");
+      recordNccl("broadcast", 0);
       SEAM_NCCL_CHECK(ncclGroupStart());
       for (int i = 0; i < g.size(); ++i) {
         const int m = g.members[i];
@@ -117,6 +169,7 @@ Status RankExecutor::allGather(const Op& op, int index) {
 }
 
 Status RankExecutor::dispatch(const Op& op, int index) {
+  recordNccl("send_recv", 0);
   // Every member receives every member's rows, concatenated in group order.
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
@@ -162,6 +215,7 @@ Status RankExecutor::dispatch(const Op& op, int index) {
 }
 
 Status RankExecutor::combine(const Op& op, int index) {
+  recordNccl("send_recv", 0);
   // Member i gets back segment i of every member's dispatched rows, summed
   // in member order (starting from zero, as the replay does).
   DeviceRows& b = bufferOf(op.tensor);
@@ -320,15 +374,15 @@ Status RankExecutor::add(const Op& op, int index) {
 }
 
 Status RankExecutor::addNorm(const Op& op, int index) {
+  // residual += hidden (residual := hidden on the first layer), hidden = norm(residual).
   if (op.kind == OpKind::kAddNorm) record(index, bytesOf(hidden_.rows));
-  if (!residual_.present) {  // first layer: residual := hidden
-    residual_.setLayout(hidden_);
-    if (Status st = copyRows(residual_.data.get(), hidden_.data.get(), hidden_.rows); !st) return st;
-  } else {
-    SEAM_CUDA_CHECK(kernels::add(residual_.data.get(), hidden_.data.get(), static_cast<std::size_t>(residual_.rows) * h_,
-                                 s_.real(), stream_->get()));
-  }
-  return normInto(hidden_, residual_, op);
+  const bool has_residual = residual_.present;
+  if (!has_residual) residual_.setLayout(hidden_);
+  const float* weight = s_.real() ? norm_weights_.at({op.stack, op.stage}).get() : nullptr;
+  SEAM_CUDA_CHECK(kernels::addNormRows(hidden_.data.get(), residual_.data.get(), hidden_.data.get(), residual_.rows, h_,
+                                       has_residual, s_.real(), weight, stream_->get()));
+  finishNorm(hidden_, residual_, op);
+  return Status::ok();
 }
 
 Status RankExecutor::normInto(DeviceRows& target, const DeviceRows& source, const Op& op) {
@@ -336,12 +390,16 @@ Status RankExecutor::normInto(DeviceRows& target, const DeviceRows& source, cons
   if (s_.real()) weight = norm_weights_.at({op.stack, op.stage}).get();
   SEAM_CUDA_CHECK(kernels::normRows(source.data.get(), target.data.get(), source.rows, h_, s_.real(), weight,
                                     stream_->get()));
+  finishNorm(target, source, op);
+  return Status::ok();
+}
+
+void RankExecutor::finishNorm(DeviceRows& target, const DeviceRows& source, const Op& op) {
   target.setLayout(source);
   target.present = true;
   // The final norm of a stack writes the stack's output rows (copied after
   // the op's timing event, see run()).
   if (op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks) pending_final_ = op.stack;
-  return Status::ok();
 }
 
 Status RankExecutor::compute(const Op& op, int index) {

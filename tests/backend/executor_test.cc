@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "seam/backend/bench.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,6 +47,16 @@ TEST(GpuExecutorOptions, RefuseSizesAndCountsThatCannotRun) {
   o = {};
   o.watchdog_seconds = 0;
   EXPECT_EQ(validateRunOptions(o).code(), StatusCode::kInvalidInput);
+  o = {};
+  o.graph_replays = -1;
+  EXPECT_NE(validateRunOptions(o).message().find("graph replays"), std::string::npos);
+}
+
+TEST(GpuExecutorOptions, ArAddNormPathsHaveNames) {
+  EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kFused), "fused");
+  EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kNccl), "nccl+add_norm");
+  EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kLocal), "add_norm");
+  EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kNotArAddNorm), "-");
 }
 
 TEST(GpuExecutorBandwidth, BusFactorsAreNcclTestsDefinitions) {
@@ -277,6 +289,151 @@ TEST(GpuExecutorOnGpus, RealModeRanksAgreeAndStayFinite) {
   const OutputDiff d = compareOutputs(gpu->output, runPlanNumeric(*plan, o.mode, o.shape).output);
   RecordProperty("real_mode_vs_cpu", d.describe());
   EXPECT_LT(d.max_abs, 0.5) << d.describe();
+}
+
+// ---- the fused all-reduce + add + RMSNorm and graph capture -----------------------
+
+/// The declared plan of `c` run twice, ar_add_norm fused and unfused: the
+/// fused run must really have used the kernel for every ar_add_norm op.
+struct FusedPair {
+  GpuRunResult fused, unfused;
+};
+FusedPair runFusedAndUnfused(const Case& c, GpuRunOptions o) {
+  FusedPair out;
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
+  if (!plan) return out;
+  for (bool fuse : {true, false}) {
+    o.fuse_ar_add_norm = fuse;
+    auto run = runPlanOnGpus(*plan, o);
+    EXPECT_TRUE(run.hasValue()) << run.status().message();
+    if (!run) return out;
+    EXPECT_FALSE(run->hung) << run->hang_report;
+    (fuse ? out.fused : out.unfused) = std::move(*run);
+  }
+  int fused_ops = 0;
+  for (const OpTiming& t : out.fused.timings) {
+    if (t.kind != OpKind::kArAddNorm || t.group_size < 2) continue;
+    EXPECT_EQ(t.path, ArAddNormPath::kFused) << "rank " << t.rank << " op " << t.op_index;
+    ++fused_ops;
+  }
+  for (const OpTiming& t : out.unfused.timings) {
+    if (t.kind == OpKind::kArAddNorm && t.group_size > 1) EXPECT_EQ(t.path, ArAddNormPath::kNccl);
+  }
+  EXPECT_GT(fused_ops, 0) << "the plan has no ar_add_norm over two GPUs";
+  return out;
+}
+
+TEST(GpuFusedArAddNorm, ExactModeIsBitIdenticalToNcclPlusAddNorm) {
+  SEAM_NEED_GPUS(2);
+  for (const char* pattern : {"M-*E-", "M-M*E/*E"}) {
+    SCOPED_TRACE(pattern);
+    const Case c = patternCase(pattern, {.tp = 2}, {5});
+    const FusedPair p = runFusedAndUnfused(c, quick());
+    const OutputDiff d = compareOutputs(p.fused.output, p.unfused.output);
+    EXPECT_TRUE(d.identical) << d.describe();
+    EXPECT_TRUE(compareOutputs(p.fused.output, runReference(c, numeric::Mode::kExact, {})).identical);
+    EXPECT_FALSE(p.fused.ranks_disagree);
+  }
+  // A hidden size that is no multiple of 4 (the kernel's scalar path) and
+  // more rows than the kernel has blocks (each block takes several rows).
+  GpuRunOptions o = quick();
+  o.shape = {.hidden = 250, .inner = 64};
+  const Case many = patternCase("M-*E-", {.tp = 2}, {300});
+  const FusedPair p = runFusedAndUnfused(many, o);
+  EXPECT_TRUE(compareOutputs(p.fused.output, p.unfused.output).identical);
+  EXPECT_TRUE(compareOutputs(p.fused.output, runReference(many, o.mode, o.shape)).identical);
+}
+
+TEST(GpuFusedArAddNorm, RealModeIsWithinBf16RoundingOfNcclPlusAddNorm) {
+  SEAM_NEED_GPUS(2);
+  GpuRunOptions o = quick(numeric::Mode::kReal);
+  o.shape = {.hidden = 512, .inner = 1024};
+  const FusedPair p = runFusedAndUnfused(patternCase("M-*E-", {.tp = 2}, {8}), o);
+  const OutputDiff d = compareOutputs(p.fused.output, p.unfused.output);
+  RecordProperty("fused_vs_unfused_real", d.describe());
+  // Two members: NCCL's sum and the kernel's are the same fp32 addition.
+  EXPECT_LE(d.max_ulps, 1) << d.describe();
+  EXPECT_FALSE(p.fused.ranks_disagree);
+}
+
+TEST(GpuFusedArAddNorm, KernelMatchesItsUnfusedTwinAtBenchSizes) {
+  SEAM_NEED_GPUS(2);
+  auto rows = benchFusedArAddNorm({250, 2688}, {1, 7, 300}, 3);
+  ASSERT_TRUE(rows.hasValue()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 6u);
+  for (const FusedBench& b : *rows) {
+    SCOPED_TRACE(std::to_string(b.hidden) + " x " + std::to_string(b.tokens));
+    EXPECT_TRUE(b.exact_identical);
+    EXPECT_LE(b.real_max_ulps, 1);
+    EXPECT_TRUE(b.trace_error.empty()) << b.trace_error;
+    EXPECT_GT(b.fused_kernels.median, 0) << "CUPTI recorded no kernels";
+    EXPECT_GT(b.fused.median, 0);
+    EXPECT_GT(b.unfused.median, 0);
+  }
+}
+
+TEST(GpuGraphCapture, AReplayedStepIsBitIdenticalToTheEagerStep) {
+  SEAM_NEED_GPUS(2);
+  for (bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "fused" : "unfused");
+    const Case c = patternCase("M-*E-", {.tp = 2}, {4});
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    ASSERT_TRUE(plan.hasValue());
+    GpuRunOptions o = quick(numeric::Mode::kReal);
+    o.shape = {.hidden = 256, .inner = 512};
+    o.graph_replays = 3;
+    o.fuse_ar_add_norm = fuse;
+    auto run = runPlanOnGpus(*plan, o);
+    ASSERT_TRUE(run.hasValue()) << run.status().message();
+    ASSERT_FALSE(run->hung) << run->hang_report;
+    ASSERT_EQ(run->graph.size(), 2u);
+    std::string notes;
+    for (const std::string& n : run->notes) notes += n + "\n";
+    for (const GraphStep& g : run->graph) {
+      EXPECT_TRUE(g.identical) << "rank " << g.rank;
+      EXPECT_GT(g.graph_median_us, 0);
+      EXPECT_GT(g.eager_median_us, 0);
+      EXPECT_GT(g.kernel_sum_us, 0) << "CUPTI recorded no kernels\n" << notes;
+      EXPECT_GE(g.kernels, g.ops / 2);
+      EXPECT_LE(g.kernel_sum_us, g.graph_median_us * 1.5) << "kernels outlast the replay";
+      EXPECT_GT(g.op_sum_us, 0);
+      EXPECT_EQ(g.ops, static_cast<int>(plan->ranks[g.rank].size()));
+    }
+  }
+  // Exact mode with DP attention: gathers and scatters inside the graph.
+  auto plan = buildPlan(patternCase("MEM*E", {.tp = 2, .attn_dp = 2}, {3, 2}), PolicyKind::kDeclared);
+  ASSERT_TRUE(plan.hasValue());
+  GpuRunOptions o = quick();
+  o.graph_replays = 2;
+  auto run = runPlanOnGpus(*plan, o);
+  ASSERT_TRUE(run.hasValue()) << run.status().message();
+  for (const GraphStep& g : run->graph) EXPECT_TRUE(g.identical) << "rank " << g.rank;
+}
+
+TEST(GpuFusedArAddNorm, AKernelWaitingForAPeerThatNeverComesEndsAsAReportedHang) {
+  SEAM_NEED_GPUS(2);
+  const Case c = patternCase("M-*E-", {.tp = 2}, {4});
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_TRUE(plan.hasValue());
+  // Rank 1 runs its last ar_add_norm and the plain all_reduce in the other
+  // order: rank 0's kernel waits for rank 1's flag, rank 1 in NCCL for rank 0.
+  auto& ops = plan->ranks[1];
+  int fused = -1, plain = -1;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (ops[i].kind == OpKind::kArAddNorm) fused = i;
+    if (ops[i].kind == OpKind::kAllReduce && ops[i].hasGroup()) plain = i;
+  }
+  ASSERT_GE(fused, 0);
+  ASSERT_GE(plain, 0);
+  std::swap(ops[fused], ops[plain]);
+  GpuRunOptions o = quick();
+  o.watchdog_seconds = 10;
+  auto run = runPlanOnGpus(*plan, o);
+  ASSERT_TRUE(run.hasValue()) << run.status().message();
+  EXPECT_TRUE(run->hung) << "the swapped plan completed";
+  RecordProperty("hang_report", run->hang_report);
+  expectIdenticalToReference(c);  // the devices are usable afterwards
 }
 
 TEST(GpuExecutorOnGpus, OneOpPlanAllReduceRunsBesideBareNccl) {

@@ -6,6 +6,7 @@
 // timed with CUDA events; a watchdog aborts a run that hangs and reports it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +19,11 @@
 
 namespace seam::backend {
 
+/// Before timed work the device is kept busy this long (a spinning kernel),
+/// so that its clocks have risen from idle: a batch of short calls on an idle
+/// H200 would otherwise end before they do.
+inline constexpr double kWarmClockUs = 50'000;
+
 /// How to run a plan on the GPUs.
 struct GpuRunOptions {
   numeric::Mode mode = numeric::Mode::kExact;
@@ -25,7 +31,31 @@ struct GpuRunOptions {
   int warmup = 2;                ///< untimed runs of the whole plan first
   int iters = 10;                ///< timed runs; the output comes from the last one
   double watchdog_seconds = 60;  ///< no progress for this long: abort and report a hang
+  /// Run `ar_add_norm` ops as the fused one-shot all-reduce + add + RMSNorm
+  /// kernel over peer memory where the group allows it (all members GPUs of
+  /// this process with peer access, the rows within kPeerMaxSlotBytes);
+  /// otherwise, and when false, as NCCL all-reduce + one add+norm kernel.
+  bool fuse_ar_add_norm = true;
+  /// More than 0: after the timed iterations each rank also runs this many
+  /// eager steps launched as the host goes (no gate, no per-op events), then
+  /// captures one whole step (its NCCL calls included) in a CUDA graph and
+  /// replays it this many times; see GraphStep.
+  int graph_replays = 0;
 };
+
+/// How an `ar_add_norm` op ran (recorded per op; other ops: kNotArAddNorm).
+enum class ArAddNormPath : std::uint8_t {
+  kNotArAddNorm,
+  kFused,   ///< the one-shot kernel over peer memory
+  kNccl,    ///< ncclAllReduce, then the add+norm kernel
+  kLocal,   ///< a group of one: the add+norm kernel alone
+};
+/// "fused", "nccl+add_norm", "add_norm", "-".
+const char* arAddNormPathName(ArAddNormPath path);
+
+/// Largest slot of the fused kernel's workspace (the rows of one member's
+/// partial): a group whose ar_add_norm rows need more falls back to NCCL.
+inline constexpr std::size_t kPeerMaxSlotBytes = 64u << 20;
 
 /// Checks the options (positive sizes, at least one timed iteration, a
 /// positive watchdog); the message names the bad value.
@@ -45,6 +75,31 @@ struct OpTiming {
   /// reduce-scatter; the rows written for local ops.
   std::int64_t bytes = 0;
   double median_us = 0, p10_us = 0, p90_us = 0;
+  ArAddNormPath path = ArAddNormPath::kNotArAddNorm;
+  /// The NCCL primitive the op ran as ("all_reduce", "reduce_scatter",
+  /// "all_gather"; "" when none or several) and its count argument (fp32
+  /// elements), so that bare NCCL can be timed on the same call.
+  std::string nccl_call;
+  std::int64_t nccl_count = 0;
+};
+
+/// One rank's decode step (GpuRunOptions::graph_replays): launched eagerly
+/// by the host, replayed from a CUDA graph, and the sum of its kernels.
+struct GraphStep {
+  int rank = 0;
+  double eager_median_us = 0, eager_p10_us = 0, eager_p90_us = 0;
+  double graph_median_us = 0, graph_p10_us = 0, graph_p90_us = 0;
+  /// Sum of the durations of the kernels, copies and memsets one replay ran on
+  /// this rank's device, as CUPTI recorded them (0 when CUPTI could not trace;
+  /// a note says why).
+  double kernel_sum_us = 0;
+  double kernel_busy_us = 0;  ///< their union: the device busy (kernels that overlap counted once)
+  int kernels = 0;       ///< kernels, copies and memsets in that replay
+  double op_sum_us = 0;  ///< sum of the ops' medians (CUDA events around each op, launch gaps included)
+  int ops = 0;           ///< ops in the step
+  int replays = 0;
+  /// The replayed step's final rows equal the eager step's, bit for bit.
+  bool identical = false;
 };
 
 /// One rank's final rows, as it produced them (for per-rank verdicts).
@@ -72,6 +127,8 @@ struct GpuRunResult {
   RuntimeVersions versions;
   bool hung = false;
   std::string hang_report;
+  /// Per rank, when GpuRunOptions::graph_replays > 0.
+  std::vector<GraphStep> graph;
   /// Facts about this run worth a line (fallback collectives used, rows an
   /// op found in an unexpected layout, the real-mode rounding rule).
   std::vector<std::string> notes;
