@@ -82,8 +82,6 @@ Expected<Plan> buildPolicyPlan(const CaseOptions& o, const Case& c) {
   return buildPlan(c, *policy, *schema);
 }
 
-namespace {
-
 Expected<std::vector<int>> parseIntList(const std::string& text, const char* option) {
   std::vector<int> out;
   size_t start = 0;
@@ -101,8 +99,6 @@ Expected<std::vector<int>> parseIntList(const std::string& text, const char* opt
   }
   return out;
 }
-
-}  // namespace
 
 Expected<Case> buildCase(const CaseOptions& o) {
   Case c;

@@ -54,6 +54,9 @@ struct FilterOptions {
 /// Parses "--world 2,4,8": world sizes in 1..kMaxWorld; the error names the text.
 Expected<std::vector<int>> parseWorlds(const std::string& text);
 
+/// Parses "2,5" (non-negative integers); the error names `option` and the text.
+Expected<std::vector<int>> parseIntList(const std::string& text, const char* option);
+
 /// Adds --pp --tp --dp --cp --ep --moe-dp as optional fixed leaves.
 void addFilterOptions(CLI::App* sub, FilterOptions& o);
 

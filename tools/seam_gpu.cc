@@ -3,6 +3,9 @@
 //   seam-gpu info                       devices and versions
 //   seam-gpu run CASE [options]         a case's plan on the GPUs, against the
 //                                       CPU executor and the reference
+//   seam-gpu bench CASE [options]       a plan's collectives against bare NCCL,
+//                                       the fused ar_add_norm kernel against
+//                                       NCCL + add+norm, a captured step
 //   seam-gpu bench-allreduce --bytes N  bare NCCL against a one-op plan
 // Exit codes (DESIGN §9): 0 identical (run) / done, 1 not identical or hung,
 // 2 bad input (including too few GPUs), 3 device or internal error.
@@ -13,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -21,6 +25,7 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/properties/diff.h"
+#include "seam/backend/bench.h"
 #include "seam/backend/device.h"
 #include "seam/backend/executor.h"
 #include "seam/sim/numeric_executor.h"
@@ -101,8 +106,55 @@ struct RunOptions {
   int iters = backend::GpuRunOptions{}.iters;
   double watchdog = backend::GpuRunOptions{}.watchdog_seconds;
   int rank = 0;  ///< whose ops the timing table shows
+  std::string fused = "on";
+  int graph_replays = 0;
+  bool check_unfused = false;  ///< run again with ar_add_norm unfused and compare
   std::string json;
 };
+
+Expected<bool> parseOnOff(const std::string& text, const char* option) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  return Status::invalid(std::string(option) + " \"" + text.substr(0, 64) + "\" is not one of on, off");
+}
+
+Json graphJson(const std::vector<backend::GraphStep>& steps) {
+  Json out = Json::array();
+  for (const backend::GraphStep& g : steps) {
+    out.push_back({{"rank", g.rank},
+                   {"ops", g.ops},
+                   {"replays", g.replays},
+                   {"eager_median_us", g.eager_median_us},
+                   {"eager_p10_us", g.eager_p10_us},
+                   {"eager_p90_us", g.eager_p90_us},
+                   {"graph_median_us", g.graph_median_us},
+                   {"graph_p10_us", g.graph_p10_us},
+                   {"graph_p90_us", g.graph_p90_us},
+                   {"kernel_sum_us", g.kernel_sum_us},
+                   {"kernel_busy_us", g.kernel_busy_us},
+                   {"kernels", g.kernels},
+                   {"graph_over_kernel_sum", g.kernel_sum_us > 0 ? g.graph_median_us / g.kernel_sum_us : 0.0},
+                   {"graph_over_kernel_busy", g.kernel_busy_us > 0 ? g.graph_median_us / g.kernel_busy_us : 0.0},
+                   {"op_sum_us", g.op_sum_us},
+                   {"eager_over_graph", g.graph_median_us > 0 ? g.eager_median_us / g.graph_median_us : 0.0},
+                   {"identical", g.identical}});
+  }
+  return out;
+}
+
+/// One line per rank: the step eager, replayed, and the sum of its kernels.
+void printGraph(const std::vector<backend::GraphStep>& steps) {
+  for (const backend::GraphStep& g : steps) {
+    std::printf("graph rank %d: %d ops; eager step %.1f us, graph replay %.1f us (%.2fx faster than eager); "
+                "%d kernels sum to %.1f us (replay/sum %.3f; busy %.1f us, replay/busy %.3f); ops' event times sum "
+                "to %.1f us; replay %s the eager step\n",
+                g.rank, g.ops, g.eager_median_us, g.graph_median_us,
+                g.graph_median_us > 0 ? g.eager_median_us / g.graph_median_us : 0.0, g.kernels, g.kernel_sum_us,
+                g.kernel_sum_us > 0 ? g.graph_median_us / g.kernel_sum_us : 0.0, g.kernel_busy_us,
+                g.kernel_busy_us > 0 ? g.graph_median_us / g.kernel_busy_us : 0.0, g.op_sum_us,
+                g.identical ? "bit-identical to" : "DIFFERS from");
+  }
+}
 
 Expected<numeric::Mode> parseNumeric(const std::string& text) {
   if (text == "exact") return numeric::Mode::kExact;
@@ -127,16 +179,29 @@ int runRun(const RunOptions& o, const std::string& command_line) {
     return failGpu(Status::invalid("--rank " + std::to_string(o.rank) + " is not a rank of the world of " +
                                    std::to_string(plan->world())));
   }
+  auto fused = parseOnOff(o.fused, "--fused");
+  if (!fused) return failGpu(fused.status());
   backend::GpuRunOptions options;
   options.mode = *mode;
   options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
   options.warmup = o.warmup;
   options.iters = o.iters;
   options.watchdog_seconds = o.watchdog;
+  options.fuse_ar_add_norm = *fused;
+  options.graph_replays = o.graph_replays;
   if (Status st = backend::validateRunOptions(options); !st) return failGpu(st);
 
   auto gpu = backend::runPlanOnGpus(*plan, options);
   if (!gpu) return failGpu(gpu.status());
+  std::optional<OutputDiff> vs_unfused;
+  if (o.check_unfused && !gpu->hung) {
+    backend::GpuRunOptions unfused = options;
+    unfused.fuse_ar_add_norm = false;
+    unfused.graph_replays = 0;
+    auto other = backend::runPlanOnGpus(*plan, unfused);
+    if (!other) return failGpu(other.status());
+    if (!other->hung) vs_unfused = compareOutputs(gpu->output, other->output);
+  }
   const NumericRun cpu = runPlanNumeric(*plan, *mode, options.shape);
   const NumericOutput reference = runReference(*c, *mode, options.shape);
   const bool exact = *mode == numeric::Mode::kExact;
@@ -220,14 +285,28 @@ int runRun(const RunOptions& o, const std::string& command_line) {
   for (const auto& stack : gpu->output.rows) {
     for (float v : stack) finite = finite && std::isfinite(v);
   }
-  const bool ok = exact ? all_identical : (!gpu->ranks_disagree && finite && !gpu->finals.empty());
+  bool graph_identical = true;
+  for (const backend::GraphStep& g : gpu->graph) graph_identical = graph_identical && g.identical;
+  // Exact mode: the fused and unfused ar_add_norm must agree bit for bit;
+  // real mode: reported (within bf16 rounding when NCCL adds in another order).
+  bool unfused_ok = true;
+  if (vs_unfused) {
+    j["fused_vs_unfused"] = diffJson(*vs_unfused);
+    std::cout << "fused ar_add_norm vs unfused: " << vs_unfused->describe() << "\n";
+    unfused_ok = !exact || vs_unfused->identical;
+  }
+  if (!gpu->graph.empty()) {
+    j["graph"] = graphJson(gpu->graph);
+    printGraph(gpu->graph);
+  }
+  const bool ok = graph_identical && unfused_ok && (exact ? all_identical : (!gpu->ranks_disagree && finite && !gpu->finals.empty()));
   j["verdict"] = exact ? (all_identical ? "identical" : "differs") : (ok ? "completed" : "failed");
 
   // Timings: every rank's in the JSON, one rank's as a table.
   Json timings = Json::array();
   std::cout << "timings of rank " << o.rank << " (median, p10, p90 of " << o.iters << " iterations, us):\n";
-  std::printf("%4s  %-20s %-10s %12s %10s %10s %10s %10s %10s\n", "#", "op", "group", "bytes", "median", "p10",
-              "p90", "algbw", "busbw");
+  std::printf("%4s  %-20s %-10s %12s %10s %10s %10s %10s %10s  %s\n", "#", "op", "group", "bytes", "median", "p10",
+              "p90", "algbw", "busbw", "path");
   for (const backend::OpTiming& t : gpu->timings) {
     const Op& op = plan->ranks[t.rank][t.op_index];
     const double algbw = backend::algBandwidthGBs(t.bytes, t.median_us);
@@ -246,14 +325,18 @@ int runRun(const RunOptions& o, const std::string& command_line) {
                        {"p10_us", t.p10_us},
                        {"p90_us", t.p90_us},
                        {"algbw_gbs", algbw},
-                       {"busbw_gbs", algbw * factor}});
+                       {"busbw_gbs", algbw * factor},
+                       {"path", backend::arAddNormPathName(t.path)},
+                       {"nccl_call", t.nccl_call},
+                       {"nccl_count", t.nccl_count}});
     if (t.rank != o.rank) continue;
-    std::printf("%4d  %-20s %-10s %12lld %10.2f %10.2f %10.2f %10s %10s\n", t.op_index,
+    std::printf("%4d  %-20s %-10s %12lld %10.2f %10.2f %10.2f %10s %10s  %s\n", t.op_index,
                 std::string(opName(t.kind)).c_str(), groupText(op, t.group_size).c_str(),
                 static_cast<long long>(t.bytes), t.median_us, t.p10_us, t.p90_us, fixed(algbw, 2).c_str(),
-                factor > 0 ? fixed(algbw * factor, 2).c_str() : "-");
+                factor > 0 ? fixed(algbw * factor, 2).c_str() : "-", backend::arAddNormPathName(t.path));
   }
   j["timings"] = timings;
+  if (!graph_identical) std::cout << "the graph replay differs from the eager step\n";
   std::cout << (exact ? (all_identical ? "IDENTICAL" : "DIFFERS")
                       : (ok ? "COMPLETED (real mode: " + vs_cpu.describe() + " vs the CPU executor)" : "FAILED"))
             << "\n";
@@ -288,6 +371,202 @@ int runBench(std::int64_t bytes, int iters, const std::string& json) {
     if (Status st = writeJson(json, j); !st) return failGpu(st);
   }
   return kExitOk;
+}
+
+// ---- bench ----------------------------------------------------------------------------
+
+struct BenchOptions {
+  CaseOptions c;
+  std::string numeric = "exact";
+  int hidden = 4096;
+  int inner = 8192;
+  int iters = 50;  ///< timed runs of the plan, and bare calls per collective
+  int graph_replays = 50;
+  int fused_iters = 200;
+  std::string fused_hidden = "2688,4096";
+  std::string fused_tokens = "1,2,4,8,16,32,64,128,256,512,1024,2048";
+  std::string sections = "collectives,fused,graph";
+  std::string json;
+};
+
+Json summaryJson(const backend::TimingSummary& t) {
+  return {{"median_us", t.median}, {"p10_us", t.p10}, {"p90_us", t.p90}};
+}
+
+/// Everything is checked before any GPU is looked for.
+int runBenchCmd(const BenchOptions& o, const std::string& command_line) {
+  if (!o.c.trace.empty()) return failGpu(Status::invalid("--trace: seam-gpu bench runs a policy's plan"));
+  auto mode = parseNumeric(o.numeric);
+  if (!mode) return failGpu(mode.status());
+  bool collectives = false, fused = false, graph = false;
+  {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = o.sections.find(',', start);
+      const std::string name = o.sections.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (name == "collectives") collectives = true;
+      else if (name == "fused") fused = true;
+      else if (name == "graph") graph = true;
+      else {
+        return failGpu(Status::invalid("--sections \"" + o.sections.substr(0, 64) +
+                                       "\" is not a list of collectives, fused, graph"));
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  auto fused_hidden = parseIntList(o.fused_hidden, "--fused-hidden");
+  if (!fused_hidden) return failGpu(fused_hidden.status());
+  auto fused_tokens = parseIntList(o.fused_tokens, "--fused-tokens");
+  if (!fused_tokens) return failGpu(fused_tokens.status());
+  for (int v : *fused_hidden) {
+    if (v < 1) return failGpu(Status::invalid("--fused-hidden " + std::to_string(v) + " is not positive"));
+  }
+  for (int v : *fused_tokens) {
+    if (v < 1) return failGpu(Status::invalid("--fused-tokens " + std::to_string(v) + " is not positive"));
+  }
+  if (o.fused_iters < 1) return failGpu(Status::invalid("--fused-iters " + std::to_string(o.fused_iters) + " is not positive"));
+  if (o.graph_replays < 1) {
+    return failGpu(Status::invalid("--graph-replays " + std::to_string(o.graph_replays) + " is not positive"));
+  }
+  auto c = buildCase(o.c);
+  if (!c) return failGpu(c.status());
+  auto plan = buildPolicyPlan(o.c, *c);
+  if (!plan) return failGpu(plan.status());
+  backend::GpuRunOptions options;
+  options.mode = *mode;
+  options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
+  options.iters = o.iters;
+  options.graph_replays = graph ? o.graph_replays : 0;
+  if (Status st = backend::validateRunOptions(options); !st) return failGpu(st);
+
+  Json j;
+  j["tool"] = "seam-gpu bench";
+  j["version"] = kSeamVersion;
+  j["command"] = command_line;
+  j["case"] = {{"model", c->model.name},
+               {"pattern", c->model.pattern.text()},
+               {"config", c->config.describe()},
+               {"flags", c->flags.describe()},
+               {"tokens", c->batch.describe()},
+               {"policy", plan->policy},
+               {"reproduce", reproduceCommand(*c, plan->policy)}};
+  j["numeric"] = {{"mode", o.numeric}, {"hidden", o.hidden}, {"inner", o.inner}};
+  j["iters"] = o.iters;
+  bool ok = true;
+  std::cout << "seam-gpu bench: " << c->model.name << " (" << c->config.describe() << "; " << c->flags.describe()
+            << "; tokens " << c->batch.describe() << "), " << o.numeric << " mode, hidden " << o.hidden << ", inner "
+            << o.inner << "\n";
+
+  if (collectives || graph) {
+    auto run = backend::runPlanOnGpus(*plan, options);
+    if (!run) return failGpu(run.status());
+    j["device"] = run->device;
+    j["versions"] = versionsJson(run->versions);
+    j["notes"] = run->notes;
+    std::cout << "on " << run->device << " (" << run->versions.describe() << ")\n";
+    for (const std::string& n : run->notes) std::cout << "note: " << n << "\n";
+    if (run->hung) {
+      std::cout << "HUNG: " << run->hang_report << "\n";
+      j["hang_report"] = run->hang_report;
+      if (!o.json.empty()) (void)writeJson(o.json, j);
+      return kExitPropertyFailed;
+    }
+    if (collectives) {
+      std::vector<std::string> skipped;
+      auto rows = backend::benchPlanCollectives(*plan, *run, o.iters, &skipped);
+      if (!rows) return failGpu(rows.status());
+      Json arr = Json::array();
+      std::cout << "collectives of the plan against bare NCCL (median of " << o.iters
+                << " timed calls, slowest rank; bare on rotating buffers):\n";
+      std::printf("  %-16s %-8s %-15s %12s %5s %10s %10s %10s %10s %7s\n", "op", "group", "nccl call", "bytes", "ops",
+                  "plan us", "bare us", "plan busbw", "bare busbw", "ratio");
+      for (const backend::CollectiveBench& b : *rows) {
+        const double ratio = b.bare_busbw > 0 ? b.plan_busbw / b.bare_busbw : 0.0;
+        std::printf("  %-16s %-8s %-15s %12lld %5d %10.2f %10.2f %10.2f %10.2f %7.3f\n", b.op.c_str(), b.group.c_str(),
+                    b.nccl_call.c_str(), static_cast<long long>(b.bytes), b.occurrences, b.plan.median, b.bare.median,
+                    b.plan_busbw, b.bare_busbw, ratio);
+        arr.push_back({{"op", b.op},
+                       {"group", b.group},
+                       {"members", b.members},
+                       {"nccl_call", b.nccl_call},
+                       {"nccl_count", b.nccl_count},
+                       {"bytes", b.bytes},
+                       {"occurrences", b.occurrences},
+                       {"plan", summaryJson(b.plan)},
+                       {"bare", summaryJson(b.bare)},
+                       {"plan_algbw_gbs", b.plan_algbw},
+                       {"plan_busbw_gbs", b.plan_busbw},
+                       {"bare_algbw_gbs", b.bare_algbw},
+                       {"bare_busbw_gbs", b.bare_busbw},
+                       {"plan_over_bare_busbw", ratio},
+                       {"rotating_sets", b.rotating_sets}});
+      }
+      for (const std::string& sk : skipped) std::cout << "  not compared: " << sk << "\n";
+      j["collectives"] = arr;
+      j["collectives_not_compared"] = skipped;
+    }
+    if (graph) {
+      printGraph(run->graph);
+      j["graph"] = graphJson(run->graph);
+      for (const backend::GraphStep& g : run->graph) ok = ok && g.identical;
+    }
+  }
+  if (fused) {
+    auto rows = backend::benchFusedArAddNorm(*fused_hidden, *fused_tokens, o.fused_iters);
+    if (!rows) return failGpu(rows.status());
+    if (!j.contains("device")) {
+      auto devices = backend::listDevices();
+      auto versions = backend::runtimeVersions();
+      if (devices && !devices->empty()) j["device"] = std::to_string(devices->size()) + "x " + devices->front().name;
+      if (versions) j["versions"] = versionsJson(*versions);
+    }
+    Json arr = Json::array();
+    std::cout << "fused all-reduce + add + RMSNorm against NCCL all-reduce + add+norm kernel (real mode, median of "
+              << o.fused_iters << " calls, slowest rank):\n";
+    std::cout << "  (events: CUDA events around each call; kernels: CUPTI's durations of each call's kernels)\n";
+    std::printf("  %6s %6s %12s %10s %10s %10s %8s %10s %10s %8s %6s  %s\n", "hidden", "tokens", "bytes", "fused us",
+                "unfused us", "nccl us", "speedup", "fused k", "unfused k", "k speedup", "sets", "checks");
+    for (const backend::FusedBench& b : *rows) {
+      const double speedup = b.fused.median > 0 ? b.unfused.median / b.fused.median : 0.0;
+      const double kernel_speedup = b.fused_kernels.median > 0 ? b.unfused_kernels.median / b.fused_kernels.median : 0.0;
+      ok = ok && b.exact_identical;
+      std::printf("  %6d %6d %12lld %10.2f %10.2f %10.2f %8.2f %10.2f %10.2f %8.2f %6d  exact %s; real %s\n", b.hidden,
+                  b.tokens, static_cast<long long>(b.bytes), b.fused.median, b.unfused.median, b.nccl.median, speedup,
+                  b.fused_kernels.median, b.unfused_kernels.median, kernel_speedup, b.rotating_sets,
+                  b.exact_identical ? "identical" : "DIFFERS",
+                  b.real_identical ? "identical"
+                                   : ("max " + fixed(b.real_max_abs, 6) + " (" + std::to_string(b.real_max_ulps) +
+                                      " bf16 ulps)").c_str());
+      arr.push_back({{"hidden", b.hidden},
+                     {"tokens", b.tokens},
+                     {"ranks", b.ranks},
+                     {"bytes", b.bytes},
+                     {"fused", summaryJson(b.fused)},
+                     {"unfused", summaryJson(b.unfused)},
+                     {"nccl_all_reduce", summaryJson(b.nccl)},
+                     {"speedup", speedup},
+                     {"fused_kernels", summaryJson(b.fused_kernels)},
+                     {"unfused_kernels", summaryJson(b.unfused_kernels)},
+                     {"nccl_all_reduce_kernels", summaryJson(b.nccl_kernels)},
+                     {"kernel_speedup", kernel_speedup},
+                     {"rotating_sets", b.rotating_sets},
+                     {"exact_identical", b.exact_identical},
+                     {"real_identical", b.real_identical},
+                     {"real_max_abs", b.real_max_abs},
+                     {"real_max_ulps_bf16", b.real_max_ulps}});
+    }
+    j["fused"] = arr;
+    if (!rows->empty() && !rows->front().trace_error.empty()) {
+      std::cout << "note: CUPTI could not trace the fused calls: " << rows->front().trace_error << "\n";
+      j["cupti_error"] = rows->front().trace_error;
+    }
+  }
+  j["verdict"] = ok ? "completed" : "failed";
+  if (!o.json.empty()) {
+    if (Status st = writeJson(o.json, j); !st) return failGpu(st);
+  }
+  return ok ? kExitOk : kExitPropertyFailed;
 }
 
 }  // namespace
@@ -393,6 +672,13 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--watchdog", run.watchdog, "seconds without progress before a run counts as hung")
         ->capture_default_str();
     run_cmd->add_option("--rank", run.rank, "whose ops the timing table shows")->capture_default_str();
+    run_cmd->add_option("--fused", run.fused, "ar_add_norm as the fused peer-memory kernel where possible: on|off")
+        ->capture_default_str();
+    run_cmd->add_flag("--check-unfused", run.check_unfused,
+                      "run the plan again with ar_add_norm unfused and compare the outputs");
+    run_cmd->add_option("--graph-replays", run.graph_replays,
+                        "also time eager steps and replays of the step captured in a CUDA graph (0: none)")
+        ->capture_default_str();
     run_cmd->add_option("--json", run.json, "write everything as one JSON object to this file");
 
     CompareOptions cmp;
@@ -405,6 +691,22 @@ int main(int argc, char** argv) {
     cmp_cmd->add_option("--hidden", cmp.hidden, "row width of the numeric model")->capture_default_str();
     cmp_cmd->add_option("--inner", cmp.inner, "inner width of every stage")->capture_default_str();
     cmp_cmd->add_option("--json", cmp.json, "write the comparison as one JSON object to this file");
+
+    BenchOptions bo;
+    CLI::App* bench_cmd = app.add_subcommand(
+        "bench", "In one run on the same GPUs: the plan's collectives against bare NCCL, the fused ar_add_norm kernel "
+                 "against NCCL all-reduce + add+norm, a captured decode step against eager launches and its ops' sum");
+    addCaseOptions(bench_cmd, bo.c);
+    bench_cmd->add_option("--numeric", bo.numeric, "numeric mode of the plan run: exact|real")->capture_default_str();
+    bench_cmd->add_option("--hidden", bo.hidden, "row width of the numeric model")->capture_default_str();
+    bench_cmd->add_option("--inner", bo.inner, "inner width of every stage")->capture_default_str();
+    bench_cmd->add_option("--iters", bo.iters, "timed runs of the plan; bare calls per collective")->capture_default_str();
+    bench_cmd->add_option("--graph-replays", bo.graph_replays, "eager steps and graph replays timed")->capture_default_str();
+    bench_cmd->add_option("--fused-iters", bo.fused_iters, "timed calls per fused-kernel size")->capture_default_str();
+    bench_cmd->add_option("--fused-hidden", bo.fused_hidden, "hidden sizes of the fused-kernel table")->capture_default_str();
+    bench_cmd->add_option("--fused-tokens", bo.fused_tokens, "token counts of the fused-kernel table")->capture_default_str();
+    bench_cmd->add_option("--sections", bo.sections, "which of collectives,fused,graph to run")->capture_default_str();
+    bench_cmd->add_option("--json", bo.json, "write everything as one JSON object to this file");
 
     std::int64_t bytes = 64 << 20;
     int bench_iters = 20;
@@ -421,6 +723,7 @@ int main(int argc, char** argv) {
     std::string command_line;
     for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
     if (cmp_cmd->parsed()) return runCompare(cmp, command_line);
+    if (bench_cmd->parsed()) return runBenchCmd(bo, command_line);
     return runRun(run, command_line);
   } catch (const std::exception& e) {
     std::cerr << "seam-gpu: internal error: " << e.what() << "\n";
