@@ -1,5 +1,6 @@
 #include "seam/reports/gpu_import.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -42,6 +43,163 @@ struct Reader {
   }
 };
 
+
+/// Median, p10 and p90 of a {"median_us", "p10_us", "p90_us"} object.
+TimingRecord summaryTiming(Reader& r, const json& j) {
+  TimingRecord t;
+  t.median_us = r.get<double>(j, "median_us", 0);
+  t.p10_us = r.get<double>(j, "p10_us", 0);
+  t.p90_us = r.get<double>(j, "p90_us", 0);
+  return t;
+}
+
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+/// `seam-gpu bench`: one case per compared row, in the file's order.
+std::vector<GpuResultCase> readBench(Reader& r, const json& doc, std::string* summary) {
+  const json& cs = r.at(doc, "case");
+  CaseRecord base;
+  base.model = r.get<std::string>(cs, "model", "");
+  base.pattern = r.get<std::string>(cs, "pattern", "");
+  base.config = r.get<std::string>(cs, "config", "");
+  base.flags = r.get<std::string>(cs, "flags", "");
+  base.batch = r.get<std::string>(cs, "tokens", "");
+  base.policy = r.get<std::string>(cs, "policy", "");
+  base.reproduce = r.get<std::string>(cs, "reproduce", "");
+  std::vector<GpuResultCase> out;
+  auto add = [&](CaseRecord c) -> GpuResultCase& {
+    c.index = static_cast<std::int64_t>(out.size());
+    out.push_back({std::move(c), {}, {}});
+    return out.back();
+  };
+  double worst_ratio = 0, best_speedup = 0;
+  int collectives = 0, fused = 0;
+  if (doc.contains("collectives")) {
+    for (const json& b : r.at(doc, "collectives")) {
+      CaseRecord c = base;
+      c.group = kBenchCollectives;
+      const std::string op = r.get<std::string>(b, "op", "");
+      const std::string call = r.get<std::string>(b, "nccl_call", "");
+      c.batch = std::to_string(r.get<std::int64_t>(b, "bytes", 0)) + " bytes, " +
+                std::to_string(r.get<int>(b, "occurrences", 0)) + " ops";
+      GpuResultCase& gc = add(c);
+      const char* sides[] = {"bare", "plan"};
+      for (int i = 0; i < 2; ++i) {
+        TimingRecord t = summaryTiming(r, r.at(b, sides[i]));
+        t.case_index = gc.c.index;
+        t.op_index = i;
+        t.op_kind = i == 0 ? "bare nccl " + call : op + " in plan";
+        t.group = r.get<std::string>(b, "group", "-");
+        t.bytes = r.get<std::int64_t>(b, "bytes", 0);
+        t.algbw_gbps = r.get<double>(b, (std::string(sides[i]) + "_algbw_gbs").c_str(), 0);
+        t.busbw_gbps = r.get<double>(b, (std::string(sides[i]) + "_busbw_gbs").c_str(), 0);
+        gc.timings.push_back(t);
+      }
+      const double ratio = r.get<double>(b, "plan_over_bare_busbw", 0);
+      worst_ratio = collectives++ == 0 ? ratio : std::min(worst_ratio, ratio);
+    }
+  }
+  if (doc.contains("fused")) {
+    for (const json& b : r.at(doc, "fused")) {
+      CaseRecord c = base;
+      c.group = kBenchFused;
+      const int tokens = r.get<int>(b, "tokens", 0);
+      const int hidden = r.get<int>(b, "hidden", 0);
+      c.batch = std::to_string(tokens) + " tokens x " + std::to_string(hidden);
+      c.outcome = r.get<bool>(b, "exact_identical", false) ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+      GpuResultCase& gc = add(c);
+      const char* sides[] = {"unfused",         "fused",         "nccl_all_reduce",
+                             "unfused_kernels", "fused_kernels", "nccl_all_reduce_kernels"};
+      const char* names[] = {"nccl all_reduce + add_norm",         "fused ar_add_norm",
+                             "nccl all_reduce",                    "nccl all_reduce + add_norm (kernels)",
+                             "fused ar_add_norm (kernels)",        "nccl all_reduce (kernels)"};
+      for (int i = 0; i < 6; ++i) {
+        TimingRecord t = summaryTiming(r, r.at(b, sides[i]));
+        t.case_index = gc.c.index;
+        t.op_index = i;
+        t.op_kind = names[i];
+        t.group = "tp/" + std::to_string(r.get<int>(b, "ranks", 0));
+        t.bytes = r.get<std::int64_t>(b, "bytes", 0);
+        t.algbw_gbps = t.median_us > 0 ? static_cast<double>(t.bytes) / (t.median_us * 1e3) : 0;
+        gc.timings.push_back(t);
+      }
+      for (const char* mode : {"exact", "real"}) {
+        EquivalenceRecord e;
+        e.case_index = gc.c.index;
+        e.plan_a = std::string("fused:") + mode;
+        e.plan_b = std::string("nccl+add_norm:") + mode;
+        // Exact mode: any summation order is exact. Real mode with two
+        // members: NCCL adds the same two floats.
+        e.predicted_identical = mode == std::string("exact") || r.get<int>(b, "ranks", 0) == 2;
+        e.observed_identical = r.get<bool>(b, (std::string(mode) + "_identical").c_str(), false);
+        e.max_difference = mode == std::string("real") ? r.get<double>(b, "real_max_abs", 0) : 0.0;
+        gc.equivalences.push_back(e);
+      }
+      if (tokens <= 64) best_speedup = std::max(best_speedup, r.get<double>(b, "speedup", 0));
+      ++fused;
+    }
+  }
+  if (doc.contains("graph")) {
+    CaseRecord c = base;
+    c.group = kBenchGraph;
+    GpuResultCase& gc = add(c);
+    bool identical = true;
+    for (const json& g : r.at(doc, "graph")) {
+      const int rank = r.get<int>(g, "rank", 0);
+      const char* keys[] = {"eager", "graph"};
+      const char* names[] = {"eager step", "graph replay"};
+      for (int i = 0; i < 2; ++i) {
+        TimingRecord t;
+        t.case_index = gc.c.index;
+        t.rank = rank;
+        t.op_index = i;
+        t.op_kind = names[i];
+        t.median_us = r.get<double>(g, (std::string(keys[i]) + "_median_us").c_str(), 0);
+        t.p10_us = r.get<double>(g, (std::string(keys[i]) + "_p10_us").c_str(), 0);
+        t.p90_us = r.get<double>(g, (std::string(keys[i]) + "_p90_us").c_str(), 0);
+        gc.timings.push_back(t);
+      }
+      // The sums: of the kernels CUPTI saw in one replay, of the ops' event times.
+      const std::string sums[] = {"sum of " + std::to_string(r.get<int>(g, "kernels", 0)) + " kernels",
+                                  "sum of " + std::to_string(r.get<int>(g, "ops", 0)) + " ops"};
+      const char* sum_keys[] = {"kernel_sum_us", "op_sum_us"};
+      for (int i = 0; i < 2; ++i) {
+        TimingRecord sum;
+        sum.case_index = gc.c.index;
+        sum.rank = rank;
+        sum.op_index = 2 + i;
+        sum.op_kind = sums[i];
+        sum.median_us = sum.p10_us = sum.p90_us = r.get<double>(g, sum_keys[i], 0);
+        gc.timings.push_back(sum);
+      }
+      EquivalenceRecord e;
+      e.case_index = gc.c.index;
+      e.plan_a = "graph replay:rank " + std::to_string(rank);
+      e.plan_b = "eager step:rank " + std::to_string(rank);
+      e.predicted_identical = true;
+      e.observed_identical = r.get<bool>(g, "identical", false);
+      identical = identical && e.observed_identical;
+      gc.equivalences.push_back(e);
+    }
+    gc.c.outcome = identical ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+  }
+  std::vector<std::string> parts;
+  if (collectives > 0) {
+    parts.push_back(std::to_string(collectives) + " collectives (worst plan/bare busbw " + fixed2(worst_ratio) + ")");
+  }
+  if (fused > 0) {
+    parts.push_back(std::to_string(fused) + " fused sizes (best speedup up to 64 tokens " + fixed2(best_speedup) + "x)");
+  }
+  if (doc.contains("graph")) parts.push_back("a captured step");
+  for (const std::string& p : parts) *summary += (summary->empty() ? "" : ", ") + p;
+  if (summary->empty()) *summary = "no rows";
+  return out;
+}
+
 }  // namespace
 
 Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& version) {
@@ -56,12 +214,16 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
   Reader r{path, {}};
   GpuImport out;
   out.tool = r.get<std::string>(doc, "tool", "");
-  if (out.tool != "seam-gpu run" && out.tool != "seam-gpu bench-allreduce" && out.tool != "seam-gpu compare") {
+  if (out.tool != "seam-gpu run" && out.tool != "seam-gpu bench-allreduce" && out.tool != "seam-gpu compare" &&
+      out.tool != "seam-gpu bench") {
     return Status::invalid("\"" + path.substr(0, 200) + "\": not a seam-gpu result (\"tool\" is \"" +
                            out.tool.substr(0, 64) + "\")");
   }
   RunRecord run;
-  run.command = out.tool == "seam-gpu run" ? "gpu run" : out.tool == "seam-gpu compare" ? "gpu compare" : "gpu bench";
+  run.command = out.tool == "seam-gpu run"       ? "gpu run"
+                : out.tool == "seam-gpu compare" ? "gpu compare"
+                : out.tool == "seam-gpu bench"   ? "gpu bench"
+                                                 : "gpu bench-allreduce";
   run.args = doc.contains("command") && doc.at("command").is_string() ? doc.at("command").get<std::string>()
                                                                       : out.tool;
   run.version = r.get<std::string>(doc, "version", version);
@@ -74,7 +236,10 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
   std::vector<EquivalenceRecord> eqs;
   std::vector<TimingRecord> timings;
   CaseRecord c;
-  if (out.tool == "seam-gpu run") {
+  std::vector<GpuResultCase> bench_cases;
+  if (out.tool == "seam-gpu bench") {
+    bench_cases = readBench(r, doc, &out.summary);
+  } else if (out.tool == "seam-gpu run") {
     const json& cs = r.at(doc, "case");
     c.model = r.get<std::string>(cs, "model", "");
     c.pattern = r.get<std::string>(cs, "pattern", "");
@@ -185,9 +350,11 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
   file.path = path;
   file.tool = out.tool;
   file.run = std::move(run);
-  file.c = std::move(c);
-  file.equivalences = std::move(eqs);
-  file.timings = std::move(timings);
+  if (out.tool == "seam-gpu bench") {
+    file.cases = std::move(bench_cases);
+  } else {
+    file.cases.push_back({std::move(c), std::move(eqs), std::move(timings)});
+  }
   file.summary = out.summary;
   return file;
 }
@@ -196,21 +363,23 @@ Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file) {
   RunRecord run = file.run;
   if (Status st = store.beginRun(run); !st) return st;
   if (Status st = store.beginBatch(); !st) return st;
-  if (Status st = store.addCase(run.id, file.c, {}); !st) return st;
-  for (const auto& e : file.equivalences) {
-    if (Status st = store.addEquivalence(run.id, e); !st) return st;
-  }
-  for (const auto& t : file.timings) {
-    if (Status st = store.addTiming(run.id, t); !st) return st;
+  GpuImport out;
+  for (const GpuResultCase& gc : file.cases) {
+    if (Status st = store.addCase(run.id, gc.c, {}); !st) return st;
+    for (const auto& e : gc.equivalences) {
+      if (Status st = store.addEquivalence(run.id, e); !st) return st;
+    }
+    for (const auto& t : gc.timings) {
+      if (Status st = store.addTiming(run.id, t); !st) return st;
+    }
+    out.equivalences += static_cast<int>(gc.equivalences.size());
+    out.timings += static_cast<int>(gc.timings.size());
   }
   if (Status st = store.commitBatch(); !st) return st;
   if (Status st = store.finishRun(run.id); !st) return st;
-  GpuImport out;
   out.run_id = run.id;
   out.tool = file.tool;
   out.summary = file.summary;
-  out.equivalences = static_cast<int>(file.equivalences.size());
-  out.timings = static_cast<int>(file.timings.size());
   return out;
 }
 

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iterator>
 #include <map>
+
+#include "seam/reports/gpu_import.h"
 
 namespace seam::reports {
 
@@ -115,6 +118,85 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+/// `seam gpu bench` rows (gpu_import.h's bench groups) as three tables: each
+/// collective inside the plan against bare NCCL, the fused kernel against NCCL
+/// all-reduce + add+norm per size, the captured step against eager launches.
+void renderBench(Doc& d, const std::vector<CaseRecord>& cases, const std::vector<TimingRecord>& timings,
+                 const std::vector<EquivalenceRecord>& equivalences) {
+  std::map<std::int64_t, std::vector<const TimingRecord*>> by_case;
+  for (const TimingRecord& t : timings) by_case[t.case_index].push_back(&t);
+  std::map<std::int64_t, std::vector<const EquivalenceRecord*>> eq_by_case;
+  for (const EquivalenceRecord& e : equivalences) eq_by_case[e.case_index].push_back(&e);
+  auto side = [&](std::int64_t c, int rank, int op) -> const TimingRecord* {
+    for (const TimingRecord* t : by_case[c]) {
+      if (t->rank == rank && t->op_index == op) return t;
+    }
+    return nullptr;
+  };
+  auto ratio = [](double a, double b) { return b > 0 ? fixed(a / b, 3) : std::string("-"); };
+  std::vector<std::vector<std::string>> coll, fused, graph;
+  for (const CaseRecord& c : cases) {
+    if (c.group == kBenchCollectives) {
+      const TimingRecord* bare = side(c.index, 0, 0);
+      const TimingRecord* plan = side(c.index, 0, 1);
+      if (!bare || !plan) continue;
+      coll.push_back({plan->op_kind, plan->group, c.batch, fixed(plan->median_us, 2), fixed(bare->median_us, 2),
+                      fixed(plan->busbw_gbps, 2), fixed(bare->busbw_gbps, 2), ratio(plan->busbw_gbps, bare->busbw_gbps)});
+    } else if (c.group == kBenchFused) {
+      const TimingRecord* unfused = side(c.index, 0, 0);
+      const TimingRecord* kernel = side(c.index, 0, 1);
+      const TimingRecord* nccl = side(c.index, 0, 2);
+      const TimingRecord* unfused_k = side(c.index, 0, 3);
+      const TimingRecord* kernel_k = side(c.index, 0, 4);
+      if (!unfused || !kernel) continue;
+      std::string exact = "-", real = "-";
+      for (const EquivalenceRecord* e : eq_by_case[c.index]) {
+        const std::string verdict = e->observed_identical ? "identical" : "max " + fixed(e->max_difference, 6);
+        (e->plan_a == "fused:exact" ? exact : real) = verdict;
+      }
+      fused.push_back({c.batch, std::to_string(kernel->bytes), fixed(kernel->median_us, 2), fixed(unfused->median_us, 2),
+                       nccl ? fixed(nccl->median_us, 2) : "-", ratio(unfused->median_us, kernel->median_us),
+                       kernel_k ? fixed(kernel_k->median_us, 2) : "-", unfused_k ? fixed(unfused_k->median_us, 2) : "-",
+                       kernel_k && unfused_k ? ratio(unfused_k->median_us, kernel_k->median_us) : "-", exact, real});
+    } else if (c.group == kBenchGraph) {
+      std::map<int, bool> identical;
+      for (const EquivalenceRecord* e : eq_by_case[c.index]) {
+        identical[std::atoi(e->plan_a.substr(e->plan_a.rfind(' ') + 1).c_str())] = e->observed_identical;
+      }
+      for (const auto& [rank, same] : identical) {
+        const TimingRecord* eager = side(c.index, rank, 0);
+        const TimingRecord* replay = side(c.index, rank, 1);
+        const TimingRecord* kernels = side(c.index, rank, 2);
+        const TimingRecord* ops = side(c.index, rank, 3);
+        if (!eager || !replay || !kernels || !ops) continue;
+        graph.push_back({std::to_string(rank), ops->op_kind + ", " + kernels->op_kind.substr(7),
+                         fixed(eager->median_us, 1), fixed(replay->median_us, 1), fixed(kernels->median_us, 1),
+                         ratio(replay->median_us, kernels->median_us), fixed(ops->median_us, 1),
+                         ratio(eager->median_us, replay->median_us), same ? "yes" : "NO"});
+      }
+    }
+  }
+  if (!coll.empty()) {
+    d.para("Collectives of the plan against the same NCCL call made bare (median us, slowest rank; busbw GB/s as "
+           "nccl-tests defines it):");
+    d.table({"op", "group", "size", "plan us", "bare us", "plan busbw", "bare busbw", "plan/bare"}, coll);
+  }
+  if (!fused.empty()) {
+    d.para("Fused all-reduce + add + RMSNorm against NCCL all-reduce + add+norm kernel (real mode, median us, "
+           "slowest rank; CUDA events around each call, and CUPTI's durations of each call's kernels):");
+    d.table({"size", "bytes", "fused us", "unfused us", "NCCL all-reduce us", "speedup", "fused kernel us",
+             "unfused kernels us", "kernel speedup", "exact mode", "real mode"},
+            fused);
+  }
+  if (!graph.empty()) {
+    d.para("A decode step replayed from a CUDA graph against eager launches and the sum of its kernels (CUPTI, one "
+           "replay) and of its ops' event times (median us):");
+    d.table({"rank", "step", "eager us", "graph us", "kernels us", "graph/kernels", "ops us", "eager/graph",
+             "bit-identical"},
+            graph);
+  }
+}
+
 }  // namespace
 
 Expected<std::string> renderReport(Store& store, ReportFormat format, const std::vector<std::string>& graphs) {
@@ -192,7 +274,7 @@ Expected<std::string> renderReport(Store& store, ReportFormat format, const std:
     }
     auto eq = store.equivalences(r.id);
     if (!eq) return eq.status();
-    if (!eq->empty()) {
+    if (!eq->empty() && r.command != "gpu bench") {  // a bench's checks are columns of its tables
       std::vector<std::vector<std::string>> rows;
       for (const EquivalenceRecord& e : *eq) {
         rows.push_back({e.plan_a, e.plan_b, e.predicted_identical ? "yes" : "no", e.observed_identical ? "yes" : "no",
@@ -202,7 +284,9 @@ Expected<std::string> renderReport(Store& store, ReportFormat format, const std:
     }
     auto t = store.timings(r.id);
     if (!t) return t.status();
-    if (!t->empty()) {
+    if (r.command == "gpu bench") {
+      renderBench(d, *cases, *t, *eq);
+    } else if (!t->empty()) {
       std::vector<TimingRecord> slow = *t;
       std::sort(slow.begin(), slow.end(), [](const auto& x, const auto& y) { return x.median_us > y.median_us; });
       if (slow.size() > 12) slow.resize(12);

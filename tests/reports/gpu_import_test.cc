@@ -1,6 +1,8 @@
 #include "seam/reports/gpu_import.h"
 
 #include <gtest/gtest.h>
+
+#include "seam/reports/report.h"
 #include <unistd.h>
 
 #include <cstdio>
@@ -66,6 +68,77 @@ TEST(GpuImport, WritesTheRunTheEquivalenceRowsAndEveryTiming) {
   EXPECT_EQ(runs->back().gpu, "2x NVIDIA H200");
   EXPECT_NE(runs->back().finished_ms, 0);
   std::remove(file.c_str());
+}
+
+// The shape `seam-gpu bench --json` writes (one row of each section).
+const char* kBenchJson = R"({
+  "tool": "seam-gpu bench", "version": "seam 0.1.0",
+  "command": "seam-gpu bench --model nemotron-h-8b --tp 2",
+  "case": {"model": "nemotron-h-8b", "pattern": "M-", "config": "pp=1 tp=2", "flags": "fusion=off",
+           "tokens": "4096", "policy": "declared", "reproduce": "seam check --model nemotron-h-8b --tp 2"},
+  "numeric": {"mode": "exact", "hidden": 4096, "inner": 512},
+  "device": "2x NVIDIA H200", "versions": {"text": "cuda 13.0, driver 13.0, nccl 2.28.3"},
+  "collectives": [{"op": "all_reduce", "group": "tp/2", "members": [0, 1], "nccl_call": "all_reduce",
+                   "nccl_count": 16777216, "bytes": 67108864, "occurrences": 3,
+                   "plan": {"median_us": 200.0, "p10_us": 199.0, "p90_us": 201.0},
+                   "bare": {"median_us": 190.0, "p10_us": 189.0, "p90_us": 191.0},
+                   "plan_algbw_gbs": 335.5, "plan_busbw_gbs": 335.5, "bare_algbw_gbs": 353.2,
+                   "bare_busbw_gbs": 353.2, "plan_over_bare_busbw": 0.95, "rotating_sets": 2}],
+  "fused": [{"hidden": 4096, "tokens": 64, "ranks": 2, "bytes": 1048576,
+             "fused": {"median_us": 8.0, "p10_us": 7.9, "p90_us": 8.2},
+             "unfused": {"median_us": 16.0, "p10_us": 15.8, "p90_us": 16.4},
+             "nccl_all_reduce": {"median_us": 12.0, "p10_us": 11.9, "p90_us": 12.2},
+             "speedup": 2.0, "fused_kernels": {"median_us": 4.0, "p10_us": 3.9, "p90_us": 4.1},
+             "unfused_kernels": {"median_us": 10.0, "p10_us": 9.9, "p90_us": 10.1},
+             "nccl_all_reduce_kernels": {"median_us": 7.0, "p10_us": 6.9, "p90_us": 7.1}, "rotating_sets": 64, "exact_identical": true, "real_identical": false,
+             "real_max_abs": 0.0078125, "real_max_ulps_bf16": 1}],
+  "graph": [{"rank": 0, "ops": 106, "replays": 50, "eager_median_us": 900.0, "eager_p10_us": 880.0,
+             "eager_p90_us": 950.0, "graph_median_us": 600.0, "graph_p10_us": 598.0, "graph_p90_us": 603.0,
+             "kernel_sum_us": 590.0, "kernels": 420, "op_sum_us": 700.0, "identical": true}],
+  "verdict": "completed"})";
+
+TEST(GpuImport, ABenchBecomesOneCasePerComparedRowAndItsTables) {
+  const std::string db = temp("c.db"), file = temp("bench.json");
+  std::remove(db.c_str());
+  write(file, kBenchJson);
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue()) << store.status().message();
+  auto r = importGpuJson(*store, file, "test");
+  ASSERT_TRUE(r.hasValue()) << r.status().message();
+  EXPECT_EQ(r->timings, 2 + 6 + 4);
+  EXPECT_EQ(r->equivalences, 2 + 1);
+  EXPECT_NE(r->summary.find("worst plan/bare busbw 0.95"), std::string::npos) << r->summary;
+  auto cases = store->cases(r->run_id);
+  ASSERT_TRUE(cases.hasValue());
+  ASSERT_EQ(cases->size(), 3u);
+  EXPECT_EQ((*cases)[0].group, kBenchCollectives);
+  EXPECT_EQ((*cases)[1].group, kBenchFused);
+  EXPECT_EQ((*cases)[1].batch, "64 tokens x 4096");
+  EXPECT_EQ((*cases)[2].group, kBenchGraph);
+  auto t = store->timings(r->run_id);
+  ASSERT_TRUE(t.hasValue());
+  EXPECT_EQ((*t)[0].op_kind, "bare nccl all_reduce");
+  EXPECT_DOUBLE_EQ((*t)[1].busbw_gbps, 335.5);
+  auto md = renderReport(*store, ReportFormat::kMarkdown, {});
+  ASSERT_TRUE(md.hasValue()) << md.status().message();
+  EXPECT_NE(md->find("| all_reduce in plan | tp/2 | 67108864 bytes, 3 ops | 200.00 | 190.00 | 335.50 | 353.20 | 0.950 |"),
+            std::string::npos)
+      << *md;
+  EXPECT_NE(md->find("| 64 tokens x 4096 | 1048576 | 8.00 | 16.00 | 12.00 | 2.000 | 4.00 | 10.00 | 2.500 | identical | "
+                     "max 0.007812 |"),
+            std::string::npos)
+      << *md;
+  EXPECT_NE(md->find("| 0 | sum of 106 ops, 420 kernels | 900.0 | 600.0 | 590.0 | 1.017 | 700.0 | 1.500 | yes |"),
+            std::string::npos)
+      << *md;
+  // A bench file missing a field of a row is refused whole.
+  const std::string broken = temp("broken.json");
+  std::string text = kBenchJson;
+  text.replace(text.find("\"speedup\""), 9, "\"speedupX\"");
+  write(broken, text);
+  EXPECT_FALSE(importGpuJson(*store, broken, "test").hasValue());
+  std::remove(file.c_str());
+  std::remove(broken.c_str());
 }
 
 TEST(GpuImport, RefusesFilesThatAreNotSeamGpuResultsAndWritesNothing) {

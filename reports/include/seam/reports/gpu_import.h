@@ -1,7 +1,9 @@
 // Brings the JSON that `seam-gpu` writes on a GPU machine (which has no
 // SQLite) into the store on the CPU machine: a run, its case, the
 // equivalence rows (GPU vs CPU executor, GPU vs single-rank reference) and
-// every op's timing.
+// every op's timing; for `seam-gpu bench`, one case per compared row
+// (collectives, fused kernel sizes, the captured step) with both sides'
+// timings (gpuBenchGroup names the three kinds).
 #pragma once
 
 #include <cstdint>
@@ -15,10 +17,17 @@ namespace seam::reports {
 /// What one import added.
 struct GpuImport {
   std::int64_t run_id = 0;
-  std::string tool;        ///< "seam-gpu run" or "seam-gpu bench-allreduce"
+  std::string tool;        ///< "seam-gpu run", "seam-gpu compare", "seam-gpu bench", "seam-gpu bench-allreduce"
   int equivalences = 0;
   int timings = 0;
   std::string summary;     ///< one line for the console
+};
+
+/// One case of a result file with its rows (their case indices set).
+struct GpuResultCase {
+  CaseRecord c;
+  std::vector<EquivalenceRecord> equivalences;
+  std::vector<TimingRecord> timings;
 };
 
 /// One file read and checked, not yet written.
@@ -26,11 +35,19 @@ struct GpuResultFile {
   std::string path;
   std::string tool;
   RunRecord run;
-  CaseRecord c;
-  std::vector<EquivalenceRecord> equivalences;
-  std::vector<TimingRecord> timings;
+  std::vector<GpuResultCase> cases;
   std::string summary;
 };
+
+/// The case group of `seam-gpu bench` rows: "bench:collectives" (timings: 0
+/// bare NCCL, 1 inside the plan), "bench:fused" (0 NCCL all-reduce + add+norm,
+/// 1 the fused kernel, 2 NCCL all-reduce alone, timed with events; 3, 4, 5 the
+/// same as CUPTI's kernel durations; equivalences exact and real),
+/// "bench:graph" (per rank: 0 eager step, 1 graph replay, 2 sum of the
+/// kernels of one replay, 3 sum of the ops' event times).
+inline constexpr const char* kBenchCollectives = "bench:collectives";
+inline constexpr const char* kBenchFused = "bench:fused";
+inline constexpr const char* kBenchGraph = "bench:graph";
 
 /// Reads and checks `path`. A file that is not seam-gpu JSON (unreadable,
 /// malformed, missing fields) is refused with one line naming the file and
