@@ -11,33 +11,9 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
 out="${OUT:-$root/gpu-check-out}"
-mkdir -p "$out"
-log="$out/gpu_check.log"
-: >"$log"
-
-# NVLink multicast (NVLS) stays off: on shared hosts it can take the GPUs out
-# of service. NCCL reads this at communicator creation.
-export NCCL_NVLS_ENABLE=0
-
-test_bin="$build/tests/backend_test"
-gpu_bin="$build/tools/seam-gpu"
-for b in "$test_bin" "$gpu_bin"; do
-  if [[ ! -x "$b" ]]; then
-    echo "gpu_check: $b is missing: build it on the CPU machine and carry it here" | tee -a "$log" >&2
-    exit 2
-  fi
-done
-
-failed=0
-step() {  # step NAME COMMAND...: runs, logs, counts a failure
-  local name="$1"
-  shift
-  echo "== $name: $*" | tee -a "$log"
-  "$@" 2>&1 | tee -a "$log"
-  local rc=${PIPESTATUS[0]}
-  echo "== $name: exit $rc" | tee -a "$log"
-  ((rc == 0)) || failed=$((failed + 1))
-}
+log_name=gpu_check.log
+# shellcheck source=tools/gpu_common.sh
+source "$root/tools/gpu_common.sh"
 
 step info "$gpu_bin" info
 step backend_test "$test_bin" --gtest_output="xml:$out/backend_test.xml"
