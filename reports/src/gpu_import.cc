@@ -4,6 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 namespace seam::reports {
 
@@ -33,6 +35,18 @@ struct Reader {
   T get(const json& j, const char* key, T fallback) {
     const json& v = at(j, key);
     if (v.is_null()) return fallback;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // nlohmann converts a float, or an integer out of T's range, with a
+      // plain cast (undefined for 1e300 into an int): only an integer that
+      // fits is this field's value.
+      const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<std::uint64_t>())
+                        : v.is_number_integer() ? std::in_range<T>(v.get<std::int64_t>())
+                                                : false;
+      if (fits) return v.is_number_unsigned() ? static_cast<T>(v.get<std::uint64_t>())
+                                              : static_cast<T>(v.get<std::int64_t>());
+      if (missing.empty()) missing = std::string(key) + " (not an integer in range)";
+      return fallback;
+    }
     try {
       return v.get<T>();
     } catch (const json::exception&) {
