@@ -378,6 +378,53 @@ Expected<HeaderFacts> readHeader(const std::string& path, std::int64_t size) {
   return HeaderFacts{.wal = header[18] == 2 && header[19] == 2};
 }
 
+/// What the rollback journal beside a file (`path-journal`) says. SQLite
+/// writes one for every transaction outside WAL mode (in seam: creating the
+/// schema, then switching to WAL) and deletes it at the commit, so one left
+/// behind with its magic intact is a crashed writer's ("hot"): the next
+/// connection that may write rolls the file back with it.
+enum class Journal : std::uint8_t {
+  kNone,       ///< no journal, or none SQLite would play back
+  kCreation,   ///< hot, and the file had no pages before: its creation never committed
+  kHot,        ///< hot, over a file that had pages before
+};
+
+Journal readJournal(const std::string& path) {
+  // Header: 8 magic bytes, the page record count, the checksum seed, then
+  // the file's size in pages before the transaction (big-endian).
+  static constexpr unsigned char kMagic[8] = {0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7};
+  static constexpr std::size_t kHeaderBytes = 20;
+  const int fd = ::open((path + "-journal").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Journal::kNone;
+  std::array<unsigned char, kHeaderBytes> header{};
+  std::size_t got = 0;
+  while (got < header.size()) {
+    const ssize_t n = ::read(fd, header.data() + got, header.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got < header.size() || !std::equal(std::begin(kMagic), std::end(kMagic), header.begin())) {
+    return Journal::kNone;
+  }
+  const std::uint32_t pages_before = (std::uint32_t{header[16]} << 24) | (std::uint32_t{header[17]} << 16) |
+                                     (std::uint32_t{header[18]} << 8) | header[19];
+  return pages_before == 0 ? Journal::kCreation : Journal::kHot;
+}
+
+/// Whether the file's header carries seam's application id (bytes 68..71).
+bool hasSeamApplicationId(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::array<unsigned char, 4> id{};
+  const bool read = ::pread(fd, id.data(), id.size(), 68) == static_cast<ssize_t>(id.size());
+  ::close(fd);
+  const std::uint32_t value = (std::uint32_t{id[0]} << 24) | (std::uint32_t{id[1]} << 16) |
+                              (std::uint32_t{id[2]} << 8) | id[3];
+  return read && value == static_cast<std::uint32_t>(kSeamApplicationId);
+}
+
 /// A URI for sqlite3_open_v2 with SQLITE_OPEN_URI: the path percent-encoded.
 std::string fileUri(const std::string& path, const char* query) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -457,7 +504,7 @@ Status inspect(sqlite3* db, const std::string& path) {
 }
 
 /// Inspects an existing non-empty file without writing to it.
-Status inspectExisting(const std::string& path, std::int64_t size) {
+Status inspectExisting(const std::string& path, std::int64_t size, Journal journal) {
   auto header = readHeader(path, size);
   if (!header) return header.status();
   // A read-only connection to a WAL database creates the -wal and -shm files
@@ -467,8 +514,12 @@ Status inspectExisting(const std::string& path, std::int64_t size) {
   // side files exist (a live or crashed WAL writer), an ordinary read-only
   // connection takes the locks and sees the WAL, and creates nothing either.
   // A rollback-journal database is read read-only: that creates nothing.
+  // A read-only connection cannot play a hot journal back and fails
+  // (SQLITE_READONLY_ROLLBACK); immutable=1 reads the main file as it is,
+  // which is enough to tell a seam store whose own writer crashed (the
+  // connection that then writes to it rolls it back) from anything else.
   const bool both_side_files = fileExists(path + "-wal") && fileExists(path + "-shm");
-  const bool immutable = header->wal && !both_side_files;
+  const bool immutable = (header->wal && !both_side_files) || journal != Journal::kNone;
   auto db = openConnection(fileUri(path, immutable ? "?immutable=1" : ""),
                            SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path, "read");
   if (!db) return db.status();
@@ -856,6 +907,13 @@ Expected<Store> Store::open(const std::string& path) {
   } else {
     fresh = st.st_size == 0;
   }
+  // A run killed while it created the store leaves the schema's pages and a
+  // hot journal that says the file had none: playing it back (the first
+  // write does) leaves an empty file, which becomes a store like any other.
+  // Another application's unfinished creation is not taken over: without
+  // seam's application id the file is inspected, and refused, as it is.
+  const Journal journal = fresh ? Journal::kNone : readJournal(path);
+  if (journal == Journal::kCreation && hasSeamApplicationId(path)) fresh = true;
 
   if (fresh) {
     auto db = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path, "create");
@@ -876,7 +934,7 @@ Expected<Store> Store::open(const std::string& path) {
     }
   }
   if (!fresh) {
-    if (Status s = inspectExisting(path, st.st_size); !s) return s;
+    if (Status s = inspectExisting(path, st.st_size, readJournal(path)); !s) return s;
     auto db = openConnection(path, SQLITE_OPEN_READWRITE, path, "open");
     if (!db) return db.status();
     impl->db = std::move(*db);

@@ -797,6 +797,104 @@ TEST(StoreDurability, ClosingAStoreWithAnOpenBatchCommitsNothingOfIt) {
   EXPECT_EQ(*store.caseIndices(run.id), std::vector<std::int64_t>{0});
 }
 
+/// A child process runs `statements` in one transaction of a rollback
+/// journal, then `inserts` times `insert`, with a page cache so small that
+/// SQLite writes pages into the file before the commit, and dies before
+/// committing: the file is left half written, with a hot journal beside it.
+void crashInsideARollbackTransaction(const std::string& path, const std::string& statements,
+                                     const std::string& insert, int inserts) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) ::_exit(1);
+    const std::string begin = "PRAGMA cache_size = 1; BEGIN IMMEDIATE; " + statements;
+    if (sqlite3_exec(db, begin.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) ::_exit(2);
+    for (int i = 0; i < inserts; ++i) {
+      if (sqlite3_exec(db, insert.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) ::_exit(3);
+    }
+    ::_exit(0);  // no commit, no close: as if killed
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(exists(path + "-journal"));
+}
+
+TEST(StoreDurability, ARunKilledWhileItCreatedTheStoreLeavesAFileTheNextRunMakesAStore) {
+  // What a run killed inside the commit of the schema leaves: every page of
+  // the new schema written, and the journal that says the file had no pages
+  // (SQLite deletes it to commit). It used to be refused as an internal
+  // error ("attempt to write a readonly database") forever after.
+  const std::string path = tempPath("killed_creating.db");
+  { Store store = openOrDie(path); }
+  ASSERT_EQ(rawSql(path, "PRAGMA journal_mode = DELETE"), "delete");  // as before the switch to WAL
+  std::string journal(512, '\0');
+  const unsigned char header[] = {0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7,  // magic
+                                  0, 0, 0, 0,                                      // page records
+                                  0x85, 0xc0, 0x44, 0x53,                          // checksum seed
+                                  0, 0, 0, 0,                                      // pages before: none
+                                  0, 0, 2, 0,                                      // sector size
+                                  0, 0, 0x10, 0};                                  // page size
+  std::copy(std::begin(header), std::end(header), journal.begin());
+  writeFile(path + "-journal", journal);
+
+  Store store = openOrDie(path);
+  EXPECT_FALSE(exists(path + "-journal"));
+  auto runs = store.runs();
+  ASSERT_TRUE(runs.hasValue()) << runs.status().message();
+  EXPECT_TRUE(runs->empty());
+  RunRecord run = sampleRun();
+  ASSERT_TRUE(store.beginRun(run));
+  ASSERT_TRUE(store.addCase(run.id, sampleCase(0), {}));
+  EXPECT_EQ(rawSql(path, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(rawSql(path, "PRAGMA journal_mode"), "wal");
+}
+
+TEST(StoreDurability, AStoreWhoseWriterDiedOutsideWalModeIsRolledBackToItsLastCommit) {
+  const std::string path = tempPath("rollback_crash.db");
+  {
+    Store store = openOrDie(path);
+    RunRecord run = sampleRun();
+    ASSERT_TRUE(store.beginRun(run));
+  }
+  ASSERT_EQ(rawSql(path, "PRAGMA journal_mode = DELETE"), "delete");
+  crashInsideARollbackTransaction(path, "",
+                                  "INSERT INTO runs(command, args, version, host, gpu, cuda, nccl, started_ms, "
+                                  "finished_ms) VALUES ('sweep', printf('%.2000c', 'x'), 'v', 'h', '', '', '', 1, 0)",
+                                  400);
+  Store store = openOrDie(path);
+  EXPECT_FALSE(exists(path + "-journal"));
+  auto runs = store.runs();
+  ASSERT_TRUE(runs.hasValue()) << runs.status().message();
+  EXPECT_EQ(runs->size(), 1u);  // the dead writer's 400 runs are rolled back
+  EXPECT_EQ(rawSql(path, "PRAGMA integrity_check"), "ok");
+}
+
+TEST(StoreOpen, RefusesAnotherApplicationsDatabaseWhoseWriterDiedAndLeavesItAndItsJournalUnchanged) {
+  // One with committed pages under the hot journal, and one whose creation
+  // never committed (the journal says the file had no pages).
+  const std::string insert = "INSERT INTO notes VALUES (printf('%.2000c', 'x'))";
+  for (const bool created_before : {true, false}) {
+    const std::string path = tempPath(created_before ? "foreign_hot.db" : "foreign_creating.db");
+    if (created_before) {
+      ASSERT_EQ(rawSql(path, "CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES ('keep me')"), "");
+      crashInsideARollbackTransaction(path, "", insert, 400);
+    } else {
+      crashInsideARollbackTransaction(path, "CREATE TABLE notes(text TEXT);", insert, 400);
+    }
+    const std::uint64_t journal = fileDigest(path + "-journal");
+    const std::string message = expectRefusedAndUnchanged(path);
+    EXPECT_NE(message.find("not a seam store"), std::string::npos) << message;
+    ASSERT_TRUE(exists(path + "-journal"));
+    EXPECT_EQ(fileDigest(path + "-journal"), journal);
+    auto again = Store::open(path);
+    ASSERT_FALSE(again.hasValue());
+    EXPECT_EQ(again.status().code(), StatusCode::kInvalidInput) << again.status().message();
+  }
+}
+
 // ------------------------------------------------------------------ JUnit
 
 std::size_t count(const std::string& text, const std::string& what) {
