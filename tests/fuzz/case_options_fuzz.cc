@@ -2,7 +2,8 @@
 // setup of tools/case_options.h (addCaseOptions, addFilterOptions), seam's
 // parseCommandLine, buildCase, buildPolicyPlan, and the list parsers of the
 // space-wide commands (--world lists, --shard, ConfigSpace filters).
-// Input: the arguments after `seam`, one per line. Contracts: a refusal is
+// Input: the arguments after `seam`, each ended by a NUL byte (as argv
+// strings are; any other byte, newlines included, can be part of one). Contracts: a refusal is
 // exactly one line (exit code 2, never 3); an accepted case reproduces
 // itself through its `seam check` line; planning and checking a small
 // accepted case never crashes.
@@ -23,6 +24,7 @@
 namespace {
 
 using seam::fuzz::require;
+using seam::fuzz::requireOneLine;
 using seam::fuzz::requireOneLineError;
 
 // Plans and ledger replays grow with world x tokens x layers; the fuzzer
@@ -47,11 +49,6 @@ class Captured {
   std::streambuf* out_;
   std::streambuf* err_;
 };
-
-void requireOneLine(const std::string& printed) {
-  require(!printed.empty() && printed.back() == '\n' && printed.find('\n') == printed.size() - 1,
-          "a refusal that is not exactly one line: " + printed);
-}
 
 /// The apps of the commands that parse cases and spaces, as tools/ sets them up.
 struct Commands {
@@ -188,8 +185,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> args(1);
   for (std::size_t i = 0; i < size; ++i) {
     const char ch = static_cast<char>(data[i]);
-    // argv strings end at a NUL; a line is one argument.
-    if (ch == '\n' || ch == '\0') {
+    if (ch == '\0') {
       if (static_cast<int>(args.size()) == kMaxArguments) break;
       args.emplace_back();
     } else {

@@ -1,7 +1,7 @@
 // What the fuzz targets of tests/fuzz/ share: a check that aborts (so that
 // libFuzzer records the input as a crash), the one-line rule of every error
-// message (DESIGN §9), and a scratch file per process for parsers that read
-// a path.
+// the CLI prints (DESIGN §9: through tools/command.h, as `seam` prints it),
+// and a scratch file per process for parsers that read a path.
 #pragma once
 
 #include <unistd.h>
@@ -10,9 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 
+#include "command.h"
 #include "seam/sim/status.h"
 
 namespace seam::fuzz {
@@ -24,16 +27,27 @@ inline void require(bool cond, std::string_view what) {
   std::abort();
 }
 
-/// An error the CLI prints must be one non-empty line (it gets "seam: " in
-/// front and one newline after it) and must not be an internal error unless
-/// the caller allows it.
+/// What the CLI printed for a refusal must be exactly one line: one newline,
+/// at the end, and no carriage return.
+inline void requireOneLine(const std::string& printed) {
+  require(!printed.empty() && printed.back() == '\n' && printed.find('\n') == printed.size() - 1 &&
+              printed.find('\r') == std::string::npos,
+          "a refusal that is not exactly one line: " + printed);
+}
+
+/// An error the CLI would print (tools/command.h fail(), as every command
+/// does) is one non-empty line and exit code 2, or 3 where the caller allows
+/// an internal error.
 inline void requireOneLineError(const Status& status, bool internal_allowed = false) {
   require(!status, "an error path returned ok");
-  const std::string& m = status.message();
-  require(!m.empty(), "an empty error message");
-  require(m.find('\n') == std::string::npos && m.find('\r') == std::string::npos,
-          "an error message of more than one line: " + m);
-  require(internal_allowed || status.code() != StatusCode::kInternal, "an internal error on bad input: " + m);
+  require(!status.message().empty(), "an empty error message");
+  std::ostringstream printed;
+  std::streambuf* const saved = std::cerr.rdbuf(printed.rdbuf());
+  const int code = tools::fail(status);
+  std::cerr.rdbuf(saved);
+  requireOneLine(printed.str());
+  require(code == tools::kExitBadInput || (internal_allowed && code == tools::kExitInternal),
+          "exit code " + std::to_string(code) + " for: " + status.message());
 }
 
 /// A path in TMPDIR (or /tmp) that belongs to this process, and the bytes of
