@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -334,6 +335,28 @@ bool fileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+/// Reads the first `n` bytes of `path` (fewer when it is shorter) into `out`;
+/// nullopt when it cannot be opened. `*read_errno` is the errno of the last
+/// failed call.
+std::optional<std::size_t> readPrefix(const std::string& path, unsigned char* out, std::size_t n,
+                                      int* read_errno) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *read_errno = errno;
+    return std::nullopt;
+  }
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, out + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) *read_errno = errno;
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  ::close(fd);
+  return got;
+}
+
 /// What the first 100 bytes of an existing file say before SQLite sees it.
 struct HeaderFacts {
   bool wal = false;  ///< file format versions 2/2: the database is in WAL mode
@@ -342,20 +365,11 @@ struct HeaderFacts {
 /// Refuses anything that is not a whole SQLite file without asking SQLite,
 /// so that nothing (not even a -wal or -shm beside it) is created for it.
 Expected<HeaderFacts> readHeader(const std::string& path, std::int64_t size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status::invalid(dbName(path) + ": cannot read it (" + std::strerror(errno) + ")");
-  }
   std::array<unsigned char, kSqliteHeaderBytes> header{};
-  std::size_t got = 0;
-  while (got < header.size()) {
-    const ssize_t n = ::read(fd, header.data() + got, header.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  const int read_errno = errno;
-  ::close(fd);
+  int read_errno = 0;
+  const std::optional<std::size_t> read = readPrefix(path, header.data(), header.size(), &read_errno);
+  if (!read) return Status::invalid(dbName(path) + ": cannot read it (" + std::strerror(read_errno) + ")");
+  const std::size_t got = *read;
   if (got < header.size() && got < static_cast<std::size_t>(size)) {
     return Status::invalid(dbName(path) + ": cannot read it (" + std::strerror(read_errno) + ")");
   }
@@ -394,18 +408,10 @@ Journal readJournal(const std::string& path) {
   // the file's size in pages before the transaction (big-endian).
   static constexpr unsigned char kMagic[8] = {0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7};
   static constexpr std::size_t kHeaderBytes = 20;
-  const int fd = ::open((path + "-journal").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Journal::kNone;
   std::array<unsigned char, kHeaderBytes> header{};
-  std::size_t got = 0;
-  while (got < header.size()) {
-    const ssize_t n = ::read(fd, header.data() + got, header.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  if (got < header.size() || !std::equal(std::begin(kMagic), std::end(kMagic), header.begin())) {
+  int ignored = 0;
+  const std::optional<std::size_t> got = readPrefix(path + "-journal", header.data(), header.size(), &ignored);
+  if (!got || *got < header.size() || !std::equal(std::begin(kMagic), std::end(kMagic), header.begin())) {
     return Journal::kNone;
   }
   const std::uint32_t pages_before = (std::uint32_t{header[16]} << 24) | (std::uint32_t{header[17]} << 16) |
@@ -415,14 +421,13 @@ Journal readJournal(const std::string& path) {
 
 /// Whether the file's header carries seam's application id (bytes 68..71).
 bool hasSeamApplicationId(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::array<unsigned char, 4> id{};
-  const bool read = ::pread(fd, id.data(), id.size(), 68) == static_cast<ssize_t>(id.size());
-  ::close(fd);
-  const std::uint32_t value = (std::uint32_t{id[0]} << 24) | (std::uint32_t{id[1]} << 16) |
-                              (std::uint32_t{id[2]} << 8) | id[3];
-  return read && value == static_cast<std::uint32_t>(kSeamApplicationId);
+  constexpr std::size_t kOffset = 68;
+  std::array<unsigned char, kOffset + 4> head{};
+  int ignored = 0;
+  const std::optional<std::size_t> got = readPrefix(path, head.data(), head.size(), &ignored);
+  const std::uint32_t value = (std::uint32_t{head[kOffset]} << 24) | (std::uint32_t{head[kOffset + 1]} << 16) |
+                              (std::uint32_t{head[kOffset + 2]} << 8) | head[kOffset + 3];
+  return got && *got == head.size() && value == static_cast<std::uint32_t>(kSeamApplicationId);
 }
 
 /// A URI for sqlite3_open_v2 with SQLITE_OPEN_URI: the path percent-encoded.
@@ -456,8 +461,38 @@ Expected<Connection> openConnection(const std::string& name, int flags, const st
   return db;
 }
 
-/// Whether a read of an existing file failed because it is not a database.
-bool notADatabase(int rc) { return (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT; }
+/// Whether a read of an existing file failed because of what the file holds
+/// (not a database, damaged, a format or schema SQLite cannot read), rather
+/// than because of this machine (busy, out of memory, I/O): such a file is
+/// refused as not a seam store.
+bool unreadableFile(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_NOMEM:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_INTERRUPT:
+    case SQLITE_PERM:
+      return false;
+    default:
+      return true;
+  }
+}
+
+/// The refusal of a file SQLite failed to read with `rc` (unreadableFile).
+Status refuseUnreadable(sqlite3* db, const std::string& path, int rc) {
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) {
+    return refuse(path, "a damaged or truncated SQLite database");
+  }
+  std::string what = sqlite3_errmsg(db);
+  for (char& c : what) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return refuse(path, "an SQLite database SQLite cannot read: " + what.substr(0, 120));
+}
 
 /// Checks, on a connection that cannot write, that the file is a seam store
 /// of this schema version.
@@ -469,7 +504,7 @@ Status inspect(sqlite3* db, const std::string& path) {
     int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
     Statement statement(raw);
     if (rc == SQLITE_OK) rc = sqlite3_step(raw);
-    if (notADatabase(rc)) return refuse(path, "a damaged or truncated SQLite database");
+    if (!detail::sqliteSucceeded(rc) && unreadableFile(rc)) return refuseUnreadable(db, path, rc);
     SEAM_SQLITE_CHECK(rc);
     found = rc == SQLITE_ROW;
     out = found ? columnText(raw, 0) : std::string();
@@ -942,6 +977,11 @@ Expected<Store> Store::open(const std::string& path) {
     if (sqlite3_db_readonly(impl->db.get(), "main") == 1) {
       return Status::invalid(dbName(path) + ": cannot write it (the file is read-only)");
     }
+    // A connection that may write reads the whole schema, where a read-only
+    // one passes over some damage (an unknown column in a CHECK constraint):
+    // a schema it cannot read is the file's fault, and nothing is written yet.
+    const int rc = sqlite3_exec(impl->db.get(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+    if (!detail::sqliteSucceeded(rc) && unreadableFile(rc)) return refuseUnreadable(impl->db.get(), path, rc);
   }
   if (Status s = impl->configure(); !s) return s;
   return Store(std::move(impl));

@@ -342,6 +342,43 @@ TEST(StoreOpen, RefusesASeamStoreOfAnotherSchemaVersion) {
                          "version 1; refusing to write to it");
 }
 
+TEST(StoreOpen, RefusesAFileInAFormatSqliteCannotReadAsBadInputNotAnInternalError) {
+  // Found by tests/fuzz/store_fuzz.cc: a seam store whose header names a
+  // schema format SQLite does not know ended as an internal error (exit 3).
+  const std::string path = tempPath("format.db");
+  { Store store = openOrDie(path); }
+  ASSERT_FALSE(hasSideFiles(path));
+  std::string bytes = readFile(path);
+  bytes[44] = bytes[45] = bytes[46] = 0;  // schema format number, big-endian
+  bytes[47] = 99;
+  writeFile(path, bytes);
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.hasValue());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidInput) << store.status().message();
+  const std::string message = expectRefusedAndUnchanged(path);
+  EXPECT_EQ(message, "--db \"" + path +
+                         "\": not a seam store (an SQLite database SQLite cannot read: unsupported file "
+                         "format); refusing to write to it");
+}
+
+TEST(StoreOpen, RefusesASeamStoreWhoseSchemaSqliteCannotReadWhenItCouldWriteAsBadInput) {
+  // Found by tests/fuzz/store_fuzz.cc: a column name garbled in the schema
+  // text passes a read-only connection (it skips CHECK constraints) and used
+  // to fail as an internal error on the first statement that may write.
+  const std::string path = tempPath("garbled_schema.db");
+  { Store store = openOrDie(path); }
+  ASSERT_EQ(rawSql(path,
+                   "PRAGMA writable_schema = ON; "
+                   "UPDATE sqlite_master SET sql = replace(sql, '  outcome TEXT', '  garbled TEXT') "
+                   "WHERE name = 'cases'"),
+            "");
+  ASSERT_FALSE(hasSideFiles(path));
+  const std::string message = expectRefusedAndUnchanged(path);
+  EXPECT_EQ(message, "--db \"" + path +
+                         "\": not a seam store (a damaged or truncated SQLite database); refusing to write to it");
+  EXPECT_EQ(Store::open(path).status().code(), StatusCode::kInvalidInput);
+}
+
 TEST(StoreOpen, RefusesADirectoryAndPathsItCannotReachWithOneLine) {
   const std::string dir = tempPath("dir.db");
   fs::create_directory(dir);
