@@ -22,8 +22,11 @@
 # the next run on each must open it and finish.
 # Delays come from a 31-bit LCG seeded with --seed (printed; it replays them).
 #   tools/kill_resume.sh [--seed N] [--kills K] [--no-sweep]
-# Exit 0 when every kill landed on a running process and everything compared
-# is identical; 1 otherwise (with the difference); 2 on usage.
+# Exit 0 when every store and output compared is identical and every run
+# after a kill in store creation succeeded; 1 otherwise (with the
+# difference and the seed); 2 on usage.
+# The per-command helpers (dump_NAME, rows_NAME, ...) are called by name.
+# shellcheck disable=SC2317
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SEAM_BUILD:-$root/build}"
@@ -79,7 +82,7 @@ runs_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs" 2>/dev/null 
 finished_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs WHERE finished_ms > 0" 2>/dev/null || echo 0; }
 
 failed=0
-fail() { echo "kill_resume $1" >&2; failed=1; }
+fail() { echo "kill_resume $1 (seed $seed)" >&2; failed=1; }
 
 # compare NAME WHOLE_STORE CUT_STORE CUT_OUTPUT|-: one resumed run against
 # the uninterrupted one (its output too, unless it was killed after it had
