@@ -208,17 +208,27 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
 
 Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file) {
   RunRecord run = file.run;
-  if (Status st = store.beginRun(run); !st) return st;
+  // One transaction: the run with all its rows, or nothing.
   if (Status st = store.beginBatch(); !st) return st;
-  if (Status st = store.addCase(run.id, file.c, {}); !st) return st;
-  for (const auto& e : file.equivalences) {
-    if (Status st = store.addEquivalence(run.id, e); !st) return st;
+  const Status written = [&] {
+    if (Status st = store.beginRun(run); !st) return st;
+    if (Status st = store.addCase(run.id, file.c, {}); !st) return st;
+    for (const auto& e : file.equivalences) {
+      if (Status st = store.addEquivalence(run.id, e); !st) return st;
+    }
+    for (const auto& t : file.timings) {
+      if (Status st = store.addTiming(run.id, t); !st) return st;
+    }
+    return store.finishRun(run.id);
+  }();
+  if (!written) {
+    (void)store.rollbackBatch();
+    return written;
   }
-  for (const auto& t : file.timings) {
-    if (Status st = store.addTiming(run.id, t); !st) return st;
+  if (Status st = store.commitBatch(); !st) {
+    (void)store.rollbackBatch();
+    return st;
   }
-  if (Status st = store.commitBatch(); !st) return st;
-  if (Status st = store.finishRun(run.id); !st) return st;
   GpuImport out;
   out.run_id = run.id;
   out.tool = file.tool;

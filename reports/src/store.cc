@@ -704,7 +704,16 @@ struct Store::Impl {
       SEAM_SQLITE_CHECK(bindAll(*s, run_id, c.index, c.model, c.pattern, c.config, c.flags, c.batch,
                                 c.policy, c.group, outcome, c.refusal, c.reproduce,
                                 static_cast<std::int64_t>(c.plan_hash)));
-      SEAM_SQLITE_CHECK(sqlite3_step(*s));
+      const int rc = sqlite3_step(*s);
+      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        // A run skips the cases it has stored, so this case was stored by
+        // another process since: two runs resumed the same run at once.
+        return Status::refused(dbName(path) + ": case " + std::to_string(c.index) + " of run " +
+                               std::to_string(run_id) +
+                               " is already stored: another seam run is writing the same run (two --resume at "
+                               "once?); this one stops");
+      }
+      SEAM_SQLITE_CHECK(rc);
     }
     if (failing.empty()) return Status::ok();
     auto v = statement(Sql::kInsertVerdict);
@@ -1008,6 +1017,7 @@ Status Store::finishRun(std::int64_t run_id) { return impl_->finishRun(run_id); 
 
 Status Store::beginBatch() { return impl_->exec("BEGIN IMMEDIATE"); }
 Status Store::commitBatch() { return impl_->exec("COMMIT"); }
+Status Store::rollbackBatch() { return impl_->exec("ROLLBACK"); }
 
 Status Store::addCase(std::int64_t run_id, const CaseRecord& c,
                       const std::vector<VerdictRecord>& failing) {
