@@ -13,11 +13,12 @@
 #      land in startup, baseline, storing and finishing alike; a run that
 #      ends before its kill point completes its store (compared like the
 #      last one) and the next kill starts a new store;
-#   3. compares each completed store with the uninterrupted one row for row (mutate: every mutant's status,
-#      argument and cases run, every kill with its first killing case,
-#      property, class, text and reproduce line; sweep: every case row with
-#      its plan hash and every verdict) and the two runs' output (the last
-#      line, mutation score or case count, included) without timing lines.
+#   3. compares each completed store with the uninterrupted one row for row
+#      (mutate: every mutant's status, argument and cases run, every kill
+#      with its first killing case, property, class, text and reproduce
+#      line; sweep: every case row with its plan hash and every verdict) and
+#      the two runs' output (the last line, mutation score or case count,
+#      included) without timing lines.
 # Then KILLS runs are killed while they create a new store (the first 50 ms):
 # the next run on each must open it and finish.
 # Delays come from a 31-bit LCG seeded with --seed (printed; it replays them).

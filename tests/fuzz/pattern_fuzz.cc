@@ -1,6 +1,7 @@
-// Fuzzes parsePattern (sim/pattern.h) in both alphabets and modelFromPattern
-// (what --pattern goes through). A pattern is refused with a one-line message
-// or parsed; a parsed pattern's canonical text parses back to the same pattern.
+// Fuzzes parsePattern (sim/pattern.h) in every alphabet and modelFromPattern
+// in both families (what --pattern and --family go through). A pattern is
+// refused with a one-line message or parsed; a parsed pattern's canonical
+// text parses back to the same pattern.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -33,11 +34,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   checkAlphabet(text, seam::PatternAlphabet::kSingleStage);
   checkAlphabet(text, seam::PatternAlphabet::kMixerOnly);
-  auto model = seam::modelFromPattern(text);
-  if (!model) {
-    seam::fuzz::requireOneLineError(model.status());
-  } else {
-    seam::fuzz::require(model->pattern.size() > 0, "a model of an empty pattern");
+  checkAlphabet(text, seam::PatternAlphabet::kTwoStage);
+  for (const seam::LayerFamily family : {seam::LayerFamily::kSingleStage, seam::LayerFamily::kTwoStage}) {
+    auto model = seam::modelFromPattern(text, family);
+    if (!model) {
+      seam::fuzz::requireOneLineError(model.status());
+    } else {
+      seam::fuzz::require(model->pattern.size() > 0, "a model of an empty pattern");
+      seam::fuzz::require(model->pattern.size() % model->stagesPerLayer() == 0,
+                          "a two-stage model with half a decoder layer");
+    }
   }
   return 0;
 }

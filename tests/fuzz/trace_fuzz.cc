@@ -22,19 +22,22 @@ namespace {
 using seam::fuzz::require;
 
 /// The cases a trace is read onto: the cases of tests/reports/trace_test.cc
-/// (an MTP tail, DP attention with an idle shard, a pipeline cut), and one
-/// with MoE expert parallelism over all-to-all.
+/// (an MTP tail, DP attention with an idle shard, a pipeline cut), one with
+/// MoE expert parallelism over all-to-all, and two-stage decoder layers
+/// (attention then FFN, DeepSeek-style MTP layer).
 struct TraceCase {
   const char* pattern;
+  const char* family;
   int pp, tp, dp, ep;
   const char* tokens;
   const char* a2a;
 };
-constexpr std::array<TraceCase, 4> kCases = {{
-    {"M-*E-/*E", 1, 2, 1, 1, "4", "none"},
-    {"M-M*E", 1, 4, 2, 1, "3,0", "none"},
-    {"M-|*E", 2, 2, 1, 1, "2", "none"},
-    {"ME*E", 1, 2, 1, 2, "3", "deepep"},
+constexpr std::array<TraceCase, 5> kCases = {{
+    {"M-*E-/*E", "single-stage", 1, 2, 1, 1, "4", "none"},
+    {"M-M*E", "single-stage", 1, 4, 2, 1, "3,0", "none"},
+    {"M-|*E", "single-stage", 2, 2, 1, 1, "2", "none"},
+    {"ME*E", "single-stage", 1, 2, 1, 2, "3", "deepep"},
+    {"*-*E/*E", "two-stage", 1, 2, 2, 1, "2,1", "none"},
 }};
 
 std::vector<seam::Plan> skeletons() {
@@ -42,6 +45,7 @@ std::vector<seam::Plan> skeletons() {
   for (const TraceCase& t : kCases) {
     seam::tools::CaseOptions o;
     o.pattern = t.pattern;
+    o.family = t.family;
     o.pp = t.pp;
     o.tp = t.tp;
     o.dp = t.dp;
