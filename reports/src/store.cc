@@ -357,14 +357,9 @@ std::optional<std::size_t> readPrefix(const std::string& path, unsigned char* ou
   return got;
 }
 
-/// What the first 100 bytes of an existing file say before SQLite sees it.
-struct HeaderFacts {
-  bool wal = false;  ///< file format versions 2/2: the database is in WAL mode
-};
-
 /// Refuses anything that is not a whole SQLite file without asking SQLite,
 /// so that nothing (not even a -wal or -shm beside it) is created for it.
-Expected<HeaderFacts> readHeader(const std::string& path, std::int64_t size) {
+Status readHeader(const std::string& path, std::int64_t size) {
   std::array<unsigned char, kSqliteHeaderBytes> header{};
   int read_errno = 0;
   const std::optional<std::size_t> read = readPrefix(path, header.data(), header.size(), &read_errno);
@@ -385,11 +380,19 @@ Expected<HeaderFacts> readHeader(const std::string& path, std::int64_t size) {
   if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) != 0) {
     return refuse(path, "a damaged SQLite database");
   }
+  // File format write and read versions: 1 (rollback journal) or 2 (WAL).
+  // SQLite opens a file with a larger write version read-only (and creates
+  // its -wal and -shm if the read version is 2), and cannot read one with a
+  // larger read version.
+  if (header[18] < 1 || header[18] > 2 || header[19] < 1 || header[19] > 2) {
+    return refuse(path, "a damaged SQLite database (file format versions " + std::to_string(header[18]) + "/" +
+                            std::to_string(header[19]) + ")");
+  }
   // SQLite writes whole pages; a file cut mid-page was truncated. (A file cut
   // at a page boundary is caught by SQLite itself: the in-header page count,
   // bytes 28..31, then exceeds the file.)
   if (size % page_size != 0) return refuse(path, "a truncated SQLite database");
-  return HeaderFacts{.wal = header[18] == 2 && header[19] == 2};
+  return Status::ok();
 }
 
 /// What the rollback journal beside a file (`path-journal`) says. SQLite
@@ -540,21 +543,20 @@ Status inspect(sqlite3* db, const std::string& path) {
 
 /// Inspects an existing non-empty file without writing to it.
 Status inspectExisting(const std::string& path, std::int64_t size, Journal journal) {
-  auto header = readHeader(path, size);
-  if (!header) return header.status();
-  // A read-only connection to a WAL database creates the -wal and -shm files
-  // when they are missing; immutable=1 reads the main file alone and creates
-  // nothing. That is enough to identify a seam store: its schema, meta rows
-  // and application id are committed before it is switched to WAL. When both
-  // side files exist (a live or crashed WAL writer), an ordinary read-only
-  // connection takes the locks and sees the WAL, and creates nothing either.
-  // A rollback-journal database is read read-only: that creates nothing.
-  // A read-only connection cannot play a hot journal back and fails
-  // (SQLITE_READONLY_ROLLBACK); immutable=1 reads the main file as it is,
-  // which is enough to tell a seam store whose own writer crashed (the
-  // connection that then writes to it rolls it back) from anything else.
+  if (Status s = readHeader(path, size); !s) return s;
+  // A read-only connection creates the -wal and -shm files of a database
+  // whose header asks for WAL (either format byte 2, whatever the other
+  // says) when they are missing, and cannot play a hot journal back
+  // (SQLITE_READONLY_ROLLBACK). immutable=1 reads the main file alone, as it
+  // is, and creates nothing. That is enough to identify a seam store: its
+  // schema, meta rows and application id are committed before it is
+  // switched to WAL, and a seam store whose own writer crashed is rolled
+  // back by the connection that then writes to it. Only when both side files
+  // exist (a live or crashed WAL writer) and no journal does, an ordinary
+  // read-only connection takes the locks and sees the WAL; it creates
+  // nothing either.
   const bool both_side_files = fileExists(path + "-wal") && fileExists(path + "-shm");
-  const bool immutable = (header->wal && !both_side_files) || journal != Journal::kNone;
+  const bool immutable = !both_side_files || journal != Journal::kNone;
   auto db = openConnection(fileUri(path, immutable ? "?immutable=1" : ""),
                            SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path, "read");
   if (!db) return db.status();

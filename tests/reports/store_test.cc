@@ -379,6 +379,30 @@ TEST(StoreOpen, RefusesASeamStoreWhoseSchemaSqliteCannotReadWhenItCouldWriteAsBa
   EXPECT_EQ(Store::open(path).status().code(), StatusCode::kInvalidInput);
 }
 
+TEST(StoreOpen, RefusesAFileWhoseFormatVersionsSqliteWouldNotWriteWithoutCreatingSideFiles) {
+  // Found by tests/fuzz/store_fuzz.cc: a header with read version 2 (WAL) and
+  // write version 44 was taken for a rollback-journal file, and the read-only
+  // look at it created its -wal and -shm.
+  const std::string foreign = tempPath("versions_foreign.db");
+  ASSERT_EQ(rawSql(foreign, "CREATE TABLE notes(text TEXT)"), "");
+  const std::string seam = tempPath("versions_seam.db");
+  { Store store = openOrDie(seam); }
+  for (const std::string& path : {foreign, seam}) {
+    for (const auto& [write_version, read_version] : {std::pair{44, 2}, std::pair{2, 44}, std::pair{0, 1}}) {
+      std::string bytes = readFile(path);
+      bytes[18] = static_cast<char>(write_version);
+      bytes[19] = static_cast<char>(read_version);
+      writeFile(path, bytes);
+      ASSERT_FALSE(hasSideFiles(path));
+      const std::string message = expectRefusedAndUnchanged(path);
+      EXPECT_NE(message.find("not a seam store (a damaged SQLite database (file format versions " +
+                             std::to_string(write_version) + "/" + std::to_string(read_version) + "))"),
+                std::string::npos)
+          << message;
+    }
+  }
+}
+
 TEST(StoreOpen, RefusesADirectoryAndPathsItCannotReachWithOneLine) {
   const std::string dir = tempPath("dir.db");
   fs::create_directory(dir);
