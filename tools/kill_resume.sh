@@ -19,8 +19,9 @@
 #      line; sweep: every case row with its plan hash and every verdict) and
 #      the two runs' output (the last line, mutation score or case count,
 #      included) without timing lines.
-# Then KILLS runs are killed while they create a new store (the first 50 ms):
-# the next run on each must open it and finish.
+# Then KILLS runs are killed while they create a new store (at 0-29 ms,
+# where a run opens a new file and commits its schema): the next run on
+# each must open it and finish.
 # Delays come from a 31-bit LCG seeded with --seed (printed; it replays them).
 #   tools/kill_resume.sh [--seed N] [--kills K] [--no-sweep]
 # Exit 0 when every store and output compared is identical and every run
@@ -171,7 +172,7 @@ resume_check() {
   compare "$name" "$whole" "$cut" "$work/$name-cut.out" || return
   echo "kill_resume $name: kill points (delay@work stored before it; :finished-first = the run ended first):"
   echo "  ${points[*]}"
-  echo "kill_resume $name: $landed kills over $stores stores; all $compared stores and outputs identical to the uninterrupted run: $(tail -1 "$work/$name-cut.out")"
+  echo "kill_resume $name: $landed kills over $stores store(s); all $compared store(s) and outputs identical to the uninterrupted run: $(tail -1 "$work/$name-cut.out")"
 }
 
 # create_check "ARGS": runs killed while they create a new store.
@@ -180,7 +181,7 @@ create_check() {
   for ((k = 0; k < kills; ++k)); do
     rm -f "$db" "$db-wal" "$db-shm" "$db-journal"
     next_random
-    delay=$(( state % 50 ))
+    delay=$(( state % 30 ))
     # shellcheck disable=SC2086
     "$seam" $args --db "$db" >/dev/null 2>&1 &
     pid=$!
@@ -192,11 +193,11 @@ create_check() {
     "$seam" $args --db "$db" >/dev/null 2>"$work/create.err" ||
       { fail "create: the run after kill $((k + 1)) (${delay} ms) failed: $(tail -1 "$work/create.err")"; return; }
   done
-  echo "kill_resume create: $landed of $kills runs killed in their first 50 ms ($left left a journal); every next run opened the store and finished"
+  echo "kill_resume create: $landed of $kills runs killed in their first 30 ms ($left left a journal behind); every next run opened the store and finished"
 }
 
 echo "kill_resume: seed $seed, $kills kills per run (tools/kill_resume.sh --seed $seed replays the delays)"
 resume_check mutate "mutate --model nemotron-3-nano --world 1,2,4,8,16 --jobs 2"
 ((sweep)) && resume_check sweep "sweep --world 16 --jobs 2"
-create_check "sweep --pattern M-*E --world 2 --jobs 1"
+create_check "sweep --pattern M-*E-M*E --world 8 --jobs 1"
 exit "$failed"
