@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "seam/sim/status.h"
 
@@ -20,9 +21,29 @@ inline constexpr int kExitInternal = 3;
 /// Recorded with every run in the store.
 inline constexpr const char* kSeamVersion = "seam 0.1.0";
 
+/// `text` with every control character (newline, carriage return, ...)
+/// written as \xNN: whatever bytes a bad value holds (`--fusion $'on\n'`, a
+/// JSON string with "\n" in a trace), the error stays one line (DESIGN §9).
+inline std::string oneLine(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 /// Prints the one-line error and returns its exit code.
 inline int fail(const Status& status) {
-  std::cerr << "seam: " << status.message() << "\n";
+  std::cerr << "seam: " << oneLine(status.message()) << "\n";
   return status.code() == StatusCode::kInternal ? kExitInternal : kExitBadInput;
 }
 
@@ -48,12 +69,13 @@ inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::str
     const std::string first = argv[1];
     const bool help = first == "-h" || first == "--help" || first == "--version";
     if (first[0] == '-' && !help) {
-      std::cerr << program << ": unknown option \"" << first.substr(0, 64) << "\" before the command\n";
+      std::cerr << program << ": unknown option \"" << oneLine(first.substr(0, 64)) << "\" before the command\n";
       return kExitBadInput;
     }
     // CLI11 answers an unknown command with "A subcommand is required"; name it.
     if (first[0] != '-' && !known) {
-      std::cerr << program << ": unknown command \"" << first.substr(0, 64) << "\" (commands: " << commands << ")\n";
+      std::cerr << program << ": unknown command \"" << oneLine(first.substr(0, 64)) << "\" (commands: " << commands
+                << ")\n";
       return kExitBadInput;
     }
   }
@@ -69,12 +91,13 @@ inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::str
     std::cout << kSeamVersion << "\n";
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    // One line on stderr naming the bad value (DESIGN §9).
+    // One line on stderr naming the bad value (DESIGN §9): CLI11's own line
+    // breaks become spaces, any other control character in the value is escaped.
     std::string what = e.what();
     for (char& c : what) {
       if (c == '\n') c = ' ';
     }
-    std::cerr << program << ": " << what << "\n";
+    std::cerr << program << ": " << oneLine(what) << "\n";
     return kExitBadInput;
   }
   return -1;

@@ -36,7 +36,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 int failGpu(const Status& status) {
-  std::cerr << "seam-gpu: " << status.message() << "\n";
+  std::cerr << "seam-gpu: " << oneLine(status.message()) << "\n";
   return status.code() == StatusCode::kInternal ? kExitInternal : kExitBadInput;
 }
 

@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for seam and builds it (Release, 2 jobs).
 # Idempotent: apt runs only when a package is missing; cmake rebuilds what changed.
-# Usage: tools/setup.sh [build-dir]   (default: build/)
+# Usage: tools/setup.sh [--with-fuzz] [--packages-only] [build-dir]   (default: build/)
+#   --with-fuzz      also install clang and libFuzzer's runtime (tools/fuzz.sh)
+#   --packages-only  install the packages, build nothing
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-$root/build}"
+build="$root/build"
+fuzz=0
+packages_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-fuzz) fuzz=1 ;;
+    --packages-only) packages_only=1 ;;
+    -*) echo "setup: unknown option \"$arg\" (--with-fuzz, --packages-only)" >&2; exit 2 ;;
+    *) build="$arg" ;;
+  esac
+done
 
 packages=(
   cmake g++ make pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libcli11-dev nlohmann-json3-dev libsqlite3-dev libeigen3-dev libgraphviz-dev
+  sqlite3
 )
+# libFuzzer ships in clang's runtime package (Debian 12: clang 14).
+((fuzz)) && packages+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,6 +37,8 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+((packages_only)) && exit 0
 
 # SEAM_CMAKE_ARGS: extra configure options (tools/test.sh --sanitize sets them).
 # shellcheck disable=SC2086

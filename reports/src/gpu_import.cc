@@ -5,6 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 namespace seam::reports {
 
@@ -34,6 +36,18 @@ struct Reader {
   T get(const json& j, const char* key, T fallback) {
     const json& v = at(j, key);
     if (v.is_null()) return fallback;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // nlohmann converts a float, or an integer out of T's range, with a
+      // plain cast (undefined for 1e300 into an int): only an integer that
+      // fits is this field's value.
+      const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<std::uint64_t>())
+                        : v.is_number_integer() ? std::in_range<T>(v.get<std::int64_t>())
+                                                : false;
+      if (fits) return v.is_number_unsigned() ? static_cast<T>(v.get<std::uint64_t>())
+                                              : static_cast<T>(v.get<std::int64_t>());
+      if (missing.empty()) missing = std::string(key) + " (not an integer in range)";
+      return fallback;
+    }
     try {
       return v.get<T>();
     } catch (const json::exception&) {
@@ -361,22 +375,32 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
 
 Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file) {
   RunRecord run = file.run;
-  if (Status st = store.beginRun(run); !st) return st;
+  // One transaction: the run with all its rows, or nothing.
   if (Status st = store.beginBatch(); !st) return st;
   GpuImport out;
-  for (const GpuResultCase& gc : file.cases) {
-    if (Status st = store.addCase(run.id, gc.c, {}); !st) return st;
-    for (const auto& e : gc.equivalences) {
-      if (Status st = store.addEquivalence(run.id, e); !st) return st;
+  const Status written = [&] {
+    if (Status st = store.beginRun(run); !st) return st;
+    for (const GpuResultCase& gc : file.cases) {
+      if (Status st = store.addCase(run.id, gc.c, {}); !st) return st;
+      for (const auto& e : gc.equivalences) {
+        if (Status st = store.addEquivalence(run.id, e); !st) return st;
+      }
+      for (const auto& t : gc.timings) {
+        if (Status st = store.addTiming(run.id, t); !st) return st;
+      }
+      out.equivalences += static_cast<int>(gc.equivalences.size());
+      out.timings += static_cast<int>(gc.timings.size());
     }
-    for (const auto& t : gc.timings) {
-      if (Status st = store.addTiming(run.id, t); !st) return st;
-    }
-    out.equivalences += static_cast<int>(gc.equivalences.size());
-    out.timings += static_cast<int>(gc.timings.size());
+    return store.finishRun(run.id);
+  }();
+  if (!written) {
+    (void)store.rollbackBatch();
+    return written;
   }
-  if (Status st = store.commitBatch(); !st) return st;
-  if (Status st = store.finishRun(run.id); !st) return st;
+  if (Status st = store.commitBatch(); !st) {
+    (void)store.rollbackBatch();
+    return st;
+  }
   out.run_id = run.id;
   out.tool = file.tool;
   out.summary = file.summary;

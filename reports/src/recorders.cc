@@ -82,10 +82,16 @@ void SweepRecorder::write(Pending batch) {
   for (const auto& [rec, failing] : batch) {
     if (Status st = store_.addCase(run_id_, rec, failing); !st) {
       status_ = st;
+      // The sweep goes on to its end; holding the write lock until then
+      // would stop every other run on this store.
+      (void)store_.rollbackBatch();
       return;
     }
   }
-  if (Status st = store_.commitBatch(); !st) status_ = st;
+  if (Status st = store_.commitBatch(); !st) {
+    status_ = st;
+    (void)store_.rollbackBatch();
+  }
 }
 
 void SweepRecorder::writerLoop() {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -334,28 +335,36 @@ bool fileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-/// What the first 100 bytes of an existing file say before SQLite sees it.
-struct HeaderFacts {
-  bool wal = false;  ///< file format versions 2/2: the database is in WAL mode
-};
+/// Reads the first `n` bytes of `path` (fewer when it is shorter) into `out`;
+/// nullopt when it cannot be opened. `*read_errno` is the errno of the last
+/// failed call.
+std::optional<std::size_t> readPrefix(const std::string& path, unsigned char* out, std::size_t n,
+                                      int* read_errno) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *read_errno = errno;
+    return std::nullopt;
+  }
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, out + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) *read_errno = errno;
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  ::close(fd);
+  return got;
+}
 
 /// Refuses anything that is not a whole SQLite file without asking SQLite,
 /// so that nothing (not even a -wal or -shm beside it) is created for it.
-Expected<HeaderFacts> readHeader(const std::string& path, std::int64_t size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status::invalid(dbName(path) + ": cannot read it (" + std::strerror(errno) + ")");
-  }
+Status readHeader(const std::string& path, std::int64_t size) {
   std::array<unsigned char, kSqliteHeaderBytes> header{};
-  std::size_t got = 0;
-  while (got < header.size()) {
-    const ssize_t n = ::read(fd, header.data() + got, header.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  const int read_errno = errno;
-  ::close(fd);
+  int read_errno = 0;
+  const std::optional<std::size_t> read = readPrefix(path, header.data(), header.size(), &read_errno);
+  if (!read) return Status::invalid(dbName(path) + ": cannot read it (" + std::strerror(read_errno) + ")");
+  const std::size_t got = *read;
   if (got < header.size() && got < static_cast<std::size_t>(size)) {
     return Status::invalid(dbName(path) + ": cannot read it (" + std::strerror(read_errno) + ")");
   }
@@ -371,11 +380,57 @@ Expected<HeaderFacts> readHeader(const std::string& path, std::int64_t size) {
   if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) != 0) {
     return refuse(path, "a damaged SQLite database");
   }
+  // File format write and read versions: 1 (rollback journal) or 2 (WAL).
+  // SQLite opens a file with a larger write version read-only (and creates
+  // its -wal and -shm if the read version is 2), and cannot read one with a
+  // larger read version.
+  if (header[18] < 1 || header[18] > 2 || header[19] < 1 || header[19] > 2) {
+    return refuse(path, "a damaged SQLite database (file format versions " + std::to_string(header[18]) + "/" +
+                            std::to_string(header[19]) + ")");
+  }
   // SQLite writes whole pages; a file cut mid-page was truncated. (A file cut
   // at a page boundary is caught by SQLite itself: the in-header page count,
   // bytes 28..31, then exceeds the file.)
   if (size % page_size != 0) return refuse(path, "a truncated SQLite database");
-  return HeaderFacts{.wal = header[18] == 2 && header[19] == 2};
+  return Status::ok();
+}
+
+/// What the rollback journal beside a file (`path-journal`) says. SQLite
+/// writes one for every transaction outside WAL mode (in seam: creating the
+/// schema, then switching to WAL) and deletes it at the commit, so one left
+/// behind with its magic intact is a crashed writer's ("hot"): the next
+/// connection that may write rolls the file back with it.
+enum class Journal : std::uint8_t {
+  kNone,       ///< no journal, or none SQLite would play back
+  kCreation,   ///< hot, and the file had no pages before: its creation never committed
+  kHot,        ///< hot, over a file that had pages before
+};
+
+Journal readJournal(const std::string& path) {
+  // Header: 8 magic bytes, the page record count, the checksum seed, then
+  // the file's size in pages before the transaction (big-endian).
+  static constexpr unsigned char kMagic[8] = {0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7};
+  static constexpr std::size_t kHeaderBytes = 20;
+  std::array<unsigned char, kHeaderBytes> header{};
+  int ignored = 0;
+  const std::optional<std::size_t> got = readPrefix(path + "-journal", header.data(), header.size(), &ignored);
+  if (!got || *got < header.size() || !std::equal(std::begin(kMagic), std::end(kMagic), header.begin())) {
+    return Journal::kNone;
+  }
+  const std::uint32_t pages_before = (std::uint32_t{header[16]} << 24) | (std::uint32_t{header[17]} << 16) |
+                                     (std::uint32_t{header[18]} << 8) | header[19];
+  return pages_before == 0 ? Journal::kCreation : Journal::kHot;
+}
+
+/// Whether the file's header carries seam's application id (bytes 68..71).
+bool hasSeamApplicationId(const std::string& path) {
+  constexpr std::size_t kOffset = 68;
+  std::array<unsigned char, kOffset + 4> head{};
+  int ignored = 0;
+  const std::optional<std::size_t> got = readPrefix(path, head.data(), head.size(), &ignored);
+  const std::uint32_t value = (std::uint32_t{head[kOffset]} << 24) | (std::uint32_t{head[kOffset + 1]} << 16) |
+                              (std::uint32_t{head[kOffset + 2]} << 8) | head[kOffset + 3];
+  return got && *got == head.size() && value == static_cast<std::uint32_t>(kSeamApplicationId);
 }
 
 /// A URI for sqlite3_open_v2 with SQLITE_OPEN_URI: the path percent-encoded.
@@ -409,8 +464,38 @@ Expected<Connection> openConnection(const std::string& name, int flags, const st
   return db;
 }
 
-/// Whether a read of an existing file failed because it is not a database.
-bool notADatabase(int rc) { return (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT; }
+/// Whether a read of an existing file failed because of what the file holds
+/// (not a database, damaged, a format or schema SQLite cannot read), rather
+/// than because of this machine (busy, out of memory, I/O): such a file is
+/// refused as not a seam store.
+bool unreadableFile(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_NOMEM:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_INTERRUPT:
+    case SQLITE_PERM:
+      return false;
+    default:
+      return true;
+  }
+}
+
+/// The refusal of a file SQLite failed to read with `rc` (unreadableFile).
+Status refuseUnreadable(sqlite3* db, const std::string& path, int rc) {
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) {
+    return refuse(path, "a damaged or truncated SQLite database");
+  }
+  std::string what = sqlite3_errmsg(db);
+  for (char& c : what) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return refuse(path, "an SQLite database SQLite cannot read: " + what.substr(0, 120));
+}
 
 /// Checks, on a connection that cannot write, that the file is a seam store
 /// of this schema version.
@@ -422,7 +507,7 @@ Status inspect(sqlite3* db, const std::string& path) {
     int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
     Statement statement(raw);
     if (rc == SQLITE_OK) rc = sqlite3_step(raw);
-    if (notADatabase(rc)) return refuse(path, "a damaged or truncated SQLite database");
+    if (!detail::sqliteSucceeded(rc) && unreadableFile(rc)) return refuseUnreadable(db, path, rc);
     SEAM_SQLITE_CHECK(rc);
     found = rc == SQLITE_ROW;
     out = found ? columnText(raw, 0) : std::string();
@@ -457,18 +542,21 @@ Status inspect(sqlite3* db, const std::string& path) {
 }
 
 /// Inspects an existing non-empty file without writing to it.
-Status inspectExisting(const std::string& path, std::int64_t size) {
-  auto header = readHeader(path, size);
-  if (!header) return header.status();
-  // A read-only connection to a WAL database creates the -wal and -shm files
-  // when they are missing; immutable=1 reads the main file alone and creates
-  // nothing. That is enough to identify a seam store: its schema, meta rows
-  // and application id are committed before it is switched to WAL. When both
-  // side files exist (a live or crashed WAL writer), an ordinary read-only
-  // connection takes the locks and sees the WAL, and creates nothing either.
-  // A rollback-journal database is read read-only: that creates nothing.
+Status inspectExisting(const std::string& path, std::int64_t size, Journal journal) {
+  if (Status s = readHeader(path, size); !s) return s;
+  // A read-only connection creates the -wal and -shm files of a database
+  // whose header asks for WAL (either format byte 2, whatever the other
+  // says) when they are missing, and cannot play a hot journal back
+  // (SQLITE_READONLY_ROLLBACK). immutable=1 reads the main file alone, as it
+  // is, and creates nothing. That is enough to identify a seam store: its
+  // schema, meta rows and application id are committed before it is
+  // switched to WAL, and a seam store whose own writer crashed is rolled
+  // back by the connection that then writes to it. Only when both side files
+  // exist (a live or crashed WAL writer) and no journal does, an ordinary
+  // read-only connection takes the locks and sees the WAL; it creates
+  // nothing either.
   const bool both_side_files = fileExists(path + "-wal") && fileExists(path + "-shm");
-  const bool immutable = header->wal && !both_side_files;
+  const bool immutable = !both_side_files || journal != Journal::kNone;
   auto db = openConnection(fileUri(path, immutable ? "?immutable=1" : ""),
                            SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path, "read");
   if (!db) return db.status();
@@ -618,7 +706,16 @@ struct Store::Impl {
       SEAM_SQLITE_CHECK(bindAll(*s, run_id, c.index, c.model, c.pattern, c.config, c.flags, c.batch,
                                 c.policy, c.group, outcome, c.refusal, c.reproduce,
                                 static_cast<std::int64_t>(c.plan_hash)));
-      SEAM_SQLITE_CHECK(sqlite3_step(*s));
+      const int rc = sqlite3_step(*s);
+      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        // A run skips the cases it has stored, so this case was stored by
+        // another process since: two runs resumed the same run at once.
+        return Status::refused(dbName(path) + ": case " + std::to_string(c.index) + " of run " +
+                               std::to_string(run_id) +
+                               " is already stored: another seam run is writing the same run (two --resume at "
+                               "once?); this one stops");
+      }
+      SEAM_SQLITE_CHECK(rc);
     }
     if (failing.empty()) return Status::ok();
     auto v = statement(Sql::kInsertVerdict);
@@ -856,6 +953,13 @@ Expected<Store> Store::open(const std::string& path) {
   } else {
     fresh = st.st_size == 0;
   }
+  // A run killed while it created the store leaves the schema's pages and a
+  // hot journal that says the file had none: playing it back (the first
+  // write does) leaves an empty file, which becomes a store like any other.
+  // Another application's unfinished creation is not taken over: without
+  // seam's application id the file is inspected, and refused, as it is.
+  const Journal journal = fresh ? Journal::kNone : readJournal(path);
+  if (journal == Journal::kCreation && hasSeamApplicationId(path)) fresh = true;
 
   if (fresh) {
     auto db = openConnection(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path, "create");
@@ -876,7 +980,7 @@ Expected<Store> Store::open(const std::string& path) {
     }
   }
   if (!fresh) {
-    if (Status s = inspectExisting(path, st.st_size); !s) return s;
+    if (Status s = inspectExisting(path, st.st_size, readJournal(path)); !s) return s;
     auto db = openConnection(path, SQLITE_OPEN_READWRITE, path, "open");
     if (!db) return db.status();
     impl->db = std::move(*db);
@@ -884,6 +988,11 @@ Expected<Store> Store::open(const std::string& path) {
     if (sqlite3_db_readonly(impl->db.get(), "main") == 1) {
       return Status::invalid(dbName(path) + ": cannot write it (the file is read-only)");
     }
+    // A connection that may write reads the whole schema, where a read-only
+    // one passes over some damage (an unknown column in a CHECK constraint):
+    // a schema it cannot read is the file's fault, and nothing is written yet.
+    const int rc = sqlite3_exec(impl->db.get(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+    if (!detail::sqliteSucceeded(rc) && unreadableFile(rc)) return refuseUnreadable(impl->db.get(), path, rc);
   }
   if (Status s = impl->configure(); !s) return s;
   return Store(std::move(impl));
@@ -910,6 +1019,7 @@ Status Store::finishRun(std::int64_t run_id) { return impl_->finishRun(run_id); 
 
 Status Store::beginBatch() { return impl_->exec("BEGIN IMMEDIATE"); }
 Status Store::commitBatch() { return impl_->exec("COMMIT"); }
+Status Store::rollbackBatch() { return impl_->exec("ROLLBACK"); }
 
 Status Store::addCase(std::int64_t run_id, const CaseRecord& c,
                       const std::vector<VerdictRecord>& failing) {

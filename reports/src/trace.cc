@@ -45,6 +45,28 @@ Status readRows(const json& j, const char* key, Rows* rows, const LineError& err
   return Status::ok();
 }
 
+/// Refuses an op at a stage the case does not have. Every op sits at a stage
+/// of its stack (0..n-1) or at n, the stack's final norm; stage -1 is the MTP
+/// stack's input projection (eh_proj), which reads the previous stack's
+/// output, so it exists only in stack 1 and holds no norm. A compute op runs
+/// a stage's weights, so the final norm has none.
+Status checkStage(const Plan& plan, const Op& op, const LineError& err) {
+  const int n = plan.stackSize(op.stack);
+  const std::string where = "\"stage\" " + std::to_string(op.stage) + " of stack " + std::to_string(op.stack);
+  if (n == 0) return err("\"stack\" 1, but the case has no MTP step");
+  if (op.stage < -1 || op.stage > n) {
+    return err(where + " is not a stage of the case (-1.." + std::to_string(n) + ")");
+  }
+  const bool norm = op.kind == OpKind::kNorm || op.kind == OpKind::kAddNorm || op.kind == OpKind::kArAddNorm;
+  if (op.stage == -1 && (op.stack == 0 || norm)) {
+    return err(where + ": stage -1 is the MTP input projection (stack 1, no norm)");
+  }
+  if (op.stage == n && op.kind == OpKind::kCompute) {
+    return err(where + " is the final norm: no stage computes there");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
@@ -116,6 +138,7 @@ Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
     op.layer = static_cast<std::int16_t>(layer);
     op.stage = static_cast<std::int16_t>(stage);
     op.stack = static_cast<std::uint8_t>(stack);
+    if (Status st = checkStage(plan, op, err); !st) return st;
     op.bytes = bytes;
     plan.ranks[rank].push_back(op);
     ++ops;

@@ -168,5 +168,31 @@ TEST(GpuImport, RefusesFilesThatAreNotSeamGpuResultsAndWritesNothing) {
   EXPECT_TRUE(runs->empty());
 }
 
+TEST(GpuImport, RefusesAnIntegerFieldHoldingAFloatOrANumberOutOfRangeNamingTheField) {
+  // Found by tests/fuzz/gpu_json_fuzz.cc: a rank of 1e300 was cast to int
+  // (undefined behaviour) instead of being refused.
+  const std::pair<std::string, std::string> bad[] = {
+      {"\"rank\": 1", "\"rank\": 1e300"},
+      {"\"rank\": 1", "\"rank\": 4294967296"},
+      {"\"rank\": 1", "\"rank\": 1.5"},
+      {"\"bytes\": 256", "\"bytes\": 18446744073709551615"},
+  };
+  for (const auto& [from, to] : bad) {
+    std::string text = kRunJson;
+    const auto at = text.rfind(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    const std::string file = temp("range.json");
+    write(file, text);
+    auto r = readGpuJson(file, "test");
+    ASSERT_FALSE(r.hasValue()) << to;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput) << to;
+    const std::string key = to.substr(1, to.find('"', 1) - 1);
+    EXPECT_NE(r.status().message().find("field \"" + key + " (not an integer in range)\""), std::string::npos)
+        << r.status().message();
+    std::remove(file.c_str());
+  }
+}
+
 }  // namespace
 }  // namespace seam::reports

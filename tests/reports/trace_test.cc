@@ -116,5 +116,53 @@ TEST(Trace, RefusesAGroupThatIsNotSeamsGroupForTheConfig) {
   std::remove(path.c_str());
 }
 
+/// `trace` with the first line that holds `from` changed to hold `to`.
+std::string edited(const std::string& trace, const std::string& from, const std::string& to) {
+  std::string out = trace;
+  const auto at = out.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) out.replace(at, from.size(), to);
+  return out;
+}
+
+TEST(Trace, RefusesAnOpAtAStageTheCaseDoesNotHaveInsteadOfReplayingIt) {
+  // Found by tests/fuzz/trace_fuzz.cc: a trace with "stage": 32767 was
+  // imported and the ledger read past the end of its per-stage tables.
+  const Plan plain = declared(seam::testing::patternCase("M-|*E", {.pp = 2, .tp = 2}, {2}));
+  const Plan mtp = declared(seam::testing::patternCase("M-*E-/*E", {.tp = 2}, {4}));
+  const std::string plain_trace = traceOf(plain), mtp_trace = traceOf(mtp);
+  struct Bad {
+    const Plan* plan;
+    std::string text, needle;
+  };
+  const Bad bad[] = {
+      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":32767,"), "\"stage\" 32767 of stack 0 is not a stage of the case (-1..4)"},
+      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":-1,"), "stage -1 is the MTP input projection"},
+      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":1,\"stack\":1,"), "\"stack\" 1, but the case has no MTP step"},
+      {&plain, edited(plain_trace, "\"stage\":1,\"phase\":\"compute\",\"op\":\"compute\"",
+              "\"stage\":4,\"phase\":\"compute\",\"op\":\"compute\""),
+       "is the final norm: no stage computes there"},
+      {&mtp, edited(mtp_trace, "\"stage\":2,\"stack\":1,\"phase\":\"entry\",\"op\":\"add_norm\"",
+                    "\"stage\":-1,\"stack\":1,\"phase\":\"entry\",\"op\":\"add_norm\""),
+       "stage -1 is the MTP input projection (stack 1, no norm)"},
+  };
+  for (const Bad& b : bad) {
+    const std::string path = temp("stage.jsonl");
+    std::ofstream(path) << b.text;
+    auto r = importTrace(path, *b.plan);
+    ASSERT_FALSE(r.hasValue()) << b.needle;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(r.status().message().find(b.needle), std::string::npos) << r.status().message();
+    std::remove(path.c_str());
+  }
+  // The stages a real plan uses are all accepted: -1 of the MTP stack, the final norms.
+  for (const Plan* p : {&plain, &mtp}) {
+    const std::string path = temp("stage_ok.jsonl");
+    std::ofstream(path) << traceOf(*p);
+    EXPECT_TRUE(importTrace(path, *p).hasValue());
+    std::remove(path.c_str());
+  }
+}
+
 }  // namespace
 }  // namespace seam::reports

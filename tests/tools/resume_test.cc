@@ -18,7 +18,9 @@
 
 namespace {
 
+using seam::testing::killWhen;
 using seam::testing::runSeam;
+using seam::testing::spawnSeam;
 
 std::string tempPath(const std::string& name) {
   return ::testing::TempDir() + "seam_resume_" + std::to_string(getpid()) + "_" + name;
@@ -37,38 +39,6 @@ std::string stable(const std::string& out, const char* timing_prefix) {
     kept += line + "\n";
   }
   return kept;
-}
-
-/// Starts `seam ARGS` in the background; returns its pid.
-pid_t spawn(const std::string& args) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const std::string cmd = "exec " + std::string(SEAM_BIN) + " " + args + " >/dev/null 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return pid;
-}
-
-/// Waits until `ready()` or the child exits; then SIGKILLs it. True if it
-/// was killed while still running.
-template <class Ready>
-bool killWhen(pid_t pid, Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status;
-    if (waitpid(pid, &status, WNOHANG) == pid) return false;  // finished first
-    if (ready()) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  kill(pid, SIGKILL);
-  int status;
-  waitpid(pid, &status, 0);
-  return false;
 }
 
 /// Counts rows of a run through a read of the store (another process writes it).
@@ -101,7 +71,7 @@ TEST(Resume, ACampaignKilledHalfwayAndResumedEndsWithTheSameTable) {
   bool killed = false;
   for (std::int64_t threshold : {8, 4, 1}) {
     removeStore(cut_db);
-    const pid_t pid = spawn(args + " --db " + cut_db);
+    const pid_t pid = spawnSeam(args + " --db " + cut_db);
     killed = killWhen(pid, [&] { return storedMutants(cut_db) >= threshold; });
     if (killed) break;
   }
@@ -130,7 +100,7 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
   bool killed = false;
   for (std::int64_t threshold : {20000, 6000, 1000}) {
     removeStore(cut_db);
-    const pid_t pid = spawn(args + " --db " + cut_db);
+    const pid_t pid = spawnSeam(args + " --db " + cut_db);
     killed = killWhen(pid, [&] { return storedCases(cut_db) >= threshold; });
     if (killed) break;
   }

@@ -3,14 +3,17 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace seam::testing {
 
@@ -52,6 +55,54 @@ inline CliRun runSeam(const std::string& args, const std::string& bin = SEAM_BIN
   r.err = ss.str();
   std::remove(err_path.c_str());
   return r;
+}
+
+/// Starts `seam ARGS` in the background, stdout and stderr to `out` and
+/// `err` (discarded when empty); returns its pid.
+inline pid_t spawnSeam(const std::string& args, const std::string& out = "", const std::string& err = "") {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + std::string(SEAM_BIN) + " " + args + " >" + (out.empty() ? "/dev/null" : out) +
+                            " 2>" + (err.empty() ? "/dev/null" : err);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+/// The exit code of a spawned seam (-1 when a signal ended it).
+inline int waitExit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Waits until `ready()` or the child exits; then SIGKILLs it. True if it
+/// was killed while still running.
+template <class Ready>
+bool killWhen(pid_t pid, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;  // finished first
+    if (ready()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  return false;
+}
+
+inline std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 /// Number of newline-terminated lines.

@@ -127,7 +127,12 @@ class Store {
   /// transaction). A crash loses at most the uncommitted batch.
   Status beginBatch();
   Status commitBatch();
+  /// Discards the open batch (none of its writes lands) and frees the store
+  /// for other writers; a writer that fails inside a batch calls it.
+  Status rollbackBatch();
 
+  /// A case index the run already has is refused (StatusCode::kRefused): the
+  /// only writer that gets there is a second process writing the same run.
   Status addCase(std::int64_t run_id, const CaseRecord& c, const std::vector<VerdictRecord>& failing);
   /// Indices of the run's cases already stored (what a resumed run skips).
   Expected<std::vector<std::int64_t>> caseIndices(std::int64_t run_id);

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Kills stored runs at random points and checks that resuming them loses and
+# changes nothing (issue #11: a crash at any point loses at most the work in
+# flight). For `seam mutate` and `seam sweep` (--no-sweep leaves it out):
+#   1. runs it uninterrupted into one store, noting T (its wall time) and B
+#      (when its first row was stored: a campaign's baseline comes first);
+#   2. runs it into a second store and SIGKILLs it after a random delay,
+#      checks that store (PRAGMA integrity_check), resumes it with --resume
+#      (a plain run when the kill came before the run was stored), kills that
+#      too, and so on until KILLS kills have landed; then lets the last
+#      resume finish. Each delay is uniform over the estimated length of that
+#      resumed run, B + (T - B) x the share of the work still to do, so kills
+#      land in startup, baseline, storing and finishing alike; a run that
+#      ends before its kill point completes its store (compared like the
+#      last one) and the next kill starts a new store;
+#   3. compares each completed store with the uninterrupted one row for row
+#      (mutate: every mutant's status, argument and cases run, every kill
+#      with its first killing case, property, class, text and reproduce
+#      line; sweep: every case row with its plan hash and every verdict) and
+#      the two runs' output (the last line, mutation score or case count,
+#      included) without timing lines.
+# Then KILLS runs are killed while they create a new store (at 0-29 ms,
+# where a run opens a new file and commits its schema): the next run on
+# each must open it and finish.
+# Delays come from a 31-bit LCG seeded with --seed (printed; it replays them).
+#   tools/kill_resume.sh [--seed N] [--kills K] [--no-sweep]
+# Exit 0 when every store and output compared is identical and every run
+# after a kill in store creation succeeded; 1 otherwise (with the
+# difference and the seed); 2 on usage.
+# The per-command helpers (dump_NAME, rows_NAME, ...) are called by name.
+# shellcheck disable=SC2317
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${SEAM_BUILD:-$root/build}"
+seed=$(( $(date +%s%N) / 1000 % 1000000 ))
+kills=20
+sweep=1
+while (($#)); do
+  case "$1" in
+    --seed) [[ "${2:-}" =~ ^[0-9]+$ ]] || { echo "kill_resume: --seed needs a number" >&2; exit 2; }; seed=$2; shift 2 ;;
+    --kills) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "kill_resume: --kills needs a positive number" >&2; exit 2; }; kills=$2; shift 2 ;;
+    --no-sweep) sweep=0; shift ;;
+    *) echo "kill_resume: unknown option \"$1\" (--seed N, --kills K, --no-sweep)" >&2; exit 2 ;;
+  esac
+done
+
+"$root/tools/setup.sh" "$build" >/dev/null
+seam="$build/tools/seam"
+work="$(mktemp -d "${TMPDIR:-/tmp}/seam-kill-resume.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+state=$seed
+next_random() { state=$(( (state * 1103515245 + 12345) % 2147483648 )); }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
+query() { sqlite3 -readonly "$1" "$2"; }
+
+# What a run is compared by (each store holds one run).
+dump_mutate() {
+  query "$1" "SELECT id, kind, status, argument, cases_run FROM mutants ORDER BY id;
+              SELECT mutant_id, case_idx, property, violation_class, text, reproduce FROM kills ORDER BY mutant_id;
+              SELECT count(*), sum(finished_ms > 0) FROM runs;"
+}
+dump_sweep() {
+  query "$1" "SELECT idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, reproduce, plan_hash
+                FROM cases ORDER BY idx;
+              SELECT case_idx, property, seq, holds, violation_class, text FROM verdicts ORDER BY case_idx, property;
+              SELECT count(*), sum(finished_ms > 0) FROM runs;"
+}
+# Output without what differs between runs by nature: wall times and rates,
+# and the line only a resumed run prints.
+stable_mutate() { grep -v -e '^campaign took' -e 'resumed' "$1" || true; }
+stable_sweep() {
+  grep -v -e '^checked ' -e 'resumed' "$1" |
+    sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//' || true
+}
+rows_mutate() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM mutants" 2>/dev/null || echo 0; }
+rows_sweep() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM cases" 2>/dev/null || echo 0; }
+# The work a store holds, in cases checked: a campaign's mutants differ a lot
+# (a killed one stops at its first kill, an equivalent one runs every case).
+cost_mutate() { [[ -s "$1" ]] && query "$1" "SELECT coalesce(sum(cases_run), 0) FROM mutants" 2>/dev/null || echo 0; }
+cost_sweep() { rows_sweep "$1"; }
+runs_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs" 2>/dev/null || echo 0; }
+finished_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs WHERE finished_ms > 0" 2>/dev/null || echo 0; }
+
+failed=0
+fail() { echo "kill_resume $1 (seed $seed)" >&2; failed=1; }
+
+# compare NAME WHOLE_STORE CUT_STORE CUT_OUTPUT|-: one resumed run against
+# the uninterrupted one (its output too, unless it was killed after it had
+# finished its run and so printed nothing).
+compare() {
+  local name=$1 whole=$2 cut=$3 out=$4
+  if ! diff <("dump_$name" "$whole") <("dump_$name" "$cut") >"$work/$name.diff"; then
+    fail "$name: the resumed store $(basename "$cut") differs from the uninterrupted one:"
+    head -20 "$work/$name.diff" >&2
+    return 1
+  fi
+  if [[ "$out" != - ]] && ! diff <("stable_$name" "$work/$name-whole.out") <("stable_$name" "$out") >"$work/$name.diff"; then
+    fail "$name: the output of the run that finished $(basename "$cut") differs:"
+    head -20 "$work/$name.diff" >&2
+    return 1
+  fi
+  compared=$((compared + 1))
+}
+
+# resume_check NAME "ARGS"
+resume_check() {
+  local name=$1 args=$2
+  local whole="$work/$name-whole.db" t0 pid first=0 total_ms total_cost
+  # 1. Uninterrupted, noting when the first row arrives.
+  t0=$(now_ms)
+  # shellcheck disable=SC2086
+  "$seam" $args --db "$whole" >"$work/$name-whole.out" 2>"$work/$name-whole.err" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if ((first == 0)) && (($("rows_$name" "$whole") > 0)); then first=$(( $(now_ms) - t0 )); fi
+    sleep 0.02
+  done
+  wait "$pid" || { fail "$name: the uninterrupted run failed: $(tail -1 "$work/$name-whole.err")"; return; }
+  total_ms=$(( $(now_ms) - t0 ))
+  ((first > 0)) || first=$total_ms
+  total_cost=$("cost_$name" "$whole")
+  echo "kill_resume $name: seam $args: uninterrupted ${total_ms} ms (first row at ${first} ms), $("rows_$name" "$whole") rows"
+
+  # 2. Killed and resumed until KILLS kills have landed; a run that finishes
+  # before its kill point completes that store, which is compared, and the
+  # next kill starts a new one.
+  local landed=0 stores=1 cut="$work/$name-cut1.db" points=() done_cost span delay resume=() integrity
+  compared=0
+  while ((landed < kills)); do
+    done_cost=$("cost_$name" "$cut")
+    span=$(( first + (total_ms - first) * (total_cost - done_cost) / total_cost ))
+    ((span > 1)) || span=1
+    next_random
+    delay=$(( state % span ))
+    # shellcheck disable=SC2086
+    "$seam" $args --db "$cut" "${resume[@]}" >"$work/$name-cut.out" 2>"$work/$name-cut.err" &
+    pid=$!
+    sleep_ms "$delay"
+    if kill -KILL "$pid" 2>/dev/null; then
+      wait "$pid" 2>/dev/null || true
+      landed=$((landed + 1))
+      points+=("${delay}ms@${done_cost}/${total_cost}")
+      if [[ -s "$cut" ]]; then
+        integrity=$(query "$cut" "PRAGMA integrity_check" 2>&1 || true)
+        [[ "$integrity" == ok ]] || { fail "$name: store damaged by kill $landed: $integrity"; return; }
+      fi
+      # Resume what the killed run had stored; start afresh when it had not
+      # stored its run yet.
+      (($(runs_in "$cut") > 0)) && resume=(--resume)
+      if (($(finished_in "$cut") > 0)); then
+        # Killed after it had finished its run (while printing).
+        points[-1]+=":after-finish"
+        compare "$name" "$whole" "$cut" - || return
+      else
+        continue
+      fi
+    else
+      wait "$pid" || { fail "$name: a resumed run failed: $(tail -1 "$work/$name-cut.err")"; return; }
+      points+=("${delay}ms@${done_cost}/${total_cost}:finished-first")
+      compare "$name" "$whole" "$cut" "$work/$name-cut.out" || return
+    fi
+    stores=$((stores + 1))
+    cut="$work/$name-cut$stores.db"
+    resume=()
+  done
+  # The store the last kill left: resumed to the end.
+  # shellcheck disable=SC2086
+  "$seam" $args --db "$cut" "${resume[@]}" >"$work/$name-cut.out" 2>"$work/$name-cut.err" ||
+    { fail "$name: the last resume failed: $(tail -1 "$work/$name-cut.err")"; return; }
+  compare "$name" "$whole" "$cut" "$work/$name-cut.out" || return
+  echo "kill_resume $name: kill points (delay@work stored before it; :finished-first = the run ended first):"
+  echo "  ${points[*]}"
+  echo "kill_resume $name: $landed kills over $stores store(s); all $compared store(s) and outputs identical to the uninterrupted run: $(tail -1 "$work/$name-cut.out")"
+}
+
+# create_check "ARGS": runs killed while they create a new store.
+create_check() {
+  local args=$1 db="$work/create.db" k delay pid landed=0 left=0
+  for ((k = 0; k < kills; ++k)); do
+    rm -f "$db" "$db-wal" "$db-shm" "$db-journal"
+    next_random
+    delay=$(( state % 30 ))
+    # shellcheck disable=SC2086
+    "$seam" $args --db "$db" >/dev/null 2>&1 &
+    pid=$!
+    sleep_ms "$delay"
+    kill -KILL "$pid" 2>/dev/null && landed=$((landed + 1))
+    wait "$pid" 2>/dev/null || true
+    [[ -e "$db-journal" ]] && left=$((left + 1))
+    # shellcheck disable=SC2086
+    "$seam" $args --db "$db" >/dev/null 2>"$work/create.err" ||
+      { fail "create: the run after kill $((k + 1)) (${delay} ms) failed: $(tail -1 "$work/create.err")"; return; }
+  done
+  echo "kill_resume create: $landed of $kills runs killed in their first 30 ms ($left left a journal behind); every next run opened the store and finished"
+}
+
+echo "kill_resume: seed $seed, $kills kills per run (tools/kill_resume.sh --seed $seed replays the delays)"
+resume_check mutate "mutate --model nemotron-3-nano --world 1,2,4,8,16 --jobs 2"
+((sweep)) && resume_check sweep "sweep --world 16 --jobs 2"
+create_check "sweep --pattern M-*E-M*E --world 8 --jobs 1"
+exit "$failed"
