@@ -275,7 +275,9 @@ Status RankExecutor::dpGather(const Op& op, int index) {
   expectLayout(b, RowKind::kAttention, s_.rows.count(RowKind::kAttention, rank_), op, index);
   record(index, bytesOf(cnt));
   if (Status st = zeroRows(scratch_.data.get(), cnt); !st) return st;
-  const bool writer = op.kind == OpKind::kDpGatherPartial || s_.topo.attnTpRank(rank_) == 0;
+  // CP replicas (a batch not sharded over CP): CP rank 0 writes.
+  const bool writer = (op.kind == OpKind::kDpGatherPartial || s_.topo.attnTpRank(rank_) == 0) &&
+                      s_.topo.attnCpRank(rank_) == 0;
   if (writer) {
     const int slot = fmap.fullSlot(s_.topo.attnDpRank(rank_));
     if (Status st = copyRows(scratch_.row(slot, h_), b.data.get(), std::min(b.rows, cnt - slot)); !st) return st;

@@ -41,6 +41,21 @@ namespace {
 constexpr int kFuseMaxTokens = 2048;
 /// bf16 activations.
 constexpr int kBytesPerElement = 2;
+/// ZigzagCPStrategy.can_apply: a sequence shorter than this is not CP-sharded.
+constexpr int kZigzagMinTokens = 128;
+
+/// The batch takes the CONTEXT_PARALLEL variant (prefill CP shards its
+/// tokens): an extend batch the CP strategy can apply to (layers/cp/). Zigzag
+/// (GQA) needs every sequence to hold at least max(128, 2cp) tokens; seam's
+/// batch is one sequence per DP shard. Interleave (MLA) needs sum >= cp.
+bool cpShardsBatch(const Case& c, bool mla) {
+  const int cp = c.config.attn_cp;
+  if (c.flags.mode != ForwardMode::kExtend || cp <= 1) return false;
+  for (int tokens : c.batch.tokens) {
+    if (mla ? tokens >= cp : tokens >= std::max(kZigzagMinTokens, 2 * cp)) return true;
+  }
+  return false;
+}
 
 /// One abstract step of an entry or exit, instantiated per rank.
 struct Step {
@@ -93,7 +108,10 @@ class DeclaredBuilder {
         a_(cfg_.attnTp()),
         hidden_(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1),
         total_tokens_(c.batch.total()),
-        spl_(c.model.stagesPerLayer()) {}
+        spl_(c.model.stagesPerLayer()),
+        cp_(two_stage_ && cfg_.attn_cp > 1),
+        mla_(c.model.shape.q_lora_rank > 0),
+        cp_batch_(cp_ && cpShardsBatch(c, mla_)) {}
 
   Expected<Plan> build();
 
@@ -106,6 +124,15 @@ class DeclaredBuilder {
   int world() const { return cfg_.world(); }
   int ppRank(int rank) const { return rank / cfg_.tp; }
   bool fusable() const;
+  /// LayerCommunicator._declared_sides under prefill CP: the GQA CP moves
+  /// have no reduce-scatter, so an FFN output may leave its sum (defer it,
+  /// or leave it to a DP reduce-scatter) only when the FFN runs on CP shards
+  /// (on_cp_shards: a MoE with moe_dp == attn_cp). MLA CP may leave it on any
+  /// batch that is not CP-sharded. Without CP: always.
+  bool mayLeave(LayerKind ffn) const {
+    if (!cp_ || mla_) return true;
+    return ffn == LayerKind::kMoe && cfg_.moe_dp == cfg_.attn_cp;
+  }
   bool a2aMoe(LayerKind k) const { return k == LayerKind::kMoe && c_.flags.a2a != A2aBackend::kNone; }
   /// A fully-DP dense FFN of a two-stage layer (moe_dense_tp_size == 1).
   bool denseOnLocal(LayerKind k) const { return two_stage_ && k == LayerKind::kDenseMlp && c_.flags.dense_tp1; }
@@ -169,6 +196,14 @@ class DeclaredBuilder {
   int hidden_;
   int total_tokens_;
   int spl_;  ///< stages per decoder layer
+  /// Two-stage layers under attention CP (attn_cp > 1, --enable-prefill-cp).
+  bool cp_;
+  /// The attention is MLA (every MLA preset declares a q_lora_rank): prefill
+  /// CP takes the DSA/MLA interleave path, else the GQA zigzag path.
+  bool mla_;
+  /// The batch is CP-sharded (the CONTEXT_PARALLEL variant); otherwise CP
+  /// ranks hold the same rows (token_axis_sizes(cp_active=False)).
+  bool cp_batch_;
   bool rank0_steps_ = false;  ///< some step runs on attention-TP rank 0 only
   Plan plan_;
   std::vector<std::vector<LayerKind>> stacks_;
@@ -234,10 +269,45 @@ Status DeclaredBuilder::refuse() {
   if (c_.flags.a2a != A2aBackend::kNone && !has_moe) {
     return Status::refused("an all-to-all MoE backend needs a MoE layer; the pattern has none");
   }
+  if (cp_) {
+    // factories._reject_unsupported_cp_moe (construction time, any batch).
+    const bool tp_moe = has_moe && c_.flags.a2a == A2aBackend::kNone;
+    if (has_moe && c_.flags.a2a != A2aBackend::kNone && D_ > 1 && !mla_) {
+      return Status::refused("a MoE dispatched per DP shard under attention DP and GQA prefill CP "
+                             "(_reject_unsupported_cp_moe)");
+    }
+    if (tp_moe && cfg_.moe_dp == cfg_.attn_cp && mla_) {
+      return Status::refused("a MoE on the TP group with moe_dp_size == attn_cp_size under DSA or MLA prefill CP "
+                             "(_reject_unsupported_cp_moe)");
+    }
+    if (tp_moe && cfg_.moe_dp == cfg_.attn_cp && D_ > 1) {
+      return Status::refused("a MoE on the TP group with moe_dp_size == attn_cp_size under attention DP and "
+                             "attention CP (_reject_unsupported_cp_moe)");
+    }
+    if (input_scattered_) {
+      // _input_can_be_scattered: not _generic_prefill_cp_shards_tokens(); the
+      // engine silently runs the ordinary variant (the same case).
+      return Status::refused("input-scattered attention is excluded under prefill CP (_input_can_be_scattered); "
+                             "the engine runs the ordinary variant");
+    }
+    if (cp_batch_ && branch_) {
+      return Status::refused("branch transport requires ordinary batch rows (LongCat-Flash under a CP-sharded "
+                             "extend batch)");
+    }
+    if (cp_batch_ && mla_ && (a_ > 1 || D_ > 1)) {
+      return Status::refused("attn_cp_gather asserts attn_dp_size == 1 and attn_tp_size == 1 (MLA prefill CP, "
+                             "attn_tp=" + std::to_string(a_) + " attn_dp=" + std::to_string(D_) + ")");
+    }
+  }
   // seam's gaps come after the engine's refusals, which take precedence.
-  if (two_stage_ && cfg_.attn_cp > 1) {
-    return Status::notModelled("attention context parallel (attn_cp=" + std::to_string(cfg_.attn_cp) +
-                               ") for two-stage layers (prefill CP gathers, serving-boundaries §4, §6.5)");
+  if (cp_ && legacy_) {
+    return Status::notModelled("the classic (Gen A) tables under attention CP (attn_cp=" +
+                               std::to_string(cfg_.attn_cp) + "; Gen B's MOE_FULL rows)");
+  }
+  if (cp_batch_) {
+    return Status::notModelled(std::string(mla_ ? "MLA interleave" : "GQA zigzag") +
+                               " prefill CP on a CP-sharded extend batch (attn_cp=" + std::to_string(cfg_.attn_cp) +
+                               "; CP shard rows and the CP gathers, serving-boundaries §4, §6.3)");
   }
   if (branch_) {
     // Branches run only on ORDINARY batches (serving-boundaries §10).
@@ -532,7 +602,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   // next layer's input (should_fuse_mlp_allreduce_with_next_layer), never
   // under DP attention.
   const bool may_defer = !naive_ && T_ > 1 && !terminal && !final_norm && !consumer_ffn && !hybrid_ep_tp &&
-                         total_tokens_ > 0 &&
+                         total_tokens_ > 0 && mayLeave(producer) &&
                          (!legacy_ || (D_ == 1 && owed != kNoAxis && fusable() &&
                                        sameGroup(static_cast<Axis>(owed), postExpertsAxis())));
   if (D_ == 1) {
@@ -572,8 +642,11 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
 
   // D > 1: the FFN output is on full rows and returns over DP (§6.6).
   const BoundaryReduction strategy = c_.flags.reduction;
-  const bool strategy_rsv = strategy == BoundaryReduction::kRsv || strategy == BoundaryReduction::kRsRsv;
-  const bool strategy_rs = strategy == BoundaryReduction::kRs || strategy == BoundaryReduction::kRsRsv;
+  // may_reduce_scatterv = use_rsv and may_leave; may_reduce_scatter = use_rs and may_scatter.
+  const bool strategy_rsv =
+      mayLeave(producer) && (strategy == BoundaryReduction::kRsv || strategy == BoundaryReduction::kRsRsv);
+  const bool strategy_rs =
+      mayLeave(producer) && (strategy == BoundaryReduction::kRs || strategy == BoundaryReduction::kRsRsv);
   // A reduce-scatter over tp completes the sum only when the owed group is the
   // whole TP group (otherwise it would also add the moe_dp replicas).
   const bool owes_tp = owed != kNoAxis && sameGroup(static_cast<Axis>(owed), Axis::kTp);
@@ -994,8 +1067,10 @@ Expected<Plan> DeclaredBuilder::build() {
         emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
         // The zero residual lies on the rows the first MTP layer reads (local
         // rows for an all-to-all MoE), like the hidden state it is added to.
-        const RowKind res_rows =
-            a2aMoe(stacks_[1][0]) || input_scattered_ || ln_sp_ ? localRows() : RowKind::kAttention;
+        // LayerNorm SP slices onto local rows even when attn_tp == 1.
+        const RowKind res_rows = ln_sp_ ? RowKind::kLocal
+                                 : a2aMoe(stacks_[1][0]) || input_scattered_ ? localRows()
+                                                                             : RowKind::kAttention;
         emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual, kNoAxis, res_rows, res_rows});
       }
       const bool capture = stack == 0 && to < n &&

@@ -758,8 +758,11 @@ class Replay {
           const Buffer& b = buf(m);
           if (!expectKind(m, b, RowKind::kAttention, op, tensorName(t).data())) return;
           // Writers: every attention-TP rank for a partial gather (the gather
-          // completes the attn-TP sum), attention-TP rank 0 for a replicate one.
+          // completes the attn-TP sum), attention-TP rank 0 for a replicate one;
+          // of the CP replicas of a batch not sharded over CP, CP rank 0 only
+          // (_dp_gather_via_all_reduce without cp_shard_counts).
           if (!partial && topo_->attnTpRank(m) != 0) continue;
+          if (topo_->attnCpRank(m) != 0) continue;
           const int slot = fmap.fullSlot(topo_->attnDpRank(m));
           for (size_t i = 0; i < b.v.size(); ++i) domain_.add(g.v[slot + i], b.v[i]);
         }

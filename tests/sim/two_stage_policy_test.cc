@@ -276,13 +276,82 @@ TEST(TwoStageRules, UnderLayerNormSpEveryStageGathersItsInputAndReduceScattersIt
 }
 
 TEST(TwoStageRules, TheRefusalsSayWhatSeamDoesNotModelYetAndWhatTheEngineRefuses) {
-  auto cp = buildPlan(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {3}), PolicyKind::kDeclared);
-  ASSERT_FALSE(cp.hasValue());
-  EXPECT_EQ(cp.status().code(), StatusCode::kRefused);
-  EXPECT_EQ(cp.status().message().rfind("not modelled yet: attention context parallel", 0), 0u);
   auto ep = buildPlan(twoStageCase("*E*E", {.tp = 4, .moe_ep = 2}, {3}, a2a()), PolicyKind::kDeclared);
   ASSERT_FALSE(ep.hasValue());
   EXPECT_NE(ep.status().message().find("moe_ep == tp"), std::string::npos);
+  auto legacy = buildPlan(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {3}), PolicyKind::kLegacy);
+  ASSERT_FALSE(legacy.hasValue());
+  EXPECT_TRUE(isNotModelled(legacy.status().message()));
+}
+
+// ---- attention context parallel ----------------------------------------------------
+
+Flags extend() {
+  Flags f;
+  f.mode = ForwardMode::kExtend;
+  return f;
+}
+
+/// The case with GQA attention (bare MoE patterns borrow DeepSeek-V3's MLA shape).
+Case gqa(Case c) {
+  c.model.shape.q_lora_rank = kNotApplicable;
+  return c;
+}
+
+Case deepseekCase(ParallelConfig config, std::vector<int> tokens, Flags flags) {
+  Case c;
+  c.model = *modelFromPreset(**findPreset("deepseek-v3"));
+  c.config = config;
+  c.batch.tokens = std::move(tokens);
+  c.flags = std::move(flags);
+  return c;
+}
+
+TEST(AttentionCp, OnABatchNotShardedOverCpTheCpRanksAreReplicasAndTheGqaFfnNeverLeavesItsSum) {
+  // Decode: token_axis_sizes(cp_active=False) makes ATTN_CP size 1. GQA CP
+  // moves have no reduce-scatter, so may_leave is false: every FFN exit
+  // completes its own sum (no deferral into the next attention's fused entry).
+  const Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {3}));
+  for (int r = 0; r < plan.world(); ++r) {
+    EXPECT_EQ(kindsAt(plan, r, 1, Phase::kExit), std::vector<OpKind>{OpKind::kAllReduce}) << r;
+  }
+  expectHolds(plan);
+  // The same stack without CP defers the FFN's sum into the next entry.
+  const Plan no_cp = mustBuild(twoStageCase("*-*-", {.tp = 4}, {3}));
+  EXPECT_TRUE(kindsAt(no_cp, 0, 1, Phase::kExit).empty());
+  // A GQA extend batch shorter than max(128, 2cp) per sequence is not
+  // sharded either (ZigzagCPStrategy.can_apply).
+  expectHolds(mustBuild(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2}, {5}, extend()))));
+}
+
+TEST(AttentionCp, UnderDpAttentionOnlyCpRankZeroWritesItsShardIntoTheDpGather) {
+  // _dp_gather_via_all_reduce without cp_shard_counts: writers are attn-TP
+  // rank 0 of CP rank 0; a CP replica writing too would count the shard twice.
+  const Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {3, 2}));
+  EXPECT_EQ(plan.ranks[0].size(), plan.ranks[2].size());
+  expectHolds(plan);
+}
+
+TEST(AttentionCp, ACpShardedExtendBatchIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
+  auto zigzag = buildPlan(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2}, {130}, extend())), PolicyKind::kDeclared);
+  ASSERT_FALSE(zigzag.hasValue());
+  EXPECT_TRUE(isNotModelled(zigzag.status().message()));
+  EXPECT_NE(zigzag.status().message().find("GQA zigzag"), std::string::npos);
+  auto mla = buildPlan(deepseekCase({.tp = 2, .attn_cp = 2}, {4}, extend()), PolicyKind::kDeclared);
+  ASSERT_FALSE(mla.hasValue());
+  EXPECT_NE(mla.status().message().find("MLA interleave"), std::string::npos);
+  // attn_cp_gather asserts attn_tp == 1 and attn_dp == 1 on a sharded batch.
+  auto mla_tp = buildPlan(deepseekCase({.tp = 4, .attn_cp = 2}, {4}, extend()), PolicyKind::kDeclared);
+  ASSERT_FALSE(mla_tp.hasValue());
+  EXPECT_EQ(mla_tp.status().code(), StatusCode::kRefused);
+  EXPECT_NE(mla_tp.status().message().find("attn_cp_gather asserts"), std::string::npos);
+  // _reject_unsupported_cp_moe, for every batch.
+  auto moe_dp = buildPlan(deepseekCase({.tp = 4, .attn_cp = 2, .moe_dp = 2}, {1}, {}), PolicyKind::kDeclared);
+  ASSERT_FALSE(moe_dp.hasValue());
+  EXPECT_NE(moe_dp.status().message().find("moe_dp_size == attn_cp_size under DSA or MLA prefill CP"),
+            std::string::npos);
+  // The same MLA stack on a decode batch plans and holds.
+  expectHolds(mustBuild(deepseekCase({.tp = 4, .attn_cp = 2}, {3}, {})));
 }
 
 // ---- LongCat-Flash branches ------------------------------------------------------------
