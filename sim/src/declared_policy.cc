@@ -57,6 +57,16 @@ bool cpShardsBatch(const Case& c, bool mla) {
   return false;
 }
 
+/// The rows a case's batch takes over attention CP: interleaved for an MLA
+/// stack on a CP-sharded extend batch with attn_tp = attn_dp = 1 (any other
+/// MLA CP batch is refused by attn_cp_gather's assert; GQA zigzag is not
+/// modelled yet).
+CpLayout cpLayoutOf(const Case& c) {
+  const bool mla = c.model.shape.q_lora_rank > 0;
+  const bool sharded = c.model.family != LayerFamily::kSingleStage && mla && cpShardsBatch(c, mla);
+  return sharded && c.config.attnTp() == 1 && c.config.attn_dp == 1 ? CpLayout::kInterleave : CpLayout::kReplicated;
+}
+
 /// One abstract step of an entry or exit, instantiated per rank.
 struct Step {
   OpKind kind;
@@ -102,7 +112,8 @@ class DeclaredBuilder {
         schema_(schema),
         cfg_(c.config),
         padding_(resolvePadding(c)),
-        rows_(c.config, c.batch, padding_),
+        cp_layout_(cpLayoutOf(c)),
+        rows_(c.config, c.batch, padding_, cp_layout_),
         T_(cfg_.tp),
         D_(cfg_.attn_dp),
         a_(cfg_.attnTp()),
@@ -129,6 +140,10 @@ class DeclaredBuilder {
   /// or leave it to a DP reduce-scatter) only when the FFN runs on CP shards
   /// (on_cp_shards: a MoE with moe_dp == attn_cp). MLA CP may leave it on any
   /// batch that is not CP-sharded. Without CP: always.
+  /// The boundary reduction strategy picks a reduce-scatter (rs, rs+rsv).
+  bool useRs() const {
+    return c_.flags.reduction == BoundaryReduction::kRs || c_.flags.reduction == BoundaryReduction::kRsRsv;
+  }
   bool mayLeave(LayerKind ffn) const {
     if (!cp_ || mla_) return true;
     return ffn == LayerKind::kMoe && cfg_.moe_dp == cfg_.attn_cp;
@@ -141,7 +156,9 @@ class DeclaredBuilder {
   /// Rows an a2a FFN runs on: local rows, which equal attention rows when attn_tp == 1.
   RowKind localRows() const { return a_ > 1 ? RowKind::kLocal : RowKind::kAttention; }
   /// Rows a shared (non-a2a) FFN runs on.
-  RowKind sharedFfnRows() const { return D_ > 1 ? RowKind::kFull : RowKind::kAttention; }
+  RowKind sharedFfnRows() const {
+    return D_ > 1 || cp_layout_ == CpLayout::kInterleave ? RowKind::kFull : RowKind::kAttention;
+  }
   /// The group a stage's output owes its sum over (kNoAxis: complete).
   std::int8_t weightAxis(LayerKind k) const;
 
@@ -191,6 +208,9 @@ class DeclaredBuilder {
   Schema schema_;
   ParallelConfig cfg_;
   DpPadding padding_;
+  /// kInterleave: MLA prefill CP shards the batch (the FFN gathers over
+  /// attn_cp and hands its output back by reduce-scatter or take-back).
+  CpLayout cp_layout_;
   RowCounts rows_;
   int T_, D_, a_;
   int hidden_;
@@ -304,9 +324,27 @@ Status DeclaredBuilder::refuse() {
     return Status::notModelled("the classic (Gen A) tables under attention CP (attn_cp=" +
                                std::to_string(cfg_.attn_cp) + "; Gen B's MOE_FULL rows)");
   }
-  if (cp_batch_) {
-    return Status::notModelled(std::string(mla_ ? "MLA interleave" : "GQA zigzag") +
-                               " prefill CP on a CP-sharded extend batch (attn_cp=" + std::to_string(cfg_.attn_cp) +
+  if (cp_batch_ && ln_sp_) {
+    return Status::notModelled("LayerNorm sequence parallel on a CP-sharded extend batch (attn_cp=" +
+                               std::to_string(cfg_.attn_cp) + ")");
+  }
+  if (cp_layout_ == CpLayout::kInterleave && useRs()) {
+    // _select_exit_move, R - P == {CP}: a reduce-scatter only over a sum
+    // group whose ranks are the attn_cp group's, else NotImplementedError.
+    for (const auto& stack : stacks_) {
+      for (LayerKind k : stack) {
+        if (!isFfn(k) || ffnOnLocal(k)) continue;
+        const std::int8_t owed = weightAxis(k);
+        if (owed != kNoAxis && !sameGroup(static_cast<Axis>(owed), Axis::kAttnCp)) {
+          return Status::refused("_select_exit_move raises NotImplementedError: an attn_cp reduce-scatter of an "
+                                 "FFN sum over " + std::string(axisName(static_cast<Axis>(owed))) +
+                                 ", whose ranks are not the attn_cp group's");
+        }
+      }
+    }
+  }
+  if (cp_batch_ && !mla_) {
+    return Status::notModelled("GQA zigzag prefill CP on a CP-sharded extend batch (attn_cp=" + std::to_string(cfg_.attn_cp) +
                                "; CP shard rows and the CP gathers, serving-boundaries §4, §6.3)");
   }
   if (branch_) {
@@ -605,6 +643,22 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
                          total_tokens_ > 0 && mayLeave(producer) &&
                          (!legacy_ || (D_ == 1 && owed != kNoAxis && fusable() &&
                                        sameGroup(static_cast<Axis>(owed), postExpertsAxis())));
+  if (cp_layout_ == CpLayout::kInterleave) {
+    // Exit row R - P == {CP} on a CP-sharded batch (may_leave is false: no
+    // deferral): attn_cp_reduce_scatter_output when the strategy allows a
+    // reduce-scatter (refuse() checked the groups), else AR over the owed
+    // group and attn_cp_take_back_output.
+    h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+    const std::int8_t cp = static_cast<std::int8_t>(Axis::kAttnCp);
+    if (!naive_ && useRs() && owed != kNoAxis) {
+      h.exit.push_back({OpKind::kReduceScatter, Tensor::kHidden, cp, RowKind::kFull, RowKind::kAttention});
+    } else {
+      if (owed != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, owed, RowKind::kFull, RowKind::kFull});
+      h.exit.push_back({OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kAttention});
+    }
+    addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);
+    return h;
+  }
   if (D_ == 1) {
     if (owed == kNoAxis) {
       h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
@@ -736,6 +790,15 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageIntoFfn(LayerKind consumer) {
     // FFN ran on local rows gathers the residual back over attention TP.
     h.entry.push_back({OpKind::kAllGather, Tensor::kResidual, attn_tp, RowKind::kLocal, RowKind::kAttention});
     residual_local_ = false;
+  }
+  if (cp_layout_ == CpLayout::kInterleave) {
+    // Entry row "gathered == {CP}" (_then_attn_cp_gather): the attention
+    // output is complete on the shard (attn_tp == 1): add+norm there, then
+    // attn_cp_interleave_gather; the residual stays on the shard.
+    h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+    h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnCp),
+                       RowKind::kAttention, RowKind::kFull});
+    return h;
   }
   if (D_ == 1) {
     if (!partial_in) {
@@ -925,6 +988,7 @@ Expected<Plan> DeclaredBuilder::build() {
   plan_.policy = std::string(policyName(legacy_ ? PolicyKind::kLegacy : naive_ ? PolicyKind::kNaive : PolicyKind::kDeclared));
   plan_.source = c_;
   plan_.padding = padding_;
+  plan_.cp_layout = cp_layout_;
   plan_.ranks.assign(world(), {});
   const size_t stage_count = c_.model.pattern.layers.size() + c_.model.pattern.mtp.size();
   plan_.boundaries.reserve(stage_count + 2);

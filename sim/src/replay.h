@@ -68,9 +68,9 @@ class Replay {
     options_ = options;
     result_ = LedgerResult{};
     topo_.emplace(plan.source.config);
-    rows_.emplace(*topo_, plan.source.batch, plan.padding);
+    rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
     const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
-    other_rows_.emplace(*topo_, plan.source.batch, other);
+    other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
     const int world = plan.world();
     stacks_.assign(2, {});
     for (const StageInfo& s : plan.stages) {
@@ -100,7 +100,8 @@ class Replay {
       h.present = true;
       const auto& toks = rows_->tokens(RowKind::kAttention, r);
       h.v.resize(toks.size());
-      for (size_t i = 0; i < toks.size(); ++i) h.v[i] = domain_.embed(0, toks[i]);
+      // CP shard padding rows hold no token.
+      for (size_t i = 0; i < toks.size(); ++i) h.v[i] = toks[i] == kPaddingRow ? freshJunk() : domain_.embed(0, toks[i]);
     }
     mailbox_.clear();
     junk_ = 0;
@@ -426,6 +427,22 @@ class Replay {
       }
       case OpKind::kSlice: {
         Buffer& b = bufferOf(st, op.tensor);
+        if (op.rows_in.kind == RowKind::kFull) {
+          // attn_cp_take_back_output: this CP rank's block of the gathered
+          // rows (or another position's, when the plan says so).
+          if (!expectKind(r, b, RowKind::kFull, op, tensorName(op.tensor).data())) return;
+          const int acp = topo_->groupSize(Axis::kAttnCp);
+          const int c = op.slice_of < 0 ? topo_->attnCpRank(r) : op.slice_of % acp;
+          const int cnt = rows_->count(RowKind::kAttention, r);
+          if (static_cast<int>(b.v.size()) < (c + 1) * cnt) {
+            layoutViolation(r, Property::kOwedOnce, "a CP take-back of rows that were not gathered over attn_cp");
+            return;
+          }
+          std::vector<Value> v(b.v.begin() + c * cnt, b.v.begin() + (c + 1) * cnt);
+          b.v = std::move(v);
+          b.kind = RowKind::kAttention;
+          return;
+        }
         if (!expectKind(r, b, RowKind::kAttention, op, tensorName(op.tensor).data())) return;
         // tensor_split(attn_tp)[index]: the rank's own slice, or another
         // position's when the plan says so (a wrong slice index).
@@ -648,9 +665,19 @@ class Replay {
         }
         Buffer sum = buf(r0);
         for (size_t k = 1; k < members.size(); ++k) addInto(sum, buf(members[k]));
-        for (int m : members) {
+        const bool cp_return = in == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp);
+        for (size_t k = 0; k < members.size(); ++k) {
+          const int m = members[k];
           Buffer& b = buf(m);
-          if (in == RowKind::kFull) {  // the DP return: this shard's slot
+          if (cp_return) {  // attn_cp_reduce_scatter_output: member k's block
+            const int cnt = rows_->count(RowKind::kAttention, m);
+            if (static_cast<int>(sum.v.size()) < static_cast<int>(k + 1) * cnt) {
+              layoutViolation(m, Property::kOwedOnce, "an attn_cp reduce-scatter of rows that were not gathered");
+              return;
+            }
+            b.v.assign(sum.v.begin() + k * cnt, sum.v.begin() + (k + 1) * cnt);
+            b.kind = RowKind::kAttention;
+          } else if (in == RowKind::kFull) {  // the DP return: this shard's slot
             const Op& mop = plan_->ranks[m][ranks_[m].pc];
             if (!readSlot(m, sum, mop, &b.v)) return;
             b.kind = RowKind::kAttention;
@@ -665,6 +692,24 @@ class Replay {
       }
       case OpKind::kAllGather:
       case OpKind::kAllGatherv: {
+        if (op.rows_out.kind == RowKind::kFull) {
+          // attn_cp_interleave_gather: the CP shards concatenated in rank order.
+          Buffer g;
+          g.kind = RowKind::kFull;
+          g.present = true;
+          for (int m : members) {
+            if (!expectKind(m, buf(m), RowKind::kAttention, op, tensorName(t).data())) return;
+            g.v.insert(g.v.end(), buf(m).v.begin(), buf(m).v.end());
+          }
+          if (static_cast<int>(g.v.size()) != rows_->count(RowKind::kFull, r0)) {
+            layoutViolation(r0, Property::kOwedOnce, "an attn_cp gather of " + std::to_string(g.v.size()) +
+                                                         " rows into full rows of " +
+                                                         std::to_string(rows_->count(RowKind::kFull, r0)));
+            return;
+          }
+          for (int m : members) buf(m) = g;
+          return;
+        }
         // local slices -> attention rows, each member's slice at its offset.
         const int cnt = rows_->count(RowKind::kAttention, r0);
         Buffer g;

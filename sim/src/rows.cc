@@ -21,10 +21,14 @@ bool parseRowKind(std::string_view name, RowKind* kind) {
   return false;
 }
 
-// Attention CP (attn_cp > 1) is not modelled yet: a shard's tokens are split
-// over attn_tp only, so the ranks of one attn_cp group hold the same rows.
-// CP row layouts arrive with two-stage layers.
-RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding)
+int interleaveShardRows(int tokens, int cp) {
+  const int longest = (tokens + cp - 1) / cp;  // CP rank 0 holds the most
+  return (longest + cp - 1) / cp * cp;
+}
+
+// CpLayout::kReplicated: a shard's tokens are split over attn_tp only, so the
+// ranks of one attn_cp group hold the same rows.
+RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp)
     : total_tokens_(batch.total()), padding_(padding) {
   const ParallelConfig& config = topology.config();
   const int world = topology.world();
@@ -69,6 +73,28 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding)
     rows_[static_cast<int>(RowKind::kFull)][r] = full;
   }
 
+  if (cp == CpLayout::kInterleave) {
+    // attn_tp == attn_dp == 1 (attn_cp_gather asserts it): one DP shard, the
+    // TP group is the CP group; local rows are the attention rows.
+    assert(shards == 1 && atp == 1 && "interleave CP runs with attn_tp = attn_dp = 1");
+    const int acp = config.attn_cp;
+    const int rows = interleaveShardRows(batch.tokens[0], acp);
+    std::vector<int> all;
+    for (int c = 0; c < acp; ++c) {
+      for (int k = 0; k < rows; ++k) {
+        const int t = c + k * acp;
+        all.push_back(t < batch.tokens[0] ? t : kPaddingRow);
+      }
+    }
+    for (int r = 0; r < world; ++r) {
+      const int c = topology.attnCpRank(r);
+      std::vector<int> mine(all.begin() + c * rows, all.begin() + (c + 1) * rows);
+      rows_[static_cast<int>(RowKind::kAttention)][r] = mine;
+      rows_[static_cast<int>(RowKind::kLocal)][r] = std::move(mine);
+      rows_[static_cast<int>(RowKind::kFull)][r] = all;
+    }
+  }
+
   for (int r = 0; r < world; ++r) {
     std::vector<int>& dispatched = rows_[static_cast<int>(RowKind::kDispatched)][r];
     for (int member : topology.groupOf(Axis::kMoeEp, r)) {
@@ -78,7 +104,7 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding)
   }
 }
 
-RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padding) {
+RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padding, CpLayout cp) {
   const int world = c.world();
   const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp;
   counts_.assign(static_cast<size_t>(world) * kRowKindCount, 0);
@@ -101,8 +127,14 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     row[static_cast<int>(RowKind::kLocal)] = local(r);
     row[static_cast<int>(RowKind::kFull)] =
         c.attn_dp == 1 ? bd : (padding == DpPadding::kMaxLen ? c.attn_dp * max_shard : total);
+    if (cp == CpLayout::kInterleave) {
+      const int shard = interleaveShardRows(bd, acp);
+      row[static_cast<int>(RowKind::kAttention)] = shard;
+      row[static_cast<int>(RowKind::kLocal)] = shard;
+      row[static_cast<int>(RowKind::kFull)] = acp * shard;
+    }
     int dispatched = 0;
-    for (int m : groupMembers(c, Axis::kMoeEp, r)) dispatched += local(m);
+    for (int m : groupMembers(c, Axis::kMoeEp, r)) dispatched += cp == CpLayout::kInterleave ? row[static_cast<int>(RowKind::kLocal)] : local(m);
     row[static_cast<int>(RowKind::kDispatched)] = dispatched;
   }
 }

@@ -332,14 +332,11 @@ TEST(AttentionCp, UnderDpAttentionOnlyCpRankZeroWritesItsShardIntoTheDpGather) {
   expectHolds(plan);
 }
 
-TEST(AttentionCp, ACpShardedExtendBatchIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
+TEST(AttentionCp, ACpShardedGqaExtendBatchIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
   auto zigzag = buildPlan(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2}, {130}, extend())), PolicyKind::kDeclared);
   ASSERT_FALSE(zigzag.hasValue());
   EXPECT_TRUE(isNotModelled(zigzag.status().message()));
   EXPECT_NE(zigzag.status().message().find("GQA zigzag"), std::string::npos);
-  auto mla = buildPlan(deepseekCase({.tp = 2, .attn_cp = 2}, {4}, extend()), PolicyKind::kDeclared);
-  ASSERT_FALSE(mla.hasValue());
-  EXPECT_NE(mla.status().message().find("MLA interleave"), std::string::npos);
   // attn_cp_gather asserts attn_tp == 1 and attn_dp == 1 on a sharded batch.
   auto mla_tp = buildPlan(deepseekCase({.tp = 4, .attn_cp = 2}, {4}, extend()), PolicyKind::kDeclared);
   ASSERT_FALSE(mla_tp.hasValue());
@@ -352,6 +349,76 @@ TEST(AttentionCp, ACpShardedExtendBatchIsNotModelledYetAndTheEnginesCpRefusalsKe
             std::string::npos);
   // The same MLA stack on a decode batch plans and holds.
   expectHolds(mustBuild(deepseekCase({.tp = 4, .attn_cp = 2}, {3}, {})));
+}
+
+Flags rs(Flags f) {
+  f.reduction = BoundaryReduction::kRs;
+  return f;
+}
+
+TEST(AttentionCp, AnMlaExtendBatchIsInterleavedOverCpAndEveryFfnGathersItAndHandsItBack) {
+  // 5 tokens over cp = 2: CP rank 0 holds tokens 0, 2, 4, rank 1 tokens 1, 3;
+  // both shards are padded to ceil(3 / 2) * 2 = 4 rows.
+  const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, extend());
+  const Plan ar = mustBuild(c);
+  EXPECT_EQ(ar.cp_layout, CpLayout::kInterleave);
+  const RowMap rows(Topology(c.config), c.batch, ar.padding, ar.cp_layout);
+  EXPECT_EQ(rows.tokens(RowKind::kAttention, 0), (std::vector<int>{0, 2, 4, kPaddingRow}));
+  EXPECT_EQ(rows.tokens(RowKind::kAttention, 1), (std::vector<int>{1, 3, kPaddingRow, kPaddingRow}));
+  EXPECT_EQ(rows.tokens(RowKind::kFull, 1), (std::vector<int>{0, 2, 4, kPaddingRow, 1, 3, kPaddingRow, kPaddingRow}));
+  const std::vector<OpKind> gather = {OpKind::kAddNorm, OpKind::kAllGather};
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(kindsAt(ar, r, 1, Phase::kEntry), gather) << r;
+    EXPECT_EQ(kindsAt(ar, r, 1, Phase::kExit), (std::vector<OpKind>{OpKind::kAllReduce, OpKind::kSlice})) << r;
+  }
+  expectHolds(ar);
+  // With the rs strategy the sum group is the attn_cp group: one reduce-scatter.
+  const Plan scatter = mustBuild(twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, rs(extend())));
+  EXPECT_EQ(kindsAt(scatter, 0, 1, Phase::kExit), std::vector<OpKind>{OpKind::kReduceScatter});
+  EXPECT_EQ(kindsAt(scatter, 0, 3, Phase::kExit), std::vector<OpKind>{OpKind::kReduceScatter});
+  expectHolds(scatter);
+  // An all-to-all MoE runs on the shard itself; first-k dense layers and MTP too.
+  expectHolds(mustBuild(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {9}, [] {
+    Flags f = a2a();
+    f.mode = ForwardMode::kExtend;
+    return f;
+  }())));
+  expectHolds(mustBuild(deepseekCase({.tp = 2, .attn_cp = 2}, {7}, extend())));
+}
+
+TEST(AttentionCp, TheLedgerCatchesAWrongInterleavedHandBack) {
+  const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, rs(extend()));
+  {
+    // The reduce-scatter turned into a take-back: the other rank's share is lost.
+    Plan plan = mustBuild(c);
+    sliceInsteadEverywhere(plan, 1, Phase::kExit, OpKind::kReduceScatter);
+    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kNeverCompleted);
+  }
+  {
+    // Rank 1 takes back CP rank 0's block: another token's value.
+    Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, extend()));
+    const int i = findOp(plan, 1, 1, Phase::kExit, OpKind::kSlice);
+    ASSERT_GE(i, 0);
+    plan.ranks[1][i].slice_of = 0;
+    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kForeignTerm);
+  }
+  {
+    // No gather: the FFN computes on the shard where it expects every CP rank's rows.
+    Plan plan = mustBuild(c);
+    eraseEverywhere(plan, 1, Phase::kEntry, OpKind::kAllGather);
+    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kLayoutMismatch);
+  }
+}
+
+TEST(AttentionCp, AnInterleavedReduceScatterOverASumGroupThatIsNotTheCpGroupIsRefused) {
+  // moe_dp = 2 < attn_cp = 4: the MoE sums over moe_tp (2 ranks), not attn_cp.
+  auto plan = buildPlan(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_dp = 2}, {9}, rs(extend())),
+                        PolicyKind::kDeclared);
+  ASSERT_FALSE(plan.hasValue());
+  EXPECT_EQ(plan.status().code(), StatusCode::kRefused);
+  EXPECT_NE(plan.status().message().find("NotImplementedError"), std::string::npos);
+  // Without the reduce-scatter strategy it all-reduces and takes back.
+  expectHolds(mustBuild(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_dp = 2}, {9}, extend())));
 }
 
 // ---- LongCat-Flash branches ------------------------------------------------------------

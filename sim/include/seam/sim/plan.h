@@ -183,6 +183,7 @@ struct Plan {
   std::string policy;            ///< "declared", "legacy", "naive"
   Case source;                   ///< the case (model, config, flags, batch)
   DpPadding padding = DpPadding::kMaxLen;  ///< resolved padding mode
+  CpLayout cp_layout = CpLayout::kReplicated;  ///< how the batch lies over attention CP
   std::vector<StageInfo> stages;            ///< stack 0 stages, then stack 1 (MTP)
   std::vector<Boundary> boundaries;
   std::vector<std::vector<Op>> ranks;       ///< ops per rank

@@ -20,14 +20,28 @@ inline constexpr int kRowKindCount = 5;
 std::string_view rowKindName(RowKind kind);
 bool parseRowKind(std::string_view name, RowKind* kind);
 
-/// A padding row (MAX_LEN slot filler): no token.
+/// A padding row (MAX_LEN slot filler, CP shard padding): no token.
 inline constexpr int kPaddingRow = -1;
+
+/// How the tokens of a DP shard lie over its attention-CP ranks.
+enum class CpLayout : std::uint8_t {
+  /// Not sharded over CP (decode, or a prefill CP strategy that does not
+  /// apply): the ranks of an attn_cp group hold the same rows.
+  kReplicated,
+  /// InterleaveCPStrategy (DSA/MLA prefill CP; attn_tp = attn_dp = 1): token
+  /// g lies on CP rank g mod cp, each shard zero-padded to the physical length
+  /// ceil(max shard / cp) * cp (pad_logical_token_to_physical). Full rows are
+  /// the CP shards concatenated in rank order (attn_cp_interleave_gather).
+  kInterleave,
+};
+/// Rows per CP shard under kInterleave for a DP shard of `tokens` tokens.
+int interleaveShardRows(int tokens, int cp);
 
 /// Token ids (global over the DP shards of a TP group; -1 = padding) per
 /// rank per layout. Tokens of shard d are [offset(d), offset(d) + B_d).
 class RowMap {
  public:
-  RowMap(const Topology& topology, const Batch& batch, DpPadding padding);
+  RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp = CpLayout::kReplicated);
 
   const std::vector<int>& tokens(RowKind kind, int rank) const {
     return rows_[static_cast<int>(kind)][rank];
@@ -55,7 +69,8 @@ class RowMap {
 /// planner needs.
 class RowCounts {
  public:
-  RowCounts(const ParallelConfig& config, const Batch& batch, DpPadding padding);
+  RowCounts(const ParallelConfig& config, const Batch& batch, DpPadding padding,
+            CpLayout cp = CpLayout::kReplicated);
   int count(RowKind kind, int rank) const { return counts_[static_cast<size_t>(rank) * kRowKindCount + static_cast<int>(kind)]; }
   int shardTokens(int rank) const { return count(RowKind::kAttention, rank); }
 
