@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
 
 namespace seam::reports {
 
@@ -21,6 +22,20 @@ struct GraphDeleter {
 };
 using Context = std::unique_ptr<GVC_t, ContextDeleter>;
 using Graph = std::unique_ptr<Agraph_t, GraphDeleter>;
+
+// One Graphviz context for the process, made on first use and never freed:
+// Graphviz 2.42 (Debian 12) keeps a font-name cache across contexts that
+// points into a freed context, so a second context's layout reads freed
+// memory (found by ASan: heap-use-after-free in textspan_size under
+// gvLayout). Graphviz is not thread-safe either: one render at a time.
+struct SharedContext {
+  std::mutex lock;
+  Context gvc{gvContext()};
+};
+SharedContext& sharedContext() {
+  static SharedContext* shared = new SharedContext;  // leaked on purpose: outlives every render
+  return *shared;
+}
 
 void set(void* obj, const char* key, const std::string& value) {
   agsafeset(obj, const_cast<char*>(key), const_cast<char*>(value.c_str()), const_cast<char*>(""));
@@ -71,7 +86,9 @@ Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against,
   if (format != "svg" && format != "png" && format != "dot") {
     return Status::invalid("graph format \"" + format.substr(0, 16) + "\" is not one of svg, png, dot");
   }
-  Context gvc(gvContext());
+  SharedContext& shared = sharedContext();
+  std::lock_guard<std::mutex> hold(shared.lock);
+  GVC_t* gvc = shared.gvc.get();
   if (!gvc) return Status::internal("Graphviz: gvContext failed");
   Graph g(agopen(const_cast<char*>("seam"), Agdirected, nullptr));
   if (!g) return Status::internal("Graphviz: agopen failed");
@@ -168,14 +185,14 @@ Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against,
     set(e, "style", style);
     set(e, "penwidth", width);
   }
-  if (gvLayout(gvc.get(), g.get(), "dot") != 0) return Status::internal("Graphviz: dot layout failed");
+  if (gvLayout(gvc, g.get(), "dot") != 0) return Status::internal("Graphviz: dot layout failed");
   char* data = nullptr;
   unsigned int length = 0;
-  const int rc = gvRenderData(gvc.get(), g.get(), format.c_str(), &data, &length);
+  const int rc = gvRenderData(gvc, g.get(), format.c_str(), &data, &length);
   std::string out;
   if (rc == 0 && data) out.assign(data, length);
   if (data) gvFreeRenderData(data);
-  gvFreeLayout(gvc.get(), g.get());
+  gvFreeLayout(gvc, g.get());
   if (rc != 0) return Status::internal("Graphviz: rendering " + format + " failed (is its plugin installed?)");
   return out;
 }

@@ -77,11 +77,16 @@ inline int waitExit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/// How long killWhen waits for its moment. Generous: under ASan on a loaded
+/// 2-core machine a campaign's baseline pass alone took over a minute, and a
+/// 60 s limit made the resume test give up before the first mutant row.
+inline constexpr std::chrono::seconds kKillWaitLimit{600};
+
 /// Waits until `ready()` or the child exits; then SIGKILLs it. True if it
 /// was killed while still running.
 template <class Ready>
 bool killWhen(pid_t pid, Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + kKillWaitLimit;
   while (std::chrono::steady_clock::now() < deadline) {
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) return false;  // finished first
