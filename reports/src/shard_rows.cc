@@ -108,6 +108,32 @@ mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const Muta
   return o;
 }
 
+void CampaignCollector::onBaseline(std::int64_t cases, bool holds) {
+  if (next_) next_->onBaseline(cases, holds);
+}
+
+void CampaignCollector::onMutant(const mutants::MutantOutcome& outcome, int done, int total) {
+  if (next_) next_->onMutant(outcome, done, total);
+  rows_.push_back(mutantRows(outcome, policy_));
+}
+
+Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<MutantRows>& rows) {
+  if (Status st = store.beginBatch(); !st) return st;
+  for (const MutantRows& m : rows) {
+    Status st = store.putMutant(run_id, m.mutant);
+    if (st && m.kill) st = store.addKill(run_id, *m.kill);
+    if (!st) {
+      (void)store.rollbackBatch();
+      return st;
+    }
+  }
+  if (Status st = store.commitBatch(); !st) {
+    (void)store.rollbackBatch();
+    return st;
+  }
+  return Status::ok();
+}
+
 namespace {
 
 /// A flat byte encoding: integers as 8 little-endian bytes, strings as their

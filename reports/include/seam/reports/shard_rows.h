@@ -61,6 +61,24 @@ MutantRows mutantRows(const mutants::MutantOutcome& outcome, PolicyKind policy);
 /// resumed campaign recalls). Null `mutant` when `rows.mutant.id` is unknown.
 mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const MutantRows& rows);
 
+/// Collects the rows of each decided mutant in memory, forwarding progress.
+class CampaignCollector : public mutants::CampaignListener {
+ public:
+  CampaignCollector(PolicyKind policy, mutants::CampaignListener* next) : policy_(policy), next_(next) {}
+  void onBaseline(std::int64_t cases, bool holds) override;
+  void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
+  std::vector<MutantRows>& rows() { return rows_; }
+
+ private:
+  PolicyKind policy_;
+  mutants::CampaignListener* next_;
+  std::vector<MutantRows> rows_;
+};
+
+/// Writes the rows of a campaign's mutants into a run, in the given order, in
+/// one transaction.
+Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<MutantRows>& rows);
+
 /// What one process of a campaign did: the baseline as it saw it and the
 /// rows of the mutants it decided.
 struct CampaignShardRows {
