@@ -49,7 +49,7 @@ class CampaignProgress : public mutants::CampaignListener {
 int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec, std::optional<reports::StoredRun> opened,
                      const Status& open_status, const std::string& junit, bool fail_on_survivor) {
   if (mpi.broadcast(static_cast<std::int64_t>(open_status ? 1 : 0)) == 0) {
-    return mpi.root() ? fail(open_status) : kExitBadInput;
+    return mpi.root() ? fail(open_status) : kExitOk;  // rank 0 says why; mpirun gives its code
   }
   std::vector<const mutants::Mutant*> all = spec.mutants;
   if (all.empty()) all.assign(mutants::registry().begin(), mutants::registry().end());
@@ -76,7 +76,7 @@ int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec, std
     }
   }
   const std::vector<std::string> parts = mpi.gather(part);
-  if (!mpi.root()) return kExitOk;  // rank 0's code is every rank's
+  if (!mpi.root()) return kExitOk;  // mpirun's code is rank 0's
 
   for (const std::string& p : parts) {
     if (p[0] == 'E') return fail(Status::invalid(p.substr(1)));

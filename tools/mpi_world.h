@@ -20,6 +20,8 @@ class MpiWorld {
   /// More than one process: the command splits its work by rank.
   bool split() const { return size_ > 1; }
   bool root() const { return rank_ == 0; }
+  /// This process's rank among the processes of its host (which GPU it takes).
+  int localRank() const { return local_rank_; }
 
   /// Rank 0 gets every rank's bytes in rank order; the others an empty list.
   std::vector<std::string> gather(const std::string& mine) const;
@@ -32,6 +34,7 @@ class MpiWorld {
   friend class MpiSession;
   int rank_ = 0;
   int size_ = 1;
+  int local_rank_ = 0;
 };
 
 /// Starts MPI when this process was started by mpirun (its environment says

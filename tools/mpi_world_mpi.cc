@@ -62,6 +62,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   started_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &gWorld.rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &gWorld.size_);
+  MPI_Comm host;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, gWorld.rank_, MPI_INFO_NULL, &host);
+  MPI_Comm_rank(host, &gWorld.local_rank_);
+  MPI_Comm_free(&host);
 }
 
 MpiSession::~MpiSession() {

@@ -18,8 +18,9 @@ int runSeam(int argc, char** argv);
 int main(int argc, char** argv) {
   using namespace seam::tools;
   // Under mpirun (`mpirun -np N seam sweep|mutate ...`) each rank runs its
-  // part; rank 0 writes the store and prints, the others print nothing (the
-  // same bad input fails on every rank alike), and all exit with rank 0's code.
+  // part; rank 0 writes the store, prints and exits with the run's code; the
+  // others print nothing (a bad input fails on every rank alike) and exit 0
+  // once their part is handed over, so mpirun's code is rank 0's.
   MpiSession mpi(&argc, &argv);
   if (!mpi.status()) return fail(mpi.status());
   const MpiWorld& world = mpiWorld();
@@ -27,8 +28,7 @@ int main(int argc, char** argv) {
     std::freopen("/dev/null", "w", stdout);
     std::freopen("/dev/null", "w", stderr);
   }
-  const int code = runSeam(argc, argv);
-  return world.split() ? static_cast<int>(world.broadcast(static_cast<std::int64_t>(code))) : code;
+  return runSeam(argc, argv);
 }
 
 namespace {

@@ -1,9 +1,9 @@
 #include "seam/reports/shard_rows.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "seam/reports/recorders.h"
+#include "seam/sim/bytes.h"
 
 namespace seam::reports {
 
@@ -136,70 +136,6 @@ Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<Muta
 
 namespace {
 
-/// A flat byte encoding: integers as 8 little-endian bytes, strings as their
-/// length then their bytes. Both ends are this build of seam.
-class Writer {
- public:
-  void put(std::int64_t v) {
-    for (int i = 0; i < 8; ++i) out_ += static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
-  }
-  void put(double v) {
-    std::int64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    put(bits);
-  }
-  void put(const std::string& s) {
-    put(static_cast<std::int64_t>(s.size()));
-    out_ += s;
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  bool ok() const { return ok_; }
-  std::int64_t int64() {
-    if (pos_ + 8 > in_.size()) return fail();
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<unsigned char>(in_[pos_ + i])} << (8 * i);
-    pos_ += 8;
-    return static_cast<std::int64_t>(v);
-  }
-  double real() {
-    const std::int64_t bits = int64();
-    double v;
-    std::memcpy(&v, &bits, sizeof v);
-    return v;
-  }
-  std::string text() {
-    const std::int64_t n = int64();
-    if (!ok_ || n < 0 || static_cast<std::uint64_t>(n) > in_.size() - pos_) return fail(), std::string();
-    std::string s = in_.substr(pos_, static_cast<std::size_t>(n));
-    pos_ += static_cast<std::size_t>(n);
-    return s;
-  }
-  /// A count of items that each take at least `min_bytes`: bounded by what is left.
-  std::int64_t count(std::size_t min_bytes) {
-    const std::int64_t n = int64();
-    if (!ok_ || n < 0 || static_cast<std::uint64_t>(n) > (in_.size() - pos_) / min_bytes) return fail();
-    return n;
-  }
-  bool atEnd() const { return pos_ == in_.size(); }
-
- private:
-  std::int64_t fail() {
-    ok_ = false;
-    return 0;
-  }
-  const std::string& in_;
-  std::size_t pos_ = 0;
-  bool ok_ = true;
-};
-
 Status malformed(const char* what) {
   return Status::internal(std::string("the rows of a ") + what + " shard sent by another process are malformed");
 }
@@ -207,7 +143,7 @@ Status malformed(const char* what) {
 }  // namespace
 
 std::string encodeSweepShard(const SweepShardRows& shard) {
-  Writer w;
+  ByteWriter w;
   w.put(shard.run_here);
   w.put(shard.seconds);
   w.put(static_cast<std::int64_t>(shard.model_seconds.size()));
@@ -233,7 +169,7 @@ std::string encodeSweepShard(const SweepShardRows& shard) {
 }
 
 Expected<SweepShardRows> decodeSweepShard(const std::string& bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   SweepShardRows shard;
   shard.run_here = r.int64();
   shard.seconds = r.real();
@@ -268,7 +204,7 @@ Expected<SweepShardRows> decodeSweepShard(const std::string& bytes) {
 }
 
 std::string encodeCampaignShard(const CampaignShardRows& shard) {
-  Writer w;
+  ByteWriter w;
   w.put(shard.cases);
   w.put(shard.baseline_refused);
   w.put(static_cast<std::int64_t>(shard.baseline_holds));
@@ -292,7 +228,7 @@ std::string encodeCampaignShard(const CampaignShardRows& shard) {
 }
 
 Expected<CampaignShardRows> decodeCampaignShard(const std::string& bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes);
   CampaignShardRows shard;
   shard.cases = r.int64();
   shard.baseline_refused = r.int64();
