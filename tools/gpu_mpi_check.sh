@@ -31,7 +31,7 @@ step info "$gpu_bin" info
 step mpi-hello "${mpirun[@]}" "$gpu_bin" info
 
 # Exact mode: one process (fused ar_add_norm) against one process per GPU.
-h8b=(--model nemotron-h-8b --tp 2 --tokens 8 --hidden 4096 --inner 8192)
+h8b=(--model nemotron-h-8b --tp 2 --tokens 8 --hidden 2048 --inner 4096)
 nano=(--model nemotron-3-nano --tp 2 --dp 2 --tokens 3,2)
 step single-h8b "$gpu_bin" run "${h8b[@]}" --json "$out/single_h8b.json"
 step mpi-h8b "${mpirun[@]}" "$gpu_bin" run "${h8b[@]}" --json "$out/mpi_h8b.json"
