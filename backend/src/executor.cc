@@ -535,7 +535,8 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
 
   GpuRunResult result;
   result.device = processes == nullptr ? describeDevices(*devices, world)
-                                       : std::to_string(world) + " processes x 1 " + (*devices)[processes->device()].name;
+                                       : std::to_string(world) + "x " + (*devices)[processes->device()].name +
+                                             " (one process per GPU)";
   result.versions = *versions;
   if (options.mode == numeric::Mode::kReal) {
     result.notes.push_back("real mode: values are stored in fp32 and rounded to bf16 after every op; NCCL sums the "

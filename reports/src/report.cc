@@ -70,19 +70,7 @@ class Doc {
   }
 
  private:
-  static std::string html(const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      switch (c) {
-        case '&': o += "&amp;"; break;
-        case '<': o += "&lt;"; break;
-        case '>': o += "&gt;"; break;
-        case '"': o += "&quot;"; break;
-        default: o += c;
-      }
-    }
-    return o;
-  }
+  static std::string html(const std::string& s) { return escapeXml(s); }
   static std::string md(const std::string& s) {
     std::string o;
     for (char c : s) {

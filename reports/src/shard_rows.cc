@@ -42,21 +42,32 @@ void SweepCollector::onCases(const std::vector<properties::CaseResult>& chunk) {
   for (CaseRows& row : caseRows(chunk, spec_)) rows_.push_back(std::move(row));
 }
 
+namespace {
+
+/// Runs `body` in one batch of the store: committed when it succeeds, rolled
+/// back (the store freed for other writers) when it or the commit fails.
+template <class Body>
+Status inOneBatch(Store& store, Body&& body) {
+  if (Status st = store.beginBatch(); !st) return st;
+  Status st = body();
+  if (st) st = store.commitBatch();
+  if (!st) (void)store.rollbackBatch();
+  return st;
+}
+
+}  // namespace
+
 Status writeCaseRows(Store& store, std::int64_t run_id, std::vector<CaseRows> rows) {
   std::sort(rows.begin(), rows.end(), [](const CaseRows& a, const CaseRows& b) { return a.first.index < b.first.index; });
   for (std::size_t begin = 0; begin < rows.size(); begin += SweepRecorder::kBatchCases) {
-    if (Status st = store.beginBatch(); !st) return st;
     const std::size_t end = std::min(rows.size(), begin + SweepRecorder::kBatchCases);
-    for (std::size_t i = begin; i < end; ++i) {
-      if (Status st = store.addCase(run_id, rows[i].first, rows[i].second); !st) {
-        (void)store.rollbackBatch();
-        return st;
+    Status st = inOneBatch(store, [&] {
+      for (std::size_t i = begin; i < end; ++i) {
+        if (Status added = store.addCase(run_id, rows[i].first, rows[i].second); !added) return added;
       }
-    }
-    if (Status st = store.commitBatch(); !st) {
-      (void)store.rollbackBatch();
-      return st;
-    }
+      return Status::ok();
+    });
+    if (!st) return st;
   }
   return Status::ok();
 }
@@ -118,20 +129,14 @@ void CampaignCollector::onMutant(const mutants::MutantOutcome& outcome, int done
 }
 
 Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<MutantRows>& rows) {
-  if (Status st = store.beginBatch(); !st) return st;
-  for (const MutantRows& m : rows) {
-    Status st = store.putMutant(run_id, m.mutant);
-    if (st && m.kill) st = store.addKill(run_id, *m.kill);
-    if (!st) {
-      (void)store.rollbackBatch();
-      return st;
+  return inOneBatch(store, [&] {
+    for (const MutantRows& m : rows) {
+      Status st = store.putMutant(run_id, m.mutant);
+      if (st && m.kill) st = store.addKill(run_id, *m.kill);
+      if (!st) return st;
     }
-  }
-  if (Status st = store.commitBatch(); !st) {
-    (void)store.rollbackBatch();
-    return st;
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 namespace {

@@ -22,24 +22,10 @@ std::string num(double v, int digits = 1) {
   return buf;
 }
 
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
 std::string text(double x, double y, const std::string& s, const char* anchor = "middle", int size = 11,
                  const std::string& extra = "") {
   return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\" font-size=\"" +
-         std::to_string(size) + "\"" + extra + ">" + escape(s) + "</text>\n";
+         std::to_string(size) + "\"" + extra + ">" + escapeXml(s) + "</text>\n";
 }
 
 std::string line(double x1, double y1, double x2, double y2, const std::string& style) {
@@ -104,6 +90,20 @@ std::string legend(const std::vector<std::string>& names, const std::vector<bool
 
 }  // namespace
 
+std::string escapeXml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
 std::string renderLinePlot(const LinePlot& plot) {
   double x_min = 0, x_max = 0, y_max = 0;
   bool any = false;
@@ -165,7 +165,7 @@ std::string renderLinePlot(const LinePlot& plot) {
     }
     for (const auto& [x, y] : pts) {
       s += "<circle cx=\"" + num(px(x)) + "\" cy=\"" + num(py(y)) + "\" r=\"3\" fill=\"" + colour + "\"><title>" +
-           escape(series.name) + ": " + (plot.byte_ticks ? byteLabel(x) : num(x, 0)) + ", " + num(y, 2) +
+           escapeXml(series.name) + ": " + (plot.byte_ticks ? byteLabel(x) : num(x, 0)) + ", " + num(y, 2) +
            "</title></circle>\n";
     }
     names.push_back(series.name);
@@ -193,7 +193,7 @@ std::string renderBarPlot(const BarPlot& plot) {
       const double x = x0 + bar_w * static_cast<double>(b);
       s += "<rect x=\"" + num(x) + "\" y=\"" + num(py(v)) + "\" width=\"" + num(bar_w * 0.92) + "\" height=\"" +
            num(kTop + kPlotH - py(v)) + "\" fill=\"" + kColours[b % kColourCount] + "\"><title>" +
-           escape(plot.groups[g].label + ", " + plot.bar_names[b]) + ": " + num(v, 1) + "</title></rect>\n";
+           escapeXml(plot.groups[g].label + ", " + plot.bar_names[b]) + ": " + num(v, 1) + "</title></rect>\n";
     }
     s += text(kLeft + group_w * (static_cast<double>(g) + 0.5), kTop + kPlotH + 16, plot.groups[g].label, "middle", 10);
   }

@@ -39,6 +39,9 @@ struct BarPlot {
   std::vector<BarGroup> groups;
 };
 
+/// `text` with & < > " written as entities (HTML and SVG alike).
+std::string escapeXml(const std::string& text);
+
 /// An <svg> element; empty when there is nothing to draw.
 std::string renderLinePlot(const LinePlot& plot);
 std::string renderBarPlot(const BarPlot& plot);

@@ -57,7 +57,7 @@ TEST(GpuMpiRun, OneProcessPerGpuGivesTheOneProcessOutputBitForBit) {
   }
   const std::string gpu = fromEnv("SEAM_GPU_BIN", SEAM_GPU_BIN);
   const std::string mpirun = fromEnv("SEAM_MPIRUN", SEAM_MPIRUN);
-  const std::string args = " run --model nemotron-h-8b --tp 2 --dp 2 --tokens 3,2 --iters 2";
+  const std::string args = " run --model nemotron-h-8b --tp 2 --tokens 8 --iters 2";
   const Ran one = shell(gpu + args);
   const Ran two = shell(mpirun + " --allow-run-as-root --bind-to none -np 2 " + gpu + args);
   ASSERT_EQ(one.code, 0) << one.out;

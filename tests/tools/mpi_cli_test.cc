@@ -16,9 +16,12 @@ using seam::testing::runSeam;
 
 #ifdef SEAM_MPIRUN
 // CI runs as root in a container that may have no network: shared memory
-// between the two local ranks, no single-copy mechanism that needs ptrace.
-const std::string kMpirun = std::string("env OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none ") +
-                            SEAM_MPIRUN + " --allow-run-as-root --oversubscribe -np 2 " + SEAM_BIN;
+// between the two local ranks (ob1, no UCX probing), no single-copy
+// mechanism that needs ptrace, the launcher's own traffic over loopback.
+const std::string kMpirun =
+    std::string("env OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
+                "OMPI_MCA_oob_tcp_if_include=lo ") +
+    SEAM_MPIRUN + " --allow-run-as-root --oversubscribe -np 2 " + SEAM_BIN;
 #endif
 
 std::string tempPath(const std::string& name) {
