@@ -54,7 +54,7 @@ export PATH="$mpi_dir/bin:$PATH"
 export LD_LIBRARY_PATH="$mpi_dir/lib:$mpi_dir/missing${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # One host, no network needed: shared memory between the local ranks.
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_pml=ob1
-export OMPI_MCA_oob_tcp_if_include=lo
+export OMPI_MCA_oob_tcp_if_include=lo PMIX_MCA_gds=hash
 export HWLOC_PLUGINS_PATH="$mpi_dir/no-hwloc-plugins"
 ENV
 du -sh "$dir" | awk '{print "mpi_carry: " $1 " in " $2}'

@@ -57,7 +57,10 @@ backend::ProcessGroup* processGroup() {
 }
 
 int failGpu(const Status& status) {
-  std::cerr << "seam-gpu: " << oneLine(status.message()) << "\n";
+  // Under mpirun a rank other than 0 says which it is: its failure may be its
+  // own (its host's GPUs), which rank 0 never hears of.
+  const std::string rank = mpiWorld().root() ? "" : "rank " + std::to_string(mpiWorld().rank()) + ": ";
+  std::cerr << "seam-gpu: " << rank << oneLine(status.message()) << "\n";
   return status.code() == StatusCode::kInternal ? kExitInternal : kExitBadInput;
 }
 
@@ -681,13 +684,11 @@ int runSeamGpu(int argc, char** argv);
 int main(int argc, char** argv) {
   using namespace seam::tools;
   // Under mpirun (`mpirun -np N seam-gpu run|compare CASE`): one process per
-  // rank; rank 0 prints and exits with the verdict, the others print nothing.
+  // rank; rank 0 prints and exits with the verdict, the others print only
+  // their own failures (named by rank) and exit 0 once they have run.
   MpiSession mpi(&argc, &argv);
   if (!mpi.status()) return failGpu(mpi.status());
-  if (!mpiWorld().root()) {
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
-  }
+  if (!mpiWorld().root()) std::freopen("/dev/null", "w", stdout);
   return runSeamGpu(argc, argv);
 }
 

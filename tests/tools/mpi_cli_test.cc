@@ -17,10 +17,11 @@ using seam::testing::runSeam;
 #ifdef SEAM_MPIRUN
 // CI runs as root in a container that may have no network: shared memory
 // between the two local ranks (ob1, no UCX probing), no single-copy
-// mechanism that needs ptrace, the launcher's own traffic over loopback.
+// mechanism that needs ptrace, the launcher's own traffic over loopback,
+// PMIx's data store without the shared-memory locks containers may refuse.
 const std::string kMpirun =
     std::string("env OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
-                "OMPI_MCA_oob_tcp_if_include=lo ") +
+                "OMPI_MCA_oob_tcp_if_include=lo PMIX_MCA_gds=hash ") +
     SEAM_MPIRUN + " --allow-run-as-root --oversubscribe -np 2 " + SEAM_BIN;
 #endif
 
