@@ -5,13 +5,17 @@
 
 #include <charconv>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "case_options.h"
 #include "command.h"
+#include "mpi_world.h"
 #include "seam/mutants/campaign.h"
 #include "seam/reports/mutate_view.h"
 #include "seam/reports/recorders.h"
+#include "seam/reports/shard_rows.h"
 
 namespace seam::tools {
 
@@ -35,6 +39,78 @@ class CampaignProgress : public mutants::CampaignListener {
   bool tty_;
 };
 
+
+/// `mpirun -np N seam mutate`: the mutants are dealt out by rank (mutant p
+/// of the list to rank p mod N), every rank runs the baseline and its
+/// mutants over the whole case space (a mutant stops at its first kill in
+/// case order, so each mutant's verdict is the one-process verdict), rank 0
+/// gathers the rows over MPI, writes them in list order and prints the one
+/// summary. Rank 0 has opened the run (`opened`) or failed to (`open_status`).
+int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec, std::optional<reports::StoredRun> opened,
+                     const Status& open_status, const std::string& junit, bool fail_on_survivor) {
+  if (mpi.broadcast(static_cast<std::int64_t>(open_status ? 1 : 0)) == 0) {
+    return mpi.root() ? fail(open_status) : kExitOk;  // rank 0 says why; mpirun gives its code
+  }
+  std::vector<const mutants::Mutant*> all = spec.mutants;
+  if (all.empty()) all.assign(mutants::registry().begin(), mutants::registry().end());
+  mutants::CampaignSpec mine = spec;
+  mine.mutants.clear();
+  for (std::size_t p = static_cast<std::size_t>(mpi.rank()); p < all.size(); p += static_cast<std::size_t>(mpi.size())) {
+    mine.mutants.push_back(all[p]);
+  }
+  CampaignProgress progress(mpi.root() && isatty(2));
+  reports::CampaignCollector collector(spec.policy, &progress);
+  std::optional<Expected<mutants::CampaignResult>> result;
+  std::string part = "R" + reports::encodeCampaignShard({});
+  if (!mine.mutants.empty()) {  // an empty list would mean the whole registry
+    result.emplace(mutants::runCampaign(mine, &collector));
+    if (!*result) {
+      part = "E" + result->status().message();
+    } else {
+      reports::CampaignShardRows rows;
+      rows.cases = (*result)->cases;
+      rows.baseline_refused = (*result)->baseline_refused;
+      rows.baseline_holds = (*result)->baseline_holds;
+      rows.mutants = std::move(collector.rows());
+      part = "R" + reports::encodeCampaignShard(rows);
+    }
+  }
+  const std::vector<std::string> parts = mpi.gather(part);
+  if (!mpi.root()) return kExitOk;  // mpirun's code is rank 0's
+
+  for (const std::string& p : parts) {
+    if (p[0] == 'E') return fail(Status::invalid(p.substr(1)));
+  }
+  // Rank 0 always has mutant 0, so a result of its own.
+  mutants::CampaignResult total = **result;
+  total.outcomes.clear();
+  std::vector<reports::MutantRows> rows;
+  if (total.baseline_holds) {
+    std::map<std::string, reports::MutantRows> by_id;
+    for (const std::string& p : parts) {
+      auto shard = reports::decodeCampaignShard(p.substr(1));
+      if (!shard) return fail(shard.status());
+      for (reports::MutantRows& m : shard->mutants) by_id[m.mutant.id] = std::move(m);
+    }
+    for (const mutants::Mutant* m : all) {
+      const auto it = by_id.find(std::string(m->id()));
+      if (it == by_id.end()) return fail(Status::internal("no rank decided mutant " + std::string(m->id())));
+      total.outcomes.push_back(reports::outcomeFromRows(m, it->second));
+      rows.push_back(std::move(it->second));
+    }
+  }
+  reports::Store& store = opened->store;
+  const std::int64_t run_id = opened->run.id;
+  if (Status st = reports::writeMutantRows(store, run_id, rows); !st) return fail(st);
+  if (Status st = store.finishRun(run_id); !st) return fail(st);
+  if (!junit.empty()) {
+    if (Status st = reports::writeCampaignJunit(total, junit); !st) return fail(st);
+  }
+  std::cout << reports::renderCampaign(spec, total);
+  if (!total.baseline_holds) return kExitPropertyFailed;
+  if (fail_on_survivor && total.survived() > 0) return kExitPropertyFailed;
+  return kExitOk;
+}
 
 }  // namespace
 
@@ -91,8 +167,24 @@ Command registerMutate(CLI::App& app) {
               }
               spec.mutants.push_back(m);
             }
-            auto opened = reports::openRun(o->db, "mutate", reports::campaignArgs(spec), kSeamVersion, o->resume);
-            if (!opened) return fail(opened.status());
+            const MpiWorld& mpi = mpiWorld();
+            if (mpi.split() && o->resume) {
+              return fail(Status::invalid("--resume under mpirun: resume the campaign as one process"));
+            }
+            std::optional<reports::StoredRun> opened;
+            Status open_status;
+            if (mpi.root()) {
+              auto run = reports::openRun(o->db, "mutate", reports::campaignArgs(spec), kSeamVersion, o->resume);
+              if (run) {
+                opened.emplace(std::move(*run));
+              } else {
+                open_status = run.status();
+              }
+            }
+            if (mpi.split()) {
+              return campaignUnderMpi(mpi, spec, std::move(opened), open_status, o->junit, o->fail_on_survivor);
+            }
+            if (!open_status) return fail(open_status);
             reports::Store* store = &opened->store;
             const reports::RunRecord run = opened->run;
             CampaignProgress progress(isatty(2));

@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <thread>
 
 #include "case_options.h"
 #include "command.h"
+#include "mpi_world.h"
 #include "seam/properties/sweep.h"
 #include "seam/reports/recorders.h"
+#include "seam/reports/shard_rows.h"
 #include "seam/reports/sweep_view.h"
 
 namespace seam::tools {
@@ -32,6 +35,74 @@ class ProgressLine : public properties::SweepListener {
  private:
   std::int64_t last_ = 0;
 };
+
+/// Bytes of a list of case indices (what a resumed run skips), for the other ranks.
+std::string encodeIndices(const std::vector<std::int64_t>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t));
+}
+std::vector<std::int64_t> decodeIndices(const std::string& bytes) {
+  std::vector<std::int64_t> v(bytes.size() / sizeof(std::int64_t));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(std::int64_t));
+  return v;
+}
+
+/// `mpirun -np N seam sweep`: rank r of N takes shard i + n*r of n*N (the
+/// user's shard i/n split further), rank 0 gathers every rank's rows over
+/// MPI, writes them into its run and prints the summary of the whole shard.
+/// Rank 0 has opened the run (`opened`) or failed to (`open_status`).
+int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec, std::optional<reports::StoredRun> opened,
+                  const Status& open_status, const std::string& junit) {
+  if (mpi.broadcast(static_cast<std::int64_t>(open_status ? 1 : 0)) == 0) {
+    return mpi.root() ? fail(open_status) : kExitOk;  // rank 0 says why; mpirun gives its code
+  }
+  spec.skip = decodeIndices(mpi.broadcast(encodeIndices(spec.skip)));
+  const properties::SweepSpec whole = spec;  // what the run's summary describes
+  spec.shard = {whole.shard.index + whole.shard.count * mpi.rank(), whole.shard.count * mpi.size()};
+
+  ProgressLine progress;
+  reports::SweepCollector collector(spec, mpi.root() && isatty(2) ? &progress : nullptr);
+  auto live = properties::runSweep(spec, &collector);
+  // Every rank takes part in the gather, a failed one with its message.
+  std::string mine = "E" + (live ? std::string() : live.status().message());
+  if (live) {
+    reports::SweepShardRows rows;
+    rows.cases = std::move(collector.rows());
+    rows.run_here = live->run_here;
+    rows.seconds = live->seconds;
+    for (const auto& m : live->per_model) rows.model_seconds.push_back(m.seconds);
+    mine = "R" + reports::encodeSweepShard(rows);
+  }
+  const std::vector<std::string> all = mpi.gather(mine);
+  if (!mpi.root()) return kExitOk;  // mpirun's code is rank 0's
+
+  for (const std::string& part : all) {
+    if (part[0] == 'E') return fail(Status::invalid(part.substr(1)));
+  }
+  properties::SweepResult total = *live;
+  total.run_here = 0;
+  std::vector<reports::CaseRows> rows;
+  for (const std::string& part : all) {
+    auto shard = reports::decodeSweepShard(part.substr(1));
+    if (!shard) return fail(shard.status());
+    total.run_here += shard->run_here;
+    total.seconds = std::max(total.seconds, shard->seconds);
+    for (std::size_t m = 0; m < total.per_model.size() && m < shard->model_seconds.size(); ++m) {
+      if (&part != &all[0]) total.per_model[m].seconds += shard->model_seconds[m];
+    }
+    for (reports::CaseRows& row : shard->cases) rows.push_back(std::move(row));
+  }
+  reports::Store& store = opened->store;
+  const std::int64_t run_id = opened->run.id;
+  if (Status st = reports::writeCaseRows(store, run_id, std::move(rows)); !st) return fail(st);
+  if (Status st = store.finishRun(run_id); !st) return fail(st);
+  auto result = reports::sweepResultFromStore(store, run_id, whole, total);
+  if (!result) return fail(result.status());
+  if (!junit.empty()) {
+    if (Status st = reports::writeRunJunit(store, run_id, "sweep", junit); !st) return fail(st);
+  }
+  std::cout << reports::renderSweep(whole, *result);
+  return result->violated == 0 ? kExitOk : kExitPropertyFailed;
+}
 
 }  // namespace
 
@@ -84,16 +155,30 @@ Command registerSweep(CLI::App& app) {
             }
             // Validate the fixed leaves once, with the message ConfigSpace gives.
             if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe) return fail(probe.status());
-            auto opened = reports::openRun(o->db, "sweep", reports::sweepArgs(spec), kSeamVersion, o->resume);
-            if (!opened) return fail(opened.status());
+            // Under mpirun rank 0 opens the store (and every rank learns
+            // whether it could), each rank sweeps its part of the shard, and
+            // rank 0 writes every rank's rows and prints the one summary.
+            const MpiWorld& mpi = mpiWorld();
+            std::optional<reports::StoredRun> opened;
+            Status open_status;
+            if (mpi.root()) {
+              auto run = reports::openRun(o->db, "sweep", reports::sweepArgs(spec), kSeamVersion, o->resume);
+              if (run) {
+                opened.emplace(std::move(*run));
+              } else {
+                open_status = run.status();
+              }
+              if (opened && o->resume) {
+                auto done = opened->store.caseIndices(opened->run.id);
+                if (!done) return fail(done.status());
+                spec.skip = std::move(*done);
+                std::sort(spec.skip.begin(), spec.skip.end());
+              }
+            }
+            if (mpi.split()) return sweepUnderMpi(mpi, spec, std::move(opened), open_status, o->junit);
+            if (!open_status) return fail(open_status);
             reports::Store* store = &opened->store;
             const reports::RunRecord run = opened->run;
-            if (o->resume) {
-              auto done = store->caseIndices(run.id);
-              if (!done) return fail(done.status());
-              spec.skip = std::move(*done);
-              std::sort(spec.skip.begin(), spec.skip.end());
-            }
             ProgressLine progress;
             reports::SweepRecorder recorder(*store, run.id, spec, isatty(2) ? &progress : nullptr);
             auto live = properties::runSweep(spec, &recorder);

@@ -3,13 +3,36 @@
 // what it returns and maps its Status to an exit code (DESIGN §9):
 //   0 all properties hold, 1 a property failed, 2 bad input or usage,
 //   3 internal error.
+#include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "mpi_world.h"
+
+namespace {
+int runSeam(int argc, char** argv);
+}
 
 int main(int argc, char** argv) {
+  using namespace seam::tools;
+  // Under mpirun (`mpirun -np N seam sweep|mutate ...`) each rank runs its
+  // part; rank 0 writes the store, prints and exits with the run's code; the
+  // others print nothing (a bad input fails on every rank alike) and exit 0
+  // once their part is handed over, so mpirun's code is rank 0's.
+  MpiSession mpi(&argc, &argv);
+  if (!mpi.status()) return fail(mpi.status());
+  const MpiWorld& world = mpiWorld();
+  if (!world.root()) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+  }
+  return runSeam(argc, argv);
+}
+
+namespace {
+int runSeam(int argc, char** argv) {
   using namespace seam::tools;
   try {
     CLI::App app{"seam: simulate and verify the collectives at the boundaries of distributed LLM decoder layers"};
@@ -22,7 +45,12 @@ int main(int argc, char** argv) {
 
     if (const int code = parseCommandLine(app, argc, argv, "seam"); code >= 0) return code;
     for (const Command& c : commands) {
-      if (c.app->parsed()) return c.run();
+      if (!c.app->parsed()) continue;
+      // sweep and mutate split their work by rank; any other command runs on
+      // rank 0 alone (two ranks would write the same files).
+      const bool splits = c.app->get_name() == "sweep" || c.app->get_name() == "mutate";
+      if (!splits && !mpiWorld().root()) return kExitOk;
+      return c.run();
     }
     return kExitBadInput;
   } catch (const std::exception& e) {
@@ -30,3 +58,4 @@ int main(int argc, char** argv) {
     return kExitInternal;
   }
 }
+}  // namespace

@@ -24,6 +24,7 @@
 
 #include "case_options.h"
 #include "command.h"
+#include "mpi_world.h"
 #include "seam/properties/diff.h"
 #include "seam/backend/bench.h"
 #include "seam/backend/device.h"
@@ -35,8 +36,31 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+/// The processes mpirun started, for the backend (one process per rank);
+/// null when this process runs every rank.
+class MpiProcesses : public backend::ProcessGroup {
+ public:
+  explicit MpiProcesses(const MpiWorld& world) : world_(world) {}
+  int rank() const override { return world_.rank(); }
+  int size() const override { return world_.size(); }
+  int device() const override { return world_.localRank(); }
+  std::string broadcast(const std::string& bytes) override { return world_.broadcast(bytes); }
+  std::vector<std::string> gather(const std::string& mine) override { return world_.gather(mine); }
+
+ private:
+  const MpiWorld& world_;
+};
+
+backend::ProcessGroup* processGroup() {
+  static MpiProcesses processes(mpiWorld());
+  return mpiWorld().split() ? &processes : nullptr;
+}
+
 int failGpu(const Status& status) {
-  std::cerr << "seam-gpu: " << oneLine(status.message()) << "\n";
+  // Under mpirun a rank other than 0 says which it is: its failure may be its
+  // own (its host's GPUs), which rank 0 never hears of.
+  const std::string rank = mpiWorld().root() ? "" : "rank " + std::to_string(mpiWorld().rank()) + ": ";
+  std::cerr << "seam-gpu: " << rank << oneLine(status.message()) << "\n";
   return status.code() == StatusCode::kInternal ? kExitInternal : kExitBadInput;
 }
 
@@ -191,17 +215,19 @@ int runRun(const RunOptions& o, const std::string& command_line) {
   options.graph_replays = o.graph_replays;
   if (Status st = backend::validateRunOptions(options); !st) return failGpu(st);
 
-  auto gpu = backend::runPlanOnGpus(*plan, options);
+  auto gpu = backend::runPlanOnGpus(*plan, options, processGroup());
   if (!gpu) return failGpu(gpu.status());
   std::optional<OutputDiff> vs_unfused;
   if (o.check_unfused && !gpu->hung) {
     backend::GpuRunOptions unfused = options;
     unfused.fuse_ar_add_norm = false;
     unfused.graph_replays = 0;
-    auto other = backend::runPlanOnGpus(*plan, unfused);
+    auto other = backend::runPlanOnGpus(*plan, unfused, processGroup());
     if (!other) return failGpu(other.status());
     if (!other->hung) vs_unfused = compareOutputs(gpu->output, other->output);
   }
+  // Under mpirun rank 0 holds the whole result; the others are done.
+  if (!mpiWorld().root()) return kExitOk;
   const NumericRun cpu = runPlanNumeric(*plan, *mode, options.shape);
   const NumericOutput reference = runReference(*c, *mode, options.shape);
   const bool exact = *mode == numeric::Mode::kExact;
@@ -610,10 +636,11 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
   backend::GpuRunOptions options;
   options.mode = *mode;
   options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
-  auto ga = backend::runPlanOnGpus(*plan_a, options);
+  auto ga = backend::runPlanOnGpus(*plan_a, options, processGroup());
   if (!ga) return failGpu(ga.status());
-  auto gb = backend::runPlanOnGpus(*plan_b, options);
+  auto gb = backend::runPlanOnGpus(*plan_b, options, processGroup());
   if (!gb) return failGpu(gb.status());
+  if (!mpiWorld().root()) return kExitOk;  // rank 0 holds both results
   const OutputDiff diff = compareOutputs(ga->output, gb->output);
   const bool agree = predicted == diff.identical;
   std::cout << "seam-gpu compare: " << c->model.name << " " << c->config.describe() << " tokens " << c->batch.describe()
@@ -650,7 +677,23 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
 
 }  // namespace seam::tools
 
+namespace {
+int runSeamGpu(int argc, char** argv);
+}
+
 int main(int argc, char** argv) {
+  using namespace seam::tools;
+  // Under mpirun (`mpirun -np N seam-gpu run|compare CASE`): one process per
+  // rank; rank 0 prints and exits with the verdict, the others print only
+  // their own failures (named by rank) and exit 0 once they have run.
+  MpiSession mpi(&argc, &argv);
+  if (!mpi.status()) return failGpu(mpi.status());
+  if (!mpiWorld().root()) std::freopen("/dev/null", "w", stdout);
+  return runSeamGpu(argc, argv);
+}
+
+namespace {
+int runSeamGpu(int argc, char** argv) {
   using namespace seam::tools;
   try {
     CLI::App app{"seam-gpu: run seam's plans on CUDA GPUs with NCCL and compare them with the CPU executor"};
@@ -718,7 +761,11 @@ int main(int argc, char** argv) {
     bench->add_option("--json", bench_json, "write the result as one JSON object to this file");
 
     if (const int code = parseCommandLine(app, argc, argv, "seam-gpu"); code >= 0) return code;
-    if (info->parsed()) return runInfo();
+    if (mpiWorld().split() && (bench->parsed() || bench_cmd->parsed())) {
+      return failGpu(seam::Status::invalid(std::string(bench->parsed() ? "bench-allreduce" : "bench") +
+                                     " under mpirun: not done yet; run it as one process (one thread per GPU)"));
+    }
+    if (info->parsed()) return mpiWorld().root() ? runInfo() : kExitOk;
     if (bench->parsed()) return runBench(bytes, bench_iters, bench_json);
     std::string command_line;
     for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
@@ -730,3 +777,4 @@ int main(int argc, char** argv) {
     return kExitInternal;
   }
 }
+}  // namespace

@@ -23,6 +23,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libcli11-dev nlohmann-json3-dev libsqlite3-dev libeigen3-dev libgraphviz-dev
   sqlite3
+  libopenmpi-dev openmpi-bin
 )
 # libFuzzer ships in clang's runtime package (Debian 12: clang 14).
 ((fuzz)) && packages+=(clang libclang-rt-14-dev)

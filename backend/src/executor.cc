@@ -20,8 +20,10 @@
 #include "handles.h"
 #include "kernels.h"
 #include "rank_executor.h"
+#include "rank_outcome.h"
 #include "seam/backend/check.h"
 #include "seam/backend/raii.h"
+#include "seam/sim/bytes.h"
 #include "seam/sim/rows.h"
 
 namespace seam::backend {
@@ -87,6 +89,13 @@ using detail::RankExecutor;
 using detail::RankProgress;
 using detail::SharedRun;
 using detail::SpinBarrier;
+using detail::RankOutcome;
+using detail::ProcessReport;
+using detail::RankEnd;
+using detail::outcomeOf;
+using detail::encodeReport;
+using detail::decodeReport;
+using detail::statusOf;
 
 /// How often the watchdog looks at the progress counters.
 constexpr auto kWatchdogTick = std::chrono::milliseconds(20);
@@ -119,7 +128,8 @@ std::string describeDevices(const std::vector<DeviceInfo>& devices, int used) {
 
 /// Assembles the output exactly as runPlanNumeric does: each token's row from
 /// the first rank (in rank order) that produced it, producers counted.
-void assembleOutput(const SharedRun& s, const std::vector<std::unique_ptr<RankExecutor>>& ranks, GpuRunResult* out) {
+/// `outcomes` holds every rank of the plan, in rank order.
+void assembleOutput(const SharedRun& s, const std::vector<RankOutcome>& outcomes, GpuRunResult* out) {
   const int h = s.options.shape.hidden;
   NumericOutput& o = out->output;
   o.hidden = h;
@@ -131,7 +141,7 @@ void assembleOutput(const SharedRun& s, const std::vector<std::unique_ptr<RankEx
     o.snapshots.emplace_back(stage, std::vector<float>(static_cast<size_t>(o.tokens) * h, 0.0f));
   }
   for (int r = 0; r < s.plan.world(); ++r) {
-    for (const auto& snap : ranks[r]->snapshotsHost()) {
+    for (const auto& snap : outcomes[r].snapshots) {
       if (snap.stack != 0 || snap.stage < 0) continue;
       auto it = std::find_if(o.snapshots.begin(), o.snapshots.end(), [&](const auto& p) { return p.first == snap.stage; });
       if (it == o.snapshots.end()) continue;
@@ -143,18 +153,18 @@ void assembleOutput(const SharedRun& s, const std::vector<std::unique_ptr<RankEx
     }
   }
   for (int r = 0; r < s.plan.world(); ++r) {
+    const RankOutcome& rank = outcomes[r];
     RankFinals finals;
     finals.rank = r;
     finals.tokens.assign(s.stacks, {});
     finals.rows.assign(s.stacks, {});
     bool any = false;
     for (int k = 0; k < s.stacks; ++k) {
-      if (!ranks[r]->finalDone(k)) continue;
+      if (!rank.final_done[k]) continue;
       any = true;
-      const DeviceRows& f = ranks[r]->finalRows(k);
-      const auto& toks = s.rows.tokens(f.kind, r);
-      const std::vector<float>& host = ranks[r]->finalHost(k);
-      const int n = std::min(static_cast<int>(toks.size()), f.rows);
+      const auto& toks = s.rows.tokens(static_cast<RowKind>(rank.final_kind[k]), r);
+      const std::vector<float>& host = rank.final_host[k];
+      const int n = std::min(static_cast<int>(toks.size()), static_cast<int>(rank.final_rows[k]));
       finals.tokens[k].assign(toks.begin(), toks.begin() + n);
       finals.rows[k].assign(host.begin(), host.begin() + static_cast<std::ptrdiff_t>(n) * h);
       for (int i = 0; i < n; ++i) {
@@ -172,6 +182,19 @@ void assembleOutput(const SharedRun& s, const std::vector<std::unique_ptr<RankEx
     if (any) out->finals.push_back(std::move(finals));
   }
 }
+
+/// Every rank's timings (rank-major), graph steps and new notes into `out`.
+void collectOutcomes(const SharedRun& s, const std::vector<RankOutcome>& outcomes, GpuRunResult* out) {
+  std::set<std::string> seen(out->notes.begin(), out->notes.end());
+  for (const RankOutcome& o : outcomes) {
+    for (const std::string& n : o.notes) {
+      if (seen.insert(n).second) out->notes.push_back(n);
+    }
+    out->timings.insert(out->timings.end(), o.timings.begin(), o.timings.end());
+    if (s.options.graph_replays > 0) out->graph.push_back(o.graph);
+  }
+}
+
 
 /// The output's FNV-1a hash folded on the devices: for each stack, each DP
 /// shard's rows are hashed on the first rank that produced them, carrying the
@@ -219,7 +242,79 @@ Expected<std::uint64_t> deviceHash(const SharedRun& s, const std::vector<std::un
 
 }  // namespace
 
-Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& options) {
+namespace {
+
+/// Under one process per rank: rank 0 turns every process's report into the
+/// run's result and tells the other processes the verdict (failed, hung or
+/// done), so that each returns alike. `mine` is this process's report.
+Expected<GpuRunResult> joinProcesses(const SharedRun& shared, ProcessGroup& processes, const ProcessReport& mine,
+                                     GpuRunResult result) {
+  const std::vector<std::string> parts = processes.gather(encodeReport(mine));
+  // The verdict rank 0 broadcasts: how the run ended, the status code, the
+  // message (the failure or the hang report).
+  ByteWriter verdict;
+  if (processes.rank() == 0) {
+    std::vector<ProcessReport> reports;
+    Status failure;
+    for (const std::string& part : parts) {
+      auto report = decodeReport(part);
+      if (!report) {
+        failure = report.status();
+        break;
+      }
+      reports.push_back(std::move(*report));
+    }
+    for (const ProcessReport& r : reports) {
+      if (failure && r.end == RankEnd::kFailed) failure = statusOf(r.code, r.message);
+    }
+    std::vector<RankPosition> positions;
+    double idle = 0;
+    bool hung = false;
+    for (const ProcessReport& r : reports) {
+      hung = hung || r.end == RankEnd::kHung;
+      positions.push_back(r.position);
+      idle = std::max(idle, r.idle_seconds);
+    }
+    if (!failure) {
+      verdict.put(static_cast<std::int64_t>(RankEnd::kFailed));
+      verdict.put(static_cast<std::int64_t>(failure.code()));
+      verdict.put(failure.message());
+    } else if (hung) {
+      result.hung = true;
+      result.hang_report = formatHangReport(shared.plan, positions, idle, shared.options.warmup + shared.options.iters);
+      verdict.put(static_cast<std::int64_t>(RankEnd::kHung));
+      verdict.put(static_cast<std::int64_t>(StatusCode::kOk));
+      verdict.put(result.hang_report);
+    } else {
+      std::vector<RankOutcome> outcomes;
+      for (ProcessReport& r : reports) outcomes.push_back(std::move(r.outcome));
+      assembleOutput(shared, outcomes, &result);
+      collectOutcomes(shared, outcomes, &result);
+      // Every rank's rows are on this host now; the devices are in other processes.
+      result.device_hash = result.output.hash();
+      result.notes.push_back("one process per rank: the output hash is folded on rank 0's host from the gathered rows");
+      verdict.put(static_cast<std::int64_t>(RankEnd::kDone));
+      verdict.put(static_cast<std::int64_t>(StatusCode::kOk));
+      verdict.put(std::string());
+    }
+  }
+  const std::string said = processes.broadcast(verdict.take());
+  ByteReader r(said);
+  const auto end = static_cast<RankEnd>(r.int64());
+  const auto code = static_cast<StatusCode>(r.int64());
+  std::string message = r.text();
+  if (!r.ok()) return Status::internal("rank 0's verdict on the run is malformed");
+  if (end == RankEnd::kFailed) return statusOf(code, std::move(message));
+  if (end == RankEnd::kHung) {
+    result.hung = true;
+    result.hang_report = std::move(message);
+  }
+  return result;
+}
+
+}  // namespace
+
+Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& options, ProcessGroup* processes) {
   if (Status st = validateRunOptions(options); !st) return st;
   const int world = plan.world();
   if (world < 1) return Status::invalid("the plan has no ranks");
@@ -231,36 +326,72 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
     return Status::invalid("the plan has " + std::to_string(world) + " ranks but its config a world of " +
                            std::to_string(plan.source.config.world()));
   }
+  if (processes != nullptr && processes->size() != world) {
+    return Status::invalid("the plan has " + std::to_string(world) + " ranks but " + std::to_string(processes->size()) +
+                           " processes were started: one process per rank (mpirun -np " + std::to_string(world) + ")");
+  }
   auto devices = listDevices();
   if (!devices) return devices.status();
   const int visible = static_cast<int>(devices->size());
-  if (world > visible) {
-    return Status::invalid("world " + std::to_string(world) + " needs " + std::to_string(world) + " GPUs, " +
-                           std::to_string(visible) + " visible");
+  // The ranks this process runs: every rank, or its own.
+  std::vector<int> local;
+  if (processes == nullptr) {
+    if (world > visible) {
+      return Status::invalid("world " + std::to_string(world) + " needs " + std::to_string(world) + " GPUs, " +
+                             std::to_string(visible) + " visible");
+    }
+    for (int r = 0; r < world; ++r) local.push_back(r);
+  } else {
+    if (processes->device() >= visible) {
+      return Status::invalid("rank " + std::to_string(processes->rank()) + " takes GPU " +
+                             std::to_string(processes->device()) + " of its host (its place among the host's processes), " +
+                             std::to_string(visible) + " visible: one process per GPU");
+    }
+    local.push_back(processes->rank());
   }
   auto versions = runtimeVersions();
   if (!versions) return versions.status();
 
   GpuRunResult result;
-  result.device = describeDevices(*devices, world);
+  result.device = processes == nullptr ? describeDevices(*devices, world)
+                                       : std::to_string(world) + "x " + (*devices)[processes->device()].name +
+                                             " (one process per GPU)";
   result.versions = *versions;
   if (options.mode == numeric::Mode::kReal) {
     result.notes.push_back("real mode: values are stored in fp32 and rounded to bf16 after every op; NCCL sums the "
                            "bf16 values in fp32 and the sum is rounded once");
   }
 
-  SharedRun shared(plan, options);
+  SharedRun shared(plan, options, static_cast<int>(local.size()));
+  if (processes != nullptr) {
+    shared.one_rank_per_process = true;
+    shared.first_local_rank = processes->rank();
+    shared.local_device = processes->device();
+  }
   shared.capacity_rows = capacityRows(shared);
   planPeerGroups(shared, *devices);
   for (const detail::PeerGroup& g : shared.peer_groups) result.notes.push_back(g.path);
   buildWeights(shared);
-  SEAM_NCCL_CHECK(ncclGetUniqueId(&shared.id));
+  if (processes == nullptr) {
+    SEAM_NCCL_CHECK(ncclGetUniqueId(&shared.id));
+  } else {
+    // NCCL's own bootstrap: rank 0's unique id, handed to every process.
+    std::string id(sizeof shared.id, '\0');
+    if (processes->rank() == 0) {
+      SEAM_NCCL_CHECK(ncclGetUniqueId(&shared.id));
+      std::memcpy(id.data(), &shared.id, sizeof shared.id);
+    }
+    id = processes->broadcast(id);
+    if (id.size() != sizeof shared.id) return Status::internal("the NCCL unique id broadcast has the wrong size");
+    std::memcpy(&shared.id, id.data(), sizeof shared.id);
+  }
 
   RankSet rank_set;
   std::vector<std::unique_ptr<RankExecutor>>& ranks = rank_set.ranks;
-  for (int r = 0; r < world; ++r) ranks.push_back(std::make_unique<RankExecutor>(shared, r));
+  ranks.resize(world);
+  for (int r : local) ranks[r] = std::make_unique<RankExecutor>(shared, r);
   std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
+  for (int r : local) {
     threads.emplace_back([&shared, &ranks, r] {
       RankExecutor& rank = *ranks[r];
       Status st;
@@ -282,18 +413,18 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
   // The watchdog: this thread watches the ranks' progress counters.
   StallDetector detector(options.watchdog_seconds);
   const auto t0 = Clock::now();
-  std::vector<std::int64_t> counters(world);
+  std::vector<std::int64_t> counters(local.size());
   std::vector<RankPosition> positions;
   for (;;) {
     std::this_thread::sleep_for(kWatchdogTick);
     bool all_done = true;
-    for (int r = 0; r < world; ++r) {
-      counters[r] = shared.progress[r].counter.load();
-      all_done = all_done && shared.progress[r].done.load();
+    for (size_t i = 0; i < local.size(); ++i) {
+      counters[i] = shared.progress[local[i]].counter.load();
+      all_done = all_done && shared.progress[local[i]].done.load();
     }
     if (all_done) break;
     if (!shared.abort && detector.update(counters, secondsSince(t0))) {
-      for (int r = 0; r < world; ++r) {
+      for (int r : local) {
         const RankProgress& p = shared.progress[r];
         positions.push_back({.rank = r,
                              .op_index = p.op_index.load(),
@@ -303,49 +434,56 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
       }
       result.hung = true;
       shared.abort = true;  // each rank thread aborts its own communicators
-      for (const auto& r : ranks) r->releaseGate();  // a gated stream drains
+      for (int r : local) ranks[r]->releaseGate();  // a gated stream drains
     }
   }
   for (std::thread& t : threads) t.join();
 
-  std::set<std::string> seen(result.notes.begin(), result.notes.end());
-  for (const auto& r : ranks) {
-    for (const std::string& n : r->notes()) {
-      if (seen.insert(n).second) result.notes.push_back(n);
+  if (processes != nullptr) {
+    const int r = local.front();
+    ProcessReport mine;
+    const Status failed = shared.firstError();
+    const RankProgress& p = shared.progress[r];
+    mine.position = {.rank = r,
+                     .op_index = p.op_index.load(),
+                     .iteration = p.iteration.load(),
+                     .setting_up = p.setting_up.load(),
+                     .finished = p.finished.load()};
+    if (result.hung) {
+      mine.end = RankEnd::kHung;
+      mine.position = positions.front();
+      mine.idle_seconds = detector.idleSeconds();
+    } else if (!failed) {
+      mine.end = RankEnd::kFailed;
+      mine.code = failed.code();
+      mine.message = failed.message();
+    } else {
+      mine.outcome = outcomeOf(shared, *ranks[r], r);
     }
+    return joinProcesses(shared, *processes, mine, std::move(result));
   }
+
   if (result.hung) {
+    std::set<std::string> seen(result.notes.begin(), result.notes.end());
+    for (const auto& r : ranks) {
+      for (const std::string& n : r->notes()) {
+        if (seen.insert(n).second) result.notes.push_back(n);
+      }
+    }
     result.hang_report = formatHangReport(plan, positions, detector.idleSeconds(), options.warmup + options.iters);
     return result;
   }
   if (Status st = shared.firstError(); !st) return st;
 
-  assembleOutput(shared, ranks, &result);
+  std::vector<RankOutcome> outcomes;
+  for (int r = 0; r < world; ++r) outcomes.push_back(outcomeOf(shared, *ranks[r], r));
+  assembleOutput(shared, outcomes, &result);
+  collectOutcomes(shared, outcomes, &result);
   auto hash = deviceHash(shared, ranks, result.output, &result.notes);
   if (!hash) return hash.status();
   result.device_hash = *hash;
   if (result.device_hash != result.output.hash()) {
     result.notes.push_back("the device hash differs from the hash of the rows copied to the host");
-  }
-  for (int r = 0; r < world; ++r) {
-    const RankExecutor& rank = *ranks[r];
-    for (size_t i = 0; i < plan.ranks[r].size(); ++i) {
-      const Op& op = plan.ranks[r][i];
-      const TimingSummary t = summarizeTimes(rank.samples()[i]);
-      result.timings.push_back({.rank = r,
-                                .op_index = static_cast<int>(i),
-                                .kind = op.kind,
-                                .axis = op.axis,
-                                .group_size = rank.opGroupSize()[i],
-                                .bytes = rank.opBytes()[i],
-                                .median_us = t.median,
-                                .p10_us = t.p10,
-                                .p90_us = t.p90,
-                                .path = rank.opPath()[i],
-                                .nccl_call = rank.opNccl()[i].call,
-                                .nccl_count = rank.opNccl()[i].count});
-    }
-    if (options.graph_replays > 0) result.graph.push_back(rank.graphStep());
   }
   return result;
 }

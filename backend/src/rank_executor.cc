@@ -94,10 +94,11 @@ void planPeerGroups(SharedRun& s, const std::vector<DeviceInfo>& devices) {
     for (int m : members) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
     std::string why;
     if (!s.options.fuse_ar_add_norm) why = "fusion off by option";
+    else if (s.one_rank_per_process) why = "its members are different processes; the kernel needs them in one";
     else if (static_cast<int>(members.size()) > kernels::kPeerMaxRanks) why = "more members than the kernel's " + std::to_string(kernels::kPeerMaxRanks);
     else if (slot_elems * sizeof(float) > kPeerMaxSlotBytes) why = std::string(mib) + " MiB of rows exceed the workspace slot";
     int min_sms = INT32_MAX;
-    for (int a : members) {
+    for (int a : why.empty() ? members : std::vector<int>{}) {
       min_sms = std::min(min_sms, devices[a].multiprocessors);
       for (int b : members) {
         int can = 0;
@@ -190,7 +191,9 @@ Expected<DeviceArray<float>> RankExecutor::upload(const std::vector<float>& host
 }
 
 Status RankExecutor::setUp() {
-  device_ = rank_;  // rank r on device r % count, and the world never exceeds the count
+  // Rank r on device r (the world never exceeds the count), or on the
+  // device the process group gives this process's only rank.
+  device_ = s_.local_device >= 0 ? s_.local_device : rank_;
   SEAM_CUDA_CHECK(cudaSetDevice(device_));
   auto gate = PinnedFlag::create();
   if (!gate) return gate.status();
@@ -739,14 +742,14 @@ Status RankExecutor::runGraphSteps() {
   // just after tracing starts may wait for the device to go idle, and a gate
   // kernel would keep it busy for good.
   if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
-  if (rank_ == 0) s_.trace.start();
+  if (rank_ == s_.first_local_rank) s_.trace.start();
   for (int i = 0; i < kTracedReplays; ++i) {
     if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
     if (Status st = exec->launch(*stream_); !st) return st;
     if (Status st = drain(); !st) return st;
   }
   if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
-  if (rank_ == 0) s_.trace.stop();
+  if (rank_ == s_.first_local_rank) s_.trace.stop();
   if (!s_.step_barrier.arriveAndWait(s_.abort)) return aborted();
   std::vector<DeviceActivity> mine = s_.trace.recordsOf(device_);
   if (!mine.empty() && mine.size() % kTracedReplays == 0) {

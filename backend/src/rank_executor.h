@@ -112,7 +112,9 @@ std::optional<DpPadding> modeOfCount(const RowMap& rows, const RowMap& other, Dp
 
 /// State every rank thread reads: the plan, its groups and rows, the weights.
 struct SharedRun {
-  SharedRun(const Plan& p, const GpuRunOptions& o)
+  /// `local_ranks`: the rank threads of this process (the plan's world, or 1
+  /// under one process per rank), which its barriers wait for.
+  SharedRun(const Plan& p, const GpuRunOptions& o, int local_ranks)
       : plan(p),
         options(o),
         topo(p.source.config),
@@ -121,9 +123,9 @@ struct SharedRun {
                    p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen),
         stacks(p.source.model.pattern.mtp.empty() ? 1 : 2),
         progress(new RankProgress[p.world()]),
-        window_barrier(p.world()),
-        setup_barrier(p.world()),
-        step_barrier(p.world()) {
+        window_barrier(local_ranks),
+        setup_barrier(local_ranks),
+        step_barrier(local_ranks) {
     // The ranks meet before releasing each window only when they have the
     // same number of windows (a plan with pipeline stages need not).
     barrier_windows = std::all_of(p.ranks.begin(), p.ranks.end(),
@@ -146,7 +148,12 @@ struct SharedRun {
   SpinBarrier step_barrier;   ///< eager steps and graph replays start together
   bool barrier_windows = false;
   std::vector<PeerGroup> peer_groups;
-  SharedTrace trace;  ///< of the traced graph replays (rank 0 starts and stops it)
+  SharedTrace trace;  ///< of the traced graph replays (first_local_rank starts and stops it)
+  /// One process per rank (executor.h's ProcessGroup): the only rank of this
+  /// process is `first_local_rank`, on `local_device`; no group is fused.
+  bool one_rank_per_process = false;
+  int first_local_rank = 0;
+  int local_device = -1;
 
   const RowMap& fullMap(DpPadding mode) const { return mode == plan.padding ? rows : other_rows; }
   bool real() const { return options.mode == numeric::Mode::kReal; }

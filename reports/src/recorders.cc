@@ -1,5 +1,7 @@
 #include "seam/reports/recorders.h"
 
+#include "seam/reports/shard_rows.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -121,27 +123,7 @@ Status SweepRecorder::flush() {
 }
 
 void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) {
-  for (const auto& r : chunk) {
-    CaseRecord rec;
-    rec.index = r.index;
-    rec.model = r.c->model.name;
-    rec.pattern = r.c->model.pattern.text();
-    rec.config = r.c->config.describe();
-    rec.flags = r.c->flags.describe();
-    rec.batch = r.c->batch.describe();
-    rec.policy = std::string(policyName(spec_.policy));
-    rec.group = spec_.models[r.model].name;
-    rec.outcome = r.refused ? CaseOutcome::kRefused : (r.violation ? CaseOutcome::kViolated : CaseOutcome::kHolds);
-    rec.refusal = r.refusal;
-    rec.reproduce = reproduceCommand(*r.c, policyName(spec_.policy));
-    rec.plan_hash = r.plan_hash;
-    std::vector<VerdictRecord> failing;
-    if (r.violation) {
-      failing.push_back({static_cast<int>(r.violation->property), false,
-                         std::string(violationClassName(r.violation->cls)), describeViolation(*r.violation)});
-    }
-    pending_.emplace_back(std::move(rec), std::move(failing));
-  }
+  for (CaseRows& row : caseRows(chunk, spec_)) pending_.push_back(std::move(row));
   if (static_cast<int>(pending_.size()) >= kBatchCases) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -252,28 +234,13 @@ void CampaignRecorder::onMutant(const mutants::MutantOutcome& o, int done, int t
     status_ = st;
     return;
   }
-  MutantRecord rec;
-  rec.id = std::string(o.mutant->id());
-  rec.kind = std::string(mutants::kindName(o.mutant->kind()));
-  rec.description = std::string(o.mutant->description());
-  rec.status = std::string(mutants::statusName(o.status));
-  rec.argument = o.argument;
-  rec.cases_run = o.cases_run;
-  if (Status st = store_.putMutant(run_id_, rec); !st) {
+  const MutantRows rows = mutantRows(o, spec_.policy);
+  if (Status st = store_.putMutant(run_id_, rows.mutant); !st) {
     status_ = st;
     return;
   }
-  if (o.status == mutants::MutantStatus::kKilled) {
-    KillRecord k;
-    k.mutant_id = rec.id;
-    k.case_index = o.kill_index;
-    if (o.kill_violation) {
-      k.property = static_cast<int>(o.kill_violation->property);
-      k.violation_class = std::string(violationClassName(o.kill_violation->cls));
-      k.text = describeViolation(*o.kill_violation);
-    }
-    if (o.kill_case) k.reproduce = reproduceCommand(*o.kill_case, policyName(spec_.policy));
-    if (Status st = store_.addKill(run_id_, k); !st) {
+  if (rows.kill) {
+    if (Status st = store_.addKill(run_id_, *rows.kill); !st) {
       status_ = st;
       return;
     }
@@ -284,25 +251,11 @@ void CampaignRecorder::onMutant(const mutants::MutantOutcome& o, int done, int t
 std::optional<mutants::MutantOutcome> CampaignRecorder::recalled(const mutants::Mutant& mutant) {
   for (const MutantRecord& m : stored_) {
     if (m.id != mutant.id()) continue;
-    mutants::MutantOutcome o;
-    o.mutant = &mutant;
-    o.cases_run = m.cases_run;
-    o.argument = m.argument;
-    o.status = m.status == "killed"       ? mutants::MutantStatus::kKilled
-               : m.status == "equivalent" ? mutants::MutantStatus::kEquivalent
-                                          : mutants::MutantStatus::kSurvived;
+    MutantRows rows{m, std::nullopt};
     for (const KillRecord& k : kills_) {
-      if (k.mutant_id != m.id) continue;
-      o.kill_index = k.case_index;
-      Violation v;
-      v.property = static_cast<Property>(k.property);
-      for (int c = 0; c <= static_cast<int>(ViolationClass::kBoundaryDisagrees); ++c) {
-        if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class) v.cls = static_cast<ViolationClass>(c);
-      }
-      v.detail = k.text;
-      o.kill_violation = v;
+      if (k.mutant_id == m.id) rows.kill = k;
     }
-    return o;
+    return outcomeFromRows(&mutant, rows);
   }
   return std::nullopt;
 }

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "seam/reports/gpu_import.h"
+#include "svg_plot.h"
 
 namespace seam::reports {
 
@@ -69,19 +70,7 @@ class Doc {
   }
 
  private:
-  static std::string html(const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      switch (c) {
-        case '&': o += "&amp;"; break;
-        case '<': o += "&lt;"; break;
-        case '>': o += "&gt;"; break;
-        case '"': o += "&quot;"; break;
-        default: o += c;
-      }
-    }
-    return o;
-  }
+  static std::string html(const std::string& s) { return escapeXml(s); }
   static std::string md(const std::string& s) {
     std::string o;
     for (char c : s) {
@@ -103,26 +92,32 @@ std::string when(std::int64_t ms) {
   return buf;
 }
 
-std::string outcomeName(CaseOutcome o) {
-  switch (o) {
-    case CaseOutcome::kHolds: return "holds";
-    case CaseOutcome::kViolated: return "violated";
-    case CaseOutcome::kRefused: return "refused";
-  }
-  return "?";
-}
-
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
 
+/// The points of the bench plots, gathered over every bench run of the store.
+struct BenchPlots {
+  LinePlot collectives{"Collectives: inside the plan vs bare NCCL", "message size (bytes)", "busbw GB/s (slowest rank)",
+                       true, true, {{"inside the plan", {}, false}, {"bare NCCL", {}, true}}};
+  LinePlot fused{"Fused all-reduce + add + RMSNorm vs NCCL all-reduce + add+norm", "tokens",
+                 "median us (slowest rank)", true, false, {}};
+  BarPlot graph{"Decode step: eager vs CUDA-graph replay vs sum of its kernels", "us (median)",
+                {"eager launches", "graph replay", "sum of kernels (CUPTI)"}, {}};
+  bool empty() const {
+    return collectives.series[0].points.empty() && fused.series.empty() && graph.groups.empty();
+  }
+};
+
 /// `seam gpu bench` rows (gpu_import.h's bench groups) as three tables: each
 /// collective inside the plan against bare NCCL, the fused kernel against NCCL
 /// all-reduce + add+norm per size, the captured step against eager launches.
+/// Their points go into `plots` (labelled with run `run_id`).
 void renderBench(Doc& d, const std::vector<CaseRecord>& cases, const std::vector<TimingRecord>& timings,
-                 const std::vector<EquivalenceRecord>& equivalences) {
+                 const std::vector<EquivalenceRecord>& equivalences, std::int64_t run_id, BenchPlots& plots) {
+  std::map<std::string, std::pair<PlotSeries, PlotSeries>> fused_series;  // by hidden: fused, unfused
   std::map<std::int64_t, std::vector<const TimingRecord*>> by_case;
   for (const TimingRecord& t : timings) by_case[t.case_index].push_back(&t);
   std::map<std::int64_t, std::vector<const EquivalenceRecord*>> eq_by_case;
@@ -140,6 +135,8 @@ void renderBench(Doc& d, const std::vector<CaseRecord>& cases, const std::vector
       const TimingRecord* bare = side(c.index, 0, 0);
       const TimingRecord* plan = side(c.index, 0, 1);
       if (!bare || !plan) continue;
+      plots.collectives.series[0].points.emplace_back(static_cast<double>(plan->bytes), plan->busbw_gbps);
+      plots.collectives.series[1].points.emplace_back(static_cast<double>(bare->bytes), bare->busbw_gbps);
       coll.push_back({plan->op_kind, plan->group, c.batch, fixed(plan->median_us, 2), fixed(bare->median_us, 2),
                       fixed(plan->busbw_gbps, 2), fixed(bare->busbw_gbps, 2), ratio(plan->busbw_gbps, bare->busbw_gbps)});
     } else if (c.group == kBenchFused) {
@@ -154,6 +151,17 @@ void renderBench(Doc& d, const std::vector<CaseRecord>& cases, const std::vector
         const std::string verdict = e->observed_identical ? "identical" : "max " + fixed(e->max_difference, 6);
         (e->plan_a == "fused:exact" ? exact : real) = verdict;
       }
+      // c.batch is "T tokens x H".
+      const double tokens = std::atof(c.batch.c_str());
+      const auto x = c.batch.rfind("x ");
+      const std::string hidden = x == std::string::npos ? "?" : c.batch.substr(x + 2);
+      auto& [fused_line, unfused_line] = fused_series[hidden];
+      const std::string tag = "hidden " + hidden + " (run " + std::to_string(run_id) + ")";
+      fused_line.name = "fused, " + tag;
+      unfused_line.name = "NCCL + add+norm, " + tag;
+      unfused_line.dashed = true;
+      fused_line.points.emplace_back(tokens, kernel->median_us);
+      unfused_line.points.emplace_back(tokens, unfused->median_us);
       fused.push_back({c.batch, std::to_string(kernel->bytes), fixed(kernel->median_us, 2), fixed(unfused->median_us, 2),
                        nccl ? fixed(nccl->median_us, 2) : "-", ratio(unfused->median_us, kernel->median_us),
                        kernel_k ? fixed(kernel_k->median_us, 2) : "-", unfused_k ? fixed(unfused_k->median_us, 2) : "-",
@@ -169,12 +177,18 @@ void renderBench(Doc& d, const std::vector<CaseRecord>& cases, const std::vector
         const TimingRecord* kernels = side(c.index, rank, 2);
         const TimingRecord* ops = side(c.index, rank, 3);
         if (!eager || !replay || !kernels || !ops) continue;
+        plots.graph.groups.push_back({"run " + std::to_string(run_id) + ", rank " + std::to_string(rank),
+                                      {eager->median_us, replay->median_us, kernels->median_us}});
         graph.push_back({std::to_string(rank), ops->op_kind + ", " + kernels->op_kind.substr(7),
                          fixed(eager->median_us, 1), fixed(replay->median_us, 1), fixed(kernels->median_us, 1),
                          ratio(replay->median_us, kernels->median_us), fixed(ops->median_us, 1),
                          ratio(eager->median_us, replay->median_us), same ? "yes" : "NO"});
       }
     }
+  }
+  for (auto& [hidden, lines] : fused_series) {
+    plots.fused.series.push_back(std::move(lines.first));
+    plots.fused.series.push_back(std::move(lines.second));
   }
   if (!coll.empty()) {
     d.para("Collectives of the plan against the same NCCL call made bare (median us, slowest rank; busbw GB/s as "
@@ -203,6 +217,7 @@ Expected<std::string> renderReport(Store& store, ReportFormat format, const std:
   auto runs = store.runs();
   if (!runs) return runs.status();
   Doc d(format);
+  BenchPlots plots;
   d.heading(1, "seam report: " + store.path());
   d.para(std::to_string(runs->size()) + " runs in the store.");
   std::vector<std::vector<std::string>> index;
@@ -285,7 +300,7 @@ Expected<std::string> renderReport(Store& store, ReportFormat format, const std:
     auto t = store.timings(r.id);
     if (!t) return t.status();
     if (r.command == "gpu bench") {
-      renderBench(d, *cases, *t, *eq);
+      renderBench(d, *cases, *t, *eq, r.id, plots);
     } else if (!t->empty()) {
       std::vector<TimingRecord> slow = *t;
       std::sort(slow.begin(), slow.end(), [](const auto& x, const auto& y) { return x.median_us > y.median_us; });
@@ -297,6 +312,18 @@ Expected<std::string> renderReport(Store& store, ReportFormat format, const std:
       }
       d.para(std::to_string(t->size()) + " op timings; the slowest:");
       d.table({"rank", "op", "kind", "group", "bytes", "median us", "p10 us", "p90 us", "busbw GB/s"}, rows);
+    }
+  }
+  if (!plots.empty()) {
+    d.heading(2, "GPU bench plots");
+    if (format == ReportFormat::kHtml) {
+      d.para("Every seam gpu bench run of the store; the tables above hold the same figures.");
+      d.raw("<div class=\"plots\">\n" + renderLinePlot(plots.collectives) + renderLinePlot(plots.fused) +
+            renderBarPlot(plots.graph) + "</div>\n");
+    } else {
+      d.para("The HTML report (seam report -o report.html) draws the tables above as plots: collectives' busbw "
+             "by message size, the fused kernel against NCCL + add+norm by tokens, the captured step against eager "
+             "launches and the sum of its kernels.");
     }
   }
   return d.finish("seam report");

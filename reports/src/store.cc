@@ -161,6 +161,7 @@ enum class Sql : std::size_t {
   kCaseIndices,
   kCases,
   kFirstFailures,
+  kVerdicts,
   kPutMutant,
   kMutants,
   kAddKill,
@@ -199,6 +200,9 @@ constexpr std::array<const char*, static_cast<std::size_t>(Sql::kCount)> kSqlTex
     "SELECT v.case_idx, v.property, v.holds, v.violation_class, v.text FROM verdicts v "
     "JOIN cases c ON c.run_id = v.run_id AND c.idx = v.case_idx "
     "WHERE v.run_id = ? AND c.outcome = 'violated' AND v.holds = 0 ORDER BY v.case_idx, v.seq",
+    // kVerdicts
+    "SELECT case_idx, property, holds, violation_class, text FROM verdicts WHERE run_id = ? "
+    "ORDER BY case_idx, seq",
     // kPutMutant: an upsert keeps the row's rowid, so mutants() keeps the
     // order in which the campaign first put them (the registry's order).
     "INSERT INTO mutants(run_id, id, kind, description, status, argument, cases_run) "
@@ -798,6 +802,25 @@ struct Store::Impl {
     return out;
   }
 
+  Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> verdicts(std::int64_t run_id) {
+    auto s = statement(Sql::kVerdicts);
+    if (!s) return s.status();
+    StatementUse use(*s);
+    SEAM_SQLITE_CHECK(bindAll(*s, run_id));
+    std::vector<std::pair<std::int64_t, VerdictRecord>> out;
+    int rc;
+    while ((rc = sqlite3_step(*s)) == SQLITE_ROW) {
+      VerdictRecord v;
+      v.property = sqlite3_column_int(*s, 1);
+      v.holds = sqlite3_column_int(*s, 2) != 0;
+      v.violation_class = columnText(*s, 3);
+      v.text = columnText(*s, 4);
+      out.emplace_back(sqlite3_column_int64(*s, 0), std::move(v));
+    }
+    SEAM_SQLITE_CHECK(rc);
+    return out;
+  }
+
   Status putMutant(std::int64_t run_id, const MutantRecord& m) {
     auto s = statement(Sql::kPutMutant);
     if (!s) return s.status();
@@ -1036,6 +1059,10 @@ Expected<std::vector<CaseRecord>> Store::cases(std::int64_t run_id) { return imp
 Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> Store::firstFailures(
     std::int64_t run_id) {
   return impl_->firstFailures(run_id);
+}
+
+Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> Store::verdicts(std::int64_t run_id) {
+  return impl_->verdicts(run_id);
 }
 
 Status Store::putMutant(std::int64_t run_id, const MutantRecord& m) {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "seam/reports/gpu_import.h"
+
 namespace seam::reports {
 namespace {
 
@@ -59,6 +61,50 @@ TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
   EXPECT_NE(with_graph->find("<div class=\"graph\"><svg width=\"10\">"), std::string::npos);
   EXPECT_FALSE(renderReport(*store, ReportFormat::kHtml, {temp("missing.svg")}).hasValue());
   std::remove(svg.c_str());
+  for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
+}
+
+/// Occurrences of `needle` in `text`.
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(Report, DrawsTheBenchRunsOfTheCommittedGpuResultsAsInlineSvgPlots) {
+  const std::string db = temp("bench.db");
+  for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue());
+  const std::string raw = std::string(SEAM_SOURCE_DIR) + "/tests/gpu_results/raw/";
+  for (const char* f : {"gpuperf_bench_h8b_decode.json", "gpuperf_bench_h8b_extend_4096.json",
+                        "gpuperf_bench_h8b_extend_8192.json"}) {
+    auto file = readGpuJson(raw + f, "seam test");
+    ASSERT_TRUE(file.hasValue()) << file.status().message();
+    ASSERT_TRUE(writeGpuResult(*store, *file).hasValue());
+  }
+  auto html = renderReport(*store, ReportFormat::kHtml);
+  ASSERT_TRUE(html.hasValue()) << html.status().message();
+  // Three plots, self-contained: no script, nothing fetched (the SVG
+  // namespace is the only address).
+  EXPECT_EQ(count(*html, "<svg xmlns=\"http://www.w3.org/2000/svg\""), 3);
+  EXPECT_EQ(count(*html, "<script"), 0);
+  EXPECT_EQ(count(*html, "http"), 3);
+  EXPECT_NE(html->find("Collectives: inside the plan vs bare NCCL"), std::string::npos);
+  EXPECT_NE(html->find("fused, hidden 2688 (run 1)"), std::string::npos);
+  EXPECT_NE(html->find("NCCL + add+norm, hidden 4096 (run 1)"), std::string::npos);
+  EXPECT_NE(html->find("run 1, rank 1"), std::string::npos);
+  // A point per collective on each side (1 + 2 + 2), one per fused size and
+  // path (24 sizes x 2), tooltips on each; bars: 2 ranks x 3.
+  const auto plots = html->substr(html->find("GPU bench plots"));
+  EXPECT_EQ(count(plots, "<circle"), 2 * 5 + 2 * 24);
+  EXPECT_EQ(count(plots, "<rect x=") - 3, 2 * 3);  // less the three backgrounds
+  // The same store renders the same bytes.
+  EXPECT_EQ(*renderReport(*store, ReportFormat::kHtml), *html);
+  auto md = renderReport(*store, ReportFormat::kMarkdown);
+  ASSERT_TRUE(md.hasValue());
+  EXPECT_EQ(count(*md, "<svg"), 0);
+  EXPECT_NE(md->find("## GPU bench plots"), std::string::npos);
   for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
 }
 

@@ -134,10 +134,40 @@ struct GpuRunResult {
   std::vector<std::string> notes;
 };
 
+/// The processes of a run that has one process per rank (`mpirun -np N
+/// seam-gpu run`, across hosts): what the executor needs of them, as bytes.
+/// tools/ implements it over MPI; backend/ never links MPI.
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  /// This process's rank: the plan rank it runs.
+  virtual int rank() const = 0;
+  /// The number of processes: the plan's world.
+  virtual int size() const = 0;
+  /// The CUDA device this process's rank runs on (its rank among the
+  /// processes of its host).
+  virtual int device() const = 0;
+  /// Every process gets rank 0's `bytes` (the NCCL unique id).
+  virtual std::string broadcast(const std::string& bytes) = 0;
+  /// Rank 0 gets every process's bytes in rank order; the others nothing.
+  virtual std::vector<std::string> gather(const std::string& mine) = 0;
+};
+
 /// Runs `plan` on the visible GPUs: rank r on device r. Refuses (invalid
 /// input) a world larger than the visible devices; device, CUDA, cuBLAS and
 /// NCCL failures come back as internal errors.
-Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& options);
+///
+/// With `processes`, every process of the group calls it with the same plan
+/// and options and runs its own rank alone (NCCL's bootstrap with rank 0's
+/// unique id, the axis communicators split from the world one as in one
+/// process). `ar_add_norm` then runs as NCCL all-reduce + add+norm (the fused
+/// kernel needs every member's memory in one process); the ranks' windows are
+/// released by each process on its own. Rank 0 gathers every rank's final
+/// rows, timings, graph steps and notes and returns the whole result (the
+/// output hash then folded on the host from the gathered rows); the other
+/// processes return the same verdict (error, hang or not) with no output.
+Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& options,
+                                     ProcessGroup* processes = nullptr);
 
 /// Compares one rank's final rows with an expected output (the CPU executor's
 /// or the reference): the first differing element over that rank's tokens.

@@ -141,6 +141,10 @@ class Store {
   /// The first failing verdict of each violated case of a run, by case index.
   Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> firstFailures(std::int64_t run_id);
 
+  /// Every stored verdict row of a run, by case index and then in the order
+  /// the case stored them (what `seam db merge` copies).
+  Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> verdicts(std::int64_t run_id);
+
   /// Inserts or replaces the mutant's row for the run.
   Status putMutant(std::int64_t run_id, const MutantRecord& m);
   Status addKill(std::int64_t run_id, const KillRecord& k);

@@ -1,0 +1,265 @@
+#include "seam/reports/shard_rows.h"
+
+#include <algorithm>
+
+#include "seam/reports/recorders.h"
+#include "seam/sim/bytes.h"
+
+namespace seam::reports {
+
+std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk, const properties::SweepSpec& spec) {
+  std::vector<CaseRows> out;
+  out.reserve(chunk.size());
+  for (const auto& r : chunk) {
+    CaseRecord rec;
+    rec.index = r.index;
+    rec.model = r.c->model.name;
+    rec.pattern = r.c->model.pattern.text();
+    rec.config = r.c->config.describe();
+    rec.flags = r.c->flags.describe();
+    rec.batch = r.c->batch.describe();
+    rec.policy = std::string(policyName(spec.policy));
+    rec.group = spec.models[r.model].name;
+    rec.outcome = r.refused ? CaseOutcome::kRefused : (r.violation ? CaseOutcome::kViolated : CaseOutcome::kHolds);
+    rec.refusal = r.refusal;
+    rec.reproduce = reproduceCommand(*r.c, policyName(spec.policy));
+    rec.plan_hash = r.plan_hash;
+    std::vector<VerdictRecord> failing;
+    if (r.violation) {
+      failing.push_back({static_cast<int>(r.violation->property), false,
+                         std::string(violationClassName(r.violation->cls)), describeViolation(*r.violation)});
+    }
+    out.emplace_back(std::move(rec), std::move(failing));
+  }
+  return out;
+}
+
+void SweepCollector::onProgress(std::int64_t done, std::int64_t total) {
+  if (next_) next_->onProgress(done, total);
+}
+
+void SweepCollector::onCases(const std::vector<properties::CaseResult>& chunk) {
+  for (CaseRows& row : caseRows(chunk, spec_)) rows_.push_back(std::move(row));
+}
+
+namespace {
+
+/// Runs `body` in one batch of the store: committed when it succeeds, rolled
+/// back (the store freed for other writers) when it or the commit fails.
+template <class Body>
+Status inOneBatch(Store& store, Body&& body) {
+  if (Status st = store.beginBatch(); !st) return st;
+  Status st = body();
+  if (st) st = store.commitBatch();
+  if (!st) (void)store.rollbackBatch();
+  return st;
+}
+
+}  // namespace
+
+Status writeCaseRows(Store& store, std::int64_t run_id, std::vector<CaseRows> rows) {
+  std::sort(rows.begin(), rows.end(), [](const CaseRows& a, const CaseRows& b) { return a.first.index < b.first.index; });
+  for (std::size_t begin = 0; begin < rows.size(); begin += SweepRecorder::kBatchCases) {
+    const std::size_t end = std::min(rows.size(), begin + SweepRecorder::kBatchCases);
+    Status st = inOneBatch(store, [&] {
+      for (std::size_t i = begin; i < end; ++i) {
+        if (Status added = store.addCase(run_id, rows[i].first, rows[i].second); !added) return added;
+      }
+      return Status::ok();
+    });
+    if (!st) return st;
+  }
+  return Status::ok();
+}
+
+MutantRows mutantRows(const mutants::MutantOutcome& o, PolicyKind policy) {
+  MutantRows rows;
+  MutantRecord& rec = rows.mutant;
+  rec.id = std::string(o.mutant->id());
+  rec.kind = std::string(mutants::kindName(o.mutant->kind()));
+  rec.description = std::string(o.mutant->description());
+  rec.status = std::string(mutants::statusName(o.status));
+  rec.argument = o.argument;
+  rec.cases_run = o.cases_run;
+  if (o.status == mutants::MutantStatus::kKilled) {
+    KillRecord k;
+    k.mutant_id = rec.id;
+    k.case_index = o.kill_index;
+    if (o.kill_violation) {
+      k.property = static_cast<int>(o.kill_violation->property);
+      k.violation_class = std::string(violationClassName(o.kill_violation->cls));
+      k.text = describeViolation(*o.kill_violation);
+    }
+    if (o.kill_case) k.reproduce = reproduceCommand(*o.kill_case, policyName(policy));
+    rows.kill = std::move(k);
+  }
+  return rows;
+}
+
+mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const MutantRows& rows) {
+  const MutantRecord& m = rows.mutant;
+  mutants::MutantOutcome o;
+  o.mutant = mutant;
+  o.cases_run = m.cases_run;
+  o.argument = m.argument;
+  o.status = m.status == "killed"       ? mutants::MutantStatus::kKilled
+             : m.status == "equivalent" ? mutants::MutantStatus::kEquivalent
+                                        : mutants::MutantStatus::kSurvived;
+  if (rows.kill) {
+    const KillRecord& k = *rows.kill;
+    o.kill_index = k.case_index;
+    Violation v;
+    v.property = static_cast<Property>(k.property);
+    for (int c = 0; c <= static_cast<int>(ViolationClass::kBoundaryDisagrees); ++c) {
+      if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class) v.cls = static_cast<ViolationClass>(c);
+    }
+    v.detail = k.text;
+    o.kill_violation = v;
+  }
+  return o;
+}
+
+void CampaignCollector::onBaseline(std::int64_t cases, bool holds) {
+  if (next_) next_->onBaseline(cases, holds);
+}
+
+void CampaignCollector::onMutant(const mutants::MutantOutcome& outcome, int done, int total) {
+  if (next_) next_->onMutant(outcome, done, total);
+  rows_.push_back(mutantRows(outcome, policy_));
+}
+
+Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<MutantRows>& rows) {
+  return inOneBatch(store, [&] {
+    for (const MutantRows& m : rows) {
+      Status st = store.putMutant(run_id, m.mutant);
+      if (st && m.kill) st = store.addKill(run_id, *m.kill);
+      if (!st) return st;
+    }
+    return Status::ok();
+  });
+}
+
+namespace {
+
+Status malformed(const char* what) {
+  return Status::internal(std::string("the rows of a ") + what + " shard sent by another process are malformed");
+}
+
+}  // namespace
+
+std::string encodeSweepShard(const SweepShardRows& shard) {
+  ByteWriter w;
+  w.put(shard.run_here);
+  w.put(shard.seconds);
+  w.put(static_cast<std::int64_t>(shard.model_seconds.size()));
+  for (double s : shard.model_seconds) w.put(s);
+  w.put(static_cast<std::int64_t>(shard.cases.size()));
+  for (const auto& [c, verdicts] : shard.cases) {
+    w.put(c.index);
+    for (const std::string* s : {&c.model, &c.pattern, &c.config, &c.flags, &c.batch, &c.policy, &c.group, &c.refusal,
+                                 &c.reproduce}) {
+      w.put(*s);
+    }
+    w.put(static_cast<std::int64_t>(c.outcome));
+    w.put(static_cast<std::int64_t>(c.plan_hash));
+    w.put(static_cast<std::int64_t>(verdicts.size()));
+    for (const VerdictRecord& v : verdicts) {
+      w.put(static_cast<std::int64_t>(v.property));
+      w.put(static_cast<std::int64_t>(v.holds));
+      w.put(v.violation_class);
+      w.put(v.text);
+    }
+  }
+  return w.take();
+}
+
+Expected<SweepShardRows> decodeSweepShard(const std::string& bytes) {
+  ByteReader r(bytes);
+  SweepShardRows shard;
+  shard.run_here = r.int64();
+  shard.seconds = r.real();
+  const std::int64_t models = r.count(8);
+  for (std::int64_t i = 0; i < models && r.ok(); ++i) shard.model_seconds.push_back(r.real());
+  const std::int64_t cases = r.count(8 * 14);
+  for (std::int64_t i = 0; i < cases && r.ok(); ++i) {
+    CaseRecord c;
+    c.index = r.int64();
+    for (std::string* s : {&c.model, &c.pattern, &c.config, &c.flags, &c.batch, &c.policy, &c.group, &c.refusal,
+                           &c.reproduce}) {
+      *s = r.text();
+    }
+    const std::int64_t outcome = r.int64();
+    if (outcome < 0 || outcome > static_cast<std::int64_t>(CaseOutcome::kRefused)) return malformed("sweep");
+    c.outcome = static_cast<CaseOutcome>(outcome);
+    c.plan_hash = static_cast<std::uint64_t>(r.int64());
+    std::vector<VerdictRecord> verdicts;
+    const std::int64_t n = r.count(8 * 4);
+    for (std::int64_t j = 0; j < n && r.ok(); ++j) {
+      VerdictRecord v;
+      v.property = static_cast<int>(r.int64());
+      v.holds = r.int64() != 0;
+      v.violation_class = r.text();
+      v.text = r.text();
+      verdicts.push_back(std::move(v));
+    }
+    shard.cases.emplace_back(std::move(c), std::move(verdicts));
+  }
+  if (!r.ok() || !r.atEnd()) return malformed("sweep");
+  return shard;
+}
+
+std::string encodeCampaignShard(const CampaignShardRows& shard) {
+  ByteWriter w;
+  w.put(shard.cases);
+  w.put(shard.baseline_refused);
+  w.put(static_cast<std::int64_t>(shard.baseline_holds));
+  w.put(static_cast<std::int64_t>(shard.mutants.size()));
+  for (const MutantRows& m : shard.mutants) {
+    for (const std::string* s : {&m.mutant.id, &m.mutant.kind, &m.mutant.description, &m.mutant.status,
+                                 &m.mutant.argument}) {
+      w.put(*s);
+    }
+    w.put(m.mutant.cases_run);
+    w.put(static_cast<std::int64_t>(m.kill.has_value()));
+    if (m.kill) {
+      w.put(m.kill->case_index);
+      w.put(static_cast<std::int64_t>(m.kill->property));
+      w.put(m.kill->violation_class);
+      w.put(m.kill->text);
+      w.put(m.kill->reproduce);
+    }
+  }
+  return w.take();
+}
+
+Expected<CampaignShardRows> decodeCampaignShard(const std::string& bytes) {
+  ByteReader r(bytes);
+  CampaignShardRows shard;
+  shard.cases = r.int64();
+  shard.baseline_refused = r.int64();
+  shard.baseline_holds = r.int64() != 0;
+  const std::int64_t n = r.count(8 * 7);
+  for (std::int64_t i = 0; i < n && r.ok(); ++i) {
+    MutantRows m;
+    for (std::string* s : {&m.mutant.id, &m.mutant.kind, &m.mutant.description, &m.mutant.status,
+                           &m.mutant.argument}) {
+      *s = r.text();
+    }
+    m.mutant.cases_run = r.int64();
+    if (r.int64() != 0) {
+      KillRecord k;
+      k.mutant_id = m.mutant.id;
+      k.case_index = r.int64();
+      k.property = static_cast<int>(r.int64());
+      k.violation_class = r.text();
+      k.text = r.text();
+      k.reproduce = r.text();
+      m.kill = std::move(k);
+    }
+    shard.mutants.push_back(std::move(m));
+  }
+  if (!r.ok() || !r.atEnd()) return malformed("campaign");
+  return shard;
+}
+
+}  // namespace seam::reports
