@@ -292,7 +292,8 @@ class Replay {
 
 void Replay::put(int r, const TrainingOp& op, int buf, Buf cells) {
   RankState& s = st_[r];
-  if (op.pass == Pass::kBackward && s.has[buf]) {
+  const bool in_place = std::find(op.reads.begin(), op.reads.end(), buf) != op.reads.end();
+  if (op.pass == Pass::kBackward && s.has[buf] && !in_place) {
     Buf& old = s.bufs[buf];
     bool same = old.size() == cells.size();
     for (size_t i = 0; same && i < old.size(); ++i) same = old[i].token == cells[i].token && old[i].unit == cells[i].unit;
@@ -635,7 +636,10 @@ void Replay::transform(int r, const TrainingOp& op) {
       break;
     case Transform::kSumRepeats: {
       std::map<std::pair<int, int>, size_t> at;
+      const int reps = T(op.reads[0]).reps;
       for (const Cell& c : s.bufs[op.reads[0]]) {
+        const int i = c.unit - c.src * reps;
+        if (!op.perm.empty() && std::find(op.perm.begin(), op.perm.end(), i) == op.perm.end()) continue;
         auto key = std::make_pair(c.token, static_cast<int>(c.src));
         auto it = at.find(key);
         if (it == at.end()) {

@@ -191,7 +191,7 @@ struct TrainingOp {
   /// slot among the root's consumers, plus the rank's tp/cp shard).
   std::vector<int> grad_j;
   int reps = 1;                         ///< kRepeat / kSumRepeats: replicas per source unit
-  std::vector<int> perm;                ///< kReorder
+  std::vector<int> perm;                ///< kReorder; kSumRepeats: the replicas summed (empty: all)
   std::vector<int> segments;            ///< conv/ssd/attention: the cu_seqlens the kernel is given
   std::vector<int> unit_list;           ///< kSliceParam / compute: the units used (empty: all held)
   std::vector<int> in_splits;           ///< all_to_all: cells sent to each member
@@ -199,6 +199,7 @@ struct TrainingOp {
   int conj_of = -1;                     ///< backward collectives: index of the forward op they undo
   std::int64_t bytes = 0;               ///< payload this rank moves (collectives) or writes
   bool hasGroup() const { return axis != TrainAxis::kNone; }
+  friend bool operator==(const TrainingOp&, const TrainingOp&) = default;
 };
 
 /// Planner decisions a mutant may flip (the schema switch of DESIGN §5 for
