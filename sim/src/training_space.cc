@@ -115,7 +115,8 @@ Status validateTrainingCase(const TrainingCase& c) {
   if (mamba) {
     const int tpcp = k.tp * k.cp;
     if (dims.mamba_heads % tpcp != 0) {
-      return refusedBy(layoutName(k.layout), "tp*cp=" + str(tpcp) + " does not divide mamba heads=" + str(dims.mamba_heads));
+      return refusedBy(layoutName(k.layout), std::string(k.tp > 1 ? "tp*cp=" : "cp=") + str(tpcp) +
+                                                 " does not divide mamba heads=" + str(dims.mamba_heads));
     }
     if (dims.groups <= 0 && tpcp > 1) {
       return Status::notModelled(who + "Mamba n_groups is not established by the sources (checkpoints.md), so the "
