@@ -969,35 +969,44 @@ void Replay::optimizerCheck() {
             return;
           }
         }
-        // Expected: every token (routed: the tokens routed to the unit), every contribution j, once.
-        std::vector<int> keys;
+        // Expected: every token (routed: the tokens routed to the unit), every contribution j, once;
+        // as runs of keys j * T + token, swept against the accumulated runs.
+        std::vector<Run> want;
         for (int j = 0; j < t.shards; ++j) {
+          if (!t.routed_param) {
+            want.push_back({j * T_, (j + 1) * T_, 1});
+            continue;
+          }
           for (int tok = 0; tok < T_; ++tok) {
-            if (t.routed_param) {
-              const auto& rt = lay_.route(t.layer, tok);
-              if (std::find(rt.begin(), rt.end(), slot.unit) == rt.end()) continue;
+            const auto& rt = lay_.route(t.layer, tok);
+            if (std::find(rt.begin(), rt.end(), slot.unit) == rt.end()) continue;
+            if (!want.empty() && want.back().hi == j * T_ + tok) {
+              ++want.back().hi;
+            } else {
+              want.push_back({j * T_ + tok, j * T_ + tok + 1, 1});
             }
-            keys.push_back(j * T_ + tok);
           }
         }
-        std::map<int, int> delta;
-        for (int k : keys) {
-          delta[k] -= 1;
-          delta[k + 1] += 1;
+        std::vector<std::pair<int, int>> ev;  // (key, delta of have - want)
+        for (const Run& w : want) {
+          ev.push_back({w.lo, -1});
+          ev.push_back({w.hi, +1});
         }
         for (const auto& [u, cov] : slot.parts) {
           for (const Run& run : cov) {
-            delta[run.lo] += run.coef;
-            delta[run.hi] -= run.coef;
+            ev.push_back({run.lo, run.coef});
+            ev.push_back({run.hi, -run.coef});
           }
         }
+        std::sort(ev.begin(), ev.end());
         int acc = 0;
-        for (auto it = delta.begin(); it != delta.end(); ++it) {
-          acc += it->second;
-          if (acc == 0) continue;
-          const int key = it->first;
+        for (size_t e = 0; e < ev.size();) {
+          const int key = ev[e].first;
+          while (e < ev.size() && ev[e].first == key) acc += ev[e++].second;
+          if (acc == 0 || e == ev.size()) continue;
           const int tok = key % T_, j = key / T_;
-          const bool expected = std::binary_search(keys.begin(), keys.end(), key);
+          const auto in_want = std::find_if(want.begin(), want.end(), [&](const Run& w) { return w.lo <= key && key < w.hi; });
+          const bool expected = in_want != want.end();
           const int have = acc + (expected ? 1 : 0);
           const std::string term = "grad " + t.name + "[u" + std::to_string(slot.unit) + "](t" + std::to_string(tok) +
                                    (t.shards > 1 ? ", j" + std::to_string(j) : "") + ")";

@@ -62,6 +62,9 @@ std::string str(int v) { return std::to_string(v); }
 Status refusedBy(std::string_view engine, const std::string& why) {
   return Status::refused(std::string(engine) + ": " + why);
 }
+Status refusedBy(TrainingLayout layout, const std::string& why) {
+  return refusedBy(layout == TrainingLayout::kPrimeRl ? "PrimeRL" : "Megatron", why);
+}
 }  // namespace
 
 std::vector<const ModelPreset*> trainingPresets() {
@@ -110,12 +113,12 @@ Status validateTrainingCase(const TrainingCase& c) {
     if (k.ep > 1 && k.tp > 1 && !k.sp) return refusedBy(e, "EP with TP needs sequence parallelism (L560-565)");
   }
   if (dims.experts > 0 && dims.experts % k.ep != 0) {
-    return refusedBy(layoutName(k.layout), "ep=" + str(k.ep) + " does not divide experts=" + str(dims.experts));
+    return refusedBy(k.layout, "ep=" + str(k.ep) + " does not divide experts=" + str(dims.experts));
   }
   if (mamba) {
     const int tpcp = k.tp * k.cp;
     if (dims.mamba_heads % tpcp != 0) {
-      return refusedBy(layoutName(k.layout), std::string(k.tp > 1 ? "tp*cp=" : "cp=") + str(tpcp) +
+      return refusedBy(k.layout, std::string(k.tp > 1 ? "tp*cp=" : "cp=") + str(tpcp) +
                                                  " does not divide mamba heads=" + str(dims.mamba_heads));
     }
     if (dims.groups <= 0 && tpcp > 1) {
