@@ -189,6 +189,19 @@ Expected<std::vector<const ModelPreset*>> trainingModels(const std::string& name
   return std::vector<const ModelPreset*>{*p};
 }
 
+Expected<TrainingSpace> trainingSpace(const std::string& model, const std::string& layout) {
+  TrainingSpace out;
+  auto models = trainingModels(model);
+  if (!models) return models.status();
+  out.models = std::move(*models);
+  if (!layout.empty()) {
+    auto l = parseTrainingLayout(layout);
+    if (!l) return l.status();
+    out.layouts = {*l};
+  }
+  return out;
+}
+
 Expected<TrainingCase> buildTrainingCase(const CaseOptions& o) {
   if (!o.pattern.empty()) return Status::invalid("--family training takes a --model preset, not a --pattern");
   if (o.model.empty()) return Status::invalid("--family training needs --model (nemotron-3-nano or nemotron-3-super)");

@@ -46,6 +46,14 @@ Expected<TrainingCase> buildTrainingCase(const CaseOptions& o);
 /// The training presets (nemotron-3-nano, nemotron-3-super), or one by name.
 Expected<std::vector<const ModelPreset*>> trainingModels(const std::string& name);
 
+/// The models and layouts a training sweep or campaign covers (--model,
+/// --layout; empty: all), or the error naming the bad value.
+struct TrainingSpace {
+  std::vector<const ModelPreset*> models;
+  std::vector<TrainingLayout> layouts = {TrainingLayout::kPrimeRl, TrainingLayout::kMegatron};
+};
+Expected<TrainingSpace> trainingSpace(const std::string& model, const std::string& layout);
+
 /// The plan the options ask for: the policy's plan of the case, or, with
 /// --trace, the trace's ops on that case's stages.
 Expected<Plan> buildCasePlan(const CaseOptions& o, const Case& c);

@@ -86,14 +86,10 @@ Command registerMutate(CLI::App& app) {
               auto worlds = parseWorlds(o->worlds == "1,2,4,8,16" ? "2,4,8" : o->worlds);
               if (!worlds) return fail(worlds.status());
               spec.worlds = *worlds;
-              auto models = trainingModels(o->model);
-              if (!models) return fail(models.status());
-              spec.models = *models;
-              if (!o->layout.empty()) {
-                auto l = parseTrainingLayout(o->layout);
-                if (!l) return fail(l.status());
-                spec.layouts = {*l};
-              }
+              auto space = trainingSpace(o->model, o->layout);
+              if (!space) return fail(space.status());
+              spec.models = space->models;
+              spec.layouts = space->layouts;
               for (const std::string& id : o->mutant_ids) {
                 const mutants::Mutant* m = mutants::findMutant(id);
                 if (m == nullptr || m->family() != mutants::MutantFamily::kTraining) {

@@ -75,14 +75,10 @@ Command registerSweep(CLI::App& app) {
               if (o->policy != "declared") return fail(Status::invalid("--policy applies to --family serving"));
               properties::TrainingSweepSpec spec;
               spec.world = o->world;
-              auto models = trainingModels(o->model);
-              if (!models) return fail(models.status());
-              spec.models = *models;
-              if (!o->layout.empty()) {
-                auto l = parseTrainingLayout(o->layout);
-                if (!l) return fail(l.status());
-                spec.layouts = {*l};
-              }
+              auto space = trainingSpace(o->model, o->layout);
+              if (!space) return fail(space.status());
+              spec.models = space->models;
+              spec.layouts = space->layouts;
               if (o->jobs < 0) return fail(Status::invalid("--jobs " + std::to_string(o->jobs) + " must be >= 1"));
               spec.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
               auto r = properties::runTrainingSweep(spec);

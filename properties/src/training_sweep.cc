@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "seam/properties/sweep.h"
 #include "seam/sim/config_space.h"
 
 namespace seam::properties {
@@ -101,9 +102,7 @@ Expected<TrainingSweepResult> runTrainingSweep(const TrainingSweepSpec& spec) {
     }
   }
   result.cases = result.checked + result.refused;
-  for (auto& [why, n] : refusals) result.refusals.emplace_back(why, n);
-  std::sort(result.refusals.begin(), result.refusals.end(),
-            [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+  result.refusals = sortedRefusals(refusals);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -1,5 +1,7 @@
 #include "seam/reports/training_view.h"
 
+#include "seam/reports/sweep_view.h"
+
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -154,16 +156,7 @@ std::string renderTrainingSweep(const properties::TrainingSweepSpec& spec, const
               std::to_string(m.not_modelled), std::to_string(m.violated), rate(m.checked + m.refused, m.seconds)});
   }
   out += t.render();
-  for (const bool gap : {false, true}) {
-    std::string lines;
-    for (const auto& [why, n] : r.refusals) {
-      if (isNotModelled(why) == gap) lines += "  " + std::to_string(n) + " x " + why + "\n";
-    }
-    if (lines.empty()) continue;
-    out += gap ? "not modelled (the engine runs these; seam does not model them yet; not counted as checked):\n"
-               : "refused (the engine refuses these combinations; not counted as checked):\n";
-    out += lines;
-  }
+  out += renderRefusals(r.refusals);
   for (const auto& [text, repro] : r.failures) out += "FAIL: " + text + "\n  reproduce: " + repro + "\n";
   out += std::to_string(r.cases) + " cases, " + std::to_string(r.violated) + " violations, " + rate(r.cases, r.seconds) +
          " cases/s\n";
