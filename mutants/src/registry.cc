@@ -120,9 +120,23 @@ const TrainingMutant kTrDgrad("training.sp-dgrad-also-all-reduced",
                               "the dgrad into a TP block is all-reduced (f) and also reduce-scattered (SP)",
                               &dgradAlsoAllReduced);
 
+const TrainingMutant kTrGatherSlices("training.gather-backward-slices",
+                                     "the backward of an SP all-gather slices the rank's rows instead of reduce-scattering "
+                                     "the partial gradient (Automodel #1260)",
+                                     &gatherBackwardSlices);
+const TrainingMutant kTrKvTiled("training.kv-repeat-tiled",
+                                "KV heads replicated by tiling, not repeat_interleave: q heads meet another group's KV "
+                                "head (GQA ratio broken, vllm-omni #5716)",
+                                &kvRepeatTiled);
+const TrainingMutant kTrEarly("training.grad-reduced-before-last-contribution",
+                              "a gradient is reduced before the backward kernel that adds the last contribution "
+                              "(a hook registered too early, gpt-neox #1259)",
+                              &gradReducedBeforeLastContribution);
+
 const Mutant* const kTrainingRegistry[] = {
-    &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs, &kTrZigzagRedo, &kTrZigzagUndo,
-    &kTrKvGrads,        &kTrSwap,      &kTrSpNorm,    &kTrSplits, &kTrSlice,      &kTrDgrad,
+    &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs, &kTrZigzagRedo,   &kTrZigzagUndo, &kTrKvGrads,
+    &kTrSwap,           &kTrSpNorm,    &kTrSplits,    &kTrSlice,  &kTrDgrad,        &kTrGatherSlices,
+    &kTrKvTiled,        &kTrEarly,
 };
 
 }  // namespace

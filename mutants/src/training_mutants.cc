@@ -140,4 +140,51 @@ bool dgradAlsoAllReduced(TrainingPlan& plan) {
          });
 }
 
+bool gatherBackwardSlices(TrainingPlan& plan) {
+  // Automodel #1260: the backward of an all-gather slices the rank's piece
+  // instead of reduce-scattering the partial gradient.
+  auto s = firstSite(plan, [](const TrainingOp& op) {
+    return op.pass == Pass::kBackward && op.kind == OpKind::kReduceScatter && !op.reads.empty() && op.conj_of >= 0;
+  });
+  return s && editEverywhere(plan, *s, [](auto& ops, int i) {
+           TrainingOp& op = ops[i];
+           op.kind = OpKind::kSlice;
+           op.transform = Transform::kScatterSeq;
+           op.axis = TrainAxis::kNone;  // keeps its rank list: which piece is its own
+           op.step = "split (grad of all-gather)";
+         });
+}
+
+bool kvRepeatTiled(TrainingPlan& plan) {
+  // vllm-omni #5716's class: KV heads replicated in another order than the
+  // contiguous GQA grouping of the q heads.
+  const TrainingPlan* p = &plan;
+  auto s = firstSite(plan, [p](const TrainingOp& op) {
+    return op.pass == Pass::kForward && op.transform == Transform::kRepeat &&
+           p->tensors[op.reads[0]].units > 1 && p->tensors[op.reads[0]].space == Space::kKvHeads;
+  });
+  return s && editEverywhere(plan, *s, [](auto& ops, int i) { ops[i].perm = {1}; });
+}
+
+bool gradReducedBeforeLastContribution(TrainingPlan& plan) {
+  // gpt-neox #1259: the gradient reduction runs before the backward kernel
+  // that adds the last contribution (a hook registered too early).
+  auto s = firstSite(plan, isGradReduction);
+  if (!s) return false;
+  return editEverywhere(plan, *s, [](auto& ops, int i) {
+    for (int k = i - 1; k >= 0; --k) {
+      const TrainingOp& c = ops[k];
+      if (c.pass != Pass::kBackward || c.kind != OpKind::kCompute) continue;
+      const bool uses = std::any_of(c.params.begin(), c.params.end(), [&](std::int16_t p) {
+        return std::find(ops[i].params.begin(), ops[i].params.end(), p) != ops[i].params.end();
+      });
+      if (!uses) continue;
+      TrainingOp red = ops[i];
+      ops.erase(ops.begin() + i);
+      ops.insert(ops.begin() + k, red);
+      return;
+    }
+  });
+}
+
 }  // namespace seam::mutants

@@ -38,5 +38,8 @@ bool swapBackwardCollectivesOnOneRank(TrainingPlan& plan);
 bool combineSplitsNotSwapped(TrainingPlan& plan);
 bool headSliceOffByOne(TrainingPlan& plan);
 bool dgradAlsoAllReduced(TrainingPlan& plan);
+bool gatherBackwardSlices(TrainingPlan& plan);
+bool kvRepeatTiled(TrainingPlan& plan);
+bool gradReducedBeforeLastContribution(TrainingPlan& plan);
 
 }  // namespace seam::mutants

@@ -625,15 +625,45 @@ void Replay::transform(int r, const TrainingOp& op) {
     case Transform::kSliceParam:
       for (int p : op.params) s.slices[p] = op.unit_list;
       return;
-    case Transform::kRepeat:
+    case Transform::kRepeat: {
+      // repeat_interleave (label u * reps + i); `perm` = {1} asks for a tile
+      // (label i * units + u), the order that breaks GQA grouping.
+      const bool tile = !op.perm.empty();
+      const int units = T(op.reads[0]).units;
       for (const Cell& c : s.bufs[op.reads[0]]) {
         for (int i = 0; i < op.reps; ++i) {
           Cell n = c;
-          n.unit = static_cast<std::int16_t>(c.unit * op.reps + i);
+          n.unit = static_cast<std::int16_t>(tile ? i * units + c.unit : c.unit * op.reps + i);
           out.push_back(n);
         }
       }
+      if (tile) {  // each token's cells in label order, as the tiled tensor lays them out
+        for (size_t a = 0; a < out.size();) {
+          size_t b = a;
+          while (b < out.size() && out[b].token == out[a].token) ++b;
+          std::stable_sort(out.begin() + a, out.begin() + b, [](const Cell& x, const Cell& y) { return x.unit < y.unit; });
+          a = b;
+        }
+      }
       break;
+    }
+    case Transform::kScatterSeq: {
+      // Keep the rank's piece of the rows (a split with no data exchange).
+      const Buf& in = s.bufs[op.reads[0]];
+      const std::vector<int> toks = distinctTokens(in);
+      const int n = static_cast<int>(op.ranks.size());
+      const int pos = static_cast<int>(std::find(op.ranks.begin(), op.ranks.end(), r) - op.ranks.begin());
+      if (n < 1 || pos >= n || toks.size() % n != 0) {
+        violate(r, op, Property::kOwedOnce, ViolationClass::kLayoutMismatch, "splits rows it cannot split evenly");
+        return;
+      }
+      const size_t per = toks.size() / n;
+      std::set<int> mine(toks.begin() + pos * per, toks.begin() + (pos + 1) * per);
+      for (const Cell& c : in) {
+        if (mine.count(c.token)) out.push_back(c);
+      }
+      break;
+    }
     case Transform::kSumRepeats: {
       std::map<std::pair<int, int>, size_t> at;
       const int reps = T(op.reads[0]).reps;
@@ -1100,8 +1130,13 @@ std::vector<Violation> checkTrainingCollectives(const TrainingPlan& plan) {
     const auto& ops = plan.ranks[r];
     for (int i = 0; i < static_cast<int>(ops.size()) && out.empty(); ++i) {
       const TrainingOp& b = ops[i];
-      if (b.pass != Pass::kBackward || !b.hasGroup() || b.conj_of < 0) continue;
+      if (b.pass != Pass::kBackward || b.conj_of < 0) continue;
       const TrainingOp& f = ops[b.conj_of];
+      if (!b.hasGroup()) {
+        // A forward collective's backward must be a collective too (§4.1).
+        if (f.hasGroup()) fail(r, i, b, "a local op undoes forward collective '" + f.step + "' (its conjugate is a collective)");
+        continue;
+      }
       bool ok = f.hasGroup() && f.ranks == b.ranks && f.axis == b.axis;
       if (ok && f.kind == OpKind::kAllToAll) {
         const bool mode = (f.a2a == A2aMode::kSeqToHead && b.a2a == A2aMode::kHeadToSeq) ||
