@@ -1,0 +1,42 @@
+// The training sweep (properties/training_sweep.h): a fixed case order,
+// refusals counted apart from checked cases, and no violation.
+#include "seam/properties/training_sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace seam::properties {
+namespace {
+
+TEST(TrainingSweep, CasesComeInAFixedOrderCoveringBothPresetsAndLayouts) {
+  TrainingSweepSpec spec;
+  spec.world = 4;
+  const auto a = trainingSweepCases(spec);
+  const auto b = trainingSweepCases(spec);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].model, b[i].model);
+    EXPECT_EQ(a[i].config, b[i].config);
+    EXPECT_EQ(a[i].docs, b[i].docs);
+  }
+  EXPECT_EQ(a.front().model->name, "nemotron-3-nano");
+  EXPECT_EQ(a.back().model->name, "nemotron-3-super");
+}
+
+TEST(TrainingSweep, AtWorldFourEveryPlannedCaseHoldsAndRefusalsAreCountedApart) {
+  TrainingSweepSpec spec;
+  spec.world = 4;
+  spec.jobs = 2;
+  auto r = runTrainingSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_EQ(r->violated, 0) << (r->failures.empty() ? "" : r->failures.front().first + "\n" + r->failures.front().second);
+  EXPECT_GT(r->checked, 0);
+  EXPECT_GT(r->refused, 0);
+  EXPECT_GT(r->not_modelled, 0);  // Nano under cp or tp > 1
+  EXPECT_EQ(r->cases, r->checked + r->refused);
+  EXPECT_EQ(r->per_model.size(), 4u);
+}
+
+}  // namespace
+}  // namespace seam::properties
