@@ -883,6 +883,18 @@ void Builder::backward() {
     std::vector<TrainingOp> bwd;
     const std::vector<TrainingOp>& f = fwd_[r];
     for (int i = static_cast<int>(f.size()) - 1; i >= 0; --i) {
+      // FSDP reshards after forward: a block's parameters are all-gathered
+      // again before its backward (PrimeRL; the forward's gathers in reverse).
+      const bool layer_starts = i == static_cast<int>(f.size()) - 1 || f[i + 1].layer != f[i].layer;
+      if (layer_starts && !megatron()) {
+        for (const TrainingOp& g : f) {
+          if (g.layer != f[i].layer || g.pass != Pass::kForward || g.kind != OpKind::kAllGather || !g.reads.empty()) continue;
+          TrainingOp again = g;
+          again.pass = Pass::kBackward;
+          again.step = g.step + " (backward)";
+          bwd.push_back(std::move(again));
+        }
+      }
       bool keep = false;
       TrainingOp b = conjugate(f[i], i, r, &keep);
       if (keep) bwd.push_back(std::move(b));
