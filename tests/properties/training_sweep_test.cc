@@ -40,3 +40,29 @@ TEST(TrainingSweep, AtWorldFourEveryPlannedCaseHoldsAndRefusalsAreCountedApart) 
 
 }  // namespace
 }  // namespace seam::properties
+
+#include <rapidcheck.h>
+
+#include "seam/properties/generators.h"
+
+namespace seam::properties {
+namespace {
+
+// Generated training cases (random packed documents on every valid config of
+// worlds 1, 2, 4): each is one the engine accepts, and each plan holds.
+TEST(TrainingGenerated, EveryGeneratedCaseIsAcceptedAndItsPlanHolds) {
+  rc::Random random(8);
+  const auto gen = genTrainingCase(4);
+  for (int i = 0; i < 24; ++i) {
+    const TrainingCase c = gen(random.split(), i * 4).value();
+    ASSERT_TRUE(validateTrainingCase(c).isOk()) << reproduceTrainingCommand(c);
+    auto plan = buildTrainingPlan(c);
+    ASSERT_TRUE(plan.hasValue()) << reproduceTrainingCommand(c);
+    const LedgerResult r = checkTrainingPlan(*plan);
+    EXPECT_TRUE(r.holds()) << reproduceTrainingCommand(c) << "\n"
+                           << (r.holds() ? "" : describeViolation(r.violations.front()));
+  }
+}
+
+}  // namespace
+}  // namespace seam::properties
