@@ -133,10 +133,14 @@ const TrainingMutant kTrEarly("training.grad-reduced-before-last-contribution",
                               "(a hook registered too early, gpt-neox #1259)",
                               &gradReducedBeforeLastContribution);
 
+const TrainingMutant kTrWeights("training.routing-weights-applied-twice",
+                                "the routing weights (x routed_scaling_factor) are applied twice to the expert outputs",
+                                &routingWeightsTwice);
+
 const Mutant* const kTrainingRegistry[] = {
     &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs, &kTrZigzagRedo,   &kTrZigzagUndo, &kTrKvGrads,
     &kTrSwap,           &kTrSpNorm,    &kTrSplits,    &kTrSlice,  &kTrDgrad,        &kTrGatherSlices,
-    &kTrKvTiled,        &kTrEarly,
+    &kTrKvTiled,        &kTrEarly,     &kTrWeights,
 };
 
 }  // namespace

@@ -187,4 +187,22 @@ bool gradReducedBeforeLastContribution(TrainingPlan& plan) {
   });
 }
 
+bool routingWeightsTwice(TrainingPlan& plan) {
+  // Invariant 10: the routing weights (and routed_scaling_factor) are applied
+  // once; here a second time on the weighted expert outputs.
+  auto s = firstSite(plan, [](const TrainingOp& op) {
+    return op.pass == Pass::kForward && op.transform == Transform::kRouteWeight;
+  });
+  return s && editEverywhere(plan, *s, [](auto& ops, int i) {
+           TrainingOp again = ops[i];
+           again.reads = again.writes;
+           again.step = "routing weights (again)";
+           ops.insert(ops.begin() + i + 1, again);
+           // Backward ops name their forward op by index: shift those after it.
+           for (TrainingOp& op : ops) {
+             if (op.conj_of > i) ++op.conj_of;
+           }
+         });
+}
+
 }  // namespace seam::mutants

@@ -41,5 +41,6 @@ bool dgradAlsoAllReduced(TrainingPlan& plan);
 bool gatherBackwardSlices(TrainingPlan& plan);
 bool kvRepeatTiled(TrainingPlan& plan);
 bool gradReducedBeforeLastContribution(TrainingPlan& plan);
+bool routingWeightsTwice(TrainingPlan& plan);
 
 }  // namespace seam::mutants

@@ -46,6 +46,13 @@ std::uint64_t termHash(int tensor, int token, int unit, int j) {
   return (x % (kP - 1)) + 1;
 }
 
+/// The routing weight of (layer, token, expert) as a field element: the
+/// weights are symbolic scalars, so a weight applied twice or not at all
+/// leaves a value no complete combination has.
+std::uint64_t routeWeight(int layer, int token, int expert) {
+  return termHash(0x7fff, token, expert, 2048 + layer) % (kP - 2) + 2;
+}
+
 struct Cell {
   int token = 0;
   std::int16_t unit = 0;  ///< the label: where in the tensor's unit space it sits
@@ -132,7 +139,9 @@ class Replay {
     const TensorInfo& t = T(id);
     std::uint64_t v = 0;
     if (t.routed_from >= 0) {
-      for (int e : lay_.route(t.layer, token)) v = addm(v, complete(t.routed_from, token, e));
+      for (int e : lay_.route(t.layer, token)) {
+        v = addm(v, mulm(routeWeight(t.layer, token, e), complete(t.routed_from, token, e)));
+      }
       return v;
     }
     if (t.routed_grad) {
@@ -557,7 +566,17 @@ void Replay::backwardKernel(int r, const TrainingOp& op) {
     const bool routed = T(w).grad_value >= 0;
     const int want = routed ? T(w).grad_value : root(b);
     for (const Cell& c : g) {
-      if (!checkValue(r, op, c, want, routed ? 0 : c.src)) return;
+      if (routed) {
+        // The MoE sum's gradient, scaled by the cell's routing weight.
+        const std::uint64_t wt = routeWeight(T(w).layer, c.token, c.unit);
+        if (mulm(complete(want, c.token, 0), wt) == c.v) continue;
+        violate(r, op, Property::kOwedOnce, ViolationClass::kForeignTerm,
+                "reads the gradient of expert " + std::to_string(c.unit) + "'s output for token " +
+                    std::to_string(c.token) + " not scaled exactly once by its routing weight",
+                c.token, T(want).name, 1);
+        return;
+      }
+      if (!checkValue(r, op, c, want, c.src)) return;
     }
   }
   // Outputs: the gradients of what the forward kernel read, on its layout.
@@ -647,6 +666,10 @@ void Replay::transform(int r, const TrainingOp& op) {
       }
       break;
     }
+    case Transform::kRouteWeight:
+      out = s.bufs[op.reads[0]];
+      for (Cell& c : out) c.v = mulm(c.v, routeWeight(op.layer, c.token, c.unit));
+      break;
     case Transform::kScatterSeq: {
       // Keep the rank's piece of the rows (a split with no data exchange).
       const Buf& in = s.bufs[op.reads[0]];

@@ -40,6 +40,7 @@ std::string_view transformName(Transform t) {
     case Transform::kScatterSeq: return "scatter_seq";
     case Transform::kSumOverK: return "sum_over_k";
     case Transform::kPermute: return "permute";
+    case Transform::kRouteWeight: return "route_weight";
   }
   return "?";
 }
@@ -698,10 +699,15 @@ int Builder::moe(int l, int h) {
   const int ye = tensor(L + "experts.out", Space::kExperts, d.experts, lat * kBf16, l);
   kernel(l, 'E', Kernel::kExperts, "grouped experts", {{at_experts, Partial::kRouted}}, {ye}, {p_ex},
          [&](int r, int) { return cells_[at_experts][r]; });
-  int back = ye;
+  // DeepEP path: the routing weights (x routed_scaling_factor) applied once,
+  // after the experts, before the combine (PR distributed/deepep.py).
+  const int yw = derived(L + "experts.weighted", ye);
+  transform(l, 'E', Transform::kRouteWeight, "routing weights", {ye}, yw,
+            [&](int r, TrainingOp&) { cells_[yw][r] = cells_[ye][r]; });
+  int back = yw;
   if (ep > 1) {
-    const int yb = derived(L + "experts.back", ye);
-    collective(l, 'E', OpKind::kAllToAll, A2aMode::kToSource, TrainAxis::kEp, "ep combine", ye, yb,
+    const int yb = derived(L + "experts.back", yw);
+    collective(l, 'E', OpKind::kAllToAll, A2aMode::kToSource, TrainAxis::kEp, "ep combine", yw, yb,
                [&](int r) { return routedCells(r); },
                [&](int r, TrainingOp& op) {
                  op.reads.push_back(static_cast<std::int16_t>(disp));  // the order the handle restores
@@ -827,6 +833,10 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
           b.transform = Transform::kPermute;
           b.step = "permute grads by expert";
           b.reads = {g(f.writes[0]), f.reads[0]};
+          b.writes = {g(f.reads[0])};
+          return b;
+        case Transform::kRouteWeight:
+          b.reads = {g(f.writes[0])};
           b.writes = {g(f.reads[0])};
           return b;
         case Transform::kPermute:

@@ -115,6 +115,9 @@ enum class Transform : std::uint8_t {
   kScatterSeq,  ///< split the token dim into `group` pieces and keep the rank's own (no data exchange)
   kSumOverK,    ///< unpermute: sum a token's (token, expert) cells into one token cell
   kPermute,     ///< backward of kSumOverK: copy a token's cell to each of its (token, expert) cells
+  /// multiply each (token, expert) cell by its routing weight (times
+  /// routed_scaling_factor); its own backward (d(w x)/dx = w)
+  kRouteWeight,
 };
 std::string_view transformName(Transform t);
 
