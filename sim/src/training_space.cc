@@ -110,7 +110,9 @@ Status validateTrainingCase(const TrainingCase& c) {
       return refusedBy(e, "tp=" + str(k.tp) + " does not divide num_query_groups=" + str(dims.kv_heads));
     }
     if (k.world() % k.ep != 0) return refusedBy(e, "ep=" + str(k.ep) + " does not divide world=" + str(k.world()));
-    if (k.ep > 1 && k.tp > 1 && !k.sp) return refusedBy(e, "EP with TP needs sequence parallelism (L560-565)");
+    // Megatron runs TP without SP (and only warns with EP, L560-565); seam
+    // models its TP layers with SP only.
+    if (k.tp > 1 && !k.sp) return Status::notModelled("Megatron tensor parallelism without sequence parallelism");
   }
   if (dims.experts > 0 && dims.experts % k.ep != 0) {
     return refusedBy(k.layout, "ep=" + str(k.ep) + " does not divide experts=" + str(dims.experts));
