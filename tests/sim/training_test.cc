@@ -121,6 +121,12 @@ TEST(TrainingRules, NanoUnderCpIsNotModelledBecauseItsMambaGroupsAreUnknown) {
   EXPECT_TRUE(validateTrainingCase(primeRl(2, 1, 2, {8}, 1, "nemotron-3-nano")).isOk());
 }
 
+TEST(TrainingRules, MegatronTpWithoutSequenceParallelismIsNotModelled) {
+  TrainingCase c = megatron(1, 1, 2, 1, {8});
+  c.config.sp = false;
+  EXPECT_TRUE(isNotModelled(validateTrainingCase(c).message()));
+}
+
 TEST(TrainingRules, OnlyTheNemotron3PresetsHaveTrainingLayouts) {
   const auto p = trainingPresets();
   ASSERT_EQ(p.size(), 2u);
@@ -311,6 +317,22 @@ TEST(TrainingLedger, AnExpertTokenOnARankThatDoesNotOwnTheExpertIsForeign) {
     }
   }
   const LedgerResult r = replayTraining(plan);
+  ASSERT_FALSE(r.holds());
+  EXPECT_EQ(r.violations[0].cls, ViolationClass::kForeignTerm) << firstViolation(r);
+}
+
+TEST(TrainingLedger, RoutingWeightsAppliedTwiceLeaveAForeignMoeSum) {
+  TrainingPlan plan = planOf(primeRl(2, 1, 2, {8}));
+  editFirst(plan, [](const TrainingOp& op) { return op.pass == Pass::kForward && op.transform == Transform::kRouteWeight; },
+            [](auto& ops, int i) {
+              TrainingOp again = ops[i];
+              again.reads = again.writes;
+              ops.insert(ops.begin() + i + 1, again);
+              for (TrainingOp& op : ops) {
+                if (op.conj_of > i) ++op.conj_of;
+              }
+            });
+  const LedgerResult r = checkTrainingPlan(plan);
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kForeignTerm) << firstViolation(r);
 }
