@@ -40,8 +40,12 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--pattern", o.pattern, "a bare pattern instead of a preset, e.g. 'M-*E-'");
   sub->add_option("--family", o.family,
                   "layers of a bare --pattern: single-stage (Nemotron-H, M * - E) or two-stage "
-                  "(mixer M * G P then FFN - E per decoder layer, e.g. '*-*E')")
+                  "(mixer M * G P then FFN - E per decoder layer, e.g. '*-*E'); or training (a preset "
+                  "under --layout primerl|megatron, forward and backward)")
       ->capture_default_str();
+  sub->add_option("--layout", o.layout, "--family training: primerl|megatron")->capture_default_str();
+  sub->add_option("--dp-replicate", o.dp_replicate, "--family training: PrimeRL HSDP replicas")->capture_default_str();
+  sub->add_option("--docs", o.docs, "--family training: document lengths of the packed row, e.g. 5,2,9");
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
   sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")->capture_default_str();
@@ -166,6 +170,65 @@ Expected<Case> buildCase(const CaseOptions& o) {
     c.flags.capture = std::move(*cap);
   }
   if (Status st = validateCase(c); !st) return st;
+  return c;
+}
+
+}  // namespace seam::tools
+
+namespace seam::tools {
+
+Expected<std::vector<const ModelPreset*>> trainingModels(const std::string& name) {
+  std::vector<const ModelPreset*> all = trainingPresets();
+  if (name.empty()) return all;
+  auto p = findPreset(name);
+  if (!p) return p.status();
+  if (std::find(all.begin(), all.end(), *p) == all.end()) {
+    return Status::invalid("--model \"" + name.substr(0, 64) +
+                           "\" has no training layouts (the training family has nemotron-3-nano, nemotron-3-super)");
+  }
+  return std::vector<const ModelPreset*>{*p};
+}
+
+Expected<TrainingSpace> trainingSpace(const std::string& model, const std::string& layout) {
+  TrainingSpace out;
+  auto models = trainingModels(model);
+  if (!models) return models.status();
+  out.models = std::move(*models);
+  if (!layout.empty()) {
+    auto l = parseTrainingLayout(layout);
+    if (!l) return l.status();
+    out.layouts = {*l};
+  }
+  return out;
+}
+
+Expected<TrainingCase> buildTrainingCase(const CaseOptions& o) {
+  if (!o.pattern.empty()) return Status::invalid("--family training takes a --model preset, not a --pattern");
+  if (o.model.empty()) return Status::invalid("--family training needs --model (nemotron-3-nano or nemotron-3-super)");
+  auto models = trainingModels(o.model);
+  if (!models) return models.status();
+  auto layout = parseTrainingLayout(o.layout);
+  if (!layout) return layout.status();
+  TrainingCase c;
+  c.model = models->front();
+  c.config.layout = *layout;
+  c.config.dp_replicate = o.dp_replicate;
+  c.config.dp = o.dp;
+  c.config.cp = o.cp;
+  c.config.tp = o.tp;
+  c.config.ep = o.ep;
+  c.config.sp = *layout == TrainingLayout::kMegatron && o.tp > 1;
+  if (o.pp != 1) return Status::invalid("--pp " + std::to_string(o.pp) + ": the training layouts are modelled with pp = 1");
+  if (o.moe_dp != 1) return Status::invalid("--moe-dp applies to serving; training experts' data parallel is derived");
+  if (o.docs.empty()) {
+    if (o.dp < 1 || o.cp < 1 || o.tp < 1) return Status::invalid("every parallel size must be >= 1");
+    c.docs = trainingBatches(c.config).back();
+  } else {
+    auto docs = parseIntList(o.docs, "--docs");
+    if (!docs) return docs.status();
+    c.docs = *docs;
+  }
+  if (Status st = validateTrainingCase(c); !st) return st;
   return c;
 }
 

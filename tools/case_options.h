@@ -11,6 +11,7 @@
 #include "seam/sim/case.h"
 #include "seam/sim/config_space.h"
 #include "seam/sim/policy.h"
+#include "seam/sim/training.h"
 
 namespace seam::tools {
 
@@ -32,7 +33,26 @@ struct CaseOptions {
   std::string policy = "declared";
   std::string decision;  // a planner decision to flip (what `seam prop --decision` planted)
   std::string trace;     // an engine trace (JSON lines) to use instead of the policy's ops
+  // --family training:
+  std::string layout = "primerl";  // primerl|megatron
+  int dp_replicate = 1;            // PrimeRL HSDP replicas
+  std::string docs;                // document lengths of the packed row (default: the sweep's uneven batch)
 };
+
+/// True when the options ask for the training family.
+inline bool isTraining(const CaseOptions& o) { return o.family == "training"; }
+/// The training case the options describe; the error names the bad value.
+Expected<TrainingCase> buildTrainingCase(const CaseOptions& o);
+/// The training presets (nemotron-3-nano, nemotron-3-super), or one by name.
+Expected<std::vector<const ModelPreset*>> trainingModels(const std::string& name);
+
+/// The models and layouts a training sweep or campaign covers (--model,
+/// --layout; empty: all), or the error naming the bad value.
+struct TrainingSpace {
+  std::vector<const ModelPreset*> models;
+  std::vector<TrainingLayout> layouts = {TrainingLayout::kPrimeRl, TrainingLayout::kMegatron};
+};
+Expected<TrainingSpace> trainingSpace(const std::string& model, const std::string& layout);
 
 /// The plan the options ask for: the policy's plan of the case, or, with
 /// --trace, the trace's ops on that case's stages.

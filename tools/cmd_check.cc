@@ -4,6 +4,7 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/properties/check.h"
+#include "seam/reports/training_view.h"
 #include "seam/reports/verdict_view.h"
 
 namespace seam::tools {
@@ -20,6 +21,15 @@ Command registerCheck(CLI::App& app) {
   return {sub, [o]() {
             auto format = reports::parseFormat(o->format);
             if (!format) return fail(format.status());
+            if (isTraining(o->c)) {
+              auto tc = buildTrainingCase(o->c);
+              if (!tc) return fail(tc.status());
+              auto plan = buildTrainingPlan(*tc);
+              if (!plan) return fail(plan.status());
+              const LedgerResult r = checkTrainingPlan(*plan);
+              std::cout << reports::renderTrainingVerdict(*plan, r, *format);
+              return r.holds() ? kExitOk : kExitPropertyFailed;
+            }
             auto c = buildCase(o->c);
             if (!c) return fail(c.status());
             auto plan = buildCasePlan(o->c, *c);

@@ -16,6 +16,7 @@
 #include "seam/reports/mutate_view.h"
 #include "seam/reports/recorders.h"
 #include "seam/reports/shard_rows.h"
+#include "seam/reports/training_view.h"
 
 namespace seam::tools {
 
@@ -126,6 +127,8 @@ Command registerMutate(CLI::App& app) {
     std::string db = "seam.db";
     bool resume = false;
     std::string junit;
+    std::string family = "serving";
+    std::string layout;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("mutate", "Run a mutation campaign: how strong are the properties?");
@@ -139,13 +142,48 @@ Command registerMutate(CLI::App& app) {
   sub->add_option("--db", o->db, "SQLite store the campaign is written to")->capture_default_str();
   sub->add_flag("--resume", o->resume, "continue the latest unfinished campaign with the same arguments in --db");
   sub->add_option("--junit", o->junit, "also write JUnit XML (one testcase per mutant) to this file");
+  sub->add_option("--family", o->family, "serving or training (the training mutants over the training layouts)")
+      ->capture_default_str();
+  sub->add_option("--layout", o->layout, "--family training: only primerl or megatron (default: both)");
   return {sub, [o]() {
+            const bool training = o->family == "training";
+            if (!training && o->family != "serving") {
+              return fail(Status::invalid("--family \"" + o->family.substr(0, 64) + "\" is not serving or training"));
+            }
             if (o->list) {
-              for (const mutants::Mutant* m : mutants::registry()) {
+              for (const mutants::Mutant* m : training ? mutants::trainingRegistry() : mutants::registry()) {
                 std::cout << m->id() << "  [" << mutants::kindName(m->kind()) << "]  " << m->description() << "\n";
               }
               return kExitOk;
             }
+            if (training) {
+              if (!o->pattern.empty()) return fail(Status::invalid("--family training mutates presets, not a --pattern"));
+              mutants::TrainingCampaignSpec spec;
+              auto worlds = parseWorlds(o->worlds == "1,2,4,8,16" ? "2,4,8" : o->worlds);
+              if (!worlds) return fail(worlds.status());
+              spec.worlds = *worlds;
+              auto space = trainingSpace(o->model, o->layout);
+              if (!space) return fail(space.status());
+              spec.models = space->models;
+              spec.layouts = space->layouts;
+              for (const std::string& id : o->mutant_ids) {
+                const mutants::Mutant* m = mutants::findMutant(id);
+                if (m == nullptr || m->family() != mutants::MutantFamily::kTraining) {
+                  return fail(Status::invalid("--mutant \"" + id.substr(0, 64) +
+                                              "\" is not a training mutant id (see seam mutate --family training --list)"));
+                }
+                spec.mutants.push_back(m);
+              }
+              if (o->jobs < 0) return fail(Status::invalid("--jobs " + std::to_string(o->jobs) + " must be >= 1"));
+              spec.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+              auto result = mutants::runTrainingCampaign(spec);
+              if (!result) return fail(result.status());
+              std::cout << reports::renderTrainingCampaign(spec, *result);
+              if (!result->baseline_holds) return kExitPropertyFailed;
+              if (o->fail_on_survivor && result->survived() > 0) return kExitPropertyFailed;
+              return kExitOk;
+            }
+            if (!o->layout.empty()) return fail(Status::invalid("--layout applies to --family training"));
             mutants::CampaignSpec spec;
             auto worlds = parseWorlds(o->worlds);
             if (!worlds) return fail(worlds.status());
@@ -162,7 +200,7 @@ Command registerMutate(CLI::App& app) {
             }
             for (const std::string& id : o->mutant_ids) {
               const mutants::Mutant* m = mutants::findMutant(id);
-              if (m == nullptr) {
+              if (m == nullptr || m->family() != mutants::MutantFamily::kServing) {
                 return fail(Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a mutant id (see seam mutate --list)"));
               }
               spec.mutants.push_back(m);

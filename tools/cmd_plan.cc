@@ -2,6 +2,7 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/reports/plan_view.h"
+#include "seam/reports/training_view.h"
 
 namespace seam::tools {
 
@@ -19,6 +20,23 @@ Command registerPlan(CLI::App& app) {
   return {sub, [o]() {
             auto format = reports::parseFormat(o->format);
             if (!format) return fail(format.status());
+            if (isTraining(o->c)) {
+              auto tc = buildTrainingCase(o->c);
+              if (!tc) return fail(tc.status());
+              auto plan = buildTrainingPlan(*tc);
+              if (!plan) return fail(plan.status());
+              if (o->rank == "all") {
+                for (int r = 0; r < plan->world(); ++r) std::cout << reports::renderTrainingPlan(*plan, r, *format);
+                return kExitOk;
+              }
+              if (o->rank.empty() || o->rank.size() > 9 || o->rank.find_first_not_of("0123456789") != std::string::npos ||
+                  std::stoi(o->rank) >= plan->world()) {
+                return fail(Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not in 0.." +
+                                            std::to_string(plan->world() - 1) + " or all"));
+              }
+              std::cout << reports::renderTrainingPlan(*plan, std::stoi(o->rank), *format);
+              return kExitOk;
+            }
             auto c = buildCase(o->c);
             if (!c) return fail(c.status());
             auto plan = buildCasePlan(o->c, *c);

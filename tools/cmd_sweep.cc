@@ -16,6 +16,7 @@
 #include "seam/reports/recorders.h"
 #include "seam/reports/shard_rows.h"
 #include "seam/reports/sweep_view.h"
+#include "seam/reports/training_view.h"
 
 namespace seam::tools {
 
@@ -118,6 +119,8 @@ Command registerSweep(CLI::App& app) {
     std::string db = "seam.db";
     bool resume = false;
     std::string junit;
+    std::string family = "serving";
+    std::string layout;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("sweep", "Check every case of a space: presets x configs x flags x batches");
@@ -131,7 +134,33 @@ Command registerSweep(CLI::App& app) {
   sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
   sub->add_flag("--resume", o->resume, "continue the latest unfinished run with the same arguments in --db");
   sub->add_option("--junit", o->junit, "also write JUnit XML of every case to this file");
+  sub->add_option("--family", o->family, "serving (the serving policies) or training (PrimeRL/Megatron layouts)")
+      ->capture_default_str();
+  sub->add_option("--layout", o->layout, "--family training: only primerl or megatron (default: both)");
   return {sub, [o]() {
+            if (o->family == "training") {
+              if (!o->pattern.empty()) return fail(Status::invalid("--family training sweeps presets, not a --pattern"));
+              if (o->fixed.pp || o->fixed.tp || o->fixed.dp || o->fixed.cp || o->fixed.ep || o->fixed.moe_dp) {
+                return fail(Status::invalid("--family training sweeps every config of --world; fixed leaves are not supported"));
+              }
+              if (o->policy != "declared") return fail(Status::invalid("--policy applies to --family serving"));
+              properties::TrainingSweepSpec spec;
+              spec.world = o->world;
+              auto space = trainingSpace(o->model, o->layout);
+              if (!space) return fail(space.status());
+              spec.models = space->models;
+              spec.layouts = space->layouts;
+              if (o->jobs < 0) return fail(Status::invalid("--jobs " + std::to_string(o->jobs) + " must be >= 1"));
+              spec.jobs = o->jobs > 0 ? o->jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+              auto r = properties::runTrainingSweep(spec);
+              if (!r) return fail(r.status());
+              std::cout << reports::renderTrainingSweep(spec, *r);
+              return r->violated == 0 ? kExitOk : kExitPropertyFailed;
+            }
+            if (o->family != "serving") {
+              return fail(Status::invalid("--family \"" + o->family.substr(0, 64) + "\" is not serving or training"));
+            }
+            if (!o->layout.empty()) return fail(Status::invalid("--layout applies to --family training"));
             properties::SweepSpec spec;
             spec.world = o->world;
             auto shard = parseShard(o->shard);

@@ -1,6 +1,7 @@
 // The registry: every mutation operator, in a fixed order. Ids are stable;
 // append new operators, never rename or reuse an id.
 #include "plan_mutants.h"
+#include "training_mutants.h"
 #include "seam/mutants/mutant.h"
 
 namespace seam::mutants {
@@ -79,12 +80,79 @@ const Mutant* const kRegistry[] = {
     &kNeverEntered, &kDownProj, &kTerminal,      &kMtp,             &kDpResidual,
 };
 
+// The training family (issue 8; reference training-layouts.md §4-§5).
+const TrainingMutant kTrGradNotReduced("training.grad-not-reduced",
+                                       "a replicated weight's gradient is not reduced over a group whose ranks saw other "
+                                       "tokens (first gradient reduction of the backward dropped)",
+                                       &dropGradReduction);
+const TrainingMutant kTrGradTwice("training.grad-reduced-twice",
+                                  "a replicated weight's gradient is reduced twice (AReno #496: gradient x group)",
+                                  &duplicateGradReduction);
+const TrainingMutant kTrLocalDocs("training.local-doc-boundaries",
+                                  "conv/SSD/attention get the local shard's document boundaries, not the global ones",
+                                  TrainingDecision::kLocalDocBoundaries);
+const TrainingMutant kTrNoDocs("training.no-doc-boundaries",
+                               "conv/SSD run over the packed row without resets (seq_idx=None; PrimeRL #3001, SkyRL #2056)",
+                               TrainingDecision::kNoDocBoundaries);
+const TrainingMutant kTrZigzagRedo("training.zigzag-not-restored",
+                                   "the load-balance (zigzag) order is not redone after Mamba",
+                                   TrainingDecision::kZigzagNotRestored);
+const TrainingMutant kTrZigzagUndo("training.zigzag-not-undone",
+                                   "conv/SSD run on the zigzag order (load balancing not undone before Mamba)",
+                                   TrainingDecision::kZigzagNotUndone);
+const TrainingMutant kTrKvGrads("training.kv-replica-grads-not-summed",
+                                "KV heads replicated for Ulysses but only one replica's gradient kept (copies not summed)",
+                                &kvReplicaGradsNotSummed);
+const TrainingMutant kTrSwap("training.backward-collectives-swapped-on-one-rank",
+                             "one rank issues two adjacent backward collectives in the other order (PrimeRL #3195)",
+                             &swapBackwardCollectivesOnOneRank);
+const TrainingMutant kTrSpNorm("training.sp-norm-grad-not-tp-summed",
+                               "an SP-replicated weight's gradient (norm, router, latent) is not all-reduced over tp "
+                               "(Megatron #1446, TE #435)",
+                               &dropSpNormGradSum);
+const TrainingMutant kTrSplits("training.ep-combine-splits-not-swapped",
+                               "the EP combine reuses the dispatch's split sizes instead of swapping them",
+                               &combineSplitsNotSwapped);
+const TrainingMutant kTrSlice("training.mamba-param-slice-other-heads",
+                              "A_log/D/dt_bias/conv are sliced to another rank's heads (ownership after seq->head)",
+                              &headSliceOffByOne);
+const TrainingMutant kTrDgrad("training.sp-dgrad-also-all-reduced",
+                              "the dgrad into a TP block is all-reduced (f) and also reduce-scattered (SP)",
+                              &dgradAlsoAllReduced);
+
+const TrainingMutant kTrGatherSlices("training.gather-backward-slices",
+                                     "the backward of an SP all-gather slices the rank's rows instead of reduce-scattering "
+                                     "the partial gradient (Automodel #1260)",
+                                     &gatherBackwardSlices);
+const TrainingMutant kTrKvTiled("training.kv-repeat-tiled",
+                                "KV heads replicated by tiling, not repeat_interleave: q heads meet another group's KV "
+                                "head (GQA ratio broken, vllm-omni #5716)",
+                                &kvRepeatTiled);
+const TrainingMutant kTrEarly("training.grad-reduced-before-last-contribution",
+                              "a gradient is reduced before the backward kernel that adds the last contribution "
+                              "(a hook registered too early, gpt-neox #1259)",
+                              &gradReducedBeforeLastContribution);
+
+const TrainingMutant kTrWeights("training.routing-weights-applied-twice",
+                                "the routing weights (x routed_scaling_factor) are applied twice to the expert outputs",
+                                &routingWeightsTwice);
+
+const Mutant* const kTrainingRegistry[] = {
+    &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs, &kTrZigzagRedo,   &kTrZigzagUndo, &kTrKvGrads,
+    &kTrSwap,           &kTrSpNorm,    &kTrSplits,    &kTrSlice,  &kTrDgrad,        &kTrGatherSlices,
+    &kTrKvTiled,        &kTrEarly,     &kTrWeights,
+};
+
 }  // namespace
 
 std::span<const Mutant* const> registry() { return kRegistry; }
+std::span<const Mutant* const> trainingRegistry() { return kTrainingRegistry; }
 
 const Mutant* findMutant(std::string_view id) {
   for (const Mutant* m : kRegistry) {
+    if (m->id() == id) return m;
+  }
+  for (const Mutant* m : kTrainingRegistry) {
     if (m->id() == id) return m;
   }
   return nullptr;

@@ -407,6 +407,42 @@ rc::Gen<Case> genCase(int world, int max_layers) {
                     genCutLeaves(), genFlagLeaves(), genShardLeaves());
 }
 
+rc::Gen<TrainingCase> genTrainingCase(int max_world) {
+  std::vector<int> worlds;
+  for (int w = 1; w <= max_world; w *= 2) worlds.push_back(w);
+  return rc::gen::mapcat(rc::gen::elementOf(worlds), [](int world) {
+    std::vector<TrainingCase> shapes;  // every valid (preset, layout, config) of the world
+    for (const ModelPreset* m : trainingPresets()) {
+      for (TrainingLayout layout : {TrainingLayout::kPrimeRl, TrainingLayout::kMegatron}) {
+        for (const TrainingConfig& c : trainingConfigs(layout, world)) {
+          TrainingCase tc{m, c, trainingBatches(c).front()};
+          if (validateTrainingCase(tc)) shapes.push_back(std::move(tc));
+        }
+      }
+    }
+    return rc::gen::mapcat(rc::gen::elementOf(shapes), [](TrainingCase tc) {
+      const TrainingConfig& k = tc.config;
+      const bool megatron = k.layout == TrainingLayout::kMegatron;
+      const int unit = megatron ? (k.cp > 1 ? 2 * k.cp : 1) * (k.sp ? k.tp : 1) : 1;
+      auto lengths = rc::gen::mapcat(rc::gen::inRange(1, 5), [](int n) {
+        return rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(1, 13));
+      });
+      return rc::gen::map(lengths,
+                          [tc, unit, megatron](std::vector<int> lengths) {
+                            TrainingCase out = tc;
+                            out.docs.clear();
+                            for (int n : lengths) out.docs.push_back(megatron ? n * unit : n);
+                            if (out.docs.empty()) out.docs.push_back(unit);
+                            if (!megatron) {  // pad the row to a multiple of cp with a last document
+                              const int s = out.tokens();
+                              if (s % out.config.cp != 0) out.docs.push_back(out.config.cp - s % out.config.cp);
+                            }
+                            return out;
+                          });
+    });
+  });
+}
+
 }  // namespace seam::properties
 
 namespace seam {

@@ -198,6 +198,12 @@ std::uint64_t planHash(const Plan& plan) {
   return h;
 }
 
+std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(const std::map<std::string, std::int64_t>& counts) {
+  std::vector<std::pair<std::string, std::int64_t>> out(counts.begin(), counts.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  return out;
+}
+
 Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
   if (spec.world < 1 || spec.world > kMaxWorld) {
     return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." + std::to_string(kMaxWorld));
@@ -311,9 +317,7 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
   }
   result.cases = result.checked + result.refused;
   result.run_here = result.cases;
-  for (auto& [why, n] : refusals) result.refusals.emplace_back(why, n);
-  std::sort(result.refusals.begin(), result.refusals.end(),
-            [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+  result.refusals = sortedRefusals(refusals);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -110,7 +110,7 @@ mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const Muta
     o.kill_index = k.case_index;
     Violation v;
     v.property = static_cast<Property>(k.property);
-    for (int c = 0; c <= static_cast<int>(ViolationClass::kBoundaryDisagrees); ++c) {
+    for (int c = 0; c <= static_cast<int>(ViolationClass::kResetLeak); ++c) {  // the last class
       if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class) v.cls = static_cast<ViolationClass>(c);
     }
     v.detail = k.text;

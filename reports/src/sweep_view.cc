@@ -21,6 +21,21 @@ std::string sweepSummaryLine(const properties::SweepResult& r) {
          rate(r.run_here, r.seconds) + " cases/s";
 }
 
+std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t>>& refusals) {
+  std::string out;
+  for (const bool gap : {false, true}) {
+    std::string lines;
+    for (const auto& [why, n] : refusals) {
+      if (isNotModelled(why) == gap) lines += "  " + std::to_string(n) + " x " + why + "\n";
+    }
+    if (lines.empty()) continue;
+    out += gap ? "not modelled (the engine runs these; seam does not model them yet; not counted as checked):\n"
+               : "refused (the engine refuses these combinations; not counted as checked):\n";
+    out += lines;
+  }
+  return out;
+}
+
 std::string renderSweep(const properties::SweepSpec& spec, const properties::SweepResult& r) {
   std::string out = "sweep: world " + std::to_string(spec.world) + ", policy " +
                     std::string(policyName(spec.policy)) + ", shard " + std::to_string(spec.shard.index) + "/" +
@@ -37,16 +52,7 @@ std::string renderSweep(const properties::SweepSpec& spec, const properties::Swe
               m.why_not.empty() ? "" : "not modelled: " + m.why_not});
   }
   out += t.render();
-  for (const bool gap : {false, true}) {
-    std::string lines;
-    for (const auto& [why, n] : r.refusals) {
-      if (isNotModelled(why) == gap) lines += "  " + std::to_string(n) + " x " + why + "\n";
-    }
-    if (lines.empty()) continue;
-    out += gap ? "not modelled (the engine runs these; seam does not model them yet; not counted as checked):\n"
-               : "refused (the engine refuses these combinations; not counted as checked):\n";
-    out += lines;
-  }
+  out += renderRefusals(r.refusals);
   for (const auto& f : r.failures) {
     out += "FAIL case #" + std::to_string(f.index) + ": " + f.text + "\n";
     out += "  reproduce: " + f.reproduce + "\n";

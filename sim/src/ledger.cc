@@ -54,6 +54,7 @@ std::string_view violationClassName(ViolationClass c) {
     case ViolationClass::kDeadlock: return "deadlock";
     case ViolationClass::kMissingOutput: return "missing-output";
     case ViolationClass::kBoundaryDisagrees: return "boundary-disagrees";
+    case ViolationClass::kResetLeak: return "reset-leak";
   }
   return "?";
 }

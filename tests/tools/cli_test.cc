@@ -122,3 +122,44 @@ TEST(Cli, HelpExitsZero) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- --family training (issue 8) ----------------------------------------------
+
+TEST(CliTraining, SweepAtWorldTwoChecksBothLayoutsAndEndsWithTheSummaryLine) {
+  CliRun r = seam("sweep --family training --world 2 --jobs 2");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("nemotron-3-super  primerl"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nemotron-3-super  megatron"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\n[0-9]+ cases, 0 violations, [0-9.]+ cases/s\n$"))) << r.out;
+}
+
+TEST(CliTraining, CheckOfAPrimeRlUlyssesCaseHoldsAndNamesItsReproduceLine) {
+  CliRun r = seam("check --family training --layout primerl --model nemotron-3-super --cp 4 --ep 4");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("seam check --family training --layout primerl --model nemotron-3-super --dp 1 --cp 4"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("owed-once holds"), std::string::npos) << r.out;
+}
+
+TEST(CliTraining, PlanJsonHasTheShapeOfDesignNineWithTrainingFields) {
+  CliRun r = seam("plan --family training --layout megatron --model nemotron-3-super --tp 2 --cp 2 --format json --rank 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* key : {"\"model\"", "\"pattern\"", "\"policy\": \"training-megatron\"", "\"config\"", "\"rank\": 3",
+                          "\"ops\"", "\"summary\"", "\"phase\": \"backward\"", "\"a2a\": \"seq->head\"",
+                          "\"transform\": \"reorder\"", "\"conjugate_of\""}) {
+    EXPECT_NE(r.out.find(key), std::string::npos) << key;
+  }
+}
+
+TEST(CliTraining, MutateListsTheTrainingOperatorsOnly) {
+  CliRun r = seam("mutate --family training --list");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("training.kv-replica-grads-not-summed"), std::string::npos);
+  EXPECT_EQ(r.out.find("plan.drop-completing-collective"), std::string::npos);
+  EXPECT_EQ(lines(r.out), 16);
+}
+
+}  // namespace

@@ -14,6 +14,7 @@
 
 #include "seam/mutants/mutant.h"
 #include "seam/properties/sweep.h"
+#include "seam/sim/training.h"
 
 namespace seam::mutants {
 
@@ -79,5 +80,46 @@ class CampaignListener {
 /// Runs the campaign. A failing baseline stops it (baseline_holds = false,
 /// no mutant run).
 Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener* listener = nullptr);
+
+/// A campaign of the training family: the training mutants against the
+/// training case space (presets x layouts x worlds x configs x batches).
+struct TrainingCampaignSpec {
+  std::vector<const ModelPreset*> models;  ///< empty: trainingPresets()
+  std::vector<TrainingLayout> layouts = {TrainingLayout::kPrimeRl, TrainingLayout::kMegatron};
+  std::vector<int> worlds = {2, 4, 8};
+  std::vector<const Mutant*> mutants;      ///< empty: trainingRegistry()
+  int jobs = 1;
+};
+
+/// The planned (not refused) cases of a training campaign, in its fixed order.
+std::vector<TrainingCase> trainingCampaignCases(const TrainingCampaignSpec& spec);
+
+/// What became of one training mutant.
+struct TrainingMutantOutcome {
+  const Mutant* mutant = nullptr;
+  MutantStatus status = MutantStatus::kSurvived;
+  std::int64_t cases_run = 0;
+  std::int64_t applied = 0;
+  std::int64_t differed = 0;
+  std::int64_t kill_index = -1;
+  std::string kill_case;  ///< the `seam check --family training ...` line
+  std::optional<Violation> kill_violation;
+  std::string argument;   ///< why equivalent, or the survivor's smallest case
+};
+
+struct TrainingCampaignResult {
+  std::int64_t cases = 0;
+  bool baseline_holds = true;
+  std::string baseline_case;
+  std::optional<Violation> baseline_violation;
+  std::vector<TrainingMutantOutcome> outcomes;
+  double seconds = 0;
+  int killed() const;
+  int survived() const;
+  int equivalent() const;
+};
+
+/// Runs a training campaign (baseline first; a failing baseline stops it).
+Expected<TrainingCampaignResult> runTrainingCampaign(const TrainingCampaignSpec& spec);
 
 }  // namespace seam::mutants

@@ -10,10 +10,12 @@
 
 #include "seam/sim/plan.h"
 #include "seam/sim/policy.h"
+#include "seam/sim/training.h"
 
 namespace seam::mutants {
 
 enum class MutantKind { kPlan, kDecision };
+enum class MutantFamily { kServing, kTraining };
 std::string_view kindName(MutantKind kind);
 
 class Mutant {
@@ -29,10 +31,20 @@ class Mutant {
   /// Plan mutants: edits `plan` at its first applicable site; false (plan
   /// untouched) when the plan has no such site. Decision mutants: true.
   virtual bool apply(Plan& plan) const { return true; }
+
+  /// Which family's plans it mutates: serving (Plan) or training (TrainingPlan).
+  virtual MutantFamily family() const { return MutantFamily::kServing; }
+  /// Training decision mutants: the planner decision they flip.
+  virtual TrainingDecision trainingDecision() const { return TrainingDecision::kNone; }
+  /// Training plan mutants: edits `plan` at its first applicable site; false
+  /// (plan untouched) when it has none. Training decision mutants: true.
+  virtual bool applyTraining(TrainingPlan& plan) const { return true; }
 };
 
-/// Every operator, in registry order.
+/// Every serving operator, in registry order.
 std::span<const Mutant* const> registry();
+/// Every training operator (ids `training.*`), in registry order.
+std::span<const Mutant* const> trainingRegistry();
 /// The operator with this id, or nullptr.
 const Mutant* findMutant(std::string_view id);
 

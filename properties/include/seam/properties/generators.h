@@ -14,6 +14,7 @@
 #include "seam/sim/config_space.h"
 #include "seam/sim/parallel_config.h"
 #include "seam/sim/pattern.h"
+#include "seam/sim/training.h"
 
 namespace seam::properties {
 
@@ -72,6 +73,13 @@ rc::Gen<std::vector<int>> genCuts(int layers, int pp);
 /// Every case is valid input (validateCase holds); a few (attn_cp > 1) are
 /// combinations the engine refuses.
 rc::Gen<Case> genCase(int world, int max_layers = kDefaultMaxLayers);
+
+/// A training case: a training preset, a layout, a valid config of a world
+/// in 1..max_world (the engines' rules hold), and 1..4 packed documents of
+/// uneven lengths the layout accepts (PrimeRL: the row padded to a multiple
+/// of cp; Megatron: every document a multiple of 2cp, times tp under SP).
+/// Shrinks towards smaller worlds, fewer and shorter documents.
+rc::Gen<TrainingCase> genTrainingCase(int max_world = 4);
 
 }  // namespace seam::properties
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -103,6 +104,9 @@ class SweepListener {
 /// A stable hash of a plan's ops (stored with each case: the same plan
 /// always hashes the same, on every machine).
 std::uint64_t planHash(const Plan& plan);
+
+/// Refusal reasons with their counts, most frequent first (ties by text).
+std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(const std::map<std::string, std::int64_t>& counts);
 
 /// Runs the sweep. Fails only on bad input (e.g. a world out of range).
 Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener = nullptr);

@@ -15,4 +15,8 @@ std::string renderSweep(const properties::SweepSpec& spec, const properties::Swe
 /// The exact last line: "N cases, K violations, R cases/s".
 std::string sweepSummaryLine(const properties::SweepResult& result);
 
+/// The refusal reasons of a sweep, the engine's first, then seam's gaps
+/// ("not modelled yet: ..."), each with its count; "" when none.
+std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t>>& refusals);
+
 }  // namespace seam::reports

@@ -48,6 +48,9 @@ enum class ViolationClass : std::uint8_t {
   kDeadlock,            ///< no rank can make progress
   kMissingOutput,       ///< the final output is absent or on the wrong rows
   kBoundaryDisagrees,   ///< the two sides of a boundary declare different hand-offs
+  /// training: a recurrent state or attention runs across a document boundary
+  /// (or resets inside a document): boundaries not the global, pre-shard ones
+  kResetLeak,
 };
 std::string_view violationClassName(ViolationClass c);
 
