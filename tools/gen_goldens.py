@@ -76,6 +76,12 @@ CASES = [
      f"--pattern '*-|*E' {TWO} --pp 2 --tp 2 --tokens 4 --mode extend --input-scattered"),
     ("two_stage_ln_sp", "LayerNorm SP (§6.5 SEQUENCE_PARALLEL, extend): every stage on local rows, its column linear all-gathers and its row linear reduce-scatters; boundaries only add and norm; the last layer gathers for the final norm",
      f"--pattern '*-*E' {TWO} --tp 2 --tokens 3 --mode extend --ln-sp"),
+    ("two_stage_cp_decode", "attention CP on a decode batch (not sharded over CP): the CP ranks hold the same rows; a GQA FFN never leaves its sum (may_leave is false under GQA CP), so every FFN exit all-reduces",
+     f"--pattern '*-*-' {TWO} --tp 4 --cp 2 --tokens 3"),
+    ("two_stage_cp_mla_interleave_ar", "MLA prefill CP on a CP-sharded extend batch (interleave, 5 tokens over cp=2, shards padded to 4 rows): add+norm on the shard, attn_cp all-gather at each FFN entry, AR over the sum group and the take-back slice at its exit",
+     f"--pattern '*-*E' {TWO} --tp 2 --cp 2 --tokens 5 --mode extend"),
+    ("two_stage_cp_mla_interleave_rs", "the same with the rs strategy: the sum group is the attn_cp group, one attn_cp reduce-scatter hands each shard back",
+     f"--pattern '*-*E' {TWO} --tp 2 --cp 2 --tokens 5 --mode extend --reduction rs"),
     ("two_stage_naive", "naive: every stage completes its own sum at its exit",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
 ]

@@ -50,6 +50,9 @@ bool hasMoe(const Pattern& p) {
   return std::any_of(p.layers.begin(), p.layers.end(), moe) || std::any_of(p.mtp.begin(), p.mtp.end(), moe);
 }
 
+/// ZigzagCPStrategy.can_apply's shortest sequence (layers/cp/zigzag.py).
+constexpr int kZigzagMinTokens = 128;
+
 // A few batch shapes per config: every shard with one token; a shard split
 // unevenly over attention TP; with DP attention, one with an idle rank.
 std::vector<Batch> batchesFor(const ParallelConfig& c) {
@@ -159,7 +162,16 @@ std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigF
     for (const Flags& f : flagsFor(model, config)) {
       // tp_reduce_scatter asserts tokens % tp == 0: an input-scattered batch
       // has two tokens per TP rank.
-      for (Batch& b : f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config)) {
+      std::vector<Batch> batches = f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config);
+      if (config.attn_cp > 1 && f.mode == ForwardMode::kExtend && !f.input_scattered) {
+        // Prefill CP shards a batch only when its strategy applies: the
+        // interleave (MLA) strategy from cp tokens on (2cp + 1: uneven over
+        // CP, so the shards are padded), zigzag (GQA) from max(128, 2cp)
+        // tokens per sequence.
+        batches.push_back(Batch{std::vector<int>(config.attn_dp, 2 * config.attn_cp + 1)});
+        batches.push_back(Batch{std::vector<int>(config.attn_dp, std::max(kZigzagMinTokens, 2 * config.attn_cp) + 3)});
+      }
+      for (Batch& b : batches) {
         Case c;
         c.model = model;
         c.config = config;
