@@ -29,7 +29,9 @@ EXTRA_JSON = os.path.join(ROOT, "sim", "data", "presets_extra.json")
 # Falcon-H1 pass True (serving-boundaries.md §10); single-stage models: n/a)
 # n_groups: Megatron-Bridge provider default mamba_num_groups = 8 (Nemotron-H,
 # Nano-v2, Mamba2-Hybrid); Super's config n_groups = 8; Falcon-H1 mamba_n_groups = 1
-# (checkpoints.md notes). Nemotron-3-Nano's is not established by the sources.
+# (checkpoints.md notes). Nemotron-3-Nano: Megatron-Bridge's Nemotron3NanoProvider
+# (nemotron_h_provider.py, the source checkpoints.json cites) sets no
+# mamba_num_groups and inherits NemotronHModelProvider's default 8.
 EXTRA = {
     "Nemotron-H-4B": ("nemotron-h-4b", "kSingleStage", 8, False),
     "Nemotron-H-8B": ("nemotron-h-8b", "kSingleStage", 8, False),
@@ -37,7 +39,7 @@ EXTRA = {
     "Nemotron-H-56B": ("nemotron-h-56b", "kSingleStage", 8, False),
     "Nemotron-Nano-9B-v2": ("nemotron-nano-9b-v2", "kSingleStage", 8, False),
     "Nemotron-Nano-12B-v2": ("nemotron-nano-12b-v2", "kSingleStage", 8, False),
-    "Nemotron-3-Nano-30B-A3B": ("nemotron-3-nano", "kSingleStage", None, False),
+    "Nemotron-3-Nano-30B-A3B": ("nemotron-3-nano", "kSingleStage", 8, False),
     "Nemotron-3-Super-120B-A12B": ("nemotron-3-super", "kSingleStage", 8, False),
     "Qwen3-Next-80B-A3B": ("qwen3-next-80b-a3b", "kTwoStage", None, True),
     "Falcon-H1-7B": ("falcon-h1-7b", "kParallelHybrid", 1, True),

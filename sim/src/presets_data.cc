@@ -86,7 +86,7 @@ const ModelPreset kPresets[] = {
         .mtp_pattern = "",
         .stages = "",
         .allow_reduce_scatter = false,
-        .shape = {.hidden=2688, .heads=32, .kv_heads=2, .head_dim=128, .mamba_heads=64, .mamba_head_dim=64, .mamba_groups=kUnknown, .ssm_state=128, .ffn_intermediate=1856, .moe_experts=128, .moe_top_k=6, .moe_shared_intermediate=3712, .dense_intermediate=kNotApplicable, .q_lora_rank=kNotApplicable},
+        .shape = {.hidden=2688, .heads=32, .kv_heads=2, .head_dim=128, .mamba_heads=64, .mamba_head_dim=64, .mamba_groups=8, .ssm_state=128, .ffn_intermediate=1856, .moe_experts=128, .moe_top_k=6, .moe_shared_intermediate=3712, .dense_intermediate=kNotApplicable, .q_lora_rank=kNotApplicable},
         .source = "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/nemotronh/nemotron_h_provider.py @d9f7643bb960 (Nemotron3NanoProvider); NVIDIA-NeMo/Megatron-Bridge tests/unit_tests/models/nemotronh/test_nemotron_h_provider.py",
     },
     {

@@ -390,6 +390,11 @@ class Replay {
       return;
     }
     const auto& toks = tokensOf(source, r);
+    if (source.v.size() != toks.size()) {
+      layoutViolation(r, Property::kOwedOnce, "norm of a buffer of " + std::to_string(source.v.size()) +
+                                                  " rows labelled " + std::string(rowKindName(source.kind)));
+      return;
+    }
     b.full_mode = source.full_mode;
     b.kind = source.kind;
     b.present = true;

@@ -115,10 +115,13 @@ TEST(TrainingRules, MegatronNeedsEveryDocumentDivisibleByTwiceCp) {
   EXPECT_NE(st.message().find("2cp=4"), std::string::npos) << st.message();
 }
 
-TEST(TrainingRules, NanoUnderCpIsNotModelledBecauseItsMambaGroupsAreUnknown) {
-  const Status st = validateTrainingCase(primeRl(1, 2, 1, {8}, 1, "nemotron-3-nano"));
-  EXPECT_TRUE(isNotModelled(st.message())) << st.message();
-  EXPECT_TRUE(validateTrainingCase(primeRl(2, 1, 2, {8}, 1, "nemotron-3-nano")).isOk());
+TEST(TrainingRules, NanoUnderCpUsesTheEightMambaGroupsItsProviderInherits) {
+  // Megatron-Bridge's Nemotron3NanoProvider keeps NemotronHModelProvider's
+  // mamba_num_groups = 8: cp = 2 plans, cp = 16 does not divide the groups.
+  EXPECT_TRUE(validateTrainingCase(primeRl(1, 2, 1, {8}, 1, "nemotron-3-nano")).isOk());
+  const Status st = validateTrainingCase(primeRl(1, 16, 16, {32}, 1, "nemotron-3-nano"));
+  EXPECT_EQ(st.code(), StatusCode::kRefused);
+  EXPECT_NE(st.message().find("does not divide n_groups=8"), std::string::npos) << st.message();
 }
 
 TEST(TrainingRules, MegatronTpWithoutSequenceParallelismIsNotModelled) {
