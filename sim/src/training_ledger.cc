@@ -807,7 +807,11 @@ void Replay::collective(const std::vector<int>& members) {
             return;
           }
           for (size_t k = 0; k < sum.size(); ++k) {
-            for (const auto& [u, cov] : other[k].parts) {
+            for (const auto& part : other[k].parts) {
+              // Not a structured binding: clang 14 (the fuzz build) cannot
+              // capture one in a lambda.
+              const auto& u = part.first;
+              const auto& cov = part.second;
               auto it = std::find_if(sum[k].parts.begin(), sum[k].parts.end(), [&](const auto& x) { return x.first == u; });
               if (it == sum[k].parts.end()) {
                 sum[k].parts.push_back({u, cov});
