@@ -19,6 +19,7 @@ case "${1:-}" in
     extra=(-DSEAM_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    export LSAN_OPTIONS="suppressions=$root/tools/lsan_suppressions.txt:print_suppressions=0"
     ;;
   *) echo "tools/test.sh: unknown option \"$1\" (only --sanitize)" >&2; exit 2 ;;
 esac
