@@ -50,9 +50,6 @@ bool hasMoe(const Pattern& p) {
   return std::any_of(p.layers.begin(), p.layers.end(), moe) || std::any_of(p.mtp.begin(), p.mtp.end(), moe);
 }
 
-/// ZigzagCPStrategy.can_apply's shortest sequence (layers/cp/zigzag.py).
-constexpr int kZigzagMinTokens = 128;
-
 // A few batch shapes per config: every shard with one token; a shard split
 // unevenly over attention TP; with DP attention, one with an idle rank.
 std::vector<Batch> batchesFor(const ParallelConfig& c) {

@@ -781,6 +781,16 @@ struct Store::Impl {
     return out;
   }
 
+  /// Columns 1-4 of a verdict query row (column 0 is the case index).
+  static VerdictRecord verdictRow(sqlite3_stmt* s) {
+    VerdictRecord v;
+    v.property = sqlite3_column_int(s, 1);
+    v.holds = sqlite3_column_int(s, 2) != 0;
+    v.violation_class = columnText(s, 3);
+    v.text = columnText(s, 4);
+    return v;
+  }
+
   Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> firstFailures(std::int64_t run_id) {
     auto s = statement(Sql::kFirstFailures);
     if (!s) return s.status();
@@ -791,12 +801,7 @@ struct Store::Impl {
     while ((rc = sqlite3_step(*s)) == SQLITE_ROW) {
       const std::int64_t index = sqlite3_column_int64(*s, 0);
       if (!out.empty() && out.back().first == index) continue;  // rows come by (case, seq)
-      VerdictRecord v;
-      v.property = sqlite3_column_int(*s, 1);
-      v.holds = sqlite3_column_int(*s, 2) != 0;
-      v.violation_class = columnText(*s, 3);
-      v.text = columnText(*s, 4);
-      out.emplace_back(index, std::move(v));
+      out.emplace_back(index, verdictRow(*s));
     }
     SEAM_SQLITE_CHECK(rc);
     return out;
@@ -810,12 +815,7 @@ struct Store::Impl {
     std::vector<std::pair<std::int64_t, VerdictRecord>> out;
     int rc;
     while ((rc = sqlite3_step(*s)) == SQLITE_ROW) {
-      VerdictRecord v;
-      v.property = sqlite3_column_int(*s, 1);
-      v.holds = sqlite3_column_int(*s, 2) != 0;
-      v.violation_class = columnText(*s, 3);
-      v.text = columnText(*s, 4);
-      out.emplace_back(sqlite3_column_int64(*s, 0), std::move(v));
+      out.emplace_back(sqlite3_column_int64(*s, 0), verdictRow(*s));
     }
     SEAM_SQLITE_CHECK(rc);
     return out;

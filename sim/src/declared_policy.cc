@@ -41,8 +41,6 @@ namespace {
 constexpr int kFuseMaxTokens = 2048;
 /// bf16 activations.
 constexpr int kBytesPerElement = 2;
-/// ZigzagCPStrategy.can_apply: a sequence shorter than this is not CP-sharded.
-constexpr int kZigzagMinTokens = 128;
 
 /// The batch takes the CONTEXT_PARALLEL variant (prefill CP shards its
 /// tokens): an extend batch the CP strategy can apply to (layers/cp/). Zigzag

@@ -34,6 +34,9 @@ enum class CpLayout : std::uint8_t {
   /// the CP shards concatenated in rank order (attn_cp_interleave_gather).
   kInterleave,
 };
+/// ZigzagCPStrategy.can_apply (layers/cp/zigzag.py): GQA prefill CP shards a
+/// sequence of at least max(kZigzagMinTokens, 2cp) tokens, else none.
+inline constexpr int kZigzagMinTokens = 128;
 /// Rows per CP shard under kInterleave for a DP shard of `tokens` tokens.
 int interleaveShardRows(int tokens, int cp);
 
