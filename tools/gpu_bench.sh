@@ -9,9 +9,11 @@
 # extend batches whose all-reduces are 64 and 128 MiB. Results go to $OUT when
 # set (7 files: the log, the tests' XML, one JSON per run), otherwise to
 # ./gpu-bench-out. Exit status: the number of failed steps.
-# Usage: tools/gpu_bench.sh [build-dir] [--quick|--runs]   (default build/;
-# --quick: the new tests and small sizes only, to check a build before the
-# full run; --runs: the seam-gpu runs and the decode bench only)
+# Usage: tools/gpu_bench.sh [build-dir] [--quick|--runs|--protocols]   (default
+# build/; --quick: the new tests and small sizes only, to check a build before
+# the full run; --runs: the seam-gpu runs and the decode bench only;
+# --protocols: the backend tests, the fused kernel's two protocols, each
+# forced, from 1 to 128 tokens, then the decode bench with the default choice)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -42,8 +44,21 @@ if [[ "$quick" == --quick ]]; then
   exit "$failed"
 fi
 
+if [[ "$quick" == --protocols ]]; then
+  step backend_test "$test_bin" --gtest_filter="$no_mpi_tests" --gtest_output="xml:$out/backend_test.xml"
+  for protocol in flag ll; do
+    step "bench-fused-$protocol" "$gpu_bin" bench --model nemotron-h-8b --tp 2 --sections fused \
+      --fused-protocol "$protocol" --fused-tokens 1,2,4,8,16,32,64,128 --fused-iters 200 \
+      --json "$out/bench_fused_$protocol.json"
+  done
+  step bench-decode "$gpu_bin" bench --model nemotron-h-8b --tp 2 --tokens 8 --hidden 4096 --inner 8192 --numeric real \
+    --iters 50 --graph-replays 50 --fused-iters 200 --json "$out/bench_h8b_decode.json"
+  echo "gpu_bench: $failed step(s) failed; results in $out" | tee -a "$log"
+  exit "$failed"
+fi
+
 if [[ "$quick" != --runs ]]; then
-  step backend_test "$test_bin" --gtest_output="xml:$out/backend_test.xml"
+  step backend_test "$test_bin" --gtest_filter="$no_mpi_tests" --gtest_output="xml:$out/backend_test.xml"
 else
   step backend_test_graph "$test_bin" --gtest_filter='GpuGraph*' --gtest_output="xml:$out/backend_test_graph.xml"
 fi

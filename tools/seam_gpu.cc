@@ -131,10 +131,20 @@ struct RunOptions {
   double watchdog = backend::GpuRunOptions{}.watchdog_seconds;
   int rank = 0;  ///< whose ops the timing table shows
   std::string fused = "on";
+  std::string fused_protocol = "auto";
   int graph_replays = 0;
   bool check_unfused = false;  ///< run again with ar_add_norm unfused and compare
   std::string json;
 };
+
+const std::string kProtocolHelp = "how the fused kernel's members send rows: auto|flag|ll (auto: ll up to " +
+                                  std::to_string(backend::kFusedLlAutoBytes >> 10) + " KiB per member)";
+
+Expected<backend::PeerProtocol> parseProtocol(const std::string& text) {
+  backend::PeerProtocol p;
+  if (backend::parsePeerProtocol(text, &p)) return p;
+  return Status::invalid("--fused-protocol \"" + text.substr(0, 64) + "\" is not auto, flag or ll");
+}
 
 Expected<bool> parseOnOff(const std::string& text, const char* option) {
   if (text == "on") return true;
@@ -205,6 +215,8 @@ int runRun(const RunOptions& o, const std::string& command_line) {
   }
   auto fused = parseOnOff(o.fused, "--fused");
   if (!fused) return failGpu(fused.status());
+  auto protocol = parseProtocol(o.fused_protocol);
+  if (!protocol) return failGpu(protocol.status());
   backend::GpuRunOptions options;
   options.mode = *mode;
   options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
@@ -212,6 +224,7 @@ int runRun(const RunOptions& o, const std::string& command_line) {
   options.iters = o.iters;
   options.watchdog_seconds = o.watchdog;
   options.fuse_ar_add_norm = *fused;
+  options.fused_protocol = *protocol;
   options.graph_replays = o.graph_replays;
   if (Status st = backend::validateRunOptions(options); !st) return failGpu(st);
 
@@ -412,6 +425,7 @@ struct BenchOptions {
   std::string fused_hidden = "2688,4096";
   std::string fused_tokens = "1,2,4,8,16,32,64,128,256,512,1024,2048";
   std::string sections = "collectives,fused,graph";
+  std::string fused_protocol = "auto";
   std::string json;
 };
 
@@ -452,6 +466,8 @@ int runBenchCmd(const BenchOptions& o, const std::string& command_line) {
     if (v < 1) return failGpu(Status::invalid("--fused-tokens " + std::to_string(v) + " is not positive"));
   }
   if (o.fused_iters < 1) return failGpu(Status::invalid("--fused-iters " + std::to_string(o.fused_iters) + " is not positive"));
+  auto protocol = parseProtocol(o.fused_protocol);
+  if (!protocol) return failGpu(protocol.status());
   if (o.graph_replays < 1) {
     return failGpu(Status::invalid("--graph-replays " + std::to_string(o.graph_replays) + " is not positive"));
   }
@@ -464,6 +480,7 @@ int runBenchCmd(const BenchOptions& o, const std::string& command_line) {
   options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
   options.iters = o.iters;
   options.graph_replays = graph ? o.graph_replays : 0;
+  options.fused_protocol = *protocol;
   if (Status st = backend::validateRunOptions(options); !st) return failGpu(st);
 
   Json j;
@@ -539,7 +556,7 @@ int runBenchCmd(const BenchOptions& o, const std::string& command_line) {
     }
   }
   if (fused) {
-    auto rows = backend::benchFusedArAddNorm(*fused_hidden, *fused_tokens, o.fused_iters);
+    auto rows = backend::benchFusedArAddNorm(*fused_hidden, *fused_tokens, o.fused_iters, *protocol);
     if (!rows) return failGpu(rows.status());
     if (!j.contains("device")) {
       auto devices = backend::listDevices();
@@ -551,15 +568,16 @@ int runBenchCmd(const BenchOptions& o, const std::string& command_line) {
     std::cout << "fused all-reduce + add + RMSNorm against NCCL all-reduce + add+norm kernel (real mode, median of "
               << o.fused_iters << " calls, slowest rank):\n";
     std::cout << "  (events: CUDA events around each call; kernels: CUPTI's durations of each call's kernels)\n";
-    std::printf("  %6s %6s %12s %10s %10s %10s %8s %10s %10s %8s %6s  %s\n", "hidden", "tokens", "bytes", "fused us",
-                "unfused us", "nccl us", "speedup", "fused k", "unfused k", "k speedup", "sets", "checks");
+    std::printf("  %6s %6s %12s %5s %10s %10s %10s %8s %10s %10s %8s %6s  %s\n", "hidden", "tokens", "bytes", "proto",
+                "fused us", "unfused us", "nccl us", "speedup", "fused k", "unfused k", "k speedup", "sets", "checks");
     for (const backend::FusedBench& b : *rows) {
       const double speedup = b.fused.median > 0 ? b.unfused.median / b.fused.median : 0.0;
       const double kernel_speedup = b.fused_kernels.median > 0 ? b.unfused_kernels.median / b.fused_kernels.median : 0.0;
       ok = ok && b.exact_identical;
-      std::printf("  %6d %6d %12lld %10.2f %10.2f %10.2f %8.2f %10.2f %10.2f %8.2f %6d  exact %s; real %s\n", b.hidden,
-                  b.tokens, static_cast<long long>(b.bytes), b.fused.median, b.unfused.median, b.nccl.median, speedup,
-                  b.fused_kernels.median, b.unfused_kernels.median, kernel_speedup, b.rotating_sets,
+      std::printf("  %6d %6d %12lld %5s %10.2f %10.2f %10.2f %8.2f %10.2f %10.2f %8.2f %6d  exact %s; real %s\n", b.hidden,
+                  b.tokens, static_cast<long long>(b.bytes), backend::peerProtocolName(b.protocol), b.fused.median,
+                  b.unfused.median, b.nccl.median, speedup, b.fused_kernels.median, b.unfused_kernels.median,
+                  kernel_speedup, b.rotating_sets,
                   b.exact_identical ? "identical" : "DIFFERS",
                   b.real_identical ? "identical"
                                    : ("max " + fixed(b.real_max_abs, 6) + " (" + std::to_string(b.real_max_ulps) +
@@ -568,6 +586,7 @@ int runBenchCmd(const BenchOptions& o, const std::string& command_line) {
                      {"tokens", b.tokens},
                      {"ranks", b.ranks},
                      {"bytes", b.bytes},
+                     {"protocol", backend::peerProtocolName(b.protocol)},
                      {"fused", summaryJson(b.fused)},
                      {"unfused", summaryJson(b.unfused)},
                      {"nccl_all_reduce", summaryJson(b.nccl)},
@@ -717,6 +736,7 @@ int runSeamGpu(int argc, char** argv) {
     run_cmd->add_option("--rank", run.rank, "whose ops the timing table shows")->capture_default_str();
     run_cmd->add_option("--fused", run.fused, "ar_add_norm as the fused peer-memory kernel where possible: on|off")
         ->capture_default_str();
+    run_cmd->add_option("--fused-protocol", run.fused_protocol, kProtocolHelp)->capture_default_str();
     run_cmd->add_flag("--check-unfused", run.check_unfused,
                       "run the plan again with ar_add_norm unfused and compare the outputs");
     run_cmd->add_option("--graph-replays", run.graph_replays,
@@ -748,6 +768,7 @@ int runSeamGpu(int argc, char** argv) {
     bench_cmd->add_option("--fused-iters", bo.fused_iters, "timed calls per fused-kernel size")->capture_default_str();
     bench_cmd->add_option("--fused-hidden", bo.fused_hidden, "hidden sizes of the fused-kernel table")->capture_default_str();
     bench_cmd->add_option("--fused-tokens", bo.fused_tokens, "token counts of the fused-kernel table")->capture_default_str();
+    bench_cmd->add_option("--fused-protocol", bo.fused_protocol, kProtocolHelp)->capture_default_str();
     bench_cmd->add_option("--sections", bo.sections, "which of collectives,fused,graph to run")->capture_default_str();
     bench_cmd->add_option("--json", bo.json, "write everything as one JSON object to this file");
 

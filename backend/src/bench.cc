@@ -170,7 +170,9 @@ Expected<std::vector<CollectiveBench>> benchPlanCollectives(const Plan& plan, co
   std::map<std::string, int> skip_counts;
   for (const OpTiming& t : run.timings) {
     const Op& op = plan.ranks[t.rank][t.op_index];
-    if (!communicates(op.kind) || t.group_size < 2 || t.path == ArAddNormPath::kFused) continue;
+    if (!communicates(op.kind) || t.group_size < 2 ||
+        (t.path == ArAddNormPath::kFused || t.path == ArAddNormPath::kFusedLl))
+      continue;
     if (op.kind == OpKind::kArAddNorm) {  // its time includes the add+norm kernel
       ++skip_counts["ar_add_norm (NCCL all-reduce + add+norm; see the fused table)"];
       continue;
@@ -235,6 +237,7 @@ struct FusedShared {
   int n = 0;
   int blocks = 0;
   std::size_t slot_elems = 0;
+  PeerProtocol protocol = PeerProtocol::kAuto;
   std::vector<kernels::PeerSignals*> signals;
   std::vector<float*> workspace;
   ncclUniqueId id{};
@@ -334,8 +337,11 @@ Status fusedRank(FusedShared& s, int me, const std::vector<int>& hidden, const s
   auto signals = DeviceArray<kernels::PeerSignals>::create(1);
   if (!signals) return signals.status();
   SEAM_CUDA_CHECK(cudaMemset(signals->get(), 0, sizeof(kernels::PeerSignals)));
-  auto workspace = DeviceArray<float>::create(2 * s.n * s.slot_elems);
+  const std::size_t floats = kernels::peerWorkspaceFloats(s.n, s.slot_elems);
+  auto workspace = DeviceArray<float>::create(floats);
   if (!workspace) return workspace.status();
+  SEAM_CUDA_CHECK(
+      cudaMemset(workspace->get(), 0, floats * sizeof(float)));  // LL lines: no call number yet
   auto abort_flag = PinnedFlag::create();
   if (!abort_flag) return abort_flag.status();
   SEAM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -374,6 +380,7 @@ Status fusedRank(FusedShared& s, int me, const std::vector<int>& hidden, const s
         a.has_residual = true;
         a.real = mode == numeric::Mode::kReal;
         a.weight = a.real ? weight->get() : nullptr;
+        a.ll = fusedSendsLl(s.protocol, t, h);
         SEAM_CUDA_CHECK(kernels::fusedArAddNorm(a, st));
         return Status::ok();
       };
@@ -459,7 +466,7 @@ Status fusedRank(FusedShared& s, int me, const std::vector<int>& hidden, const s
 }  // namespace
 
 Expected<std::vector<FusedBench>> benchFusedArAddNorm(const std::vector<int>& hidden, const std::vector<int>& tokens,
-                                                      int iters) {
+                                                      int iters, PeerProtocol protocol) {
   if (iters < 1) return Status::invalid("--iters " + std::to_string(iters) + " is not positive");
   if (hidden.empty() || tokens.empty()) return Status::invalid("the fused benchmark needs hidden sizes and token counts");
   int max_h = 0, max_t = 0;
@@ -491,7 +498,9 @@ Expected<std::vector<FusedBench>> benchFusedArAddNorm(const std::vector<int>& hi
       }
     }
   }
-  s.blocks = std::clamp(2 * min_sms, 1, kernels::kPeerMaxBlocks);  // as planPeerGroups sizes it
+  s.blocks = std::clamp(kernels::kPeerBlocksPerSm * min_sms, 1,
+                        kernels::kPeerMaxBlocks);  // as planPeerGroups sizes it
+  s.protocol = protocol;
   SEAM_NCCL_CHECK(ncclGetUniqueId(&s.id));
   std::vector<std::vector<FusedSample>> samples(n);
   if (Status st = onThreads(n, s.abort, [&](int p) { return fusedRank(s, p, hidden, tokens, iters, &samples[p]); }); !st) {
@@ -506,6 +515,7 @@ Expected<std::vector<FusedBench>> benchFusedArAddNorm(const std::vector<int>& hi
       b.tokens = t;
       b.ranks = n;
       b.bytes = static_cast<std::int64_t>(t) * h * static_cast<std::int64_t>(sizeof(float));
+      b.protocol = fusedSendsLl(protocol, t, h) ? PeerProtocol::kLl : PeerProtocol::kFlag;
       b.exact_identical = b.real_identical = true;
       for (int p = 0; p < n; ++p) {
         const FusedSample& x = samples[p][i];

@@ -19,6 +19,7 @@
 
 #include "handles.h"
 #include "kernels.h"
+#include "peer_kernels.h"
 #include "rank_executor.h"
 #include "rank_outcome.h"
 #include "seam/backend/check.h"
@@ -33,9 +34,33 @@ const char* arAddNormPathName(ArAddNormPath path) {
     case ArAddNormPath::kFused: return "fused";
     case ArAddNormPath::kNccl: return "nccl+add_norm";
     case ArAddNormPath::kLocal: return "add_norm";
+    case ArAddNormPath::kFusedLl: return "fused-ll";
     case ArAddNormPath::kNotArAddNorm: break;
   }
   return "-";
+}
+
+namespace {
+constexpr const char* kPeerProtocolNames[] = {"auto", "flag", "ll"};
+}  // namespace
+
+const char* peerProtocolName(PeerProtocol protocol) { return kPeerProtocolNames[static_cast<int>(protocol)]; }
+
+bool parsePeerProtocol(std::string_view name, PeerProtocol* protocol) {
+  for (int i = 0; i < 3; ++i) {
+    if (name == kPeerProtocolNames[i]) {
+      *protocol = static_cast<PeerProtocol>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool fusedSendsLl(PeerProtocol protocol, int rows, int h) {
+  static_assert(kFusedLlMaxBytes == kernels::kPeerLlMaxElems * sizeof(float));
+  if (protocol == PeerProtocol::kFlag || !kernels::llFits(rows, h)) return false;
+  return protocol == PeerProtocol::kLl ||
+         static_cast<std::size_t>(rows) * static_cast<std::size_t>(h) * sizeof(float) <= kFusedLlAutoBytes;
 }
 
 Status validateRunOptions(const GpuRunOptions& o) {

@@ -51,6 +51,12 @@ __global__ void reluKernel(float* p, std::size_t n, bool round) {
 __global__ void normKernel(const float* in, float* out, int h, bool real, const float* weight) {
   __shared__ double partial[kRowThreads];
   const std::size_t row = blockIdx.x;
+  if (device::RowRegs::fits(h)) {
+    device::RowRegs r;
+    r.load(in + row * h, h);
+    r.norm(out + row * h, h, real, weight, partial);
+    return;
+  }
   device::normRow(in + row * h, out + row * h, h, real, weight, partial);
 }
 
@@ -63,6 +69,20 @@ __global__ void addNormKernel(const float* x, float* residual, float* out, int h
   const std::size_t row = blockIdx.x;
   const float* xr = x + row * h;
   float* rr = residual + row * h;
+  if (device::RowRegs::fits(h)) {
+    device::RowRegs v, r;
+    v.load(xr, h);
+    if (has_residual) r.load(rr, h);
+#pragma unroll
+    for (int i = 0; i < device::RowRegs::kPerThread; ++i) {
+      const float x_i = real ? roundToBf16(v.v[i]) : v.v[i];
+      const float s = has_residual ? __fadd_rn(r.v[i], x_i) : x_i;
+      v.v[i] = has_residual && real ? roundToBf16(s) : s;
+    }
+    v.store(rr, h);
+    v.norm(out + row * h, h, real, weight, partial);
+    return;
+  }
   for (int k = threadIdx.x; k < h; k += kRowThreads) {
     const float v = real ? roundToBf16(xr[k]) : xr[k];
     if (has_residual) {

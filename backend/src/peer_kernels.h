@@ -14,6 +14,15 @@
 // has two halves used by call parity: when a member starts call k+1, its call
 // k has received a call-k flag from every peer, so every peer has started
 // call k and finished call k-1, the last reader of the half call k+1 writes.
+//
+// The LL variant (FusedArAddNormArgs::ll) drops the flag exchange: each value
+// goes out in an 8-byte word with the call number beside it (16-byte lines of
+// two values), so the data carries its own arrival and a reader spins on the
+// line itself. A peer's line of call k is read only after it carries k; the
+// half argument above holds unchanged (a member that wrote a call-k line had
+// finished call k-1). The LL lines have their own zeroed region behind the
+// plain slots, written by nothing else, so a stale line only ever carries an
+// older call number.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +35,21 @@ namespace seam::backend::kernels {
 constexpr int kPeerMaxRanks = 8;
 /// Blocks a fused launch may use.
 constexpr int kPeerMaxBlocks = 1024;
+/// Blocks of a fused kernel per SM in its grid, all resident at once (the
+/// kernels' launch bounds hold them to that many registers): a block waits
+/// for its twin on every peer, so no block may wait for another to finish.
+constexpr int kPeerBlocksPerSm = 2;
+/// Most values (fp32, one member's rows) one LL call carries.
+constexpr std::size_t kPeerLlMaxElems = (1u << 20) / sizeof(float);
+
+/// Floats of one member's workspace: the two halves of plain slots, then the
+/// LL region (2 halves x `ranks` slots x kPeerLlMaxElems / 2 lines of 16
+/// bytes). Zero it before the first call.
+std::size_t peerWorkspaceFloats(int ranks, std::size_t slot_elems);
+/// Whether a call of rows x h can go with the LL protocol: rows of at most
+/// 4096 values (held in registers), whose line sets fit the LL slot (64 rows
+/// of 4096; a row rounds up to whole line sets of 512 values).
+bool llFits(int rows, int h);
 
 /// The flags one member's blocks receive and its call counter, in that
 /// member's device memory, zeroed before the first call.
@@ -50,6 +74,7 @@ struct FusedArAddNormArgs {
   int rows = 0, h = 0;
   bool has_residual = false;
   bool real = false;              ///< round to bf16 as the unfused ops do
+  bool ll = false;                ///< send with the LL protocol (requires llFits)
   const float* weight = nullptr;  ///< RMSNorm weight (real mode)
   const int* abort = nullptr;     ///< mapped host int: nonzero stops waiting for peers (a hung run)
 };

@@ -112,7 +112,7 @@ void planPeerGroups(SharedRun& s, const std::vector<DeviceInfo>& devices) {
       // Two blocks per SM: every block of the grid is resident at once (a
       // block waits for its twin on each peer), and enough loads fly for
       // large rows.
-      g.blocks = std::clamp(2 * min_sms, 1, kernels::kPeerMaxBlocks);
+      g.blocks = std::clamp(kernels::kPeerBlocksPerSm * min_sms, 1, kernels::kPeerMaxBlocks);
       g.slot_elems = slot_elems;
       g.path = "ar_add_norm over [" + ranks + "]: fused one-shot all-reduce + add + RMSNorm over peer memory (grid " +
                std::to_string(g.blocks) + ", slots of " + mib + " MiB)";
@@ -425,8 +425,12 @@ Status RankExecutor::setUpPeers() {
     auto signals = DeviceArray<kernels::PeerSignals>::create(1);
     if (!signals) return signals.status();
     SEAM_CUDA_CHECK(cudaMemset(signals->get(), 0, sizeof(kernels::PeerSignals)));
-    auto workspace = DeviceArray<float>::create(2 * g.members.size() * g.slot_elems);
+    const std::size_t floats =
+        kernels::peerWorkspaceFloats(static_cast<int>(g.members.size()), g.slot_elems);
+    auto workspace = DeviceArray<float>::create(floats);
     if (!workspace) return workspace.status();
+    SEAM_CUDA_CHECK(
+        cudaMemset(workspace->get(), 0, floats * sizeof(float)));  // LL lines: no call number yet
     g.signals[me] = signals->get();
     g.workspace[me] = workspace->get();
     peer_signals_.push_back(std::move(*signals));

@@ -57,8 +57,9 @@ Status RankExecutor::arAddNorm(const Op& op, int index) {
     a.has_residual = has_residual;
     a.real = s_.real();
     a.weight = weight;
+    a.ll = fusedSendsLl(s_.options.fused_protocol, rows, h_);
     SEAM_CUDA_CHECK(kernels::fusedArAddNorm(a, stream_->get()));
-    op_path_[index] = ArAddNormPath::kFused;
+    op_path_[index] = a.ll ? ArAddNormPath::kFusedLl : ArAddNormPath::kFused;
   } else {
     if (g.size() > 1) {
       // Unrounded: the add+norm kernel rounds its input as roundIfReal would.

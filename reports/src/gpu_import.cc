@@ -131,11 +131,15 @@ std::vector<GpuResultCase> readBench(Reader& r, const json& doc, std::string* su
       const char* names[] = {"nccl all_reduce + add_norm",         "fused ar_add_norm",
                              "nccl all_reduce",                    "nccl all_reduce + add_norm (kernels)",
                              "fused ar_add_norm (kernels)",        "nccl all_reduce (kernels)"};
+      // The fused kernel's protocol (bench JSON from before it existed: none).
+      const std::string protocol =
+          b.contains("protocol") ? r.get<std::string>(b, "protocol", "") : "";
       for (int i = 0; i < 6; ++i) {
         TimingRecord t = summaryTiming(r, r.at(b, sides[i]));
         t.case_index = gc.c.index;
         t.op_index = i;
         t.op_kind = names[i];
+        if ((i == 1 || i == 4) && !protocol.empty()) t.op_kind += " [" + protocol + "]";
         t.group = "tp/" + std::to_string(r.get<int>(b, "ranks", 0));
         t.bytes = r.get<std::int64_t>(b, "bytes", 0);
         t.algbw_gbps = t.median_us > 0 ? static_cast<double>(t.bytes) / (t.median_us * 1e3) : 0;

@@ -155,6 +155,13 @@ void renderBench(Doc& d, const std::vector<CaseRecord>& cases, const std::vector
       const double tokens = std::atof(c.batch.c_str());
       const auto x = c.batch.rfind("x ");
       const std::string hidden = x == std::string::npos ? "?" : c.batch.substr(x + 2);
+      // The protocol the kernel used, "[ll]" or "[flag]" at the end of its
+      // op kind (gpu_import); absent in stores from before it was recorded.
+      const auto open = kernel->op_kind.rfind(" [");
+      const std::string protocol =
+          open == std::string::npos || kernel->op_kind.back() != ']'
+              ? ""
+              : kernel->op_kind.substr(open + 2, kernel->op_kind.size() - open - 3);
       auto& [fused_line, unfused_line] = fused_series[hidden];
       const std::string tag = "hidden " + hidden + " (run " + std::to_string(run_id) + ")";
       fused_line.name = "fused, " + tag;
@@ -162,7 +169,8 @@ void renderBench(Doc& d, const std::vector<CaseRecord>& cases, const std::vector
       unfused_line.dashed = true;
       fused_line.points.emplace_back(tokens, kernel->median_us);
       unfused_line.points.emplace_back(tokens, unfused->median_us);
-      fused.push_back({c.batch, std::to_string(kernel->bytes), fixed(kernel->median_us, 2), fixed(unfused->median_us, 2),
+      fused.push_back({protocol.empty() ? c.batch : c.batch + ", " + protocol, std::to_string(kernel->bytes),
+                       fixed(kernel->median_us, 2), fixed(unfused->median_us, 2),
                        nccl ? fixed(nccl->median_us, 2) : "-", ratio(unfused->median_us, kernel->median_us),
                        kernel_k ? fixed(kernel_k->median_us, 2) : "-", unfused_k ? fixed(unfused_k->median_us, 2) : "-",
                        kernel_k && unfused_k ? ratio(unfused_k->median_us, kernel_k->median_us) : "-", exact, real});

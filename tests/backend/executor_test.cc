@@ -56,7 +56,37 @@ TEST(GpuExecutorOptions, ArAddNormPathsHaveNames) {
   EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kFused), "fused");
   EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kNccl), "nccl+add_norm");
   EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kLocal), "add_norm");
+  EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kFusedLl), "fused-ll");
   EXPECT_STREQ(arAddNormPathName(ArAddNormPath::kNotArAddNorm), "-");
+}
+
+TEST(GpuExecutorOptions, TheLlProtocolCarriesSmallCallsOfRowsUpTo4096WideAndTheFlagProtocolTheRest) {
+  for (PeerProtocol p : {PeerProtocol::kAuto, PeerProtocol::kFlag, PeerProtocol::kLl}) {
+    PeerProtocol back = PeerProtocol::kFlag;
+    ASSERT_TRUE(parsePeerProtocol(peerProtocolName(p), &back));
+    EXPECT_EQ(back, p);
+  }
+  PeerProtocol unused;
+  EXPECT_FALSE(parsePeerProtocol("LL", &unused));
+  EXPECT_FALSE(parsePeerProtocol("", &unused));
+  // 64 tokens of 4096 fp32 values are exactly kFusedLlMaxBytes.
+  const int max_rows = static_cast<int>(kFusedLlMaxBytes / sizeof(float) / 4096);
+  EXPECT_EQ(max_rows, 64);
+  EXPECT_TRUE(fusedSendsLl(PeerProtocol::kAuto, 1, 4096));
+  EXPECT_TRUE(fusedSendsLl(PeerProtocol::kLl, max_rows, 4096));
+  EXPECT_FALSE(fusedSendsLl(PeerProtocol::kLl, max_rows + 1, 4096));
+  EXPECT_TRUE(fusedSendsLl(PeerProtocol::kLl, 1, 4095)) << "an odd width pads its last line";
+  EXPECT_TRUE(fusedSendsLl(PeerProtocol::kLl, 512, 250)) << "a narrow row takes one line set";
+  EXPECT_FALSE(fusedSendsLl(PeerProtocol::kLl, 513, 250));
+  EXPECT_TRUE(fusedSendsLl(PeerProtocol::kLl, 85, 2688)) << "2688 values take 6 line sets of 512";
+  EXPECT_FALSE(fusedSendsLl(PeerProtocol::kLl, 86, 2688));
+  // kAuto: kLl up to kFusedLlAutoBytes (12 rows of 4096, 18 of 2688), as measured.
+  EXPECT_TRUE(fusedSendsLl(PeerProtocol::kAuto, 12, 4096));
+  EXPECT_FALSE(fusedSendsLl(PeerProtocol::kAuto, 13, 4096));
+  EXPECT_TRUE(fusedSendsLl(PeerProtocol::kAuto, 18, 2688));
+  EXPECT_FALSE(fusedSendsLl(PeerProtocol::kAuto, 19, 2688));
+  EXPECT_FALSE(fusedSendsLl(PeerProtocol::kLl, 1, 4097)) << "rows wider than the registers hold";
+  EXPECT_FALSE(fusedSendsLl(PeerProtocol::kFlag, 1, 4096));
 }
 
 TEST(GpuExecutorBandwidth, BusFactorsAreNcclTestsDefinitions) {
@@ -314,7 +344,12 @@ FusedPair runFusedAndUnfused(const Case& c, GpuRunOptions o) {
   int fused_ops = 0;
   for (const OpTiming& t : out.fused.timings) {
     if (t.kind != OpKind::kArAddNorm || t.group_size < 2) continue;
-    EXPECT_EQ(t.path, ArAddNormPath::kFused) << "rank " << t.rank << " op " << t.op_index;
+    const ArAddNormPath want =
+        fusedSendsLl(o.fused_protocol, static_cast<int>(t.bytes / 4 / o.shape.hidden),
+                     o.shape.hidden)
+            ? ArAddNormPath::kFusedLl
+            : ArAddNormPath::kFused;
+    EXPECT_EQ(t.path, want) << "rank " << t.rank << " op " << t.op_index;
     ++fused_ops;
   }
   for (const OpTiming& t : out.unfused.timings) {
@@ -324,16 +359,20 @@ FusedPair runFusedAndUnfused(const Case& c, GpuRunOptions o) {
   return out;
 }
 
-TEST(GpuFusedArAddNorm, ExactModeIsBitIdenticalToNcclPlusAddNorm) {
+TEST(GpuFusedArAddNorm, ExactModeIsBitIdenticalToNcclPlusAddNormWithEitherProtocol) {
   SEAM_NEED_GPUS(2);
-  for (const char* pattern : {"M-*E-", "M-M*E/*E"}) {
-    SCOPED_TRACE(pattern);
-    const Case c = patternCase(pattern, {.tp = 2}, {5});
-    const FusedPair p = runFusedAndUnfused(c, quick());
-    const OutputDiff d = compareOutputs(p.fused.output, p.unfused.output);
-    EXPECT_TRUE(d.identical) << d.describe();
-    EXPECT_TRUE(compareOutputs(p.fused.output, runReference(c, numeric::Mode::kExact, {})).identical);
-    EXPECT_FALSE(p.fused.ranks_disagree);
+  for (PeerProtocol protocol : {PeerProtocol::kFlag, PeerProtocol::kLl}) {
+    for (const char* pattern : {"M-*E-", "M-M*E/*E"}) {
+      SCOPED_TRACE(std::string(pattern) + " " + peerProtocolName(protocol));
+      const Case c = patternCase(pattern, {.tp = 2}, {5});
+      GpuRunOptions o = quick();
+      o.fused_protocol = protocol;
+      const FusedPair p = runFusedAndUnfused(c, o);
+      const OutputDiff d = compareOutputs(p.fused.output, p.unfused.output);
+      EXPECT_TRUE(d.identical) << d.describe();
+      EXPECT_TRUE(compareOutputs(p.fused.output, runReference(c, numeric::Mode::kExact, {})).identical);
+      EXPECT_FALSE(p.fused.ranks_disagree);
+    }
   }
   // A hidden size that is no multiple of 4 (the kernel's scalar path) and
   // more rows than the kernel has blocks (each block takes several rows).
@@ -357,19 +396,26 @@ TEST(GpuFusedArAddNorm, RealModeIsWithinBf16RoundingOfNcclPlusAddNorm) {
   EXPECT_FALSE(p.fused.ranks_disagree);
 }
 
-TEST(GpuFusedArAddNorm, KernelMatchesItsUnfusedTwinAtBenchSizes) {
+TEST(GpuFusedArAddNorm, KernelMatchesItsUnfusedTwinAtBenchSizesWithEitherProtocol) {
   SEAM_NEED_GPUS(2);
-  auto rows = benchFusedArAddNorm({250, 2688}, {1, 7, 300}, 3);
-  ASSERT_TRUE(rows.hasValue()) << rows.status().message();
-  ASSERT_EQ(rows->size(), 6u);
-  for (const FusedBench& b : *rows) {
-    SCOPED_TRACE(std::to_string(b.hidden) + " x " + std::to_string(b.tokens));
-    EXPECT_TRUE(b.exact_identical);
-    EXPECT_LE(b.real_max_ulps, 1);
-    EXPECT_TRUE(b.trace_error.empty()) << b.trace_error;
-    EXPECT_GT(b.fused_kernels.median, 0) << "CUPTI recorded no kernels";
-    EXPECT_GT(b.fused.median, 0);
-    EXPECT_GT(b.unfused.median, 0);
+  for (PeerProtocol protocol : {PeerProtocol::kFlag, PeerProtocol::kAuto}) {
+    auto rows = benchFusedArAddNorm({250, 2688}, {1, 7, 300, 400}, 3, protocol);
+    ASSERT_TRUE(rows.hasValue()) << rows.status().message();
+    ASSERT_EQ(rows->size(), 8u);
+    for (const FusedBench& b : *rows) {
+      SCOPED_TRACE(std::to_string(b.hidden) + " x " + std::to_string(b.tokens) + " " +
+                   peerProtocolName(b.protocol));
+      // auto: LL up to kFusedLlAutoBytes: 1 and 7 rows at either width, and
+      // 300 rows of 250 values (300 KB) no longer.
+      const bool ll = protocol == PeerProtocol::kAuto && b.tokens < 300;
+      EXPECT_EQ(b.protocol, ll ? PeerProtocol::kLl : PeerProtocol::kFlag);
+      EXPECT_TRUE(b.exact_identical);
+      EXPECT_LE(b.real_max_ulps, 1);
+      EXPECT_TRUE(b.trace_error.empty()) << b.trace_error;
+      EXPECT_GT(b.fused_kernels.median, 0) << "CUPTI recorded no kernels";
+      EXPECT_GT(b.fused.median, 0);
+      EXPECT_GT(b.unfused.median, 0);
+    }
   }
 }
 

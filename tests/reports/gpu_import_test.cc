@@ -131,6 +131,8 @@ TEST(GpuImport, ABenchBecomesOneCasePerComparedRowAndItsTables) {
   EXPECT_NE(md->find("| 0 | sum of 106 ops, 420 kernels | 900.0 | 600.0 | 590.0 | 1.017 | 700.0 | 1.500 | yes |"),
             std::string::npos)
       << *md;
+  // A bench from before the fused kernel had protocols shows none.
+  EXPECT_EQ(md->find("4096, ll"), std::string::npos);
   // A bench file missing a field of a row is refused whole.
   const std::string broken = temp("broken.json");
   std::string text = kBenchJson;
@@ -141,6 +143,29 @@ TEST(GpuImport, ABenchBecomesOneCasePerComparedRowAndItsTables) {
   std::remove(broken.c_str());
 }
 
+TEST(GpuImport, TheFusedKernelsProtocolIsKeptWithItsTimingAndShownBesideTheSize) {
+  const std::string db = temp("p.db"), file = temp("bench_ll.json");
+  std::remove(db.c_str());
+  std::string json = kBenchJson;
+  const std::string at = "\"bytes\": 1048576,";
+  json.replace(json.find(at), at.size(), at + " \"protocol\": \"ll\",");
+  write(file, json);
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue()) << store.status().message();
+  auto r = importGpuJson(*store, file, "test");
+  ASSERT_TRUE(r.hasValue()) << r.status().message();
+  auto t = store->timings(r->run_id);
+  ASSERT_TRUE(t.hasValue());
+  int tagged = 0;
+  for (const TimingRecord& x : *t)
+    tagged +=
+        x.op_kind == "fused ar_add_norm [ll]" || x.op_kind == "fused ar_add_norm (kernels) [ll]";
+  EXPECT_EQ(tagged, 2);
+  auto md = renderReport(*store, ReportFormat::kMarkdown, {});
+  ASSERT_TRUE(md.hasValue()) << md.status().message();
+  EXPECT_NE(md->find("| 64 tokens x 4096, ll | 1048576 | 8.00 | 16.00 |"), std::string::npos)
+      << *md;
+}
 TEST(GpuImport, RefusesFilesThatAreNotSeamGpuResultsAndWritesNothing) {
   const std::string db = temp("b.db");
   std::remove(db.c_str());

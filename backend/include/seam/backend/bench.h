@@ -47,10 +47,11 @@ Expected<std::vector<CollectiveBench>> benchPlanCollectives(const Plan& plan, co
 /// The fused kernel against its unfused twin at one size.
 struct FusedBench {
   int hidden = 0, tokens = 0, ranks = 0;
-  std::int64_t bytes = 0;  ///< one member's rows, fp32
-  TimingSummary fused;     ///< the one-shot kernel
-  TimingSummary unfused;   ///< ncclAllReduce + the add+norm kernel
-  TimingSummary nccl;      ///< ncclAllReduce alone
+  std::int64_t bytes = 0;                       ///< one member's rows, fp32
+  PeerProtocol protocol = PeerProtocol::kFlag;  ///< how the fused kernel sent them (kFlag or kLl)
+  TimingSummary fused;                          ///< the one-shot kernel
+  TimingSummary unfused;                        ///< ncclAllReduce + the add+norm kernel
+  TimingSummary nccl;                           ///< ncclAllReduce alone
   /// The same three as CUPTI sees them: per call, the summed durations of its
   /// kernels (no launch gaps or event overhead; 0 when CUPTI cannot trace).
   TimingSummary fused_kernels, unfused_kernels, nccl_kernels;
@@ -70,9 +71,10 @@ inline constexpr int kTracedCalls = 50;
 /// Every visible GPU as one group: for each hidden size and token count, the
 /// fused kernel (real mode) against ncclAllReduce + add+norm and against
 /// ncclAllReduce alone, `iters` calls each timed with events and
-/// kTracedCalls traced with CUPTI, plus the two correctness checks.
+/// kTracedCalls traced with CUPTI, plus the two correctness checks. The
+/// fused kernel sends as `protocol` chooses for each size (fusedSendsLl).
 /// Refused (invalid input) with fewer than two GPUs or without peer access.
 Expected<std::vector<FusedBench>> benchFusedArAddNorm(const std::vector<int>& hidden, const std::vector<int>& tokens,
-                                                      int iters);
+                                                      int iters, PeerProtocol protocol = PeerProtocol::kAuto);
 
 }  // namespace seam::backend

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "seam/backend/device.h"
@@ -24,6 +25,35 @@ namespace seam::backend {
 /// H200 would otherwise end before they do.
 inline constexpr double kWarmClockUs = 50'000;
 
+/// How the members of the fused all-reduce + add + RMSNorm hand each other
+/// their rows over peer memory.
+enum class PeerProtocol : std::uint8_t {
+  kAuto,  ///< kLl for calls of at most kFusedLlAutoBytes per member, else kFlag
+  /// Rows pushed as plain data, then one release/acquire flag per block and
+  /// peer: the flag waits for the data's stores to land, a second crossing.
+  kFlag,
+  /// Every 4-byte value travels with its call number in one 8-byte store (the
+  /// "low latency" protocol of NCCL's LL), so a reader spins on the data itself:
+  /// one crossing, twice the bytes. Rows of at most 4096 values.
+  kLl,
+};
+/// "auto", "flag", "ll".
+const char* peerProtocolName(PeerProtocol protocol);
+/// Parses a peerProtocolName; false for anything else.
+bool parsePeerProtocol(std::string_view name, PeerProtocol* protocol);
+/// The LL region's size per sender: the values of one call it can carry
+/// (fp32; rows are rounded up to whole line sets of 512 values).
+inline constexpr std::size_t kFusedLlMaxBytes = 1u << 20;
+/// Largest call (one member's fp32 rows) kAuto sends with kLl. Measured on 2x
+/// H200 (tests/gpu_results/ll_2026-11-30): kLl was the faster up to 8 rows of
+/// 4096 (128 KiB) and 16 rows of 2688 (168 KiB), kFlag from 16 rows of 4096
+/// (256 KiB) on; kLl doubles the bytes and its readers spin on the data.
+inline constexpr std::size_t kFusedLlAutoBytes = 192u << 10;
+/// Whether the fused kernel sends a call of rows x h with kLl under `protocol`
+/// (kAuto: up to kFusedLlAutoBytes; kLl: every call the LL region fits; a
+/// call that does not fit, or rows wider than 4096, go with kFlag).
+bool fusedSendsLl(PeerProtocol protocol, int rows, int h);
+
 /// How to run a plan on the GPUs.
 struct GpuRunOptions {
   numeric::Mode mode = numeric::Mode::kExact;
@@ -36,6 +66,9 @@ struct GpuRunOptions {
   /// this process with peer access, the rows within kPeerMaxSlotBytes);
   /// otherwise, and when false, as NCCL all-reduce + one add+norm kernel.
   bool fuse_ar_add_norm = true;
+  /// How the fused kernel's members hand each other their rows (kAuto: the
+  /// flagged-data protocol for small calls, kFusedLlAutoBytes; see PeerProtocol).
+  PeerProtocol fused_protocol = PeerProtocol::kAuto;
   /// More than 0: after the timed iterations each rank also runs this many
   /// eager steps launched as the host goes (no gate, no per-op events), then
   /// captures one whole step (its NCCL calls included) in a CUDA graph and
@@ -49,8 +82,9 @@ enum class ArAddNormPath : std::uint8_t {
   kFused,   ///< the one-shot kernel over peer memory
   kNccl,    ///< ncclAllReduce, then the add+norm kernel
   kLocal,   ///< a group of one: the add+norm kernel alone
+  kFusedLl, ///< the one-shot kernel, its rows sent with the kLl protocol
 };
-/// "fused", "nccl+add_norm", "add_norm", "-".
+/// "fused", "nccl+add_norm", "add_norm", "fused-ll", "-".
 const char* arAddNormPathName(ArAddNormPath path);
 
 /// Largest slot of the fused kernel's workspace (the rows of one member's
