@@ -344,9 +344,6 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
   const int world = plan.world();
   if (world < 1) return Status::invalid("the plan has no ranks");
   if (Status st = validate(plan.source.config); !st) return st;
-  if (plan.cp_layout != CpLayout::kReplicated) {
-    return Status::invalid("plans of a CP-sharded batch (MLA interleave prefill CP) do not run on GPUs yet");
-  }
   if (plan.source.config.world() != world) {
     return Status::invalid("the plan has " + std::to_string(world) + " ranks but its config a world of " +
                            std::to_string(plan.source.config.world()));

@@ -80,6 +80,21 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
   const Group g = groupOf(op);
   const RowMap& rows = s_.rows;
   record(index, bytesOf(b.rows));
+  if (op.rows_in.kind == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp)) {
+    // attn_cp_reduce_scatter_output: member i keeps block i of the summed
+    // full rows (the CP shards concatenated in rank order, equal in size).
+    const int cnt = rows.count(RowKind::kAttention, rank_);
+    expectLayout(b, RowKind::kFull, g.size() * cnt, op, index);
+    recordNccl("reduce_scatter", static_cast<std::size_t>(cnt) * h_);
+    SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(cnt) * h_,
+                                              ncclFloat, ncclSum, g.comm, stream_->get()));
+    if (Status st = roundIfReal(scratch_.data.get(), cnt); !st) return st;
+    takeScratch(b);
+    b.kind = RowKind::kAttention;
+    b.rows = cnt;
+    b.present = true;
+    return Status::ok();
+  }
   if (op.rows_in.kind == RowKind::kFull) {
     // The DP return: sum the full rows over the group, keep this shard's slot
     // (in the padding mode the op's row count names, as Replay::readSlot).
@@ -128,6 +143,21 @@ Status RankExecutor::allGather(const Op& op, int index) {
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
   const RowMap& rows = s_.rows;
+  if (op.rows_out.kind == RowKind::kFull) {
+    // attn_cp_interleave_gather: the CP shards (equal, padded) concatenated in rank order.
+    const int mine = rows.count(RowKind::kAttention, rank_);
+    const int cnt = rows.count(RowKind::kFull, rank_);
+    expectLayout(b, RowKind::kAttention, mine, op, index);
+    record(index, bytesOf(cnt));
+    recordNccl("all_gather", static_cast<std::size_t>(mine) * h_);
+    SEAM_NCCL_ISSUE(g.comm, ncclAllGather(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(mine) * h_,
+                                          ncclFloat, g.comm, stream_->get()));
+    takeScratch(b);
+    b.kind = RowKind::kFull;
+    b.rows = g.size() * mine;
+    b.present = true;
+    return Status::ok();
+  }
   const int cnt = rows.count(RowKind::kAttention, g.members.front());
   const int mine = rows.count(RowKind::kLocal, rank_);
   expectLayout(b, RowKind::kLocal, mine, op, index);
@@ -315,6 +345,20 @@ Status RankExecutor::slice(const Op& op, int index) {
   // tensor_split(attn_tp)[i]: the rank's own slice, or another position's
   // when the plan says so (a wrong slice index, set by mutants).
   DeviceRows& b = bufferOf(op.tensor);
+  if (op.rows_in.kind == RowKind::kFull) {
+    // attn_cp_take_back_output: this CP rank's block of the gathered rows (or
+    // another position's, when the plan says so).
+    const int acp = s_.topo.groupSize(Axis::kAttnCp);
+    const int cnt = s_.rows.count(RowKind::kAttention, rank_);
+    expectLayout(b, RowKind::kFull, acp * cnt, op, index);
+    const int c = op.slice_of < 0 ? s_.topo.attnCpRank(rank_) : op.slice_of % acp;
+    record(index, bytesOf(cnt));
+    if (Status st = copyRows(scratch_.data.get(), b.row(c * cnt, h_), cnt); !st) return st;
+    takeScratch(b);
+    b.kind = RowKind::kAttention;
+    b.rows = cnt;
+    return Status::ok();
+  }
   expectLayout(b, RowKind::kAttention, s_.rows.count(RowKind::kAttention, rank_), op, index);
   const int atp = s_.topo.groupSize(Axis::kAttnTp);
   const int src = op.slice_of < 0 ? rank_ : s_.topo.groupOf(Axis::kAttnTp, rank_)[op.slice_of % atp];

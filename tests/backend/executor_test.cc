@@ -27,6 +27,7 @@ namespace seam::backend {
 namespace {
 
 using seam::testing::patternCase;
+using seam::testing::twoStageCase;
 
 // ---- everywhere ------------------------------------------------------------------
 
@@ -256,6 +257,27 @@ TEST(GpuExecutorOnGpus, WorldOnePlansAreBitIdenticalToTheReference) {
   for (const char* pattern : {"M-*E-", "MEM*E", "M-M*E/*E", "E*E-", "--M*"}) {
     SCOPED_TRACE(pattern);
     expectIdenticalToReference(patternCase(pattern, {}, {3}));
+  }
+}
+
+TEST(GpuExecutorOnGpus, MlaPrefillCpOnInterleavedShardsIsBitIdenticalToTheReference) {
+  SEAM_NEED_GPUS(2);
+  // MLA (DSA) prefill CP: token g on CP rank g mod 2, shards padded to equal
+  // rows; each FFN gathers the shards over attn_cp and hands them back by an
+  // all-reduce and the take-back slice, or (rs) one attn_cp reduce-scatter.
+  for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs}) {
+    Flags f;
+    f.mode = ForwardMode::kExtend;
+    f.reduction = red;
+    for (int tokens : {5, 8, 1}) {
+      SCOPED_TRACE(std::to_string(tokens) + " tokens, reduction " + std::to_string(static_cast<int>(red)));
+      const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {tokens}, f);
+      auto plan = buildPlan(c, PolicyKind::kDeclared);
+      ASSERT_TRUE(plan.hasValue()) << plan.status().message();
+      // One token is fewer than the CP ranks: not sharded, the ranks hold replicas.
+      EXPECT_EQ(plan->cp_layout, tokens >= 2 ? CpLayout::kInterleave : CpLayout::kReplicated);
+      expectIdenticalToReference(c);
+    }
   }
 }
 
