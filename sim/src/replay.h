@@ -2,7 +2,8 @@
 // The op semantics below are the one definition of what each op kind does
 // to rows (STYLE 6): the ledger runs them over symbolic domains
 // (ledger_domains.h), the numeric CPU executor over rows of numbers
-// (numeric_domain.h), and the CUDA backend follows them.
+// (numeric_domain.h), and the CUDA backend follows them. The DP ops run
+// through their lowering (dp_gather.h): SGLang's collectives, step by step.
 #pragma once
 
 #include <algorithm>
