@@ -297,7 +297,9 @@ Status RankExecutor::dpGather(const Op& op, int index) {
   // Attention rows -> the TP group's full rows: zero, the writers put their
   // rows into their shard's slot, an all-reduce sums the slots in (it also
   // completes the attention-TP sum for a partial gather), then the padding
-  // rows get the padding value (the replay's junk rows).
+  // rows get the padding value (the replay's junk rows). This is SGLang's
+  // SUM_LEN path for both modes: the same rows as the lowering the replay
+  // runs (sim/dp_gather.h), not its MAX_LEN collectives.
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
   const DpPadding mode = fullModeOf(op, op.rows_out.count, g.members.front());

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "plan_mutants.h"
+#include "seam/sim/dp_gather.h"
 
 namespace seam::mutants {
 
@@ -118,9 +119,6 @@ bool DuplicateCompletingCollective::apply(Plan& plan) const {
   });
 }
 
-RegroupReduction::RegroupReduction(std::string_view id, std::string_view description, Axis from, Axis to)
-    : id_(id), description_(description), from_(from), to_(to) {}
-
 bool RegroupReduction::apply(Plan& plan) const {
   auto s = firstSite(plan, [&](const Op& op, int) {
     return (op.kind == OpKind::kAllReduce || op.kind == OpKind::kArAddNorm) && op.hasGroup() &&
@@ -172,8 +170,8 @@ bool PaddingModeMismatch::apply(Plan& plan) const {
   // The scatter back from full rows assumes the other padding mode's layout.
   if (plan.source.config.attn_dp < 2) return false;
   const Batch& b = plan.source.batch;
-  const int max_rows = plan.source.config.attn_dp * b.maxShard();
-  const int sum_rows = b.total();
+  const int max_rows = DpGeometry::globalRows(plan.source.config, b, DpPadding::kMaxLen);
+  const int sum_rows = DpGeometry::globalRows(plan.source.config, b, DpPadding::kSumLen);
   if (max_rows == sum_rows) return false;  // the two modes coincide
   auto s = firstSite(plan, [](const Op& op, int) {
     return op.rows_in.kind == RowKind::kFull && op.rows_out.kind == RowKind::kAttention &&
@@ -214,6 +212,31 @@ bool SwapCollectivesOnOneRank::apply(Plan& plan) const {
     }
   }
   return false;
+}
+
+bool PlantDpFault::apply(Plan& plan) const {
+  // A fault in dp_attention.py is in every call: plant it in every DP op of
+  // every rank whose lowering it changes (elsewhere the op stays as it was,
+  // so a case where it changes nothing is not a differing plan).
+  const DpLayouts layouts(plan.source.config, plan.source.batch, plan.padding);
+  const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
+  bool any = false;
+  for (int r = 0; r < plan.world(); ++r) {
+    for (Op& op : plan.ranks[r]) {
+      if (!isDpOp(op.kind)) continue;
+      const DpGeometry* geometry = layouts.ofFullRows(dpFullRowsOf(op));
+      if (geometry == nullptr) continue;
+      Op faulty = op;
+      faulty.dp_fault = fault_;
+      if (lowerDpOp(faulty, plan.source.config, *geometry, r, row_bytes) ==
+          lowerDpOp(op, plan.source.config, *geometry, r, row_bytes)) {
+        continue;
+      }
+      op.dp_fault = fault_;
+      any = true;
+    }
+  }
+  return any;
 }
 
 }  // namespace seam::mutants

@@ -37,17 +37,40 @@ SEAM_PLAN_MUTANT(SwapCollectivesOnOneRank, "plan.swap-collectives-on-one-rank",
 
 #undef SEAM_PLAN_MUTANT
 
-/// Reduce over the wrong group: the first all-reduce over `from` runs over `to`.
-class RegroupReduction final : public Mutant {
+/// A plan-level operator with a parameter: its id and description are given
+/// where the registry instantiates it.
+class ParameterizedPlanMutant : public Mutant {
  public:
-  RegroupReduction(std::string_view id, std::string_view description, Axis from, Axis to);
+  constexpr ParameterizedPlanMutant(std::string_view id, std::string_view description)
+      : id_(id), description_(description) {}
   std::string_view id() const override { return id_; }
   std::string_view description() const override { return description_; }
   MutantKind kind() const override { return MutantKind::kPlan; }
-  bool apply(Plan& plan) const override;
 
  private:
   std::string_view id_, description_;
+};
+
+/// A fault in the implementation of the DP ops (dp_gather.h's lowering),
+/// planted in every DP op whose lowering it changes.
+class PlantDpFault final : public ParameterizedPlanMutant {
+ public:
+  constexpr PlantDpFault(std::string_view id, std::string_view description, DpFault fault)
+      : ParameterizedPlanMutant(id, description), fault_(fault) {}
+  bool apply(Plan& plan) const override;
+
+ private:
+  DpFault fault_;
+};
+
+/// Reduce over the wrong group: the first all-reduce over `from` runs over `to`.
+class RegroupReduction final : public ParameterizedPlanMutant {
+ public:
+  RegroupReduction(std::string_view id, std::string_view description, Axis from, Axis to)
+      : ParameterizedPlanMutant(id, description), from_(from), to_(to) {}
+  bool apply(Plan& plan) const override;
+
+ private:
   Axis from_, to_;
 };
 

@@ -73,11 +73,25 @@ const DecisionMutant kDpResidual("decision.dp-gather-sum-residual-every-rank",
                                  "a DP gather-sum adds the residual on every attention-TP rank",
                                  Decision::kDpGatherSumResidualEveryRank);
 
+// Faults in the DP ops' implementation (dp_attention.py, research note A4-A5).
+const PlantDpFault kDpZeroFill("plan.dp-gather-skips-zero-fill",
+                               "a replicate DP gather (MAX_LEN, attn_tp > 1) does not zero the rows of attention-TP "
+                               "ranks != 0 before the attn_tp reduce-scatter",
+                               DpFault::kSkipZeroFill);
+const PlantDpFault kDpWriters("plan.dp-gather-writer-rule-swapped",
+                              "the all-reduce DP gather (SUM_LEN, or attn_cp > 1) swaps its writer rule: a partial "
+                              "gather is written by attention-TP rank 0 only, a replicate one by every rank",
+                              DpFault::kWriterRuleSwapped);
+const PlantDpFault kDpUnaligned("plan.dp-slots-unaligned",
+                                "DP slot offsets from the raw token counts, not the counts aligned to attn_tp",
+                                DpFault::kUnalignedSlots);
+
 const Mutant* const kRegistry[] = {
     &kDrop,      &kDuplicate,   &kAttnTpToTp,    &kTpToAttnTp,      &kTpToMoeEp,   &kMoeToTp,
     &kNoGather,  &kSliceOff,    &kResNotSliced,  &kResNotGathered,  &kPadding,     &kIdleSkips,
     &kSwap,      &kMixerKeeps,  &kResidualNotFollow, &kFfnKeeps,    &kSnapshot,    &kStackStart,
-    &kNeverEntered, &kDownProj, &kTerminal,      &kMtp,             &kDpResidual,
+    &kNeverEntered, &kDownProj, &kTerminal,      &kMtp,             &kDpResidual,  &kDpZeroFill,
+    &kDpWriters,    &kDpUnaligned,
 };
 
 // The training family (issue 8; reference training-layouts.md §4-§5).

@@ -1,8 +1,12 @@
 #include "seam/properties/check.h"
 
+#include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
+
+#include "seam/sim/dp_gather.h"
 
 namespace seam::properties {
 
@@ -50,20 +54,84 @@ std::vector<Violation> checkBoundariesAgree(const Plan& plan) {
   return out;
 }
 
+namespace {
+
+/// Calls fn(rank, communicator id, kind, bytes, op index) for every
+/// collective each rank issues on a group of more than one rank, in the
+/// rank's order; a DP op by the collectives it really issues, group by group
+/// (an idle rank's too): its lowering in the padding mode its rows name. A DP
+/// op whose rows name neither mode is the ledger's to report.
+template <class Fn>
+void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
+  std::optional<DpLayouts> dp;  // built at the first DP op
+  const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
+  DpLowering steps;
+  for (int r = 0; r < plan.world(); ++r) {
+    const auto& ops = plan.ranks[r];
+    const DpPlace place = dpPlaceOf(plan.source.config, r);
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const Op& op = ops[i];
+      if (isDpOp(op.kind) && communicates(op.kind)) {
+        if (!dp) dp.emplace(plan.source.config, plan.source.batch, plan.padding);
+        const DpGeometry* geometry = dp->ofFullRows(dpFullRowsOf(op));
+        if (geometry == nullptr) continue;
+        lowerDpOp(op, plan.source.config, *geometry, place, row_bytes, &steps);
+        for (const DpStep& s : steps) {
+          if (!isCollectiveStep(s.kind) || topo.groupSize(static_cast<Axis>(s.axis)) == 1) continue;
+          fn(r, communicatorOf(topo, static_cast<Axis>(s.axis), r), s.opKind(), s.bytes, i);
+        }
+        continue;
+      }
+      if (!communicates(op.kind) || !op.hasGroup() || op.kind == OpKind::kSend || op.kind == OpKind::kRecv) continue;
+      if (topo.groupSize(op.groupAxis()) == 1) continue;
+      fn(r, communicatorOf(topo, op.groupAxis(), r), op.kind, op.bytes, i);
+    }
+  }
+}
+
+/// True when every member of every communicator issues the same sequence
+/// of (kind, bytes): compared as a hash and a count per (communicator axis,
+/// rank), without building the sequences (the sweep's hot path; a plan that
+/// fails it is compared call by call to say where).
+bool sequencesAgree(const Plan& plan, const Topology& topo) {
+  const int world = plan.world();
+  std::vector<std::uint64_t> hash(static_cast<size_t>(kAxisCount) * world, 0);
+  std::vector<int> count(hash.size(), 0);
+  std::array<bool, kAxisCount> used{};
+  forEachCollective(plan, topo, [&](int r, int comm, OpKind kind, std::int64_t bytes, int) {
+    const int axis = comm / Topology::kCommunicatorStride;
+    const size_t k = static_cast<size_t>(axis) * world + r;
+    std::uint64_t h = hash[k] ^ (static_cast<std::uint64_t>(kind) * 0x9e3779b97f4a7c15ULL +
+                                 static_cast<std::uint64_t>(bytes) * 0xc2b2ae3d27d4eb4fULL);
+    h *= 0xbf58476d1ce4e5b9ULL;
+    hash[k] = h ^ (h >> 31);
+    ++count[k];
+    used[axis] = true;
+  });
+  for (int axis = 0; axis < kAxisCount; ++axis) {
+    if (!used[axis]) continue;
+    for (const std::vector<int>& group : topo.groups(static_cast<Axis>(axis))) {
+      const size_t first = static_cast<size_t>(axis) * world + group.front();
+      for (int m : group) {
+        const size_t k = static_cast<size_t>(axis) * world + m;
+        if (hash[k] != hash[first] || count[k] != count[first]) return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
   std::vector<Violation> out;
   const Topology topo(plan.source.config);
+  if (sequencesAgree(plan, topo)) return out;
   // communicator -> rank -> sequence of (kind, bytes, op index)
   std::map<int, std::map<int, std::vector<std::tuple<OpKind, std::int64_t, int>>>> seqs;
-  for (int r = 0; r < plan.world(); ++r) {
-    const auto& ops = plan.ranks[r];
-    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-      const Op& op = ops[i];
-      if (!communicates(op.kind) || !op.hasGroup() || op.kind == OpKind::kSend || op.kind == OpKind::kRecv) continue;
-      if (topo.groupSize(op.groupAxis()) == 1) continue;
-      seqs[communicatorOf(topo, op.groupAxis(), r)][r].emplace_back(op.kind, op.bytes, i);
-    }
-  }
+  forEachCollective(plan, topo, [&seqs](int r, int comm, OpKind kind, std::int64_t bytes, int i) {
+    seqs[comm][r].emplace_back(kind, bytes, i);
+  });
   for (const auto& [comm, by_rank] : seqs) {
     // Every member of the communicator must appear, with the same sequence.
     const int axis = comm / Topology::kCommunicatorStride;
@@ -83,9 +151,11 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
         v.property = Property::kCollectivesMatch;
         v.cls = ViolationClass::kCollectiveMismatch;
         v.rank = m;
-        const auto describe = [](const std::vector<std::tuple<OpKind, std::int64_t, int>>& s, size_t k) {
+        const auto describe = [&plan](const std::vector<std::tuple<OpKind, std::int64_t, int>>& s, size_t k, int rank) {
           if (k >= s.size()) return std::string("nothing");
-          return std::string(opName(std::get<0>(s[k]))) + " of " + std::to_string(std::get<1>(s[k])) + " bytes";
+          const Op& from = plan.ranks[rank][std::get<2>(s[k])];
+          return std::string(opName(std::get<0>(s[k]))) + " of " + std::to_string(std::get<1>(s[k])) + " bytes" +
+                 (isDpOp(from.kind) ? " (of " + std::string(opName(from.kind)) + ")" : "");
         };
         if (k < seq.size()) {
           const Op& op = plan.ranks[m][std::get<2>(seq[k])];
@@ -97,8 +167,8 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
           v.op = op.kind;
         }
         v.detail = "collective #" + std::to_string(k) + " on " + std::string(axisName(static_cast<Axis>(axis))) +
-                   ": rank " + std::to_string(rep) + " issues " + describe(ref, k) + ", rank " + std::to_string(m) +
-                   " issues " + describe(seq, k);
+                   ": rank " + std::to_string(rep) + " issues " + describe(ref, k, rep) + ", rank " + std::to_string(m) +
+                   " issues " + describe(seq, k, m);
         out.push_back(std::move(v));
         break;
       }

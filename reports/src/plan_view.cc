@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
+
+#include "seam/sim/dp_gather.h"
 
 namespace seam::reports {
 
@@ -95,7 +98,31 @@ std::string rowsCell(const Rows& rows) {
   return std::string(rowKindName(rows.kind)) + ":" + std::to_string(rows.count);
 }
 
-std::string renderText(const Plan& plan, int rank, const Topology& topology) {
+// The lowered steps of a DP op (dp_gather.h), as rows under it: the step in
+// the op column, its group, rows of the buffer in flight (@ the slot offset).
+void addLoweredRows(Table& t, const Plan& plan, const Op& op, int rank, const Topology& topology,
+                    const DpLayouts& layouts) {
+  const DpGeometry* geometry = layouts.ofFullRows(dpFullRowsOf(op));
+  if (geometry == nullptr) {
+    t.addRow({"", "", "", "", "  > (rows name no padding mode)", "", "-", "-", "-", "-", ""});
+    return;
+  }
+  const DpLowering steps =
+      lowerDpOp(op, plan.source.config, *geometry, rank, activationRowBytes(plan.source.model.shape));
+  for (const DpStep& s : steps) {
+    std::string group = "-", ranks = "-";
+    if (s.axis != kNoAxis) {
+      group = std::string(axisName(static_cast<Axis>(s.axis)));
+      ranks = rankList(topology.groupOf(static_cast<Axis>(s.axis), rank));
+    }
+    const bool slot = s.kind == DpStepKind::kWriteSlot || s.kind == DpStepKind::kReadSlot;
+    t.addRow({"", "", "", "", "  > " + std::string(dpStepName(s.kind)), "", std::move(group), std::move(ranks),
+              std::to_string(s.rows_in), std::to_string(s.rows_out) + (slot ? " @" + std::to_string(s.offset) : ""),
+              std::to_string(s.bytes)});
+  }
+}
+
+std::string renderText(const Plan& plan, int rank, const Topology& topology, bool lower_dp) {
   const std::vector<Op>& ops = plan.ranks[rank];
   Flags shown = plan.source.flags;
   shown.dp_padding = plan.padding;
@@ -106,6 +133,7 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology) {
 
   Table t({"#", "layer", "stage", "phase", "op", "tensor", "group", "ranks", "rows in", "rows out", "bytes"},
           {true, true, true, false, false, false, false, false, false, false, true});
+  std::optional<DpLayouts> layouts;  // built at the first DP op shown lowered
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     // The MTP step restarts its layer numbering; mark it so its layer 0 is
@@ -120,6 +148,10 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology) {
     t.addRow({std::to_string(i), std::move(layer), std::to_string(op.stage), std::string(phaseName(op.phase)),
               std::string(opName(op.kind)), std::string(tensorName(op.tensor)), std::move(group),
               std::move(ranks), rowsCell(op.rows_in), rowsCell(op.rows_out), std::to_string(op.bytes)});
+    if (lower_dp && isDpOp(op.kind)) {
+      if (!layouts) layouts.emplace(plan.source.config, plan.source.batch, plan.padding);
+      addLoweredRows(t, plan, op, rank, topology, *layouts);
+    }
   }
   out += t.render();
 
@@ -145,10 +177,10 @@ Status checkRank(const Plan& plan, int rank) {
   return Status::ok();
 }
 
-std::string renderPlan(const Plan& plan, int rank, Format format) {
+std::string renderPlan(const Plan& plan, int rank, Format format, bool lower_dp) {
   assert(checkRank(plan, rank).isOk() && "renderPlan of a rank outside the plan");
   const Topology topology(plan.source.config);
-  if (format == Format::kText) return renderText(plan, rank, topology);
+  if (format == Format::kText) return renderText(plan, rank, topology, lower_dp);
 
   const std::vector<Op>& ops = plan.ranks[rank];
   if (format == Format::kJsonl) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "seam/sim/dp_gather.h"
 #include "seam/sim/policy.h"
 #include "seam/sim/rows.h"
 
@@ -39,8 +40,6 @@ namespace {
 
 /// FUSE_ALLREDUCE_MAX_BATCH_SIZE of the FlashInfer gate.
 constexpr int kFuseMaxTokens = 2048;
-/// bf16 activations.
-constexpr int kBytesPerElement = 2;
 
 /// The batch takes the CONTEXT_PARALLEL variant (prefill CP shards its
 /// tokens): an extend batch the CP strategy can apply to (layers/cp/). Zigzag
@@ -115,7 +114,6 @@ class DeclaredBuilder {
         T_(cfg_.tp),
         D_(cfg_.attn_dp),
         a_(cfg_.attnTp()),
-        hidden_(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1),
         total_tokens_(c.batch.total()),
         spl_(c.model.stagesPerLayer()),
         cp_(two_stage_ && cfg_.attn_cp > 1),
@@ -211,7 +209,6 @@ class DeclaredBuilder {
   CpLayout cp_layout_;
   RowCounts rows_;
   int T_, D_, a_;
-  int hidden_;
   int total_tokens_;
   int spl_;  ///< stages per decoder layer
   /// Two-stage layers under attention CP (attn_cp > 1, --enable-prefill-cp).
@@ -904,7 +901,7 @@ void DeclaredBuilder::inputScatteredEntry(StepList& steps, bool owes_tp, bool re
 }
 
 std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
-  const std::int64_t row_bytes = static_cast<std::int64_t>(hidden_) * kBytesPerElement;
+  const std::int64_t row_bytes = activationRowBytes(c_.model.shape);
   const int in = rows_.count(s.in, rank);
   const int out = rows_.count(s.out, rank);
   switch (s.kind) {

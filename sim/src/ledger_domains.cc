@@ -61,7 +61,6 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
   }
 }
 
-FastDomain::Value FastDomain::junk(std::uint64_t id) const { return point(5, id); }
 
 void ExactDomain::addTerms(Value& a, const Value& b) {
   if (b.empty()) return;

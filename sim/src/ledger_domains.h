@@ -3,6 +3,8 @@
 // zero, add, the atoms e / p / n / junk, and the two checks.
 #pragma once
 
+#include "mix.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -48,7 +50,13 @@ class FastDomain {
   Value embed(int stack, int t) const { return mul(a_embed_[stack], b_[t]); }
   Value partial(int stack, int stage, int t, int j) const { return mul(a_partial_[stack][stage][j], b_[t]); }
   Value normed(int stack, int stage, int t) const { return mul(a_normed_[stack][stage], b_[t]); }
-  Value junk(std::uint64_t id) const;
+  /// A padding row's value: one splitmix64 of its id (inline: full rows
+  /// carry a padding row per aligned or padded slot row, norm and compute
+  /// make one per row).
+  Value junk(std::uint64_t id) const {
+    const Value h = detail::splitmix64(id ^ 0x5bd1e9955bd1e995ULL) & kPrime;
+    return h == 0 || h == kPrime ? 1 : h;
+  }
   // The replay's value operations: a padding row (t < 0) becomes junk.
   Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
     return t < 0 ? junk(junk_id) : normed(stack, stage, t);

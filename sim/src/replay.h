@@ -2,7 +2,8 @@
 // The op semantics below are the one definition of what each op kind does
 // to rows (STYLE 6): the ledger runs them over symbolic domains
 // (ledger_domains.h), the numeric CPU executor over rows of numbers
-// (numeric_domain.h), and the CUDA backend follows them.
+// (numeric_domain.h), and the CUDA backend follows them. The DP ops run
+// through their lowering (dp_gather.h): SGLang's collectives, step by step.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "ledger_domains.h"
+#include "seam/sim/dp_gather.h"
 #include "seam/sim/ledger.h"
 #include "seam/sim/rows.h"
 
@@ -71,6 +73,8 @@ class Replay {
     rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
     const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
     other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
+    dp_.emplace(plan.source.config, plan.source.batch, plan.padding);
+    row_bytes_ = activationRowBytes(plan.source.model.shape);
     const int world = plan.world();
     stacks_.assign(2, {});
     for (const StageInfo& s : plan.stages) {
@@ -257,10 +261,13 @@ class Replay {
       if (!communicates(mop.kind) || mop.kind == OpKind::kSend || mop.kind == OpKind::kRecv) return false;
       if (!mop.hasGroup() || communicatorOf(*topo_, mop.groupAxis(), m) != comm) return false;
     }
-    // Every member waits on this communicator: their calls must agree.
+    // Every member waits on this communicator: their calls must agree. The
+    // two DP gathers issue the same collectives (their lowerings differ in
+    // local steps only; runDpOp compares each collective).
+    const auto gather = [](OpKind k) { return k == OpKind::kDpGatherPartial || k == OpKind::kDpGatherReplicate; };
     for (int m : members) {
       const Op& mop = plan_->ranks[m][ranks_[m].pc];
-      if (mop.kind != op.kind || mop.bytes != op.bytes) {
+      if ((mop.kind != op.kind && !(gather(mop.kind) && gather(op.kind))) || mop.bytes != op.bytes) {
         report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
                   "on " + std::string(axisName(op.groupAxis())) + " " + rankList(members) + " rank " +
                       std::to_string(r) + " issues " + std::string(opName(op.kind)) + " of " +
@@ -532,19 +539,10 @@ class Replay {
         st.snaps.push_back(std::move(s));
         return;
       }
-      case OpKind::kDpScatter: {
-        if (!expectKind(r, st.hidden, RowKind::kFull, op, "hidden")) return;
-        Buffer out;
-        out.kind = RowKind::kAttention;
-        out.present = true;
-        if (!readSlot(r, st.hidden, op, &out.v)) return;
-        if (op.tensor == Tensor::kResidual) {
-          st.residual = std::move(out);
-        } else {
-          st.hidden = std::move(out);
-        }
+      case OpKind::kDpScatter:
+        one_rank_.assign(1, r);
+        runDpOp(one_rank_, op);
         return;
-      }
       default:
         assert(false && "execLocal of a communicating op");
     }
@@ -656,9 +654,11 @@ class Replay {
         }
         return;
       }
+      case OpKind::kDpReduceScatter:
+        runDpOp(members, op);
+        return;
       case OpKind::kReduceScatter:
-      case OpKind::kReduceScatterv:
-      case OpKind::kDpReduceScatter: {
+      case OpKind::kReduceScatterv: {
         const RowKind in = op.rows_in.kind;
         for (int m : members) {
           if (!expectKind(m, buf(m), in, op, tensorName(t).data())) return;
@@ -786,42 +786,231 @@ class Replay {
         return;
       }
       case OpKind::kDpGatherPartial:
-      case OpKind::kDpGatherReplicate: {
-        DpPadding mode;
-        if (!modeOfCount(op.rows_out.count, r0, &mode)) {
-          layoutViolation(r0, Property::kOwedOnce, std::string(opName(op.kind)) + " writes " +
-                                                       std::to_string(op.rows_out.count) +
-                                                       " full rows, which is neither padding mode's size");
-          return;
-        }
-        const RowMap& fmap = fullMap(mode);
-        const int cnt = fmap.count(RowKind::kFull, r0);
-        const auto& ftoks = fmap.tokens(RowKind::kFull, r0);
-        Buffer g;
-        g.kind = RowKind::kFull;
-        g.full_mode = mode;
-        g.present = true;
-        g.v.resize(cnt);
-        for (int i = 0; i < cnt; ++i) g.v[i] = ftoks[i] == kPaddingRow ? freshJunk() : domain_.zero();
-        const bool partial = op.kind == OpKind::kDpGatherPartial;
-        for (int m : members) {
-          const Buffer& b = buf(m);
-          if (!expectKind(m, b, RowKind::kAttention, op, tensorName(t).data())) return;
-          // Writers: every attention-TP rank for a partial gather (the gather
-          // completes the attn-TP sum), attention-TP rank 0 for a replicate one;
-          // of the CP replicas of a batch not sharded over CP, CP rank 0 only
-          // (_dp_gather_via_all_reduce without cp_shard_counts).
-          if (!partial && topo_->attnTpRank(m) != 0) continue;
-          if (topo_->attnCpRank(m) != 0) continue;
-          const int slot = fmap.fullSlot(topo_->attnDpRank(m));
-          for (size_t i = 0; i < b.v.size(); ++i) domain_.add(g.v[slot + i], b.v[i]);
-        }
-        for (int m : members) buf(m) = g;
+      case OpKind::kDpGatherReplicate:
+        runDpOp(members, op);
         return;
-      }
       default:
         assert(false && "execCollective of a local op");
     }
+  }
+
+  // ---- DP ops, lowered (dp_gather.h) -------------------------------------------
+  /// One member's run of its lowering: the buffer in flight, the local rows
+  /// the all-reduce path keeps aside, its steps and how far it got.
+  struct DpWork {
+    std::vector<Value> buf, local;
+    DpLowering steps;
+    int pos = 0;
+    DpPadding mode = DpPadding::kMaxLen;
+  };
+
+  std::string dpWhere(const Op& op, const DpStep& s) const {
+    std::string w = std::string(opName(op.kind)) + " (lowered: " + std::string(dpStepName(s.kind));
+    if (s.axis != kNoAxis) w += " over " + std::string(axisName(static_cast<Axis>(s.axis)));
+    return w + ")";
+  }
+
+  /// Runs the DP op at every member's pc through its lowering: local steps
+  /// on each member, collective steps on each step's group (a sub-group of
+  /// the TP group: attn_tp, attn_cp or tp) once all of its members reach
+  /// them; members must agree on each collective's kind and bytes.
+  void runDpOp(const std::vector<int>& members, const Op& op) {
+    const size_t n = members.size();
+    if (dp_work_.size() < n) dp_work_.resize(n);
+    const bool gather = op.kind == OpKind::kDpGatherPartial || op.kind == OpKind::kDpGatherReplicate;
+    for (size_t k = 0; k < n; ++k) {
+      const int m = members[k];
+      const Op& mop = plan_->ranks[m][ranks_[m].pc];
+      const DpGeometry* geometry = dp_->ofFullRows(dpFullRowsOf(mop));
+      if (geometry == nullptr) {
+        layoutViolation(m, Property::kOwedOnce, std::string(opName(mop.kind)) + " names " +
+                                                    std::to_string(dpFullRowsOf(mop)) +
+                                                    " full rows, which is neither padding mode's size");
+        return;
+      }
+      DpWork& w = dp_work_[k];
+      w.mode = geometry->mode();
+      lowerDpOp(mop, topo_->config(), *geometry,
+                DpPlace{topo_->attnTpRank(m), topo_->attnCpRank(m), topo_->attnDpRank(m)}, row_bytes_, &w.steps);
+      w.pos = 0;
+      RankState& st = ranks_[m];
+      const Buffer& in = mop.kind == OpKind::kDpScatter ? st.hidden : bufferOf(st, mop.tensor);
+      if (!expectKind(m, in, gather ? RowKind::kAttention : RowKind::kFull, mop, tensorName(mop.tensor).data())) return;
+      w.buf = in.v;
+    }
+    while (true) {
+      bool all_done = true;
+      for (size_t k = 0; k < n; ++k) {
+        DpWork& w = dp_work_[k];
+        while (w.pos < w.steps.size() && !isCollectiveStep(w.steps[w.pos].kind)) {
+          if (!dpLocalStep(members[k], w, w.steps[w.pos])) return;
+          ++w.pos;
+        }
+        all_done = all_done && w.pos == w.steps.size();
+      }
+      if (all_done) break;
+      bool progress = false;
+      for (size_t k = 0; k < n; ++k) {
+        const DpWork& w = dp_work_[k];
+        // (A member a collective of this round moved on may be at a local step.)
+        if (w.pos == w.steps.size() || !isCollectiveStep(w.steps[w.pos].kind)) continue;
+        const DpStep& s = w.steps[w.pos];
+        const std::vector<int>& group = topo_->groupOf(static_cast<Axis>(s.axis), members[k]);
+        if (group.front() != members[k]) continue;  // the group's lowest rank runs it
+        int ready = 0;
+        if (!dpCollectiveStep(members, group, s, &ready)) return;
+        progress = progress || ready > 0;
+      }
+      if (!progress) {
+        report(at(members.front(), Property::kCollectivesMatch, ViolationClass::kDeadlock,
+                  std::string(opName(op.kind)) + ": the members' lowered collectives never meet: a real run hangs"));
+        return;
+      }
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const int m = members[k];
+      const Op& mop = plan_->ranks[m][ranks_[m].pc];
+      RankState& st = ranks_[m];
+      Buffer& out = mop.kind == OpKind::kDpScatter && mop.tensor == Tensor::kResidual ? st.residual
+                                                                                      : bufferOf(st, mop.tensor);
+      DpWork& w = dp_work_[k];
+      const RowKind kind = gather ? RowKind::kFull : RowKind::kAttention;
+      const int want = gather ? fullMap(w.mode).count(RowKind::kFull, m) : rows_->count(RowKind::kAttention, m);
+      if (static_cast<int>(w.buf.size()) != want) {
+        layoutViolation(m, Property::kOwedOnce, std::string(opName(mop.kind)) + " leaves " +
+                                                    std::to_string(w.buf.size()) + " rows where " +
+                                                    std::string(rowKindName(kind)) + " rows are " +
+                                                    std::to_string(want));
+        return;
+      }
+      out.kind = kind;
+      out.full_mode = w.mode;
+      out.present = true;
+      out.v.swap(w.buf);
+    }
+  }
+
+  /// A local step of one member; false after a violation.
+  bool dpLocalStep(int m, DpWork& w, const DpStep& s) {
+    const Op& op = plan_->ranks[m][ranks_[m].pc];
+    const auto fits = [&](bool ok, const char* what) {
+      if (!ok) {
+        layoutViolation(m, Property::kOwedOnce, dpWhere(op, s) + " " + what + " (" + std::to_string(w.buf.size()) +
+                                                    " rows in flight)");
+      }
+      return ok;
+    };
+    switch (s.kind) {
+      case DpStepKind::kPadLocal:
+        // Pad rows are computed from input id 0: neither zero nor a token
+        // (one junk value for a member's pad rows of one op).
+        if (!fits(static_cast<int>(w.buf.size()) == s.rows_in, "pads rows it does not hold")) return false;
+        w.buf.resize(s.rows_out, freshJunk());
+        return true;
+      case DpStepKind::kZeroLocal:
+        w.buf.assign(s.rows_out, domain_.zero());
+        return true;
+      case DpStepKind::kZeroGlobal:
+        w.local.swap(w.buf);
+        w.buf.assign(s.rows_out, domain_.zero());
+        return true;
+      case DpStepKind::kWriteSlot:
+        if (!fits(static_cast<int>(w.local.size()) >= s.rows_in &&
+                      s.offset + s.rows_in <= static_cast<int>(w.buf.size()),
+                  "writes past the gathered rows")) {
+          return false;
+        }
+        for (int k = 0; k < s.rows_in; ++k) w.buf[s.offset + k] = w.local[k];
+        return true;
+      case DpStepKind::kReadSlot:
+        if (!fits(s.offset + s.rows_out <= static_cast<int>(w.buf.size()), "reads past the full rows")) return false;
+        w.buf.erase(w.buf.begin(), w.buf.begin() + s.offset);  // (no self-move at offset 0)
+        w.buf.resize(s.rows_out);
+        return true;
+      case DpStepKind::kTrim:
+        if (!fits(static_cast<int>(w.buf.size()) >= s.rows_out, "trims rows it does not hold")) return false;
+        w.buf.resize(s.rows_out);
+        return true;
+      default:
+        assert(false && "dpLocalStep of a collective step");
+        return false;
+    }
+  }
+
+  /// The collective step `s` of the lowest member of `group`, once every
+  /// member of `group` waits on a collective on that axis (*ready = 1);
+  /// false after a violation.
+  bool dpCollectiveStep(const std::vector<int>& members, const std::vector<int>& group, const DpStep& s, int* ready) {
+    const size_t g = group.size();
+    dp_group_.assign(g, nullptr);
+    for (size_t p = 0; p < g; ++p) {
+      // members is the DP op's TP group: a rank's place in it is its tp rank.
+      size_t k = static_cast<size_t>(topo_->rankIn(Axis::kTp, group[p]));
+      if (k >= members.size() || members[k] != group[p]) {
+        const auto it = std::find(members.begin(), members.end(), group[p]);
+        if (it == members.end()) return true;  // not every member runs this DP op now
+        k = static_cast<size_t>(it - members.begin());
+      }
+      DpWork& w = dp_work_[k];
+      if (w.pos == w.steps.size() || !isCollectiveStep(w.steps[w.pos].kind) || w.steps[w.pos].axis != s.axis) {
+        return true;  // waits elsewhere (a deadlock if nothing else progresses)
+      }
+      dp_group_[p] = &w;
+    }
+    const Op& op = plan_->ranks[group.front()][ranks_[group.front()].pc];
+    for (size_t p = 0; p < g; ++p) {
+      const DpStep& mine = dp_group_[p]->steps[dp_group_[p]->pos];
+      if (mine.kind != s.kind || mine.bytes != s.bytes || mine.rows_in != s.rows_in ||
+          static_cast<int>(dp_group_[p]->buf.size()) != s.rows_in) {
+        report(at(group[p], Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                  dpWhere(op, s) + " on " + rankList(group) + ": rank " + std::to_string(group.front()) + " issues " +
+                      std::string(dpStepName(s.kind)) + " of " + std::to_string(s.bytes) + " bytes while rank " +
+                      std::to_string(group[p]) + " issues " + std::string(dpStepName(mine.kind)) + " of " +
+                      std::to_string(mine.bytes) + " bytes on " + std::to_string(dp_group_[p]->buf.size()) +
+                      " rows"));
+        return false;
+      }
+    }
+    dp_sum_ = dp_group_[0]->buf;
+    switch (s.kind) {
+      case DpStepKind::kAllReduce:
+        for (size_t p = 1; p < g; ++p) {
+          for (size_t i = 0; i < dp_sum_.size(); ++i) domain_.add(dp_sum_[i], dp_group_[p]->buf[i]);
+        }
+        for (size_t p = 0; p < g; ++p) dp_group_[p]->buf = dp_sum_;
+        break;
+      case DpStepKind::kReduceScatter: {
+        if (static_cast<std::int64_t>(s.rows_out) * static_cast<std::int64_t>(g) != s.rows_in) {
+          layoutViolation(group.front(), Property::kOwedOnce,
+                          dpWhere(op, s) + " of " + std::to_string(s.rows_in) + " rows does not split evenly over " +
+                              std::to_string(g) + " ranks");
+          return false;
+        }
+        for (size_t p = 1; p < g; ++p) {
+          for (size_t i = 0; i < dp_sum_.size(); ++i) domain_.add(dp_sum_[i], dp_group_[p]->buf[i]);
+        }
+        for (size_t p = 0; p < g; ++p) {
+          const auto first = dp_sum_.begin() + static_cast<std::ptrdiff_t>(p * s.rows_out);
+          dp_group_[p]->buf.assign(first, first + s.rows_out);
+        }
+        break;
+      }
+      case DpStepKind::kAllGather:
+        for (size_t p = 1; p < g; ++p) dp_sum_.insert(dp_sum_.end(), dp_group_[p]->buf.begin(), dp_group_[p]->buf.end());
+        if (static_cast<int>(dp_sum_.size()) != s.rows_out) {
+          layoutViolation(group.front(), Property::kOwedOnce,
+                          dpWhere(op, s) + " gathers " + std::to_string(dp_sum_.size()) + " rows into " +
+                              std::to_string(s.rows_out));
+          return false;
+        }
+        for (size_t p = 0; p < g; ++p) dp_group_[p]->buf = dp_sum_;
+        break;
+      default:
+        assert(false && "dpCollectiveStep of a local step");
+    }
+    for (size_t p = 0; p < g; ++p) ++dp_group_[p]->pos;
+    *ready = 1;
+    return true;
   }
 
   // ---- end of the plan --------------------------------------------------------
@@ -861,6 +1050,12 @@ class Replay {
   std::optional<Topology> topo_;
   std::optional<RowMap> rows_;        // the plan's resolved padding
   std::optional<RowMap> other_rows_;  // full rows in the other padding mode
+  std::optional<DpLayouts> dp_;       // the DP buffers of both padding modes
+  std::int64_t row_bytes_ = 0;
+  std::vector<DpWork> dp_work_;       // per member of the DP op in flight (reused)
+  std::vector<DpWork*> dp_group_;     // the members of one lowered collective
+  std::vector<Value> dp_sum_;         // its sum or concatenation
+  std::vector<int> one_rank_;         // dp_scatter's one member
   std::vector<StackShape> stacks_;
   int stage_base_[2] = {0, 0};  // index into plan.stages of each stack's stage 0
   Domain domain_;

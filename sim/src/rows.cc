@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "seam/sim/dp_gather.h"
+
 namespace seam {
 
 namespace {
@@ -41,15 +43,14 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
   std::vector<int> offset(shards, 0);
   for (int d = 1; d < shards; ++d) offset[d] = offset[d - 1] + batch.tokens[d - 1];
 
-  // The full rows are the same on every rank of every TP group.
-  std::vector<int> full;
+  // The full rows are the same on every rank of every TP group: each shard's
+  // tokens at its slot, then its pad rows (dp_gather.h's geometry).
+  const DpGeometry geometry(config, batch, padding);
+  std::vector<int> full(geometry.globalRows(), kPaddingRow);
   full_slot_.assign(shards, 0);
-  const bool max_len = shards > 1 && padding == DpPadding::kMaxLen;
-  const int slot_rows = batch.maxShard();
   for (int d = 0; d < shards; ++d) {
-    full_slot_[d] = max_len ? d * slot_rows : offset[d];
-    for (int t = 0; t < batch.tokens[d]; ++t) full.push_back(offset[d] + t);
-    if (max_len) full.resize(static_cast<size_t>(d + 1) * slot_rows, kPaddingRow);
+    full_slot_[d] = geometry.slot(d);
+    for (int t = 0; t < batch.tokens[d]; ++t) full[geometry.slot(d) + t] = offset[d] + t;
   }
 
   for (auto& per_rank : rows_) per_rank.assign(world, {});
@@ -108,11 +109,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
   const int world = c.world();
   const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp;
   counts_.assign(static_cast<size_t>(world) * kRowKindCount, 0);
-  int max_shard = 0, total = 0;
-  for (int t : batch.tokens) {
-    max_shard = std::max(max_shard, t);
-    total += t;
-  }
+  const int full_rows = DpGeometry::globalRows(c, batch, padding);
   auto local = [&](int rank) {
     const int l = rank % T;
     const int bd = batch.tokens[l / (atp * acp)];
@@ -125,8 +122,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     int* row = &counts_[static_cast<size_t>(r) * kRowKindCount];
     row[static_cast<int>(RowKind::kAttention)] = bd;
     row[static_cast<int>(RowKind::kLocal)] = local(r);
-    row[static_cast<int>(RowKind::kFull)] =
-        c.attn_dp == 1 ? bd : (padding == DpPadding::kMaxLen ? c.attn_dp * max_shard : total);
+    row[static_cast<int>(RowKind::kFull)] = c.attn_dp == 1 ? bd : full_rows;
     if (cp == CpLayout::kInterleave) {
       const int shard = interleaveShardRows(bd, acp);
       row[static_cast<int>(RowKind::kAttention)] = shard;

@@ -37,6 +37,8 @@ struct PlanMutantCase {
   ParallelConfig config;
   std::vector<int> tokens;
   A2aBackend a2a;
+  DpPadding padding = DpPadding::kMaxLen;
+  LayerFamily family = LayerFamily::kSingleStage;
 };
 
 class PlanMutant : public ::testing::TestWithParam<PlanMutantCase> {};
@@ -47,7 +49,8 @@ TEST_P(PlanMutant, AppliesToItsCaseChangesThePlanAndIsCaught) {
   ASSERT_NE(m, nullptr) << p.id;
   Flags f;
   f.a2a = p.a2a;
-  Case c = patternCase(p.pattern, p.config, p.tokens, f);
+  f.dp_padding = p.padding;
+  Case c = patternCase(p.pattern, p.config, p.tokens, f, p.family);
   auto base = buildPlan(c, PolicyKind::kDeclared);
   ASSERT_TRUE(base.hasValue()) << base.status().message();
   Plan mutated = *base;
@@ -74,7 +77,17 @@ INSTANTIATE_TEST_SUITE_P(
         PlanMutantCase{"plan.padding-mode-mismatch", "M-M", {.tp = 2, .attn_dp = 2}, {1, 3}, A2aBackend::kNone},
         PlanMutantCase{"plan.idle-rank-skips-collective", "M-M", {.tp = 4, .attn_dp = 2}, {0, 3}, A2aBackend::kNone},
         PlanMutantCase{"plan.swap-collectives-on-one-rank", "M-M", {.tp = 4, .attn_dp = 2}, {2, 3},
-                       A2aBackend::kNone}),
+                       A2aBackend::kNone},
+        // attn_tp 2 and shards not a multiple of it: the modes' aligned sizes differ.
+        PlanMutantCase{"plan.padding-mode-mismatch", "M-M", {.tp = 4, .attn_dp = 2}, {1, 3}, A2aBackend::kNone},
+        PlanMutantCase{"plan.dp-gather-skips-zero-fill", "M-M", {.tp = 4, .attn_dp = 2}, {3, 1}, A2aBackend::kNone},
+        PlanMutantCase{"plan.dp-gather-writer-rule-swapped", "M-M", {.tp = 4, .attn_dp = 2}, {3, 1},
+                       A2aBackend::kNone, DpPadding::kSumLen},
+        PlanMutantCase{"plan.dp-gather-writer-rule-swapped", "*-*-", {.tp = 4, .attn_dp = 2}, {3, 2},
+                       A2aBackend::kNone, DpPadding::kSumLen, LayerFamily::kTwoStage},
+        PlanMutantCase{"plan.dp-slots-unaligned", "M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone},
+        PlanMutantCase{"plan.dp-slots-unaligned", "M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone,
+                       DpPadding::kSumLen}),
     [](const ::testing::TestParamInfo<PlanMutantCase>& info) { return "op" + std::to_string(info.index); });
 
 TEST(PlanMutant, FindsNoSiteWhereThePlanHasNone) {
@@ -82,10 +95,34 @@ TEST(PlanMutant, FindsNoSiteWhereThePlanHasNone) {
   auto base = buildPlan(c, PolicyKind::kDeclared);
   ASSERT_TRUE(base.hasValue());
   for (const char* id : {"plan.drop-completing-collective", "plan.residual-not-sliced", "plan.padding-mode-mismatch",
-                         "plan.idle-rank-skips-collective"}) {
+                         "plan.idle-rank-skips-collective", "plan.dp-gather-skips-zero-fill",
+                         "plan.dp-gather-writer-rule-swapped", "plan.dp-slots-unaligned"}) {
     Plan p = *base;
     EXPECT_FALSE(findMutant(id)->apply(p)) << id;
     EXPECT_TRUE(p.ranks == base->ranks) << id;
+  }
+}
+
+// A fault in the DP ops' lowering is planted only in ops whose lowering it
+// changes: with attn_tp 1 there is no zero-fill to skip and nothing to align,
+// and shards already aligned to attn_tp have the same slots either way.
+TEST(PlanMutant, PlantsADpFaultOnlyWhereItChangesTheLowering) {
+  const struct {
+    const char* id;
+    ParallelConfig config;
+    std::vector<int> tokens;
+  } cases[] = {
+      {"plan.dp-gather-skips-zero-fill", {.tp = 2, .attn_dp = 2}, {3, 1}},
+      {"plan.dp-slots-unaligned", {.tp = 2, .attn_dp = 2}, {3, 1}},
+      {"plan.dp-slots-unaligned", {.tp = 4, .attn_dp = 2}, {2, 4}},
+      {"plan.dp-gather-writer-rule-swapped", {.tp = 4, .attn_dp = 2}, {3, 1}},  // MAX_LEN: no writers
+  };
+  for (const auto& k : cases) {
+    auto base = buildPlan(patternCase("M-M", k.config, k.tokens), PolicyKind::kDeclared);
+    ASSERT_TRUE(base.hasValue());
+    Plan p = *base;
+    EXPECT_FALSE(findMutant(k.id)->apply(p)) << k.id;
+    EXPECT_TRUE(p.ranks == base->ranks) << k.id;
   }
 }
 

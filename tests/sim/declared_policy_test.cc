@@ -367,7 +367,8 @@ TEST_P(DeclaredDpOps, RankRunsTheReplicateOrderAndTheDpReturnOfTheReference) {
 //   deferred, the next mixer's entry runs dp_step or AR(owed group) + dp_scatter;
 // - terminal FFN (§9.3 last layer): completes at its exit (AR/RS + scatter);
 // - the final norm: add+norm on attention rows.
-// tp=4 attn_dp=2 (attn_tp=2), tokens {3,0}: MAX_LEN full rows = 2 * 3 = 6.
+// tp=4 attn_dp=2 (attn_tp=2), tokens {3,0}: MAX_LEN full rows = 2 * 4 = 8
+// (each entry aligned to attn_tp, then padded to the largest).
 // Rank 0 is attn-TP rank 0 of shard 0; rank 2 is attn-TP rank 0 of the idle shard.
 std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return, const std::string& moe_axis,
                                 bool attn_reduce) {
@@ -376,25 +377,25 @@ std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return, const s
   std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute[attn_tp] " + aa};
   if (attn_reduce) ops.push_back("1.entry all_reduce[attn_tp] " + aa);
   ops.push_back("1.entry add_norm " + aa);
-  ops.push_back("1.entry dp_gather_replicate[tp] " + a + "->full:6");
-  ops.push_back("1.compute compute[tp] full:6->full:6");
+  ops.push_back("1.entry dp_gather_replicate[tp] " + a + "->full:8");
+  ops.push_back("1.compute compute[tp] full:8->full:8");
   if (ffn_return == "ar") {
-    ops.push_back("2.entry all_reduce[tp] full:6->full:6");
-    ops.push_back("2.entry dp_scatter full:6->" + a);
+    ops.push_back("2.entry all_reduce[tp] full:8->full:8");
+    ops.push_back("2.entry dp_scatter full:8->" + a);
   } else {
-    ops.push_back("2.entry " + ffn_return + "[tp] full:6->" + a);
+    ops.push_back("2.entry " + ffn_return + "[tp] full:8->" + a);
   }
   ops.push_back("2.entry add_norm " + aa);
   ops.push_back("2.compute compute[attn_tp] " + aa);
   if (attn_reduce) ops.push_back("3.entry all_reduce[attn_tp] " + aa);
   ops.push_back("3.entry add_norm " + aa);
-  ops.push_back("3.entry dp_gather_replicate[tp] " + a + "->full:6");
-  ops.push_back("3.compute compute[" + moe_axis + "] full:6->full:6");
+  ops.push_back("3.entry dp_gather_replicate[tp] " + a + "->full:8");
+  ops.push_back("3.compute compute[" + moe_axis + "] full:8->full:8");
   if (ffn_return == "ar") {
-    ops.push_back("3.exit all_reduce[" + moe_axis + "] full:6->full:6");
-    ops.push_back("3.exit dp_scatter full:6->" + a);
+    ops.push_back("3.exit all_reduce[" + moe_axis + "] full:8->full:8");
+    ops.push_back("3.exit dp_scatter full:8->" + a);
   } else {
-    ops.push_back("3.exit " + ffn_return + "[tp] full:6->" + a);
+    ops.push_back("3.exit " + ffn_return + "[tp] full:8->" + a);
   }
   ops.push_back("4.entry add_norm " + aa);
   return ops;

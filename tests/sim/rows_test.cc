@@ -33,6 +33,7 @@ RowMap idleShardMap(DpPadding padding) {
   return RowMap(Topology({.tp = 4, .attn_dp = 2}), Batch{{3, 0}}, padding);
 }
 
+// Both modes align each shard to attn_tp (2) first: 3 tokens take 4 rows.
 TEST(RowMap, MaxLenPadsTheIdleShardsSlotOfTheFullRows) {
   RowMap m = idleShardMap(DpPadding::kMaxLen);
   EXPECT_EQ(m.totalTokens(), 3);
@@ -47,16 +48,16 @@ TEST(RowMap, MaxLenPadsTheIdleShardsSlotOfTheFullRows) {
     EXPECT_EQ(m.shardTokens(r), static_cast<int>(attention[r].size()));
     EXPECT_EQ(m.tokens(RowKind::kLocal, r), local[r]);
     EXPECT_EQ(m.localOffset(r), local_offset[r]);
-    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2, P, P, P}));
-    EXPECT_EQ(m.count(RowKind::kFull, r), 6);
+    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2, P, P, P, P, P}));
+    EXPECT_EQ(m.count(RowKind::kFull, r), 8);
     // moe_ep=1: each rank dispatches to itself only.
     EXPECT_EQ(m.tokens(RowKind::kDispatched, r), local[r]);
   }
   EXPECT_EQ(m.fullSlot(0), 0);
-  EXPECT_EQ(m.fullSlot(1), 3);
+  EXPECT_EQ(m.fullSlot(1), 4);
 }
 
-TEST(RowMap, SumLenConcatenatesTheShardsWithoutPadding) {
+TEST(RowMap, SumLenConcatenatesTheShardsAlignedToAttnTp) {
   RowMap m = idleShardMap(DpPadding::kSumLen);
   EXPECT_EQ(m.padding(), DpPadding::kSumLen);
   const Tokens attention[] = {{0, 1, 2}, {0, 1, 2}, {}, {}};
@@ -66,11 +67,11 @@ TEST(RowMap, SumLenConcatenatesTheShardsWithoutPadding) {
     EXPECT_EQ(m.tokens(RowKind::kNone, r), Tokens{});
     EXPECT_EQ(m.tokens(RowKind::kAttention, r), attention[r]);
     EXPECT_EQ(m.tokens(RowKind::kLocal, r), local[r]);
-    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2}));
+    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2, P}));
     EXPECT_EQ(m.tokens(RowKind::kDispatched, r), local[r]);
   }
   EXPECT_EQ(m.fullSlot(0), 0);
-  EXPECT_EQ(m.fullSlot(1), 3);
+  EXPECT_EQ(m.fullSlot(1), 4);
 }
 
 TEST(RowMap, TokensAreNumberedGloballyAcrossDpShards) {

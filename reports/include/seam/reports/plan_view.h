@@ -23,6 +23,9 @@ Status checkRank(const Plan& plan, int rank);
 ///    "ops", "summary"} with the keys in DESIGN §9's order; an op of the MTP
 ///    step also carries "stack".
 ///  - kJsonl: one self-contained op object per line, each with "rank".
-std::string renderPlan(const Plan& plan, int rank, Format format);
+/// `lower_dp` (text only): under each DP op, the steps it lowers to on this
+/// rank (dp_gather.h: collectives with their group, rows and bytes, local
+/// copies with their slot offset); the JSON views never change.
+std::string renderPlan(const Plan& plan, int rank, Format format, bool lower_dp = false);
 
 }  // namespace seam::reports

@@ -68,6 +68,22 @@ struct Rows {
   friend bool operator==(const Rows&, const Rows&) = default;
 };
 
+/// A fault in the implementation of the DP ops (dp_gather.h's lowering of
+/// dp_gather_* / dp_scatter / dp_reduce_scatter): kNone is SGLang's code;
+/// mutants and tests plant the others.
+enum class DpFault : std::uint8_t {
+  kNone,
+  /// A replicate gather under MAX_LEN with attn_tp > 1 keeps the rows of the
+  /// attention-TP ranks != 0 before the attn_tp reduce-scatter (no fill_(0)).
+  kSkipZeroFill,
+  /// The all-reduce path's writer rule with is_partial swapped: a partial
+  /// gather written by attention-TP rank 0 only, a replicate one by every
+  /// attention-TP rank.
+  kWriterRuleSwapped,
+  /// Slot offsets from the raw token counts, not the attn_tp-aligned ones.
+  kUnalignedSlots,
+};
+
 /// No group: the op does not communicate (or, for compute, its weights are
 /// replicated).
 inline constexpr std::int8_t kNoAxis = -1;
@@ -90,6 +106,8 @@ struct Op {
   /// slice only: the attention-TP position whose slice is taken (-1: the
   /// rank's own, as every real plan does; mutants set it). Not in the JSON.
   std::int8_t slice_of = -1;
+  /// DP ops only: a fault planted in their lowering (kNone: SGLang's). Not in the JSON.
+  DpFault dp_fault = DpFault::kNone;
 
   bool hasGroup() const { return axis != kNoAxis; }
   Axis groupAxis() const { return static_cast<Axis>(axis); }

@@ -3,6 +3,7 @@
 // tensor_split slice over attn_tp; full rows = all DP shards of its TP group
 // (SUM_LEN: concatenated; MAX_LEN: one max-sized slot per shard, padded);
 // dispatched rows = the local rows of every member of its MoE-EP group.
+// Under DP attention each shard's slot is aligned to attn_tp (dp_gather.h).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,395 @@
+// The DP ops as SGLang's dp_attention.py implements them (dp_gather.h;
+// research note docs/research/serving-dp-gather-tbo.md A1-A8): the buffer
+// lengths of each padding mode, the steps each DP op lowers to on each rank
+// (groups, rows, bytes), that the ledger, property 4 and the numeric
+// executor run that lowering on correct plans without a violation, and that
+// hand-made wrong lowerings are caught with the right class.
+#include "seam/sim/dp_gather.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "case_builders.h"
+#include "seam/properties/check.h"
+#include "seam/sim/ledger.h"
+#include "seam/sim/numeric_executor.h"
+#include "seam/sim/policy.h"
+
+namespace seam {
+namespace {
+
+using seam::testing::patternCase;
+using seam::testing::twoStageCase;
+
+constexpr auto kTp = static_cast<std::int8_t>(Axis::kTp);
+constexpr auto kAttnTp = static_cast<std::int8_t>(Axis::kAttnTp);
+constexpr auto kAttnCp = static_cast<std::int8_t>(Axis::kAttnCp);
+
+Flags padding(DpPadding mode) {
+  Flags f;
+  f.dp_padding = mode;
+  return f;
+}
+
+Batch batchOf(std::vector<int> tokens) {
+  Batch b;
+  b.tokens = std::move(tokens);
+  return b;
+}
+
+/// A DP op of `kind` whose rows name `geometry`'s padding mode.
+Op dpOp(OpKind kind, const DpGeometry& geometry, int tokens) {
+  Op op;
+  op.kind = kind;
+  op.axis = kTp;
+  const bool gather = kind == OpKind::kDpGatherPartial || kind == OpKind::kDpGatherReplicate;
+  op.rows_in = gather ? Rows{RowKind::kAttention, tokens} : Rows{RowKind::kFull, geometry.globalRows()};
+  op.rows_out = gather ? Rows{RowKind::kFull, geometry.globalRows()} : Rows{RowKind::kAttention, tokens};
+  return op;
+}
+
+/// The steps as "kind(axis) in->out@offset bytes" strings, for readable diffs.
+std::vector<std::string> show(const DpLowering& steps) {
+  std::vector<std::string> out;
+  for (const DpStep& s : steps) {
+    std::string t(dpStepName(s.kind));
+    if (s.axis != kNoAxis) t += "(" + std::string(axisName(static_cast<Axis>(s.axis))) + ")";
+    t += " " + std::to_string(s.rows_in) + "->" + std::to_string(s.rows_out);
+    if (s.kind == DpStepKind::kWriteSlot || s.kind == DpStepKind::kReadSlot) t += "@" + std::to_string(s.offset);
+    t += " " + std::to_string(s.bytes);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<std::string> lowered(OpKind kind, const ParallelConfig& config, const std::vector<int>& tokens,
+                                 DpPadding mode, int rank, DpFault fault = DpFault::kNone) {
+  const DpGeometry g(config, batchOf(tokens), mode);
+  Op op = dpOp(kind, g, tokens[dpPlaceOf(config, rank).attn_dp_rank]);
+  op.dp_fault = fault;
+  return show(lowerDpOp(op, config, g, rank, /*row_bytes=*/10));
+}
+
+using Steps = std::vector<std::string>;
+
+// ---- lengths (A1) -------------------------------------------------------------
+
+TEST(DpGeometry, AlignsEveryShardToAttnTpAndPadsMaxLenSlotsToTheLargest) {
+  const ParallelConfig c{.tp = 4, .attn_dp = 2};  // attn_tp 2
+  const DpGeometry max_len(c, batchOf({3, 0}), DpPadding::kMaxLen);
+  EXPECT_EQ(max_len.localRows(0), 4);  // ceil_align(3, 2)
+  EXPECT_EQ(max_len.localRows(1), 4);  // the idle shard pads to M too
+  EXPECT_EQ(max_len.slot(1), 4);
+  EXPECT_EQ(max_len.globalRows(), 8);
+  EXPECT_EQ(max_len.rawSlot(1), 3);  // what an unaligned lowering would use
+  const DpGeometry sum_len(c, batchOf({3, 1}), DpPadding::kSumLen);
+  EXPECT_EQ(sum_len.localRows(0), 4);
+  EXPECT_EQ(sum_len.localRows(1), 2);
+  EXPECT_EQ(sum_len.slot(1), 4);
+  EXPECT_EQ(sum_len.rawSlot(1), 3);
+  EXPECT_EQ(sum_len.globalRows(), 6);
+  EXPECT_EQ(DpGeometry::globalRows(c, batchOf({3, 1}), DpPadding::kSumLen), 6);
+  EXPECT_EQ(DpGeometry::globalRows(c, batchOf({3, 0}), DpPadding::kMaxLen), 8);
+  EXPECT_EQ(dpAlignedTokens(0, 4), 0);
+}
+
+TEST(DpGeometry, WithoutDpAttentionNothingIsAligned) {
+  const DpGeometry g({.tp = 4}, batchOf({3}), DpPadding::kMaxLen);
+  EXPECT_EQ(g.localRows(0), 3);
+  EXPECT_EQ(g.globalRows(), 3);
+}
+
+TEST(DpGeometry, TheFullRowsPutEachShardsTokensAtItsAlignedSlotAndPaddingAfter) {
+  const ParallelConfig c{.tp = 4, .attn_dp = 2};
+  const Topology topo(c);
+  const RowMap max_len(topo, batchOf({3, 1}), DpPadding::kMaxLen);
+  EXPECT_EQ(max_len.tokens(RowKind::kFull, 0), (std::vector<int>{0, 1, 2, -1, 3, -1, -1, -1}));
+  const RowMap sum_len(topo, batchOf({3, 1}), DpPadding::kSumLen);
+  EXPECT_EQ(sum_len.tokens(RowKind::kFull, 0), (std::vector<int>{0, 1, 2, -1, 3, -1}));
+  EXPECT_EQ(sum_len.fullSlot(1), 4);
+  EXPECT_EQ(RowCounts(c, batchOf({3, 1}), DpPadding::kMaxLen).count(RowKind::kFull, 3), 8);
+  EXPECT_EQ(RowCounts(c, batchOf({3, 1}), DpPadding::kSumLen).count(RowKind::kFull, 3), 6);
+}
+
+// ---- the lowering, rank by rank (A4-A8); row bytes 10 --------------------------
+
+TEST(DpLowering, MaxLenWithOneAttentionTpRankAllGathersMaxRowSlotsOverTp) {
+  const ParallelConfig c{.tp = 2, .attn_dp = 2};
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, {3, 1}, DpPadding::kMaxLen, 1),
+            (Steps{"pad_local 1->3 20", "all_gather(tp) 3->6 60"}));
+  // An idle rank still sends its M pad rows.
+  EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {3, 0}, DpPadding::kMaxLen, 1),
+            (Steps{"pad_local 0->3 30", "all_gather(tp) 3->6 60"}));
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, {3, 1}, DpPadding::kMaxLen, 0), (Steps{"all_gather(tp) 3->6 60"}));
+}
+
+TEST(DpLowering, MaxLenReplicateZeroesTheOtherAttentionTpRanksThenReduceScattersAndAllGathers) {
+  // tp 4, attn_dp 2, attn_tp 2; shard 0 has 3 tokens (not a multiple of 2),
+  // shard 1 is idle: M = 4, each rank's split M/a = 2 rows.
+  const ParallelConfig c{.tp = 4, .attn_dp = 2};
+  const std::vector<int> t{3, 0};
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 0),
+            (Steps{"pad_local 3->4 10", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 1),
+            (Steps{"pad_local 3->4 10", "zero_local 4->4 40", "reduce_scatter(attn_tp) 4->2 40",
+                   "all_gather(tp) 2->8 80"}));
+  // The idle shard's ranks join the reduce-scatter and the all-gather with M/a rows.
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 2),
+            (Steps{"pad_local 0->4 40", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 3),
+            (Steps{"pad_local 0->4 40", "zero_local 4->4 40", "reduce_scatter(attn_tp) 4->2 40",
+                   "all_gather(tp) 2->8 80"}));
+  // A partial gather keeps every rank's rows: the reduce-scatter completes the attn_tp sum.
+  EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, t, DpPadding::kMaxLen, 1),
+            (Steps{"pad_local 3->4 10", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
+}
+
+TEST(DpLowering, SumLenZeroesTheBufferLetsTheWritersCopyAtAlignedOffsetsAndAllReducesOverTp) {
+  const ParallelConfig c{.tp = 4, .attn_dp = 2};
+  const std::vector<int> t{3, 1};  // aligned 4, 2: slots 0 and 4 of 6 rows
+  EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, t, DpPadding::kSumLen, 1),
+            (Steps{"pad_local 3->4 10", "zero_global 4->6 60", "write_slot 4->6@0 40", "all_reduce(tp) 6->6 60"}));
+  // Replicate: attention-TP rank 0 writes, the others only join the all-reduce.
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kSumLen, 3),
+            (Steps{"pad_local 1->2 10", "zero_global 2->6 60", "all_reduce(tp) 6->6 60"}));
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kSumLen, 2),
+            (Steps{"pad_local 1->2 10", "zero_global 2->6 60", "write_slot 2->6@4 20", "all_reduce(tp) 6->6 60"}));
+  // An idle shard has no local rows and writes nothing.
+  EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {3, 0}, DpPadding::kSumLen, 2),
+            (Steps{"zero_global 0->4 40", "all_reduce(tp) 4->4 40"}));
+}
+
+TEST(DpLowering, UnderAttentionCpEveryGatherTakesTheAllReducePathAndOnlyCpRankZeroWrites) {
+  const ParallelConfig c{.tp = 4, .attn_dp = 2, .attn_cp = 2};  // attn_tp 1
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, {2, 1}, DpPadding::kMaxLen, 0),
+            (Steps{"zero_global 2->4 40", "write_slot 2->4@0 20", "all_reduce(tp) 4->4 40"}));
+  EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {2, 1}, DpPadding::kMaxLen, 1),
+            (Steps{"zero_global 2->4 40", "all_reduce(tp) 4->4 40"}));
+  EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {2, 1}, DpPadding::kMaxLen, 2),
+            (Steps{"pad_local 1->2 10", "zero_global 2->4 40", "write_slot 2->4@2 20", "all_reduce(tp) 4->4 40"}));
+}
+
+TEST(DpLowering, DpScatterCopiesTheOwnSlotAndDropsThePadRowsWithoutACollective) {
+  const ParallelConfig c{.tp = 4, .attn_dp = 2};
+  EXPECT_EQ(lowered(OpKind::kDpScatter, c, {3, 1}, DpPadding::kMaxLen, 2),
+            (Steps{"read_slot 8->4@4 40", "trim 4->1 0"}));
+  EXPECT_EQ(lowered(OpKind::kDpScatter, c, {3, 1}, DpPadding::kSumLen, 2),
+            (Steps{"read_slot 6->2@4 20", "trim 2->1 0"}));
+}
+
+TEST(DpLowering, DpReduceScatterFollowsTheGroupShapes) {
+  // tp == attn_dp: one reduce-scatter over tp into the M-row slot.
+  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 2, .attn_dp = 2}, {3, 1}, DpPadding::kMaxLen, 1),
+            (Steps{"reduce_scatter(tp) 6->3 60", "trim 3->1 0"}));
+  // attn_tp > 1: reduce-scatter to the 1/tp chunk, all-gather it back over attn_tp.
+  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 4, .attn_dp = 2}, {3, 0}, DpPadding::kMaxLen, 3),
+            (Steps{"reduce_scatter(tp) 8->2 80", "all_gather(attn_tp) 2->4 40", "trim 4->0 0"}));
+  // attn_cp > 1 with rows % tp != 0: all-reduce and narrow to the slot.
+  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {1, 1}, DpPadding::kMaxLen, 2),
+            (Steps{"all_reduce(tp) 2->2 20", "read_slot 2->1@1 10"}));
+  // attn_cp > 1 with rows % tp == 0: reduce-scatter, then attn_tp and attn_cp all-gathers.
+  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {3, 4}, DpPadding::kMaxLen, 5),
+            (Steps{"reduce_scatter(tp) 8->1 80", "all_gather(attn_tp) 1->2 20", "all_gather(attn_cp) 2->4 40"}));
+}
+
+TEST(DpLowering, EveryCollectiveStepNamesItsGroupAndTheOpKindItIssues) {
+  const ParallelConfig c{.tp = 4, .attn_dp = 2};
+  const DpGeometry g(c, batchOf({3, 0}), DpPadding::kMaxLen);
+  const DpLowering steps = lowerDpOp(dpOp(OpKind::kDpGatherReplicate, g, 3), c, g, 1, 10);
+  ASSERT_EQ(steps.size(), 4);
+  EXPECT_EQ(steps[2].axis, kAttnTp);
+  EXPECT_EQ(steps[2].opKind(), OpKind::kReduceScatter);
+  EXPECT_EQ(steps[3].axis, kTp);
+  EXPECT_EQ(steps[3].opKind(), OpKind::kAllGather);
+  EXPECT_NE(kAttnCp, kAttnTp);
+}
+
+// ---- correct plans replay clean through the lowering ---------------------------
+
+Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared) {
+  auto plan = buildPlan(c, policy);
+  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
+  return plan ? std::move(plan).value() : Plan{};
+}
+
+std::string firstViolation(const properties::PlanVerdict& v) {
+  const auto first = v.firstViolation();
+  return first ? first->detail : "";
+}
+
+struct CleanCase {
+  const char* name;
+  Case c;
+  PolicyKind policy = PolicyKind::kDeclared;
+};
+
+std::vector<CleanCase> cleanCases() {
+  Flags rs = padding(DpPadding::kMaxLen);
+  rs.reduction = BoundaryReduction::kRs;
+  return {
+      {"replicate max_len attn_tp 2 idle", patternCase("M-M*E", {.tp = 4, .attn_dp = 2}, {3, 0})},
+      {"replicate max_len attn_tp 4 uneven", patternCase("M-M*E", {.tp = 8, .attn_dp = 2}, {5, 2})},
+      {"replicate sum_len attn_tp 2", patternCase("M-M*E", {.tp = 4, .attn_dp = 2}, {3, 1}, padding(DpPadding::kSumLen))},
+      {"partial max_len", twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2})},
+      {"partial sum_len", twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen))},
+      {"partial legacy idle", twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {0, 3}), PolicyKind::kLegacy},
+      {"dp_reduce_scatter", twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}, rs)},
+      {"dp_reduce_scatter legacy", twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}), PolicyKind::kLegacy},
+      {"attention cp", twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {3, 1})},
+      {"attn_tp 1", twoStageCase("*-*-", {.tp = 2, .attn_dp = 2}, {2, 1})},
+  };
+}
+
+TEST(DpLoweredReplay, CorrectPlansHoldEveryPropertyInBothLedgerDomains) {
+  Ledger ledger;
+  for (const CleanCase& k : cleanCases()) {
+    SCOPED_TRACE(k.name);
+    const Plan plan = mustBuild(k.c, k.policy);
+    const auto verdict = properties::checkPlan(plan, ledger);
+    EXPECT_TRUE(verdict.holds()) << firstViolation(verdict);
+    EXPECT_TRUE(ledger.replay(plan, LedgerOptions{.exact = true}).holds());
+  }
+}
+
+TEST(DpLoweredReplay, TheNumericExecutorRunsTheLoweringBitIdenticalToTheReference) {
+  const numeric::Shape shape{.hidden = 8, .inner = 16};
+  for (const CleanCase& k : cleanCases()) {
+    SCOPED_TRACE(k.name);
+    const Plan plan = mustBuild(k.c, k.policy);
+    const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
+    ASSERT_TRUE(run.ran()) << run.failures.front().detail;
+    EXPECT_FALSE(run.ranks_disagree);
+    const OutputDiff diff = compareOutputs(runReference(k.c, numeric::Mode::kExact, shape), run.output);
+    EXPECT_TRUE(diff.identical) << diff.describe();
+  }
+}
+
+// ---- wrong lowerings, caught with the right class -------------------------------
+
+/// Plants `fault` in every DP op of `kind` on every rank (a bug in
+/// dp_attention.py is in every call).
+void plant(Plan& plan, OpKind kind, DpFault fault) {
+  for (auto& ops : plan.ranks) {
+    for (Op& op : ops) {
+      if (op.kind == kind) op.dp_fault = fault;
+    }
+  }
+}
+
+Violation firstOf(const Plan& plan) {
+  Ledger ledger;
+  const LedgerResult exact = ledger.replay(plan, LedgerOptions{.exact = true});
+  const LedgerResult fast = ledger.replay(plan, LedgerOptions{});
+  EXPECT_FALSE(fast.holds()) << "the fast ledger finds nothing";
+  EXPECT_FALSE(exact.holds()) << "the exact ledger finds nothing";
+  if (exact.holds() || fast.holds()) return {};
+  EXPECT_EQ(fast.violations.front().cls, exact.violations.front().cls);
+  return exact.violations.front();
+}
+
+TEST(DpLoweringFault, AReplicateGatherWithoutTheZeroFillCountsEveryTokenAttnTpTimes) {
+  for (int tp : {4, 8}) {  // attn_tp 2 and 4
+    const int a = tp / 2;
+    SCOPED_TRACE("attn_tp " + std::to_string(a));
+    Plan plan = mustBuild(patternCase("M-M", {.tp = tp, .attn_dp = 2}, {3, 1}));
+    ASSERT_EQ(plan.padding, DpPadding::kMaxLen);
+    plant(plan, OpKind::kDpGatherReplicate, DpFault::kSkipZeroFill);
+    const Violation v = firstOf(plan);
+    EXPECT_EQ(v.property, Property::kOwedOnce);
+    EXPECT_EQ(v.cls, ViolationClass::kCountedTwice) << v.detail;
+    EXPECT_EQ(v.coefficient, a) << v.detail;
+    EXPECT_EQ(v.stage, 1);  // read by the MLP on the gathered rows
+    // The collectives are the same: property 4 has nothing to say.
+    EXPECT_TRUE(properties::checkCollectiveSequences(plan).empty());
+  }
+}
+
+TEST(DpLoweringFault, ASumLenReplicateGatherWrittenByEveryAttentionTpRankCountsItsTokensAttnTpTimes) {
+  Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 1}, padding(DpPadding::kSumLen)));
+  ASSERT_EQ(plan.padding, DpPadding::kSumLen);
+  plant(plan, OpKind::kDpGatherReplicate, DpFault::kWriterRuleSwapped);
+  const Violation v = firstOf(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kCountedTwice) << v.detail;
+  EXPECT_EQ(v.coefficient, 2);
+}
+
+TEST(DpLoweringFault, ASumLenPartialGatherWrittenByAttentionTpRankZeroOnlyNeverCompletesTheSum) {
+  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
+  plant(plan, OpKind::kDpGatherPartial, DpFault::kWriterRuleSwapped);
+  const Violation v = firstOf(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted) << v.detail;
+  EXPECT_NE(v.term.find("j1"), std::string::npos) << v.term;  // attention-TP rank 1's share is lost
+}
+
+TEST(DpLoweringFault, SumLenSlotOffsetsWithoutTheAlignmentMixAnotherTokensRowsIn) {
+  Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
+  plant(plan, OpKind::kDpGatherReplicate, DpFault::kUnalignedSlots);
+  const Violation v = firstOf(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kForeignTerm) << v.detail;
+  EXPECT_EQ(v.token, 3);  // shard 1's first token, written one row early
+}
+
+TEST(DpLoweringFault, AMaxLenScatterAtAnUnalignedSlotReadsAPadRowAsAToken) {
+  Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 2}));
+  ASSERT_EQ(plan.padding, DpPadding::kMaxLen);
+  plant(plan, OpKind::kDpScatter, DpFault::kUnalignedSlots);
+  const Violation v = firstOf(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kPaddingLeak) << v.detail;
+  EXPECT_EQ(v.rank, 2);  // shard 1 reads from row 3 (the pad row of slot 0) instead of 4
+}
+
+TEST(DpLoweringFault, AScatterInTheOtherPaddingModeThanTheGatherStillLeaksWithAlignedSlots) {
+  Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {1, 3}));
+  ASSERT_EQ(plan.padding, DpPadding::kMaxLen);
+  const Batch& b = plan.source.batch;
+  const int sum_rows = DpGeometry::globalRows(plan.source.config, b, DpPadding::kSumLen);
+  ASSERT_EQ(sum_rows, 6);  // aligned 2 + 4; MAX_LEN has 8
+  for (auto& ops : plan.ranks) {
+    for (Op& op : ops) {
+      if (op.kind == OpKind::kDpScatter) op.rows_in.count = sum_rows;
+    }
+  }
+  const Violation v = firstOf(plan);
+  EXPECT_TRUE(v.cls == ViolationClass::kPaddingLeak || v.cls == ViolationClass::kForeignTerm) << v.detail;
+}
+
+TEST(DpLoweringFault, OneRankGatheringReplicateAmongPartialPeersIssuesTheSameCollectivesButLosesItsTerms) {
+  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}));
+  bool changed = false;
+  for (Op& op : plan.ranks[1]) {
+    if (op.kind == OpKind::kDpGatherPartial && !changed) {
+      op.kind = OpKind::kDpGatherReplicate;
+      changed = true;
+    }
+  }
+  ASSERT_TRUE(changed);
+  // The lowered collectives agree (the real run does not hang) ...
+  EXPECT_TRUE(properties::checkCollectiveSequences(plan).empty());
+  // ... but rank 1 zeroes its share of the attention sum before the reduce-scatter.
+  const Violation v = firstOf(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted) << v.detail;
+}
+
+TEST(DpLoweringFault, AGatherWhoseRowsNameTheOtherModeOnOneRankIsACollectiveMismatchOfTheLoweredCalls) {
+  // Same op kind and bytes on every rank, so the abstract calls agree; the
+  // rows of rank 0's op name SUM_LEN, whose lowering all-reduces over tp
+  // where its peers reduce-scatter over attn_tp.
+  Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 1}));
+  const int sum_rows = DpGeometry::globalRows(plan.source.config, plan.source.batch, DpPadding::kSumLen);
+  for (Op& op : plan.ranks[0]) {
+    if (op.kind == OpKind::kDpGatherReplicate) {
+      op.rows_out.count = sum_rows;
+      break;
+    }
+  }
+  const auto violations = properties::checkCollectiveSequences(plan);
+  ASSERT_FALSE(violations.empty());
+  EXPECT_EQ(violations.front().cls, ViolationClass::kCollectiveMismatch);
+  EXPECT_NE(violations.front().detail.find("(of dp_gather_replicate)"), std::string::npos)
+      << violations.front().detail;
+}
+
+}  // namespace
+}  // namespace seam
