@@ -142,6 +142,7 @@ stop() {
   local ranks=$1 victims waited=0
   kill_note=""
   if ((ranks == 1)); then
+    ((np > 1)) && kill_note=":np1"
     kill -KILL "$pid" 2>/dev/null
     return
   fi

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <initializer_list>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -149,6 +150,22 @@ TEST(MpiCli, BadInputUnderMpirunExitsTwoWithSeamsLineOnce) {
 #endif
 }
 
+#ifdef SEAM_MPIRUN
+/// Runs `mpirun -np 2 seam ARGS` into the fresh store `name` and SIGKILLs
+/// mpirun and both ranks at once when `written(store)` reaches the first
+/// threshold; on a loaded machine the run may end first: then again with
+/// the next, lower one. True when a kill landed.
+bool killOnceWritten(const std::string& args, const std::string& name, std::int64_t (*written)(const std::string&),
+                     std::initializer_list<std::int64_t> thresholds) {
+  for (std::int64_t threshold : thresholds) {
+    const std::string cut = tempPath(name);  // removes what an earlier round left
+    const pid_t pid = spawnSession(kMpirun + args + cut);
+    if (killWhen(pid, [&] { return written(cut) >= threshold; }, /*whole_session=*/true)) return true;
+  }
+  return false;
+}
+#endif
+
 TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProcessRows) {
 #ifndef SEAM_MPIRUN
   GTEST_SKIP() << "built without MPI";
@@ -162,16 +179,8 @@ TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProc
       "from cases order by idx";
   const std::int64_t total = storedCases(one);
 
-  // Kill mpirun and both ranks at once once rank 0 has written some batches;
-  // on a loaded machine the run may end first: then again, earlier.
-  bool killed = false;
-  for (std::int64_t threshold : {4096, 1024, 256}) {
-    tempPath("sweep_cut.db");  // removes the store
-    const pid_t pid = spawnSession(kMpirun + args + cut);
-    killed = killWhen(pid, [&] { return storedCases(cut) >= threshold; }, /*whole_session=*/true);
-    if (killed) break;
-  }
-  ASSERT_TRUE(killed) << "the sweep finished before it could be killed, three times";
+  ASSERT_TRUE(killOnceWritten(args, "sweep_cut.db", storedCases, {4096, 1024, 256}))
+      << "the sweep finished before it could be killed, three times";
   const std::int64_t before = storedCases(cut);
   std::cout << "killed with " << before << " of " << total << " case rows written\n";
   EXPECT_GE(before, 256);
@@ -202,14 +211,8 @@ TEST(MpiCli, ACampaignKilledUnderMpirunResumesWithThreeRanksToTheOneProcessRows)
   ASSERT_EQ(single.code, 0) << single.err;
   const std::int64_t total = storedMutants(one);
 
-  bool killed = false;
-  for (std::int64_t threshold : {8, 4, 1}) {
-    tempPath("mutate_cut.db");  // removes the store
-    const pid_t pid = spawnSession(kMpirun + args + cut);
-    killed = killWhen(pid, [&] { return storedMutants(cut) >= threshold; }, /*whole_session=*/true);
-    if (killed) break;
-  }
-  ASSERT_TRUE(killed) << "the campaign finished before it could be killed, three times";
+  ASSERT_TRUE(killOnceWritten(args, "mutate_cut.db", storedMutants, {8, 4, 1}))
+      << "the campaign finished before it could be killed, three times";
   const std::int64_t before = storedMutants(cut);
   std::cout << "killed with " << before << " of " << total << " mutants written\n";
   EXPECT_GE(before, 1);
