@@ -93,11 +93,13 @@ dump_sweep() {
               SELECT count(*), sum(finished_ms > 0) FROM runs;"
 }
 # Output without what differs between runs by nature: wall times and rates,
-# and the line only a resumed run prints.
+# and the line only a resumed run prints. A sweep's rate column widens with
+# its widest rate (a resumed run that reran a few cases of a model shows a
+# huge one), which moves the header's words: runs of spaces count as one.
 stable_mutate() { grep -v -e '^campaign took' -e 'resumed' "$1" || true; }
 stable_sweep() {
   grep -v -e '^checked ' -e 'resumed' "$1" |
-    sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//' || true
+    sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//; s/ +/ /g' || true
 }
 rows_mutate() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM mutants" 2>/dev/null || echo 0; }
 rows_sweep() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM cases" 2>/dev/null || echo 0; }
