@@ -5,12 +5,13 @@
 
 #include <charconv>
 #include <cstdio>
-#include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "case_options.h"
 #include "command.h"
+#include "mpi_stream.h"
 #include "mpi_world.h"
 #include "seam/mutants/campaign.h"
 #include "seam/reports/mutate_view.h"
@@ -41,68 +42,87 @@ class CampaignProgress : public mutants::CampaignListener {
 };
 
 
-/// `mpirun -np N seam mutate`: the mutants are dealt out by rank (mutant p
-/// of the list to rank p mod N), every rank runs the baseline and its
-/// mutants over the whole case space (a mutant stops at its first kill in
-/// case order, so each mutant's verdict is the one-process verdict), rank 0
-/// gathers the rows over MPI, writes them in list order and prints the one
-/// summary. Rank 0 has opened the run (`opened`) or failed to (`open_status`).
+/// The campaign's mutants in the order it runs them (empty: the registry).
+std::vector<const mutants::Mutant*> campaignList(const mutants::CampaignSpec& spec) {
+  if (!spec.mutants.empty()) return spec.mutants;
+  return {mutants::registry().begin(), mutants::registry().end()};
+}
+
+/// `mpirun -np N seam mutate`: the mutants not yet decided (with --resume,
+/// those rank 0 found no row of) are dealt out by rank (the p-th of them to
+/// rank p mod N, so a run may be resumed with another N); every rank runs the
+/// baseline and its mutants over the whole case space (a mutant stops at its
+/// first kill in case order, so each mutant's verdict is the one-process
+/// verdict). Each rank sends a mutant's rows to rank 0 as soon as it is
+/// decided and rank 0 writes each, its own too, in a transaction of its own
+/// as it arrives (a killed campaign keeps every mutant written); at the end
+/// rank 0 puts the rows in list order and prints the one summary. Rank 0 has
+/// opened the run (`opened`) or failed to (`open_status`).
 int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec, std::optional<reports::StoredRun> opened,
-                     const Status& open_status, const std::string& junit, bool fail_on_survivor) {
+                     const Status& open_status, const std::vector<std::string>& decided, const std::string& junit,
+                     bool fail_on_survivor) {
   if (mpi.broadcast(static_cast<std::int64_t>(open_status ? 1 : 0)) == 0) {
     return mpi.root() ? fail(open_status) : kExitOk;  // rank 0 says why; mpirun gives its code
   }
-  std::vector<const mutants::Mutant*> all = spec.mutants;
-  if (all.empty()) all.assign(mutants::registry().begin(), mutants::registry().end());
-  mutants::CampaignSpec mine = spec;
-  mine.mutants.clear();
-  for (std::size_t p = static_cast<std::size_t>(mpi.rank()); p < all.size(); p += static_cast<std::size_t>(mpi.size())) {
-    mine.mutants.push_back(all[p]);
+  const std::vector<const mutants::Mutant*> all = campaignList(spec);
+  std::string lines;  // rank 0's decided ids, one a line, for every rank
+  for (const std::string& id : decided) lines += id + "\n";
+  lines = mpi.broadcast(lines);
+  std::set<std::string> done;
+  for (std::size_t begin = 0, end; (end = lines.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    done.insert(lines.substr(begin, end - begin));
   }
-  CampaignProgress progress(mpi.root() && isatty(2));
-  reports::CampaignCollector collector(spec.policy, &progress);
-  std::optional<Expected<mutants::CampaignResult>> result;
-  std::string part = "R" + reports::encodeCampaignShard({});
-  if (!mine.mutants.empty()) {  // an empty list would mean the whole registry
-    result.emplace(mutants::runCampaign(mine, &collector));
-    if (!*result) {
-      part = "E" + result->status().message();
-    } else {
-      reports::CampaignShardRows rows;
-      rows.cases = (*result)->cases;
-      rows.baseline_refused = (*result)->baseline_refused;
-      rows.baseline_holds = (*result)->baseline_holds;
-      rows.mutants = std::move(collector.rows());
-      part = "R" + reports::encodeCampaignShard(rows);
+  std::set<std::string> share;
+  std::size_t position = 0;
+  for (const mutants::Mutant* m : all) {
+    if (done.count(std::string(m->id())) > 0) continue;
+    if (position++ % static_cast<std::size_t>(mpi.size()) == static_cast<std::size_t>(mpi.rank())) {
+      share.insert(std::string(m->id()));
     }
   }
-  const std::vector<std::string> parts = mpi.gather(part);
+
+  CampaignProgress progress(mpi.root() && isatty(2));
+  std::optional<mutants::CampaignResult> mine;  // this rank's, once its work has ended
+  Status stored;                                // rank 0: the first store error
+  const std::vector<std::string> last_words = streamToRoot(
+      mpi,
+      [&](Outbox& outbox) {
+        reports::CampaignShare listener(spec.policy, share, &progress, [&outbox](reports::MutantRows rows) {
+          reports::CampaignShardRows one;
+          one.mutants.push_back(std::move(rows));
+          outbox.post(reports::encodeCampaignShard(one));
+        });
+        mutants::CampaignSpec whole = spec;
+        whole.mutants = all;
+        auto result = mutants::runCampaign(whole, &listener);
+        if (!result) return "E" + result.status().message();
+        reports::CampaignShardRows baseline;
+        baseline.cases = result->cases;
+        baseline.baseline_refused = result->baseline_refused;
+        baseline.baseline_holds = result->baseline_holds;
+        mine = std::move(*result);
+        return "R" + reports::encodeCampaignShard(baseline);
+      },
+      [&](const std::string& batch) {
+        if (!stored) return;  // the other ranks' mutants are still taken, not written
+        auto rows = reports::decodeCampaignShard(batch);
+        stored = rows ? reports::writeMutantRows(opened->store, opened->run.id, rows->mutants) : rows.status();
+      });
   if (!mpi.root()) return kExitOk;  // mpirun's code is rank 0's
 
-  for (const std::string& p : parts) {
-    if (p[0] == 'E') return fail(Status::invalid(p.substr(1)));
+  for (const std::string& word : last_words) {
+    if (word[0] == 'E') return fail(Status::invalid(word.substr(1)));
   }
-  // Rank 0 always has mutant 0, so a result of its own.
-  mutants::CampaignResult total = **result;
+  if (!stored) return fail(stored);
+  mutants::CampaignResult total = *mine;
   total.outcomes.clear();
-  std::vector<reports::MutantRows> rows;
-  if (total.baseline_holds) {
-    std::map<std::string, reports::MutantRows> by_id;
-    for (const std::string& p : parts) {
-      auto shard = reports::decodeCampaignShard(p.substr(1));
-      if (!shard) return fail(shard.status());
-      for (reports::MutantRows& m : shard->mutants) by_id[m.mutant.id] = std::move(m);
-    }
-    for (const mutants::Mutant* m : all) {
-      const auto it = by_id.find(std::string(m->id()));
-      if (it == by_id.end()) return fail(Status::internal("no rank decided mutant " + std::string(m->id())));
-      total.outcomes.push_back(reports::outcomeFromRows(m, it->second));
-      rows.push_back(std::move(it->second));
-    }
-  }
   reports::Store& store = opened->store;
   const std::int64_t run_id = opened->run.id;
-  if (Status st = reports::writeMutantRows(store, run_id, rows); !st) return fail(st);
+  if (total.baseline_holds) {
+    auto rows = reports::putMutantRowsInOrder(store, run_id, all);
+    if (!rows) return fail(rows.status());
+    for (std::size_t i = 0; i < all.size(); ++i) total.outcomes.push_back(reports::outcomeFromRows(all[i], (*rows)[i]));
+  }
   if (Status st = store.finishRun(run_id); !st) return fail(st);
   if (!junit.empty()) {
     if (Status st = reports::writeCampaignJunit(total, junit); !st) return fail(st);
@@ -205,12 +225,12 @@ Command registerMutate(CLI::App& app) {
               }
               spec.mutants.push_back(m);
             }
+            // Under mpirun rank 0 opens the store (and every rank learns
+            // whether it could) and says which mutants a resumed run has.
             const MpiWorld& mpi = mpiWorld();
-            if (mpi.split() && o->resume) {
-              return fail(Status::invalid("--resume under mpirun: resume the campaign as one process"));
-            }
             std::optional<reports::StoredRun> opened;
             Status open_status;
+            std::vector<std::string> decided;
             if (mpi.root()) {
               auto run = reports::openRun(o->db, "mutate", reports::campaignArgs(spec), kSeamVersion, o->resume);
               if (run) {
@@ -218,9 +238,17 @@ Command registerMutate(CLI::App& app) {
               } else {
                 open_status = run.status();
               }
+              if (opened && o->resume && mpi.split()) {
+                auto stored = opened->store.mutants(opened->run.id);
+                if (!stored) open_status = stored.status();
+                for (const reports::MutantRecord& m : stored ? *stored : std::vector<reports::MutantRecord>{}) {
+                  decided.push_back(m.id);
+                }
+              }
             }
             if (mpi.split()) {
-              return campaignUnderMpi(mpi, spec, std::move(opened), open_status, o->junit, o->fail_on_survivor);
+              return campaignUnderMpi(mpi, spec, std::move(opened), open_status, decided, o->junit,
+                                      o->fail_on_survivor);
             }
             if (!open_status) return fail(open_status);
             reports::Store* store = &opened->store;
@@ -231,6 +259,12 @@ Command registerMutate(CLI::App& app) {
             auto result = mutants::runCampaign(spec, &recorder);
             if (!result) return fail(result.status());
             if (!recorder.status()) return fail(recorder.status());
+            if (result->baseline_holds) {
+              // A run resumed after an mpirun one holds its mutants in the order they were decided.
+              if (auto rows = reports::putMutantRowsInOrder(*store, run.id, campaignList(spec)); !rows) {
+                return fail(rows.status());
+              }
+            }
             if (Status st = store->finishRun(run.id); !st) return fail(st);
             if (!o->junit.empty()) {
               if (Status st = reports::writeCampaignJunit(*result, o->junit); !st) return fail(st);

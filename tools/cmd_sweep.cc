@@ -11,6 +11,7 @@
 
 #include "case_options.h"
 #include "command.h"
+#include "mpi_stream.h"
 #include "mpi_world.h"
 #include "seam/properties/sweep.h"
 #include "seam/reports/recorders.h"
@@ -48,9 +49,12 @@ std::vector<std::int64_t> decodeIndices(const std::string& bytes) {
 }
 
 /// `mpirun -np N seam sweep`: rank r of N takes shard i + n*r of n*N (the
-/// user's shard i/n split further), rank 0 gathers every rank's rows over
-/// MPI, writes them into its run and prints the summary of the whole shard.
-/// Rank 0 has opened the run (`opened`) or failed to (`open_status`).
+/// user's shard i/n split further; the cases a resumed run skips are global
+/// indices, so a run may be resumed with another N). Each rank sends every
+/// batch of rows to rank 0 as it finishes, and rank 0 writes each batch, its
+/// own too, in a transaction of its own as it arrives (a killed run keeps
+/// every batch written), then prints the summary of the whole shard. Rank 0
+/// has opened the run (`opened`) or failed to (`open_status`).
 int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec, std::optional<reports::StoredRun> opened,
                   const Status& open_status, const std::string& junit) {
   if (mpi.broadcast(static_cast<std::int64_t>(open_status ? 1 : 0)) == 0) {
@@ -61,40 +65,52 @@ int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec, std::optional
   spec.shard = {whole.shard.index + whole.shard.count * mpi.rank(), whole.shard.count * mpi.size()};
 
   ProgressLine progress;
-  reports::SweepCollector collector(spec, mpi.root() && isatty(2) ? &progress : nullptr);
-  auto live = properties::runSweep(spec, &collector);
-  // Every rank takes part in the gather, a failed one with its message.
-  std::string mine = "E" + (live ? std::string() : live.status().message());
-  if (live) {
-    reports::SweepShardRows rows;
-    rows.cases = std::move(collector.rows());
-    rows.run_here = live->run_here;
-    rows.seconds = live->seconds;
-    for (const auto& m : live->per_model) rows.model_seconds.push_back(m.seconds);
-    mine = "R" + reports::encodeSweepShard(rows);
-  }
-  const std::vector<std::string> all = mpi.gather(mine);
+  std::optional<properties::SweepResult> live;  // this rank's, once its work has ended
+  Status stored;                                // rank 0: the first store error
+  const std::vector<std::string> last_words = streamToRoot(
+      mpi,
+      [&](Outbox& outbox) {
+        reports::SweepBatcher batcher(spec, mpi.root() && isatty(2) ? &progress : nullptr,
+                                      [&outbox](std::vector<reports::CaseRows> batch) {
+                                        reports::SweepShardRows rows;
+                                        rows.cases = std::move(batch);
+                                        outbox.post(reports::encodeSweepShard(rows));
+                                      });
+        auto result = properties::runSweep(spec, &batcher);
+        batcher.flush();
+        // Every rank has its last word, a failed one its message.
+        if (!result) return "E" + result.status().message();
+        reports::SweepShardRows totals;
+        totals.run_here = result->run_here;
+        totals.seconds = result->seconds;
+        for (const auto& m : result->per_model) totals.model_seconds.push_back(m.seconds);
+        live = std::move(*result);
+        return "R" + reports::encodeSweepShard(totals);
+      },
+      [&](const std::string& batch) {
+        if (!stored) return;  // the other ranks' batches are still taken, not written
+        auto rows = reports::decodeSweepShard(batch);
+        stored = rows ? reports::writeCaseRows(opened->store, opened->run.id, std::move(rows->cases)) : rows.status();
+      });
   if (!mpi.root()) return kExitOk;  // mpirun's code is rank 0's
 
-  for (const std::string& part : all) {
-    if (part[0] == 'E') return fail(Status::invalid(part.substr(1)));
+  for (const std::string& word : last_words) {
+    if (word[0] == 'E') return fail(Status::invalid(word.substr(1)));
   }
+  if (!stored) return fail(stored);
   properties::SweepResult total = *live;
   total.run_here = 0;
-  std::vector<reports::CaseRows> rows;
-  for (const std::string& part : all) {
-    auto shard = reports::decodeSweepShard(part.substr(1));
+  for (std::size_t r = 0; r < last_words.size(); ++r) {
+    auto shard = reports::decodeSweepShard(last_words[r].substr(1));
     if (!shard) return fail(shard.status());
     total.run_here += shard->run_here;
     total.seconds = std::max(total.seconds, shard->seconds);
-    for (std::size_t m = 0; m < total.per_model.size() && m < shard->model_seconds.size(); ++m) {
-      if (&part != &all[0]) total.per_model[m].seconds += shard->model_seconds[m];
+    for (std::size_t m = 0; r > 0 && m < total.per_model.size() && m < shard->model_seconds.size(); ++m) {
+      total.per_model[m].seconds += shard->model_seconds[m];
     }
-    for (reports::CaseRows& row : shard->cases) rows.push_back(std::move(row));
   }
   reports::Store& store = opened->store;
   const std::int64_t run_id = opened->run.id;
-  if (Status st = reports::writeCaseRows(store, run_id, std::move(rows)); !st) return fail(st);
   if (Status st = store.finishRun(run_id); !st) return fail(st);
   auto result = reports::sweepResultFromStore(store, run_id, whole, total);
   if (!result) return fail(result.status());
@@ -186,7 +202,8 @@ Command registerSweep(CLI::App& app) {
             if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe) return fail(probe.status());
             // Under mpirun rank 0 opens the store (and every rank learns
             // whether it could), each rank sweeps its part of the shard, and
-            // rank 0 writes every rank's rows and prints the one summary.
+            // rank 0 writes every rank's rows as they come and prints the one
+            // summary.
             const MpiWorld& mpi = mpiWorld();
             std::optional<reports::StoredRun> opened;
             Status open_status;
@@ -199,9 +216,12 @@ Command registerSweep(CLI::App& app) {
               }
               if (opened && o->resume) {
                 auto done = opened->store.caseIndices(opened->run.id);
-                if (!done) return fail(done.status());
-                spec.skip = std::move(*done);
-                std::sort(spec.skip.begin(), spec.skip.end());
+                if (done) {
+                  spec.skip = std::move(*done);
+                  std::sort(spec.skip.begin(), spec.skip.end());
+                } else {
+                  open_status = done.status();  // under mpirun every rank must hear of it
+                }
               }
             }
             if (mpi.split()) return sweepUnderMpi(mpi, spec, std::move(opened), open_status, o->junit);

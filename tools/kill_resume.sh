@@ -22,8 +22,19 @@
 # Then KILLS runs are killed while they create a new store (at 0-29 ms,
 # where a run opens a new file and commits its schema): the next run on
 # each must open it and finish.
+# With --mpi N (tools/mpi_kill_resume.sh) every run is `mpirun -np N seam`
+# (each rank one worker thread): the uninterrupted run and every fresh start
+# use N ranks, the resumes cycle through N, N + 1 and one plain process (a
+# run may be resumed with another N); a kill SIGKILLs mpirun and every rank
+# at once (the whole session), or every other time one rank alone, chosen at
+# random, which mpirun answers by ending the others; either way no process
+# of the run is left when the next starts. The store-creation kills are left
+# out (mpirun's own start takes longer than the window).
+# --quick sweeps world 8 and mutates at worlds 1, 2, 4, 8 (instead of 16 and
+# 1-16); --no-build uses the binaries in $SEAM_BUILD (default build/) as they
+# are, without tools/setup.sh (ctest runs it so).
 # Delays come from a 31-bit LCG seeded with --seed (printed; it replays them).
-#   tools/kill_resume.sh [--seed N] [--kills K] [--no-sweep]
+#   tools/kill_resume.sh [--seed N] [--kills K] [--no-sweep] [--mpi N] [--quick] [--no-build]
 # Exit 0 when every store and output compared is identical and every run
 # after a kill in store creation succeeded; 1 otherwise (with the
 # difference and the seed); 2 on usage.
@@ -35,17 +46,31 @@ build="${SEAM_BUILD:-$root/build}"
 seed=$(( $(date +%s%N) / 1000 % 1000000 ))
 kills=20
 sweep=1
+np=1
+quick=0
+build_first=1
 while (($#)); do
   case "$1" in
     --seed) [[ "${2:-}" =~ ^[0-9]+$ ]] || { echo "kill_resume: --seed needs a number" >&2; exit 2; }; seed=$2; shift 2 ;;
     --kills) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "kill_resume: --kills needs a positive number" >&2; exit 2; }; kills=$2; shift 2 ;;
+    --mpi) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "kill_resume: --mpi needs a number of ranks" >&2; exit 2; }; np=$2; shift 2 ;;
     --no-sweep) sweep=0; shift ;;
-    *) echo "kill_resume: unknown option \"$1\" (--seed N, --kills K, --no-sweep)" >&2; exit 2 ;;
+    --quick) quick=1; shift ;;
+    --no-build) build_first=0; shift ;;
+    *) echo "kill_resume: unknown option \"$1\" (--seed N, --kills K, --no-sweep, --mpi N, --quick, --no-build)" >&2; exit 2 ;;
   esac
 done
 
-"$root/tools/setup.sh" "$build" >/dev/null
+((build_first)) && "$root/tools/setup.sh" "$build" >/dev/null
 seam="$build/tools/seam"
+[[ -x "$seam" ]] || { echo "kill_resume: no seam binary at $seam (build it, or leave out --no-build)" >&2; exit 2; }
+if ((np > 1)); then
+  mpirun=$(command -v mpirun) || { echo "kill_resume: --mpi needs mpirun (tools/setup.sh installs Open MPI)" >&2; exit 2; }
+  # As tests/tools/mpi_cli_test.cc: shared memory between local ranks, no
+  # ptrace single copy, the launcher on loopback, PMIx without shm locks.
+  export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+  export OMPI_MCA_oob_tcp_if_include=lo PMIX_MCA_gds=hash
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/seam-kill-resume.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
@@ -68,11 +93,13 @@ dump_sweep() {
               SELECT count(*), sum(finished_ms > 0) FROM runs;"
 }
 # Output without what differs between runs by nature: wall times and rates,
-# and the line only a resumed run prints.
+# and the line only a resumed run prints. A sweep's rate column widens with
+# its widest rate (a resumed run that reran a few cases of a model shows a
+# huge one), which moves the header's words: runs of spaces count as one.
 stable_mutate() { grep -v -e '^campaign took' -e 'resumed' "$1" || true; }
 stable_sweep() {
   grep -v -e '^checked ' -e 'resumed' "$1" |
-    sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//' || true
+    sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//; s/ +/ /g' || true
 }
 rows_mutate() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM mutants" 2>/dev/null || echo 0; }
 rows_sweep() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM cases" 2>/dev/null || echo 0; }
@@ -82,6 +109,63 @@ cost_mutate() { [[ -s "$1" ]] && query "$1" "SELECT coalesce(sum(cases_run), 0) 
 cost_sweep() { rows_sweep "$1"; }
 runs_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs" 2>/dev/null || echo 0; }
 finished_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs WHERE finished_ms > 0" 2>/dev/null || echo 0; }
+
+# launch NP ARGS...: starts `seam ARGS` in the background, under `mpirun -np
+# NP` when NP > 1 in a session of its own (setsid: Open MPI puts each rank in
+# a process group of its own, but all stay in mpirun's session); sets pid.
+launch() {
+  local ranks=$1
+  shift
+  if ((ranks > 1)); then
+    setsid "$mpirun" --allow-run-as-root --oversubscribe -np "$ranks" "$seam" "$@" &
+  else
+    "$seam" "$@" &
+  fi
+  pid=$!
+}
+# The live (not zombie) processes of session $1.
+session_pids() { ps -o pid=,stat= -s "$1" 2>/dev/null | awk '$2 !~ /^Z/ { print $1 }' || true; }
+# kill_session SID: SIGKILLs every process of the session until none is left
+# (mpirun may fork a rank between listing and killing).
+kill_session() {
+  local pids
+  while pids=$(session_pids "$1") && [[ -n "$pids" ]]; do
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.01
+  done
+}
+# stop NP: SIGKILLs the run `launch NP` started; true when it was still
+# running. Under mpirun every other stop kills one rank alone (at random),
+# then waits (at most 60 s) until mpirun has ended the rest; kill_note says
+# which kind of kill it was.
+stops=0
+stop() {
+  local ranks=$1 victims waited=0
+  kill_note=""
+  if ((ranks == 1)); then
+    ((np > 1)) && kill_note=":np1"
+    kill -KILL "$pid" 2>/dev/null
+    return
+  fi
+  [[ -n "$(session_pids "$pid")" ]] || return 1
+  stops=$((stops + 1))
+  mapfile -t victims < <(ps -o pid= --ppid "$pid" 2>/dev/null | tr -d ' ')
+  if ((stops % 2 == 0 && ${#victims[@]} > 0)); then
+    next_random
+    kill -KILL "${victims[state % ${#victims[@]}]}" 2>/dev/null || true
+    kill_note=":one-rank"
+    while [[ -n "$(session_pids "$pid")" ]] && ((waited < 6000)); do
+      sleep 0.01
+      waited=$((waited + 1))
+    done
+    [[ -z "$(session_pids "$pid")" ]] || { kill_note+="(mpirun left ranks running; killed)"; kill_session "$pid"; }
+  else
+    kill_session "$pid"
+    kill_note=":np$ranks"
+  fi
+  return 0
+}
 
 failed=0
 fail() { echo "kill_resume $1 (seed $seed)" >&2; failed=1; }
@@ -107,12 +191,11 @@ compare() {
 # resume_check NAME "ARGS"
 resume_check() {
   local name=$1 args=$2
-  local whole="$work/$name-whole.db" t0 pid first=0 total_ms total_cost
+  local whole="$work/$name-whole.db" t0 first=0 total_ms total_cost
   # 1. Uninterrupted, noting when the first row arrives.
   t0=$(now_ms)
   # shellcheck disable=SC2086
-  "$seam" $args --db "$whole" >"$work/$name-whole.out" 2>"$work/$name-whole.err" &
-  pid=$!
+  launch "$np" $args --db "$whole" >"$work/$name-whole.out" 2>"$work/$name-whole.err"
   while kill -0 "$pid" 2>/dev/null; do
     if ((first == 0)) && (($("rows_$name" "$whole") > 0)); then first=$(( $(now_ms) - t0 )); fi
     sleep 0.02
@@ -121,12 +204,15 @@ resume_check() {
   total_ms=$(( $(now_ms) - t0 ))
   ((first > 0)) || first=$total_ms
   total_cost=$("cost_$name" "$whole")
-  echo "kill_resume $name: seam $args: uninterrupted ${total_ms} ms (first row at ${first} ms), $("rows_$name" "$whole") rows"
+  echo "kill_resume $name: seam $args (np $np): uninterrupted ${total_ms} ms (first row at ${first} ms), $("rows_$name" "$whole") rows"
 
   # 2. Killed and resumed until KILLS kills have landed; a run that finishes
   # before its kill point completes that store, which is compared, and the
-  # next kill starts a new one.
-  local landed=0 stores=1 cut="$work/$name-cut1.db" points=() done_cost span delay resume=() integrity
+  # next kill starts a new one. Under mpirun the resumes cycle through np,
+  # np + 1 and one plain process.
+  local landed=0 stores=1 cut="$work/$name-cut1.db" points=() done_cost span delay resume=() integrity ranks
+  local resumes=0 sizes=("$np")
+  ((np > 1)) && sizes+=($((np + 1)) 1)
   compared=0
   while ((landed < kills)); do
     done_cost=$("cost_$name" "$cut")
@@ -134,14 +220,19 @@ resume_check() {
     ((span > 1)) || span=1
     next_random
     delay=$(( state % span ))
+    ranks=$np
+    if ((${#resume[@]})); then
+      ranks=${sizes[resumes % ${#sizes[@]}]}
+      resumes=$((resumes + 1))
+    fi
     # shellcheck disable=SC2086
-    "$seam" $args --db "$cut" "${resume[@]}" >"$work/$name-cut.out" 2>"$work/$name-cut.err" &
-    pid=$!
+    launch "$ranks" $args --db "$cut" "${resume[@]}" >"$work/$name-cut.out" 2>"$work/$name-cut.err"
     sleep_ms "$delay"
-    if kill -KILL "$pid" 2>/dev/null; then
+    # (bash's "Killed" notice of the job goes nowhere)
+    if stop "$ranks" 2>/dev/null; then
       wait "$pid" 2>/dev/null || true
       landed=$((landed + 1))
-      points+=("${delay}ms@${done_cost}/${total_cost}")
+      points+=("${delay}ms@${done_cost}/${total_cost}${kill_note}")
       if [[ -s "$cut" ]]; then
         integrity=$(query "$cut" "PRAGMA integrity_check" 2>&1 || true)
         [[ "$integrity" == ok ]] || { fail "$name: store damaged by kill $landed: $integrity"; return; }
@@ -166,9 +257,11 @@ resume_check() {
     resume=()
   done
   # The store the last kill left: resumed to the end.
+  ranks=$np
+  ((${#resume[@]})) && ranks=${sizes[resumes % ${#sizes[@]}]}
   # shellcheck disable=SC2086
-  "$seam" $args --db "$cut" "${resume[@]}" >"$work/$name-cut.out" 2>"$work/$name-cut.err" ||
-    { fail "$name: the last resume failed: $(tail -1 "$work/$name-cut.err")"; return; }
+  launch "$ranks" $args --db "$cut" "${resume[@]}" >"$work/$name-cut.out" 2>"$work/$name-cut.err"
+  wait "$pid" || { fail "$name: the last resume failed: $(tail -1 "$work/$name-cut.err")"; return; }
   compare "$name" "$whole" "$cut" "$work/$name-cut.out" || return
   echo "kill_resume $name: kill points (delay@work stored before it; :finished-first = the run ended first):"
   echo "  ${points[*]}"
@@ -177,16 +270,15 @@ resume_check() {
 
 # create_check "ARGS": runs killed while they create a new store.
 create_check() {
-  local args=$1 db="$work/create.db" k delay pid landed=0 left=0
+  local args=$1 db="$work/create.db" k delay landed=0 left=0
   for ((k = 0; k < kills; ++k)); do
     rm -f "$db" "$db-wal" "$db-shm" "$db-journal"
     next_random
     delay=$(( state % 30 ))
     # shellcheck disable=SC2086
-    "$seam" $args --db "$db" >/dev/null 2>&1 &
-    pid=$!
+    launch 1 $args --db "$db" >/dev/null 2>&1
     sleep_ms "$delay"
-    kill -KILL "$pid" 2>/dev/null && landed=$((landed + 1))
+    stop 1 && landed=$((landed + 1))
     wait "$pid" 2>/dev/null || true
     [[ -e "$db-journal" ]] && left=$((left + 1))
     # shellcheck disable=SC2086
@@ -196,8 +288,13 @@ create_check() {
   echo "kill_resume create: $landed of $kills runs killed in their first 30 ms ($left left a journal behind); every next run opened the store and finished"
 }
 
-echo "kill_resume: seed $seed, $kills kills per run (tools/kill_resume.sh --seed $seed replays the delays)"
-resume_check mutate "mutate --model nemotron-3-nano --world 1,2,4,8,16 --jobs 2"
-((sweep)) && resume_check sweep "sweep --world 16 --jobs 2"
-create_check "sweep --pattern M-*E-M*E --world 8 --jobs 1"
+jobs=2 mutate_worlds=1,2,4,8,16 sweep_world=16
+((np > 1)) && jobs=1  # one worker a rank
+((quick)) && mutate_worlds=1,2,4,8 sweep_world=8
+under=""
+((np > 1)) && under=", under mpirun -np $np"
+echo "kill_resume: seed $seed, $kills kills per run$under (tools/kill_resume.sh --seed $seed replays the delays)"
+resume_check mutate "mutate --model nemotron-3-nano --world $mutate_worlds --jobs $jobs"
+((sweep)) && resume_check sweep "sweep --world $sweep_world --jobs $jobs"
+((np == 1)) && create_check "sweep --pattern M-*E-M*E --world 8 --jobs 1"
 exit "$failed"

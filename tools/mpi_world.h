@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,20 @@ class MpiWorld {
   std::string broadcast(const std::string& bytes) const;
   /// Every rank gets rank 0's `value`.
   std::int64_t broadcast(std::int64_t value) const;
+
+  /// What another rank sent rank 0.
+  struct Message {
+    int source = 0;
+    int tag = 0;
+    std::string bytes;
+  };
+  /// A rank other than 0 sends `bytes` to rank 0 under `tag`. Returns once
+  /// MPI is done with them; until rank 0 takes them it sleeps in short
+  /// steps rather than spinning (the cores are the workers').
+  void sendToRoot(int tag, const std::string& bytes) const;
+  /// Rank 0: the next message another rank has sent, if one has arrived (it
+  /// never waits). Messages of one sender come in the order it sent them.
+  std::optional<Message> poll() const;
 
  private:
   friend class MpiSession;

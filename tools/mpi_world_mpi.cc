@@ -4,7 +4,9 @@
 #include <mpi.h>
 
 #include <cassert>
+#include <chrono>
 #include <limits>
+#include <thread>
 
 #include "mpi_world.h"
 
@@ -50,6 +52,33 @@ std::int64_t MpiWorld::broadcast(std::int64_t value) const {
   long long v = value;
   MPI_Bcast(&v, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   return v;
+}
+
+void MpiWorld::sendToRoot(int tag, const std::string& bytes) const {
+  assert(rank_ != 0 && "rank 0 does not send to itself");
+  assert(bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) && "a message over 2 GiB");
+  MPI_Request request;
+  MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &request);
+  // A blocking MPI_Send of a large message spins until rank 0 receives it.
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::optional<MpiWorld::Message> MpiWorld::poll() const {
+  if (size_ == 1) return std::nullopt;  // MPI may not even be started
+  int arrived = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &arrived, &status);
+  if (arrived == 0) return std::nullopt;
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  Message m{status.MPI_SOURCE, status.MPI_TAG, std::string(static_cast<std::size_t>(count), '\0')};
+  // Only this thread receives, so the probed message is the one received.
+  MPI_Recv(m.bytes.data(), count, MPI_BYTE, m.source, m.tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return m;
 }
 
 MpiSession::MpiSession(int* argc, char*** argv) {

@@ -65,35 +65,26 @@ std::string campaignArgs(const mutants::CampaignSpec& spec) {
 
 SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
                              properties::SweepListener* next)
-    : store_(store), run_id_(run_id), spec_(spec), next_(next) {
+    : store_(store), run_id_(run_id), batcher_(spec, next, [this](std::vector<CaseRows> batch) {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          queue_.push_back(std::move(batch));
+        }
+        wake_.notify_one();
+      }) {
   writer_ = std::thread([this] { writerLoop(); });
 }
 
 SweepRecorder::~SweepRecorder() { (void)flush(); }
 
-void SweepRecorder::onProgress(std::int64_t done, std::int64_t total) {
-  if (next_) next_->onProgress(done, total);
-}
+void SweepRecorder::onProgress(std::int64_t done, std::int64_t total) { batcher_.onProgress(done, total); }
 
-void SweepRecorder::write(Pending batch) {
-  if (!status_) return;
-  if (Status st = store_.beginBatch(); !st) {
-    status_ = st;
-    return;
-  }
-  for (const auto& [rec, failing] : batch) {
-    if (Status st = store_.addCase(run_id_, rec, failing); !st) {
-      status_ = st;
-      // The sweep goes on to its end; holding the write lock until then
-      // would stop every other run on this store.
-      (void)store_.rollbackBatch();
-      return;
-    }
-  }
-  if (Status st = store_.commitBatch(); !st) {
-    status_ = st;
-    (void)store_.rollbackBatch();
-  }
+void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) { batcher_.onCases(chunk); }
+
+void SweepRecorder::write(std::vector<CaseRows> batch) {
+  // A failed batch is rolled back: the sweep goes on to its end, and holding
+  // the write lock until then would stop every other run on this store.
+  if (status_) status_ = writeCaseRows(store_, run_id_, std::move(batch));
 }
 
 void SweepRecorder::writerLoop() {
@@ -101,7 +92,7 @@ void SweepRecorder::writerLoop() {
   for (;;) {
     wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
     if (queue_.empty() && closing_) return;
-    Pending batch = std::move(queue_.front());
+    std::vector<CaseRows> batch = std::move(queue_.front());
     queue_.erase(queue_.begin());
     lock.unlock();
     write(std::move(batch));
@@ -110,28 +101,15 @@ void SweepRecorder::writerLoop() {
 }
 
 Status SweepRecorder::flush() {
+  batcher_.flush();  // the last batch to the writer; nothing once closed
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closing_) return status_;
-    if (!pending_.empty()) queue_.push_back(std::move(pending_));
-    pending_.clear();
     closing_ = true;
   }
   wake_.notify_one();
   if (writer_.joinable()) writer_.join();
   return status_;
-}
-
-void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) {
-  for (CaseRows& row : caseRows(chunk, spec_)) pending_.push_back(std::move(row));
-  if (static_cast<int>(pending_.size()) >= kBatchCases) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(std::move(pending_));
-    }
-    pending_.clear();
-    wake_.notify_one();
-  }
 }
 
 Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_t run_id,

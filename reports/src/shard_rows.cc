@@ -1,6 +1,7 @@
 #include "seam/reports/shard_rows.h"
 
 #include <algorithm>
+#include <map>
 
 #include "seam/reports/recorders.h"
 #include "seam/sim/bytes.h"
@@ -34,12 +35,22 @@ std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
   return out;
 }
 
-void SweepCollector::onProgress(std::int64_t done, std::int64_t total) {
+void SweepBatcher::onProgress(std::int64_t done, std::int64_t total) {
   if (next_) next_->onProgress(done, total);
 }
 
-void SweepCollector::onCases(const std::vector<properties::CaseResult>& chunk) {
-  for (CaseRows& row : caseRows(chunk, spec_)) rows_.push_back(std::move(row));
+void SweepBatcher::onCases(const std::vector<properties::CaseResult>& chunk) {
+  for (CaseRows& row : caseRows(chunk, spec_)) {
+    pending_.push_back(std::move(row));
+    if (static_cast<int>(pending_.size()) == SweepRecorder::kBatchCases) flush();
+  }
+}
+
+void SweepBatcher::flush() {
+  if (pending_.empty()) return;
+  std::vector<CaseRows> batch;
+  batch.swap(pending_);
+  sink_(std::move(batch));
 }
 
 namespace {
@@ -119,24 +130,70 @@ mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const Muta
   return o;
 }
 
-void CampaignCollector::onBaseline(std::int64_t cases, bool holds) {
+void CampaignShare::onBaseline(std::int64_t cases, bool holds) {
   if (next_) next_->onBaseline(cases, holds);
 }
 
-void CampaignCollector::onMutant(const mutants::MutantOutcome& outcome, int done, int total) {
-  if (next_) next_->onMutant(outcome, done, total);
-  rows_.push_back(mutantRows(outcome, policy_));
+void CampaignShare::onMutant(const mutants::MutantOutcome& outcome, int, int) {
+  if (!mine(*outcome.mutant)) return;  // passed over
+  if (next_) next_->onMutant(outcome, ++done_, static_cast<int>(share_.size()));
+  sink_(mutantRows(outcome, policy_));
 }
 
+std::optional<mutants::MutantOutcome> CampaignShare::recalled(const mutants::Mutant& mutant) {
+  if (mine(mutant)) return std::nullopt;
+  return mutants::MutantOutcome{};  // not this process's: onMutant passes it over
+}
+
+namespace {
+
+/// Puts each mutant's row and its kill, in order, into the open batch.
+Status putMutantRows(Store& store, std::int64_t run_id, const std::vector<MutantRows>& rows) {
+  for (const MutantRows& m : rows) {
+    Status st = store.putMutant(run_id, m.mutant);
+    if (st && m.kill) st = store.addKill(run_id, *m.kill);
+    if (!st) return st;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<MutantRows>& rows) {
-  return inOneBatch(store, [&] {
-    for (const MutantRows& m : rows) {
-      Status st = store.putMutant(run_id, m.mutant);
-      if (st && m.kill) st = store.addKill(run_id, *m.kill);
-      if (!st) return st;
+  return inOneBatch(store, [&] { return putMutantRows(store, run_id, rows); });
+}
+
+Expected<std::vector<MutantRows>> putMutantRowsInOrder(Store& store, std::int64_t run_id,
+                                                       const std::vector<const mutants::Mutant*>& order) {
+  auto stored = store.mutants(run_id);
+  if (!stored) return stored.status();
+  auto kills = store.kills(run_id);
+  if (!kills) return kills.status();
+  std::map<std::string, MutantRows> by_id;
+  std::vector<std::string> stored_order;
+  for (MutantRecord& m : *stored) {
+    stored_order.push_back(m.id);
+    by_id[m.id].mutant = std::move(m);
+  }
+  for (KillRecord& k : *kills) by_id[k.mutant_id].kill = std::move(k);
+  std::vector<MutantRows> rows;
+  std::vector<std::string> wanted;
+  for (const mutants::Mutant* m : order) {
+    const auto it = by_id.find(std::string(m->id()));
+    if (it == by_id.end() || it->second.mutant.id.empty()) {
+      return Status::internal("mutant " + std::string(m->id()) + " has no row in run " + std::to_string(run_id) +
+                              " of --db \"" + store.path() + "\"");
     }
-    return Status::ok();
+    wanted.push_back(it->first);
+    rows.push_back(it->second);
+  }
+  if (stored_order == wanted) return rows;
+  Status st = inOneBatch(store, [&] {
+    Status cleared = store.clearMutants(run_id);
+    return cleared ? putMutantRows(store, run_id, rows) : cleared;
   });
+  if (!st) return st;
+  return rows;
 }
 
 namespace {

@@ -166,6 +166,8 @@ enum class Sql : std::size_t {
   kMutants,
   kAddKill,
   kKills,
+  kClearKills,
+  kClearMutants,
   kAddEquivalence,
   kEquivalences,
   kAddTiming,
@@ -218,6 +220,10 @@ constexpr std::array<const char*, static_cast<std::size_t>(Sql::kCount)> kSqlTex
     // kKills
     "SELECT mutant_id, case_idx, property, violation_class, text, reproduce FROM kills "
     "WHERE run_id = ? ORDER BY rowid",
+    // kClearKills
+    "DELETE FROM kills WHERE run_id = ?",
+    // kClearMutants
+    "DELETE FROM mutants WHERE run_id = ?",
     // kAddEquivalence
     "INSERT OR REPLACE INTO equivalence(run_id, case_idx, plan_a, plan_a_hash, plan_b, plan_b_hash, "
     "predicted_identical, observed_identical, max_difference) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -862,6 +868,17 @@ struct Store::Impl {
     return Status::ok();
   }
 
+  Status clearMutants(std::int64_t run_id) {
+    for (Sql sql : {Sql::kClearKills, Sql::kClearMutants}) {
+      auto s = statement(sql);
+      if (!s) return s.status();
+      StatementUse use(*s);
+      SEAM_SQLITE_CHECK(bindAll(*s, run_id));
+      SEAM_SQLITE_CHECK(sqlite3_step(*s));
+    }
+    return Status::ok();
+  }
+
   Expected<std::vector<KillRecord>> kills(std::int64_t run_id) {
     auto s = statement(Sql::kKills);
     if (!s) return s.status();
@@ -1078,6 +1095,8 @@ Expected<std::vector<MutantRecord>> Store::mutants(std::int64_t run_id) {
 }
 
 Expected<std::vector<KillRecord>> Store::kills(std::int64_t run_id) { return impl_->kills(run_id); }
+
+Status Store::clearMutants(std::int64_t run_id) { return impl_->clearMutants(run_id); }
 
 Expected<std::vector<RunRecord>> Store::runs() { return impl_->runs(); }
 

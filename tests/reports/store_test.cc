@@ -600,6 +600,36 @@ TEST(Store, PutMutantReplacesTheRowInPlaceAndAddKillKeepsTheFirstKill) {
   EXPECT_EQ(got.reproduce, first.reproduce);
 }
 
+TEST(Store, ClearMutantsDeletesTheMutantAndKillRowsOfThatRunOnly) {
+  const std::string path = tempPath("clear_mutants.db");
+  Store store = openOrDie(path);
+  RunRecord a = sampleRun("mutate", "--world 2");
+  RunRecord b = sampleRun("mutate", "--world 4");
+  ASSERT_TRUE(store.beginRun(a));
+  ASSERT_TRUE(store.beginRun(b));
+  const MutantRecord m{.id = "plan.drop", .kind = "plan", .description = "d", .status = "killed", .argument = "",
+                       .cases_run = 3};
+  const KillRecord k{.mutant_id = "plan.drop", .case_index = 2, .property = 1, .violation_class = "c", .text = "t",
+                     .reproduce = "r"};
+  for (const RunRecord& run : {a, b}) {
+    ASSERT_TRUE(store.putMutant(run.id, m));
+    ASSERT_TRUE(store.addKill(run.id, k));
+  }
+  ASSERT_TRUE(store.clearMutants(a.id));
+  EXPECT_TRUE(store.mutants(a.id)->empty());
+  EXPECT_TRUE(store.kills(a.id)->empty());
+  EXPECT_EQ(store.mutants(b.id)->size(), 1u);
+  EXPECT_EQ(store.kills(b.id)->size(), 1u);
+  // Put again, a row reads back after those put before it.
+  const MutantRecord later{.id = "plan.swap", .kind = "plan", .description = "s", .status = "survived",
+                           .argument = "", .cases_run = 9};
+  ASSERT_TRUE(store.putMutant(a.id, later));
+  ASSERT_TRUE(store.putMutant(a.id, m));
+  ASSERT_EQ(store.mutants(a.id)->size(), 2u);
+  EXPECT_EQ((*store.mutants(a.id))[0].id, "plan.swap");
+  EXPECT_EQ((*store.mutants(a.id))[1].id, "plan.drop");
+}
+
 TEST(Store, FindsTheLatestUnfinishedRunWithTheSameCommandAndArgs) {
   const std::string path = tempPath("resume.db");
   Store store = openOrDie(path);

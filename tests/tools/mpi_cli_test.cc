@@ -1,28 +1,39 @@
 // `mpirun -np 2 seam sweep|mutate`: two processes on this machine, each with
 // its part of the work, rank 0 writing the one store, end with the summary,
-// the store rows and the exit code of one process running the whole.
+// the store rows and the exit code of one process running the whole; killed
+// halfway, they leave what rank 0 had written, and --resume under mpirun
+// ends like the one process.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <initializer_list>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "run_seam.h"
+#include "store_counts.h"
 
 namespace {
 
+using seam::testing::killWhen;
 using seam::testing::runSeam;
+using seam::testing::spawnSession;
+using seam::testing::storedCases;
+using seam::testing::storedMutants;
 
 #ifdef SEAM_MPIRUN
 // CI runs as root in a container that may have no network: shared memory
 // between the two local ranks (ob1, no UCX probing), no single-copy
 // mechanism that needs ptrace, the launcher's own traffic over loopback,
 // PMIx's data store without the shared-memory locks containers may refuse.
-const std::string kMpirun =
-    std::string("env OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
-                "OMPI_MCA_oob_tcp_if_include=lo PMIX_MCA_gds=hash ") +
-    SEAM_MPIRUN + " --allow-run-as-root --oversubscribe -np 2 " + SEAM_BIN;
+std::string mpirun(int np) {
+  return std::string("env OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
+                     "OMPI_MCA_oob_tcp_if_include=lo PMIX_MCA_gds=hash ") +
+         SEAM_MPIRUN + " --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " " + SEAM_BIN;
+}
+const std::string kMpirun = mpirun(2);
 #endif
 
 std::string tempPath(const std::string& name) {
@@ -134,7 +145,90 @@ TEST(MpiCli, BadInputUnderMpirunExitsTwoWithSeamsLineOnce) {
   EXPECT_EQ(r.err.find("seam: ", first + 1), std::string::npos) << "only rank 0 prints:\n" << r.err;
   const auto mutate = runSeam(" mutate --world 2 --resume --db " + tempPath("never.db"), kMpirun);
   EXPECT_EQ(mutate.code, 2);
-  EXPECT_NE(mutate.err.find("--resume under mpirun"), std::string::npos) << mutate.err;
+  EXPECT_NE(mutate.err.find("--resume: no unfinished mutate"), std::string::npos) << mutate.err;
+  EXPECT_EQ(mutate.err.find("seam: ", mutate.err.find("seam: ") + 1), std::string::npos) << mutate.err;
+#endif
+}
+
+#ifdef SEAM_MPIRUN
+/// Runs `mpirun -np 2 seam ARGS` into the fresh store `name` and SIGKILLs
+/// mpirun and both ranks at once when `written(store)` reaches the first
+/// threshold; on a loaded machine the run may end first: then again with
+/// the next, lower one. True when a kill landed.
+bool killOnceWritten(const std::string& args, const std::string& name, std::int64_t (*written)(const std::string&),
+                     std::initializer_list<std::int64_t> thresholds) {
+  for (std::int64_t threshold : thresholds) {
+    const std::string cut = tempPath(name);  // removes what an earlier round left
+    const pid_t pid = spawnSession(kMpirun + args + cut);
+    if (killWhen(pid, [&] { return written(cut) >= threshold; }, /*whole_session=*/true)) return true;
+  }
+  return false;
+}
+#endif
+
+TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProcessRows) {
+#ifndef SEAM_MPIRUN
+  GTEST_SKIP() << "built without MPI";
+#else
+  const std::string one = tempPath("sweep_one.db"), cut = tempPath("sweep_cut.db");
+  const std::string args = " sweep --world 8 --model nemotron-3-nano --jobs 1 --db ";
+  const auto single = runSeam(args + one);
+  ASSERT_EQ(single.code, 0) << single.err;
+  const std::string cases =
+      "select idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, reproduce, plan_hash "
+      "from cases order by idx";
+  const std::int64_t total = storedCases(one);
+
+  ASSERT_TRUE(killOnceWritten(args, "sweep_cut.db", storedCases, {4096, 1024, 256}))
+      << "the sweep finished before it could be killed, three times";
+  const std::int64_t before = storedCases(cut);
+  std::cout << "killed with " << before << " of " << total << " case rows written\n";
+  EXPECT_GE(before, 256);
+  EXPECT_LT(before, total);
+  // What survived are rows equal to the one process's, and the run is not finished.
+  const std::string same =
+      "attach '" + one + "' as o; select count(*) from cases c join o.cases d on c.idx = d.idx and "
+      "c.reproduce = d.reproduce and c.outcome = d.outcome and c.plan_hash = d.plan_hash";
+  EXPECT_EQ(rows(cut, same), std::to_string(before) + "\n");
+  EXPECT_EQ(rows(cut, "select finished_ms from runs"), "0\n");
+
+  const auto resumed = runSeam(args + cut + " --resume", kMpirun);
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(withoutTimings(resumed.out), withoutTimings(single.out));
+  EXPECT_NE(resumed.out.find("of them by the interrupted run resumed here"), std::string::npos) << resumed.out;
+  EXPECT_EQ(rows(cut, cases), rows(one, cases));
+  EXPECT_EQ(rows(cut, "select count(*), sum(finished_ms > 0) from runs"), "1|1\n");
+#endif
+}
+
+TEST(MpiCli, ACampaignKilledUnderMpirunResumesWithThreeRanksToTheOneProcessRows) {
+#ifndef SEAM_MPIRUN
+  GTEST_SKIP() << "built without MPI";
+#else
+  const std::string one = tempPath("mutate_one.db"), cut = tempPath("mutate_cut.db");
+  const std::string args = " mutate --world 1,2,4,8 --model nemotron-3-nano --jobs 1 --db ";
+  const auto single = runSeam(args + one);
+  ASSERT_EQ(single.code, 0) << single.err;
+  const std::int64_t total = storedMutants(one);
+
+  ASSERT_TRUE(killOnceWritten(args, "mutate_cut.db", storedMutants, {8, 4, 1}))
+      << "the campaign finished before it could be killed, three times";
+  const std::int64_t before = storedMutants(cut);
+  std::cout << "killed with " << before << " of " << total << " mutants written\n";
+  EXPECT_GE(before, 1);
+  EXPECT_LT(before, total);
+
+  // Another number of ranks deals the mutants left out anew.
+  const auto resumed = runSeam(args + cut + " --resume", mpirun(3));
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(withoutTimings(resumed.out), withoutTimings(single.out));
+  // In list order, as one process writes them, though the ranks decided them in another.
+  for (const std::string q : {"select id, kind, description, status, argument, cases_run from mutants order by rowid",
+                              "select mutant_id, case_idx, property, violation_class, text, reproduce from kills "
+                              "order by rowid",
+                              "select command, args, finished_ms > 0 from runs"}) {
+    EXPECT_EQ(rows(cut, q), rows(one, q)) << q;
+  }
 #endif
 }
 

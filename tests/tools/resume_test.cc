@@ -15,13 +15,15 @@
 
 #include "run_seam.h"
 #include "seam/mutants/mutant.h"
-#include "seam/reports/store.h"
+#include "store_counts.h"
 
 namespace {
 
 using seam::testing::killWhen;
 using seam::testing::runSeam;
 using seam::testing::spawnSeam;
+using seam::testing::storedCases;
+using seam::testing::storedMutants;
 
 std::string tempPath(const std::string& name) {
   return ::testing::TempDir() + "seam_resume_" + std::to_string(getpid()) + "_" + name;
@@ -40,25 +42,6 @@ std::string stable(const std::string& out, const char* timing_prefix) {
     kept += line + "\n";
   }
   return kept;
-}
-
-/// Counts rows of a run through a read of the store (another process writes it).
-std::int64_t storedMutants(const std::string& db) {
-  auto store = seam::reports::Store::open(db);
-  if (!store) return 0;
-  auto runs = store->runs();
-  if (!runs || runs->empty()) return 0;
-  auto m = store->mutants(runs->back().id);
-  return m ? static_cast<std::int64_t>(m->size()) : 0;
-}
-
-std::int64_t storedCases(const std::string& db) {
-  auto store = seam::reports::Store::open(db);
-  if (!store) return 0;
-  auto runs = store->runs();
-  if (!runs || runs->empty()) return 0;
-  auto c = store->caseIndices(runs->back().id);
-  return c ? static_cast<std::int64_t>(c->size()) : 0;
 }
 
 TEST(Resume, ACampaignKilledHalfwayAndResumedEndsWithTheSameTable) {
@@ -122,6 +105,11 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
         line = w[0] + " " + w[1] + " " + w[2] + " " + w[3];
       } else if (line.find(" cases/s") != std::string::npos) {
         line = line.substr(0, line.rfind(", "));
+        // The header: the rate column widens with its widest rate (a model
+        // with a few cases rerun shows a huge one), so spacing is no part of it.
+        std::string words;
+        for (const std::string& word : w) words += (words.empty() ? "" : " ") + word;
+        if (line.rfind("model ", 0) == 0) line = words;
       }
       kept += line + "\n";
     }

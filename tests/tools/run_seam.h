@@ -10,6 +10,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -82,24 +83,67 @@ inline int waitExit(pid_t pid) {
 /// 60 s limit made the resume test give up before the first mutant row.
 inline constexpr std::chrono::seconds kKillWaitLimit{600};
 
-/// Waits until `ready()` or the child exits; then SIGKILLs it. True if it
-/// was killed while still running.
+/// Starts the shell command line `command` (output discarded) in a session
+/// of its own and returns its pid, the session's id. For mpirun, which puts
+/// each rank in a process group of its own: a kill of the session reaches
+/// every process of the run.
+inline pid_t spawnSession(const std::string& command) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    const std::string cmd = "exec " + command + " >/dev/null 2>/dev/null";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+/// SIGKILLs every live process of session `sid` until none is left (a
+/// launcher may start one between the look and the kill).
+inline void killSession(pid_t sid) {
+  for (bool any = true; any;) {
+    any = false;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t p = static_cast<pid_t>(std::stol(name));
+      if (getsid(p) != sid) continue;
+      std::ifstream stat(entry.path() / "stat");
+      std::string pid_field, comm, state;
+      stat >> pid_field >> comm >> state;  // comm holds no space for seam, sh, mpirun
+      if (state == "Z") continue;          // dead already, waiting to be reaped
+      kill(p, SIGKILL);
+      any = true;
+    }
+    if (any) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+/// Waits until `ready()` or the child exits; then SIGKILLs it (with
+/// `whole_session`, every process of the session it leads: spawnSession).
+/// True if it was killed while still running.
 template <class Ready>
-bool killWhen(pid_t pid, Ready ready) {
+bool killWhen(pid_t pid, Ready ready, bool whole_session = false) {
+  const auto stop = [pid, whole_session] {
+    if (whole_session) {
+      killSession(pid);
+    } else {
+      kill(pid, SIGKILL);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+  };
   const auto deadline = std::chrono::steady_clock::now() + kKillWaitLimit;
   while (std::chrono::steady_clock::now() < deadline) {
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) return false;  // finished first
     if (ready()) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
+      stop();
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  kill(pid, SIGKILL);
-  int status;
-  waitpid(pid, &status, 0);
+  stop();
   return false;
 }
 

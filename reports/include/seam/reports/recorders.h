@@ -11,6 +11,7 @@
 #include "seam/mutants/campaign.h"
 #include "seam/properties/prop.h"
 #include "seam/properties/sweep.h"
+#include "seam/reports/shard_rows.h"
 #include "seam/reports/store.h"
 
 namespace seam::reports {
@@ -52,15 +53,12 @@ class SweepRecorder : public properties::SweepListener {
   const Status& status() const { return status_; }
 
  private:
+  void write(std::vector<CaseRows> batch);  // on the writer thread
+  void writerLoop();
   Store& store_;
   std::int64_t run_id_;
-  const properties::SweepSpec& spec_;
-  properties::SweepListener* next_;
-  using Pending = std::vector<std::pair<CaseRecord, std::vector<VerdictRecord>>>;
-  void write(Pending batch);  // on the writer thread
-  void writerLoop();
-  Pending pending_;                 // filled by onCases
-  std::vector<Pending> queue_;      // full batches for the writer
+  SweepBatcher batcher_;                     // full batches go to queue_
+  std::vector<std::vector<CaseRows>> queue_;  // batches for the writer
   std::mutex mutex_;
   std::condition_variable wake_;
   bool closing_ = false;

@@ -1,11 +1,14 @@
-// The rows one process of a run produced, kept in memory and turned into
-// bytes, so that another process writes them into the store: under mpirun
-// every rank runs its part of a sweep or a campaign and rank 0 writes the
-// one store (tools/ moves the bytes over MPI; nothing here knows MPI).
+// The rows one process of a run produced, handed on as they finish and
+// turned into bytes, so that another process writes them into the store:
+// under mpirun every rank runs its part of a sweep or a campaign and rank 0
+// writes the one store, each batch as it arrives (tools/ moves the bytes
+// over MPI; nothing here knows MPI).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +26,8 @@ using CaseRows = std::pair<CaseRecord, std::vector<VerdictRecord>>;
 std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk, const properties::SweepSpec& spec);
 
 /// What one process of a sweep did: its case rows and its part of the live
-/// totals (cases it ran, its wall time, worker time per model).
+/// totals (cases it ran, its wall time, worker time per model). Under mpirun
+/// a rank sends one per batch of rows, then one with its totals alone.
 struct SweepShardRows {
   std::vector<CaseRows> cases;
   std::int64_t run_here = 0;
@@ -31,24 +35,32 @@ struct SweepShardRows {
   std::vector<double> model_seconds;  ///< per SweepSpec::models entry
 };
 
-/// Collects a sweep's rows in memory, forwarding progress to `next`.
-class SweepCollector : public properties::SweepListener {
+/// Hands a sweep's rows on in batches of SweepRecorder::kBatchCases as its
+/// cases finish (the last, shorter batch on flush()), forwarding progress to
+/// `next`. `sink` runs under the sweep's listener lock.
+class SweepBatcher : public properties::SweepListener {
  public:
-  SweepCollector(const properties::SweepSpec& spec, properties::SweepListener* next) : spec_(spec), next_(next) {}
+  using Sink = std::function<void(std::vector<CaseRows>)>;
+  SweepBatcher(const properties::SweepSpec& spec, properties::SweepListener* next, Sink sink)
+      : spec_(spec), next_(next), sink_(std::move(sink)) {}
   void onProgress(std::int64_t done, std::int64_t total) override;
   void onCases(const std::vector<properties::CaseResult>& chunk) override;
-  std::vector<CaseRows>& rows() { return rows_; }
+  /// Hands on the rows of the batch not yet full (none: nothing happens).
+  void flush();
 
  private:
   const properties::SweepSpec& spec_;
   properties::SweepListener* next_;
-  std::vector<CaseRows> rows_;
+  Sink sink_;
+  std::vector<CaseRows> pending_;
 };
 
 std::string encodeSweepShard(const SweepShardRows& shard);
 Expected<SweepShardRows> decodeSweepShard(const std::string& bytes);
 
-/// Writes case rows into a run, kBatchCases per transaction, in index order.
+/// Writes case rows into a run, kBatchCases per transaction, in index order;
+/// a transaction that fails is rolled back (the store freed for other
+/// writers) and its error returned.
 Status writeCaseRows(Store& store, std::int64_t run_id, std::vector<CaseRows> rows);
 
 /// The store rows of one decided mutant (CampaignRecorder's conversion).
@@ -61,26 +73,44 @@ MutantRows mutantRows(const mutants::MutantOutcome& outcome, PolicyKind policy);
 /// resumed campaign recalls). Null `mutant` when `rows.mutant.id` is unknown.
 mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const MutantRows& rows);
 
-/// Collects the rows of each decided mutant in memory, forwarding progress.
-class CampaignCollector : public mutants::CampaignListener {
+/// One process's share of a campaign (a rank's under mpirun): the mutants
+/// with an id in `share` run; every other one is passed over as if recalled
+/// (so the baseline runs even when the share is empty). Each decided
+/// mutant's rows go to `sink` as it is decided; progress over the share goes
+/// to `next`.
+class CampaignShare : public mutants::CampaignListener {
  public:
-  CampaignCollector(PolicyKind policy, mutants::CampaignListener* next) : policy_(policy), next_(next) {}
+  using Sink = std::function<void(MutantRows)>;
+  CampaignShare(PolicyKind policy, std::set<std::string> share, mutants::CampaignListener* next, Sink sink)
+      : policy_(policy), share_(std::move(share)), next_(next), sink_(std::move(sink)) {}
   void onBaseline(std::int64_t cases, bool holds) override;
   void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
-  std::vector<MutantRows>& rows() { return rows_; }
+  std::optional<mutants::MutantOutcome> recalled(const mutants::Mutant& mutant) override;
 
  private:
+  bool mine(const mutants::Mutant& mutant) const { return share_.count(std::string(mutant.id())) > 0; }
   PolicyKind policy_;
+  std::set<std::string> share_;
   mutants::CampaignListener* next_;
-  std::vector<MutantRows> rows_;
+  Sink sink_;
+  int done_ = 0;
 };
 
 /// Writes the rows of a campaign's mutants into a run, in the given order, in
 /// one transaction.
 Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<MutantRows>& rows);
 
+/// The run's stored mutant rows in `order` (the campaign's list). One process
+/// stores mutants in list order; ranks under mpirun store each as it is
+/// decided, so before the run is finished its rows are put again in list
+/// order, in one transaction (nothing is written when they are in it). An
+/// error names the first mutant of `order` that has no row.
+Expected<std::vector<MutantRows>> putMutantRowsInOrder(Store& store, std::int64_t run_id,
+                                                       const std::vector<const mutants::Mutant*>& order);
+
 /// What one process of a campaign did: the baseline as it saw it and the
-/// rows of the mutants it decided.
+/// rows of the mutants it decided (under mpirun: one message per decided
+/// mutant, then one with the baseline alone).
 struct CampaignShardRows {
   std::int64_t cases = 0;
   std::int64_t baseline_refused = 0;

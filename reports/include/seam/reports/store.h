@@ -150,6 +150,9 @@ class Store {
   Status addKill(std::int64_t run_id, const KillRecord& k);
   Expected<std::vector<MutantRecord>> mutants(std::int64_t run_id);
   Expected<std::vector<KillRecord>> kills(std::int64_t run_id);
+  /// Deletes the run's mutant and kill rows, so that they can be put again
+  /// in another order (mutants() and kills() read them in the order put).
+  Status clearMutants(std::int64_t run_id);
 
   Expected<std::vector<RunRecord>> runs();
 
