@@ -83,7 +83,10 @@ int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec, std::optional
         reports::SweepShardRows totals;
         totals.run_here = result->run_here;
         totals.seconds = result->seconds;
-        for (const auto& m : result->per_model) totals.model_seconds.push_back(m.seconds);
+        for (const auto& m : result->per_model) {
+          totals.model_seconds.push_back(m.seconds);
+          totals.model_run_here.push_back(m.run_here);
+        }
         live = std::move(*result);
         return "R" + reports::encodeSweepShard(totals);
       },
@@ -107,6 +110,9 @@ int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec, std::optional
     total.seconds = std::max(total.seconds, shard->seconds);
     for (std::size_t m = 0; r > 0 && m < total.per_model.size() && m < shard->model_seconds.size(); ++m) {
       total.per_model[m].seconds += shard->model_seconds[m];
+    }
+    for (std::size_t m = 0; r > 0 && m < total.per_model.size() && m < shard->model_run_here.size(); ++m) {
+      total.per_model[m].run_here += shard->model_run_here[m];
     }
   }
   reports::Store& store = opened->store;

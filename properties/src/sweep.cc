@@ -304,6 +304,7 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
     const CaseResult& o = outcomes[i];
     ModelTally& tally = result.per_model[items[i].model];
     tally.seconds += seconds[i];
+    ++tally.run_here;
     if (o.refused) {
       ++tally.refused;
       ++result.refused;

@@ -210,6 +210,8 @@ std::string encodeSweepShard(const SweepShardRows& shard) {
   w.put(shard.seconds);
   w.put(static_cast<std::int64_t>(shard.model_seconds.size()));
   for (double s : shard.model_seconds) w.put(s);
+  w.put(static_cast<std::int64_t>(shard.model_run_here.size()));
+  for (std::int64_t n : shard.model_run_here) w.put(n);
   w.put(static_cast<std::int64_t>(shard.cases.size()));
   for (const auto& [c, verdicts] : shard.cases) {
     w.put(c.index);
@@ -237,6 +239,8 @@ Expected<SweepShardRows> decodeSweepShard(const std::string& bytes) {
   shard.seconds = r.real();
   const std::int64_t models = r.count(8);
   for (std::int64_t i = 0; i < models && r.ok(); ++i) shard.model_seconds.push_back(r.real());
+  const std::int64_t run_counts = r.count(8);
+  for (std::int64_t i = 0; i < run_counts && r.ok(); ++i) shard.model_run_here.push_back(r.int64());
   const std::int64_t cases = r.count(8 * 14);
   for (std::int64_t i = 0; i < cases && r.ok(); ++i) {
     CaseRecord c;

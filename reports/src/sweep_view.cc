@@ -48,7 +48,7 @@ std::string renderSweep(const properties::SweepSpec& spec, const properties::Swe
   for (const auto& m : r.per_model) {
     t.addRow({m.model, std::to_string(m.checked), std::to_string(m.refused - m.not_modelled),
               std::to_string(m.not_modelled), std::to_string(m.violated),
-              m.why_not.empty() ? rate(m.checked + m.refused, m.seconds) : "-",
+              m.why_not.empty() ? rate(m.run_here, m.seconds) : "-",
               m.why_not.empty() ? "" : "not modelled: " + m.why_not});
   }
   out += t.render();

@@ -24,6 +24,7 @@ TEST(ShardRows, ASweepShardComesBackRowForRow) {
   shard.run_here = 2;
   shard.seconds = 0.75;
   shard.model_seconds = {0.5, 0.25};
+  shard.model_run_here = {7, 3};
   CaseRecord c;
   c.index = 41;
   c.model = "nemotron-h-8b";
@@ -42,6 +43,7 @@ TEST(ShardRows, ASweepShardComesBackRowForRow) {
   EXPECT_EQ(back->run_here, 2);
   EXPECT_EQ(back->seconds, 0.75);
   EXPECT_EQ(back->model_seconds, shard.model_seconds);
+  EXPECT_EQ(back->model_run_here, shard.model_run_here);
   ASSERT_EQ(back->cases.size(), 2u);
   EXPECT_EQ(back->cases[0].first.plan_hash, 0xfedcba9876543210ULL);
   EXPECT_EQ(back->cases[0].first.reproduce, c.reproduce);

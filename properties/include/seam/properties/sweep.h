@@ -76,6 +76,9 @@ struct ModelTally {
   std::int64_t not_modelled = 0;  ///< of the refused: seam's gaps (isNotModelled), not the engine's
   std::int64_t violated = 0;    ///< checked cases with a violation
   double seconds = 0;           ///< worker time spent on this model
+  /// Of its cases, those this run computed in `seconds` (a resumed run's
+  /// others were read from the store): the numerator of its rate.
+  std::int64_t run_here = 0;
 };
 
 struct SweepResult {

@@ -33,6 +33,7 @@ struct SweepShardRows {
   std::int64_t run_here = 0;
   double seconds = 0;
   std::vector<double> model_seconds;  ///< per SweepSpec::models entry
+  std::vector<std::int64_t> model_run_here;  ///< per SweepSpec::models entry: cases this rank computed
 };
 
 /// Hands a sweep's rows on in batches of SweepRecorder::kBatchCases as its
