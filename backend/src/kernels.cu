@@ -109,11 +109,10 @@ __global__ void sumSegmentsKernel(const float* staging, int segments, std::size_
   }
 }
 
-__global__ void fillRowsKernel(float* buf, const int* row_index, int count, int h, float value) {
-  const std::size_t n = static_cast<std::size_t>(count) * h;
+__global__ void fillKernel(float* p, std::size_t n, float value) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    buf[static_cast<std::size_t>(row_index[i / h]) * h + i % h] = value;
+    p[i] = value;
   }
 }
 
@@ -186,10 +185,9 @@ cudaError_t sumSegments(const float* staging, int segments, std::size_t segment_
   return cudaGetLastError();
 }
 
-cudaError_t fillRows(float* buf, const int* row_index, int count, int h, float value, cudaStream_t stream) {
-  const std::size_t n = static_cast<std::size_t>(count) * h;
+cudaError_t fill(float* p, std::size_t n, float value, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  fillRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(buf, row_index, count, h, value);
+  fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, n, value);
   return cudaGetLastError();
 }
 

@@ -41,9 +41,8 @@ cudaError_t relu(float* p, std::size_t n, bool round, cudaStream_t stream);
 cudaError_t sumSegments(const float* staging, int segments, std::size_t segment_elems, float* out, bool round,
                         cudaStream_t stream);
 
-/// Sets the rows listed in `row_index` (device array of `count` ints) of a
-/// buffer of width h to `value` (MAX_LEN padding rows).
-cudaError_t fillRows(float* buf, const int* row_index, int count, int h, float value, cudaStream_t stream);
+/// p[0, n) = value (a DP gather's pad rows: numeric::kPaddingValue).
+cudaError_t fill(float* p, std::size_t n, float value, cudaStream_t stream);
 
 /// Holds the stream until *flag (pinned host memory) >= target: the gate that
 /// lets the host enqueue a window of ops before the device runs any of them.

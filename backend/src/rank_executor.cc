@@ -303,22 +303,6 @@ Status RankExecutor::allocate() {
   for (DeviceRows& b : finals_) {
     if (Status st = make(b); !st) return st;
   }
-  // Padding rows of the full layout in each mode (the same on every rank of a TP group).
-  for (DpPadding mode : {DpPadding::kMaxLen, DpPadding::kSumLen}) {
-    const auto& toks = s_.fullMap(mode).tokens(RowKind::kFull, rank_);
-    std::vector<int> pad;
-    for (int i = 0; i < static_cast<int>(toks.size()); ++i) {
-      if (toks[i] == kPaddingRow) pad.push_back(i);
-    }
-    const int m = static_cast<int>(mode);
-    auto a = DeviceArray<int>::create(pad.size());
-    if (!a) return a.status();
-    padding_rows_[m] = std::move(*a);
-    padding_count_[m] = static_cast<int>(pad.size());
-    if (!pad.empty()) {
-      SEAM_CUDA_CHECK(cudaMemcpy(padding_rows_[m].get(), pad.data(), pad.size() * sizeof(int), cudaMemcpyHostToDevice));
-    }
-  }
   return Status::ok();
 }
 
@@ -488,14 +472,19 @@ ncclComm_t RankExecutor::commOf(Axis axis) const {
 }
 
 Group RankExecutor::groupOf(const Op& op) const {
-  Group g;
   if (!op.hasGroup()) {
+    Group g;
     g.members = {rank_};
     return g;
   }
-  g.members = s_.topo.groupOf(op.groupAxis(), rank_);
-  g.me = s_.topo.rankIn(op.groupAxis(), rank_);
-  g.comm = commOf(op.groupAxis());
+  return groupOnAxis(op.groupAxis());
+}
+
+Group RankExecutor::groupOnAxis(Axis axis) const {
+  Group g;
+  g.members = s_.topo.groupOf(axis, rank_);
+  g.me = s_.topo.rankIn(axis, rank_);
+  g.comm = commOf(axis);
   return g;
 }
 

@@ -29,6 +29,7 @@
 #include "peer_kernels.h"
 #include "seam/backend/executor.h"
 #include "seam/backend/raii.h"
+#include "seam/sim/dp_gather.h"
 #include "seam/sim/rows.h"
 
 namespace seam::backend::detail {
@@ -121,6 +122,7 @@ struct SharedRun {
         rows(topo, p.source.batch, p.padding, p.cp_layout),
         other_rows(topo, p.source.batch,
                    p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, p.cp_layout),
+        dp(p.source.config, p.source.batch, p.padding),
         stacks(p.source.model.pattern.mtp.empty() ? 1 : 2),
         progress(new RankProgress[p.world()]),
         window_barrier(local_ranks),
@@ -137,6 +139,7 @@ struct SharedRun {
   Topology topo;
   RowMap rows;        ///< full rows in the plan's padding mode
   RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
+  DpLayouts dp;       ///< the DP buffers of both padding modes (the lowering's geometry)
   int stacks;
   int capacity_rows = 1;  ///< rows every row buffer holds: the most any op reads or writes
   std::map<std::pair<int, int>, numeric::StageWeights> weights;  ///< (stack, stage) -> weights
@@ -302,8 +305,10 @@ class RankExecutor {
   Status allGather(const Op& op, int index);
   Status dispatch(const Op& op, int index);
   Status combine(const Op& op, int index);
-  Status dpGather(const Op& op, int index);
-  Status dpScatter(const Op& op, int index);
+  /// A DP op (dp_gather_*, dp_scatter, dp_reduce_scatter) as SGLang runs
+  /// it: the steps of its lowering (sim/dp_gather.h), one NCCL call per
+  /// collective step (rank_dp.cc).
+  Status dpOp(const Op& op, int index);
   Status slice(const Op& op, int index);
   Status zeroFill(const Op& op, int index);
   Status add(const Op& op, int index);
@@ -319,6 +324,7 @@ class RankExecutor {
 
   // ---- helpers -------------------------------------------------------------------
   Group groupOf(const Op& op) const;
+  Group groupOnAxis(Axis axis) const;
   ncclComm_t commOf(Axis axis) const;
   DeviceRows& bufferOf(Tensor t);
   DpPadding fullModeOf(const Op& op, int count, int rank);
@@ -376,8 +382,6 @@ class RankExecutor {
   DeviceArray<float> embed0_;
   /// Stack s's embedding rows for the MTP projection, per (stack, kind, full mode).
   std::map<std::tuple<int, RowKind, DpPadding>, DeviceArray<float>> project_embed_;
-  DeviceArray<int> padding_rows_[2];  ///< full-row indices of padding, per DpPadding
-  int padding_count_[2] = {0, 0};
   struct StageShard {
     DeviceArray<float> w_in, w_out;  ///< hidden x cols and cols x hidden, row-major
     int cols = 0;

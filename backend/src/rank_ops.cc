@@ -96,8 +96,9 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
     return Status::ok();
   }
   if (op.rows_in.kind == RowKind::kFull) {
-    // The DP return: sum the full rows over the group, keep this shard's slot
-    // (in the padding mode the op's row count names, as Replay::readSlot).
+    // reduce_scatterv, the DP return: sum the full rows over the group, keep
+    // this shard's slot (in the padding mode the op's row count names, as
+    // Replay::readSlot).
     expectLayout(b, RowKind::kFull, op.rows_in.count, op, index);
     if (Status st = allReduceInPlace(g, b.data.get(), b.rows); !st) return st;
     const DpPadding mode = fullModeOf(op, op.rows_in.count, rank_);
@@ -293,56 +294,6 @@ Status RankExecutor::combine(const Op& op, int index) {
   return Status::ok();
 }
 
-Status RankExecutor::dpGather(const Op& op, int index) {
-  // Attention rows -> the TP group's full rows: zero, the writers put their
-  // rows into their shard's slot, an all-reduce sums the slots in (it also
-  // completes the attention-TP sum for a partial gather), then the padding
-  // rows get the padding value (the replay's junk rows). This is SGLang's
-  // SUM_LEN path for both modes: the same rows as the lowering the replay
-  // runs (sim/dp_gather.h), not its MAX_LEN collectives.
-  DeviceRows& b = bufferOf(op.tensor);
-  const Group g = groupOf(op);
-  const DpPadding mode = fullModeOf(op, op.rows_out.count, g.members.front());
-  const RowMap& fmap = s_.fullMap(mode);
-  const int cnt = fmap.count(RowKind::kFull, g.members.front());
-  expectLayout(b, RowKind::kAttention, s_.rows.count(RowKind::kAttention, rank_), op, index);
-  record(index, bytesOf(cnt));
-  if (Status st = zeroRows(scratch_.data.get(), cnt); !st) return st;
-  // CP replicas (a batch not sharded over CP): CP rank 0 writes.
-  const bool writer = (op.kind == OpKind::kDpGatherPartial || s_.topo.attnTpRank(rank_) == 0) &&
-                      s_.topo.attnCpRank(rank_) == 0;
-  if (writer) {
-    const int slot = fmap.fullSlot(s_.topo.attnDpRank(rank_));
-    if (Status st = copyRows(scratch_.row(slot, h_), b.data.get(), std::min(b.rows, cnt - slot)); !st) return st;
-  }
-  if (Status st = allReduceInPlace(g, scratch_.data.get(), cnt); !st) return st;
-  const int m = static_cast<int>(mode);
-  SEAM_CUDA_CHECK(kernels::fillRows(scratch_.data.get(), padding_rows_[m].get(), padding_count_[m], h_,
-                                    numeric::kPaddingValue, stream_->get()));
-  takeScratch(b);
-  b.kind = RowKind::kFull;
-  b.rows = cnt;
-  b.full_mode = mode;
-  b.present = true;
-  return Status::ok();
-}
-
-Status RankExecutor::dpScatter(const Op& op, int index) {
-  // This shard's slot of the hidden state's full rows -> the op's tensor.
-  expectLayout(hidden_, RowKind::kFull, op.rows_in.count, op, index);
-  const DpPadding mode = fullModeOf(op, op.rows_in.count, rank_);
-  const int slot = s_.fullMap(mode).fullSlot(s_.topo.attnDpRank(rank_));
-  const int cnt = s_.rows.count(RowKind::kAttention, rank_);
-  record(index, bytesOf(cnt));
-  if (Status st = copyRows(scratch_.data.get(), hidden_.row(slot, h_), cnt); !st) return st;
-  DeviceRows& out = op.tensor == Tensor::kResidual ? residual_ : hidden_;
-  takeScratch(out);
-  out.kind = RowKind::kAttention;
-  out.rows = cnt;
-  out.present = true;
-  return Status::ok();
-}
-
 Status RankExecutor::slice(const Op& op, int index) {
   // tensor_split(attn_tp)[i]: the rank's own slice, or another position's
   // when the plan says so (a wrong slice index, set by mutants).
@@ -533,15 +484,15 @@ Status RankExecutor::exec(const Op& op, int index) {
     case OpKind::kAllReduce:
     case OpKind::kArAddNorm: return allReduce(op, index);
     case OpKind::kReduceScatter:
-    case OpKind::kReduceScatterv:
-    case OpKind::kDpReduceScatter: return reduceScatter(op, index);
+    case OpKind::kReduceScatterv: return reduceScatter(op, index);
     case OpKind::kAllGather:
     case OpKind::kAllGatherv: return allGather(op, index);
     case OpKind::kAllToAll:
       return op.rows_out.kind == RowKind::kDispatched ? dispatch(op, index) : combine(op, index);
     case OpKind::kDpGatherPartial:
-    case OpKind::kDpGatherReplicate: return dpGather(op, index);
-    case OpKind::kDpScatter: return dpScatter(op, index);
+    case OpKind::kDpGatherReplicate:
+    case OpKind::kDpScatter:
+    case OpKind::kDpReduceScatter: return dpOp(op, index);
     case OpKind::kSlice: return slice(op, index);
     case OpKind::kZeroFill: return zeroFill(op, index);
     case OpKind::kAdd: return add(op, index);

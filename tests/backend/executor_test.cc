@@ -308,6 +308,51 @@ TEST(GpuExecutorOnGpus, TensorAndDataParallelPlansAreBitIdenticalOnEveryRank) {
   expectIdenticalToReference(patternCase("M-*E-", {.tp = 2}, {3}, capture));  // an aux snapshot
 }
 
+TEST(GpuExecutorOnGpus, DpOpsRunSglangsCollectivesForTheirPaddingMode) {
+  SEAM_NEED_GPUS(2);
+  // tp=2 attn_dp=2 (attn_tp 1), shards of 3 and 2 tokens: MAX_LEN gathers
+  // all-gather M=3 rows per rank and the DP reduce-scatter hands each rank
+  // its 3-row slot; SUM_LEN gathers all-reduce the 3+2 rows.
+  struct Expect {
+    DpPadding padding;
+    BoundaryReduction reduction;
+    const char* gather_call;
+    int gather_rows;
+    const char* return_call;  // dp_reduce_scatter, when the plan has one
+    int return_rows;
+  };
+  for (const Expect& e : {Expect{DpPadding::kMaxLen, BoundaryReduction::kRs, "all_gather", 3, "reduce_scatter", 3},
+                          Expect{DpPadding::kSumLen, BoundaryReduction::kAr, "all_reduce", 5, "", 0}}) {
+    Flags f;
+    f.dp_padding = e.padding;
+    f.reduction = e.reduction;
+    const Case c = patternCase("MEM*E", {.tp = 2, .attn_dp = 2}, {3, 2}, f);
+    SCOPED_TRACE(reproduceCommand(c, "declared"));
+    expectIdenticalToReference(c);
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    ASSERT_TRUE(plan.hasValue());
+    const GpuRunOptions o = quick();
+    auto gpu = runPlanOnGpus(*plan, o);
+    ASSERT_TRUE(gpu.hasValue()) << gpu.status().message();
+    int gathers = 0, returns = 0;
+    for (const OpTiming& t : gpu->timings) {
+      if (t.kind == OpKind::kDpGatherPartial || t.kind == OpKind::kDpGatherReplicate) {
+        ++gathers;
+        EXPECT_EQ(t.nccl_call, e.gather_call) << "rank " << t.rank << " op " << t.op_index;
+        EXPECT_EQ(t.nccl_count, static_cast<std::int64_t>(e.gather_rows) * o.shape.hidden);
+      } else if (t.kind == OpKind::kDpReduceScatter) {
+        ++returns;
+        EXPECT_EQ(t.nccl_call, e.return_call) << "rank " << t.rank << " op " << t.op_index;
+        EXPECT_EQ(t.nccl_count, static_cast<std::int64_t>(e.return_rows) * o.shape.hidden);
+      } else if (t.kind == OpKind::kDpScatter) {
+        EXPECT_EQ(t.nccl_call, "") << "dp_scatter is a copy";
+      }
+    }
+    EXPECT_GT(gathers, 0);
+    EXPECT_EQ(returns > 0, std::string(e.return_call) != "");
+  }
+}
+
 TEST(GpuExecutorOnGpus, DeepepDispatchAndCombineAreBitIdentical) {
   SEAM_NEED_GPUS(2);
   Flags deepep;
