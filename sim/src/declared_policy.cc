@@ -177,7 +177,8 @@ class DeclaredBuilder {
   Hand twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut);
   void addEntryRead(StepList& steps, LayerKind consumer, bool final_norm, bool residual_present,
                     bool stack_start, bool after_ffn = false);
-  void dpReturnSteps(StepList& steps, std::int8_t group);
+  void dpReturnSteps(StepList& steps, std::int8_t group) const;
+  void dpCompleteSteps(StepList& complete, LayerKind producer, std::int8_t owed) const;
 
   // ---- emission ---------------------------------------------------------
   void emit(int rank, int stack, int stage, Phase phase, const Step& s);
@@ -345,7 +346,6 @@ Status DeclaredBuilder::refuse() {
   if (branch_) {
     // Branches run only on ORDINARY batches (serving-boundaries §10).
     if (legacy_) return Status::notModelled("the classic LongCat-Flash communicator (branch layers under legacy)");
-    if (D_ > 1) return Status::notModelled("LongCat-Flash branch layers under DP attention");
     if (c_.flags.a2a != A2aBackend::kNone) return Status::notModelled("LongCat-Flash branch layers with an a2a MoE");
     if (c_.flags.dense_tp1 || c_.flags.input_scattered || c_.flags.layernorm_sp) {
       return Status::notModelled("LongCat-Flash branch layers on a non-ordinary batch variant");
@@ -437,9 +437,41 @@ void DeclaredBuilder::addEntryRead(StepList& steps, LayerKind consumer, bool fin
 
 // The FFN's return over DP when nothing picks a reduce-scatter: AR over the
 // owed group, then dp_scatter (a local copy of this shard's slot).
-void DeclaredBuilder::dpReturnSteps(StepList& steps, std::int8_t group) {
+void DeclaredBuilder::dpReturnSteps(StepList& steps, std::int8_t group) const {
   if (group != kNoAxis) steps.push_back({OpKind::kAllReduce, Tensor::kHidden, group, RowKind::kFull, RowKind::kFull});
   steps.push_back({OpKind::kDpScatter, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kAttention});
+}
+
+// The steps that complete an FFN's sum on full rows and return this shard's
+// rows over DP (ExitPolicy's dp_step, §6.6): reduce_scatterv, the DP
+// reduce-scatter, or AR over the owed group + dp_scatter.
+void DeclaredBuilder::dpCompleteSteps(StepList& complete, LayerKind producer, std::int8_t owed) const {
+  const BoundaryReduction strategy = c_.flags.reduction;
+  // may_reduce_scatterv = use_rsv and may_leave; may_reduce_scatter = use_rs and may_scatter.
+  const bool strategy_rsv =
+      mayLeave(producer) && (strategy == BoundaryReduction::kRsv || strategy == BoundaryReduction::kRsRsv);
+  const bool strategy_rs =
+      mayLeave(producer) && (strategy == BoundaryReduction::kRs || strategy == BoundaryReduction::kRsRsv);
+  // A reduce-scatter over tp completes the sum only when the owed group is the
+  // whole TP group (otherwise it would also add the moe_dp replicas).
+  const bool owes_tp = owed != kNoAxis && sameGroup(static_cast<Axis>(owed), Axis::kTp);
+  OpKind dp_step = OpKind::kDpScatter;  // kDpScatter = none picked
+  if (two_stage_ && legacy_) {
+    // Classic _scatter_hidden_states (Gen A): dp_reduce_scatter when the model
+    // allows it and the padding is MAX_LEN, else the FFN all-reduces and
+    // dp_scatter copies this shard's slot; no reduce_scatterv before Gen B.
+    if (c_.model.allow_reduce_scatter && padding_ == DpPadding::kMaxLen && owes_tp) dp_step = OpKind::kDpReduceScatter;
+  } else if (strategy_rsv && c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp) {
+    dp_step = OpKind::kReduceScatterv;  // should_use_dp_reduce_scatterv
+  } else if (strategy_rs && padding_ == DpPadding::kMaxLen && owes_tp) {
+    dp_step = OpKind::kDpReduceScatter;
+  }
+  if (dp_step != OpKind::kDpScatter) {
+    complete.push_back({dp_step, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kFull,
+                        RowKind::kAttention});
+  } else {
+    dpReturnSteps(complete, owed);
+  }
 }
 
 // The boundary between stage `from` and `to` of one stack. from == -1: the
@@ -497,27 +529,40 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     return h;
   }
   if (branch_ && !ln_sp_) {
+    // LongCat-Flash (layer_boundary/adapters/branch.py). Under DP attention
+    // the MoE and both MLPs run on the gathered full rows (a dense FFN on
+    // the TP group, a MoE without an a2a backend); the layer hands on
+    // attention rows.
     const int role = from % spl_;
+    const RowKind ffn_rows = sharedFfnRows();
     if (role == 0) {
       // attn0 into the MoE boundary: prepare, then the branch takes a copy of
       // the normed input (self.mlp(hidden_states.clone())).
       Hand h0 = twoStageIntoFfn(consumer);
-      h0.entry.push_back({OpKind::kAdd, Tensor::kBranch});
+      h0.entry.push_back({OpKind::kAdd, Tensor::kBranch, kNoAxis, ffn_rows, ffn_rows});
       return h0;
     }
     if (role == 1) {
-      // The MoE completes its own output (branch_output: a complete
-      // contribution); mlp0 reads the input the MoE boundary read.
-      h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
-      if (group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kBranch, group});
+      // The MoE completes its own output (LongcatFlashMoE's TP all-reduce);
+      // branch_output moves it to the rows the layer hands on (move_rows:
+      // under DP, cut ATTN_DP = dp_scatter of this shard's slot). mlp0 reads
+      // the input the MoE boundary read (branch_input: the same rows).
+      h.handoff = {ffn_rows, SumGroup::kNone, Completer::kNone, true};
+      if (group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kBranch, group, ffn_rows, ffn_rows});
+      if (D_ > 1) h.exit.push_back({OpKind::kDpScatter, Tensor::kBranch, kNoAxis, RowKind::kFull, RowKind::kAttention});
       return h;
     }
     if (role == 4) {
-      // merge_branch: export completes mlp1's outstanding sum (a plain
-      // all-reduce), then the MoE contribution is added; the next layer's
-      // input (or the final norm) adds and norms.
+      // merge_branch: export completes mlp1's outstanding sum (an all-reduce;
+      // under DP its return over DP as the exit policy picks it), then the
+      // MoE contribution is added on attention rows; the next layer's input
+      // (or the final norm) adds and norms.
       h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
-      if (group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+      if (D_ > 1) {
+        dpCompleteSteps(h.exit, producer, group);
+      } else if (group != kNoAxis) {
+        h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+      }
       h.exit.push_back({OpKind::kAdd, Tensor::kBranch});
       h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
       return h;
@@ -690,33 +735,8 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   }
 
   // D > 1: the FFN output is on full rows and returns over DP (§6.6).
-  const BoundaryReduction strategy = c_.flags.reduction;
-  // may_reduce_scatterv = use_rsv and may_leave; may_reduce_scatter = use_rs and may_scatter.
-  const bool strategy_rsv =
-      mayLeave(producer) && (strategy == BoundaryReduction::kRsv || strategy == BoundaryReduction::kRsRsv);
-  const bool strategy_rs =
-      mayLeave(producer) && (strategy == BoundaryReduction::kRs || strategy == BoundaryReduction::kRsRsv);
-  // A reduce-scatter over tp completes the sum only when the owed group is the
-  // whole TP group (otherwise it would also add the moe_dp replicas).
-  const bool owes_tp = owed != kNoAxis && sameGroup(static_cast<Axis>(owed), Axis::kTp);
-  OpKind dp_step = OpKind::kDpScatter;  // kDpScatter = none picked
-  if (two_stage_ && legacy_) {
-    // Classic _scatter_hidden_states (Gen A): dp_reduce_scatter when the model
-    // allows it and the padding is MAX_LEN, else the FFN all-reduces and
-    // dp_scatter copies this shard's slot; no reduce_scatterv before Gen B.
-    if (c_.model.allow_reduce_scatter && padding_ == DpPadding::kMaxLen && owes_tp) dp_step = OpKind::kDpReduceScatter;
-  } else if (strategy_rsv && c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp) {
-    dp_step = OpKind::kReduceScatterv;  // should_use_dp_reduce_scatterv
-  } else if (strategy_rs && padding_ == DpPadding::kMaxLen && owes_tp) {
-    dp_step = OpKind::kDpReduceScatter;
-  }
   StepList complete;
-  if (dp_step != OpKind::kDpScatter) {
-    complete.push_back({dp_step, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kFull,
-                        RowKind::kAttention});
-  } else {
-    dpReturnSteps(complete, owed);
-  }
+  dpCompleteSteps(complete, producer, owed);
   if ((may_defer || terminal_defers) && !schema_.on(Decision::kFfnKeepsSumFromMixer)) {
     // UnreducedOutput(reduce_to_dp_local = dp_step, or AR + dp_scatter): run by the next entry.
     h.handoff = {RowKind::kFull, SumGroup::kDpReturn, Completer::kCarried, true};

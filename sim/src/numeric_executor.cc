@@ -45,6 +45,13 @@ NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Sha
     for (int stack = 0; stack < stacks; ++stack) {
       const auto& kinds = stack == 0 ? c.model.pattern.layers : c.model.pattern.mtp;
       std::vector<float> residual = input;  // residual := embedding
+      // LongCat-Flash (branch-merge, five stages per layer): the MoE (stage
+      // role 1) computes on its normed input and waits; mlp0 (role 2) reads
+      // that same normed input; the MoE's output joins mlp1's (role 4)
+      // before the residual add (layer_boundary/adapters/branch.py).
+      const bool branch = c.model.family == LayerFamily::kBranchMerge;
+      const int spl = c.model.stagesPerLayer();
+      std::vector<float> branch_x, branch_y;
       for (int s = 0; s < static_cast<int>(kinds.size()); ++s) {
         if (stack == 0 && std::find(c.flags.capture.begin(), c.flags.capture.end(), s) != c.flags.capture.end()) {
           auto it = std::find_if(out.snapshots.begin(), out.snapshots.end(), [&](const auto& p) { return p.first == s; });
@@ -54,9 +61,16 @@ NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Sha
           }
           std::memcpy(it->second.data() + static_cast<size_t>(t) * h, residual.data(), h * sizeof(float));
         }
-        const std::vector<float> x = d.norm(residual, stack, s, t, 0);
+        const int role = branch ? s % spl : -1;
+        const std::vector<float> x = role == 2 ? branch_x : d.norm(residual, stack, s, t, 0);
         // All weight shards at once: one shard covering every inner column.
-        const std::vector<float> y = d.compute(x, stack, s, t, 0, 1, 0);
+        std::vector<float> y = d.compute(x, stack, s, t, 0, 1, 0);
+        if (role == 1) {
+          branch_x = x;
+          branch_y = std::move(y);
+          continue;
+        }
+        if (role == 4) d.add(y, branch_y);
         d.add(residual, y);
       }
       const std::vector<float> final_out = d.norm(residual, stack, static_cast<int>(kinds.size()), t, 0);

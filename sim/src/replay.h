@@ -834,7 +834,10 @@ class Replay {
                 DpPlace{topo_->attnTpRank(m), topo_->attnCpRank(m), topo_->attnDpRank(m)}, row_bytes_, &w.steps);
       w.pos = 0;
       RankState& st = ranks_[m];
-      const Buffer& in = mop.kind == OpKind::kDpScatter ? st.hidden : bufferOf(st, mop.tensor);
+      // dp_scatter reads the hidden state's full rows into the op's tensor
+      // (dp_scatter(residual, hidden)), except a branch, which moves its own.
+      const Buffer& in = mop.kind == OpKind::kDpScatter && mop.tensor != Tensor::kBranch ? st.hidden
+                                                                                        : bufferOf(st, mop.tensor);
       if (!expectKind(m, in, gather ? RowKind::kAttention : RowKind::kFull, mop, tensorName(mop.tensor).data())) return;
       w.buf = in.v;
     }

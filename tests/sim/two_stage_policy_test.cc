@@ -16,6 +16,7 @@
 #include "seam/sim/case.h"
 #include "seam/sim/ledger.h"
 #include "seam/sim/model.h"
+#include "seam/sim/numeric_executor.h"
 #include "seam/sim/plan.h"
 #include "seam/sim/policy.h"
 
@@ -479,6 +480,72 @@ TEST(BranchLayers, AMoeBranchThatKeepsItsSumOpenLeavesItNeverCompleted) {
   EXPECT_EQ(v.property, Property::kOwedOnce);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
   EXPECT_EQ(v.stage, 5);
+}
+
+TEST(BranchLayers, TheNumericReferenceRunsTheMoeOnTheInputMlp0ReadsAndMergesItAfterMlp1) {
+  // The reference is the model, not a chain of stages: a plan that runs the
+  // branch as branch.py does is bit-identical to it in exact mode.
+  const numeric::Shape shape{.hidden = 8, .inner = 16};
+  for (int tp : {1, 2, 4}) {
+    SCOPED_TRACE("tp " + std::to_string(tp));
+    const Case c = longcat(tp);
+    const NumericRun run = runPlanNumeric(mustBuild(c), numeric::Mode::kExact, shape);
+    ASSERT_TRUE(run.ran());
+    EXPECT_TRUE(compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output).identical);
+  }
+}
+
+Case longcatDp(std::vector<int> tokens, DpPadding padding, BoundaryReduction reduction, int tp = 4) {
+  Case c = longcat(tp);
+  c.config.attn_dp = 2;
+  c.batch.tokens = std::move(tokens);
+  c.flags.dp_padding = padding;
+  c.flags.reduction = reduction;
+  return c;
+}
+
+TEST(BranchLayers, UnderDpAttentionTheMoeBranchRunsOnFullRowsAndIsScatteredBackBeforeTheMerge) {
+  const Plan plan = mustBuild(longcatDp({3, 2}, DpPadding::kMaxLen, BoundaryReduction::kAr, /*tp=*/2));
+  // The MoE boundary gathers over DP; the branch copies the gathered input,
+  // the MoE all-reduces its own output and branch_output cuts it to this
+  // shard's rows (move_rows: dp_scatter).
+  const std::vector<OpKind> fork = {OpKind::kAddNorm, OpKind::kDpGatherReplicate, OpKind::kAdd};
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), fork);
+  const Op& moe = plan.ranks[0][findOp(plan, 0, 1, Phase::kCompute, OpKind::kCompute, Tensor::kBranch)];
+  EXPECT_EQ(moe.rows_in.kind, RowKind::kFull);
+  const std::vector<OpKind> out = {OpKind::kAllReduce, OpKind::kDpScatter};
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kExit), out);
+  // mlp1's sum returns over DP (all-reduce + dp_scatter), then the merge on attention rows.
+  const std::vector<OpKind> merge = {OpKind::kAllReduce, OpKind::kDpScatter, OpKind::kAdd};
+  EXPECT_EQ(kindsAt(plan, 0, 4, Phase::kExit), merge);
+  expectHolds(plan);
+}
+
+TEST(BranchLayers, UnderDpAttentionEveryPaddingModeReductionAndIdleShardHoldsAndMatchesTheReference) {
+  const numeric::Shape shape{.hidden = 8, .inner = 16};
+  for (DpPadding padding : {DpPadding::kMaxLen, DpPadding::kSumLen}) {
+    for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs, BoundaryReduction::kRsv}) {
+      for (const std::vector<int>& tokens : {std::vector<int>{3, 2}, std::vector<int>{4, 0}, std::vector<int>{1, 5}}) {
+        Case c = longcatDp(tokens, padding, red);
+        c.model.pattern.layers.resize(10);  // two layers are enough for the numeric run
+        SCOPED_TRACE(reproduceCommand(c, "declared"));
+        const Plan plan = mustBuild(c);
+        expectHolds(plan);
+        const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
+        ASSERT_TRUE(run.ran());
+        EXPECT_TRUE(compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output).identical);
+      }
+    }
+  }
+}
+
+TEST(BranchLayers, UnderDpAttentionABranchNotScatteredBackIsMergedOnTheWrongRows) {
+  Plan plan = mustBuild(longcatDp({3, 2}, DpPadding::kMaxLen, BoundaryReduction::kAr));
+  eraseEverywhere(plan, 1, Phase::kExit, OpKind::kDpScatter, Tensor::kBranch);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kLayoutMismatch);
+  EXPECT_EQ(v.stage, 4);
 }
 
 // ---- hand-made wrong plans, one per new rule -----------------------------------------
