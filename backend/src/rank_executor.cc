@@ -334,11 +334,13 @@ Status RankExecutor::allocate() {
   return Status::ok();
 }
 
-Expected<RankExecutor::StageShard> RankExecutor::uploadSlice(const numeric::StageWeights& w, numeric::ColumnRange cols) {
+Expected<RankExecutor::StageShard> RankExecutor::uploadSlice(const numeric::StageWeights& w,
+                                                             numeric::ColumnRange cols) {
   const int c = cols.end - cols.begin;
   std::vector<float> w_in(static_cast<size_t>(h_) * c), w_out(static_cast<size_t>(c) * h_);
   for (int k = 0; k < h_; ++k) {
-    std::memcpy(&w_in[static_cast<size_t>(k) * c], &w.w_in[static_cast<size_t>(k) * w.inner + cols.begin], c * sizeof(float));
+    std::memcpy(&w_in[static_cast<size_t>(k) * c], &w.w_in[static_cast<size_t>(k) * w.inner + cols.begin],
+                c * sizeof(float));
   }
   std::memcpy(w_out.data(), &w.w_out[static_cast<size_t>(cols.begin) * h_], w_out.size() * sizeof(float));
   StageShard shard;

@@ -169,7 +169,9 @@ MoeWeights moeWeights(int stack, int stage, Mode mode, const Shape& shape, const
     }
   } else {
     const float s = 1.0f / std::sqrt(static_cast<float>(shape.hidden));
-    for (size_t i = 0; i < w.router.size(); ++i) w.router[i] = roundBf16(s * (unit(key(base, 10, i, 0)) + unit(key(base, 11, i, 0))));
+    for (size_t i = 0; i < w.router.size(); ++i) {
+      w.router[i] = roundBf16(s * (unit(key(base, 10, i, 0)) + unit(key(base, 11, i, 0))));
+    }
   }
   return w;
 }
