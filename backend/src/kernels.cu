@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "norm_device.cuh"
+#include "seam/sim/moe_routing.h"
 
 namespace seam::backend::kernels {
 
@@ -27,6 +28,26 @@ __global__ void roundKernel(float* p, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     p[i] = roundToBf16(p[i]);
+  }
+}
+
+__global__ void topKGatesKernel(const float* scores, int rows, int experts, int k, bool real, float* gates) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  int chosen[numeric::kNumericTopK];
+  float g[numeric::kNumericTopK];
+  numeric::topKGates(scores + static_cast<std::size_t>(row) * experts, experts, k, real, chosen, g);
+  float* out = gates + static_cast<std::size_t>(row) * experts;
+  for (int e = 0; e < experts; ++e) out[e] = -1.0f;
+  for (int r = 0; r < k; ++r) out[chosen[r]] = g[r];
+}
+
+__global__ void gatedAccumulateKernel(float* acc, const float* y, const float* gates, int experts, int expert,
+                                      std::size_t n, int h) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float g = gates[(i / h) * experts + expert];
+    if (g != -1.0f) acc[i] = __fadd_rn(acc[i], __fmul_rn(g, y[i]));
   }
 }
 
@@ -149,6 +170,22 @@ __global__ void fnv1aKernel(const float* values, std::size_t n, std::uint64_t* s
 cudaError_t roundBf16(float* p, std::size_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   roundKernel<<<blocksFor(n), kThreads, 0, stream>>>(p, n);
+  return cudaGetLastError();
+}
+
+cudaError_t topKGates(const float* scores, int rows, int experts, int k, bool real, float* gates,
+                      cudaStream_t stream) {
+  if (rows == 0 || experts == 0) return cudaSuccess;
+  if (k < 1 || k > numeric::kNumericTopK || k > experts) return cudaErrorInvalidValue;
+  topKGatesKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(scores, rows, experts, k, real, gates);
+  return cudaGetLastError();
+}
+
+cudaError_t gatedAccumulate(float* acc, const float* y, const float* gates, int experts, int expert, int rows, int h,
+                            cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(rows) * h;
+  if (n == 0) return cudaSuccess;
+  gatedAccumulateKernel<<<blocksFor(n), kThreads, 0, stream>>>(acc, y, gates, experts, expert, n, h);
   return cudaGetLastError();
 }
 

@@ -35,6 +35,17 @@ cudaError_t addNormRows(const float* x, float* residual, float* out, int rows, i
 /// p[i] = relu(p[i]) as std::max(p, 0.0f) computes it, then roundBf16 when `round`.
 cudaError_t relu(float* p, std::size_t n, bool round, cudaStream_t stream);
 
+/// Per row of `scores` (rows x experts): numeric::topKGates, written as
+/// dense gates (rows x experts): the chosen experts' gates, -1 elsewhere.
+cudaError_t topKGates(const float* scores, int rows, int experts, int k, bool real, float* gates,
+                      cudaStream_t stream);
+
+/// acc[r][c] = acc[r][c] + gates[r][expert] * y[r][c] (one rounded multiply,
+/// one rounded add, as numeric::moeShard) on the rows whose gate for
+/// `expert` is not -1 (the rows routed to it); acc and y are rows x h.
+cudaError_t gatedAccumulate(float* acc, const float* y, const float* gates, int experts, int expert, int rows, int h,
+                            cudaStream_t stream);
+
 /// out[e] = (((0 + seg_0[e]) + seg_1[e]) + ...) over `segments` consecutive
 /// segments of `segment_elems` floats in `staging`, rounding after every add
 /// when `round` (the all-to-all combine, in member order).

@@ -50,6 +50,7 @@ int capacityRows(const SharedRun& s) {
 }
 
 void buildWeights(SharedRun& s) {
+  s.moe = numeric::moeShape(s.plan.source.model.shape, s.plan.source.config.moe_ep, s.options.shape);
   std::set<std::pair<int, int>> keys;
   for (const auto& ops : s.plan.ranks) {
     for (const Op& op : ops) {
@@ -59,18 +60,29 @@ void buildWeights(SharedRun& s) {
   }
   std::vector<std::pair<int, int>> list(keys.begin(), keys.end());
   std::vector<numeric::StageWeights> built(list.size());
+  std::vector<numeric::MoeWeights> built_moe(list.size());
   std::atomic<size_t> next{0};
   const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8));
   std::vector<std::thread> pool;
   for (unsigned w = 0; w < workers; ++w) {
     pool.emplace_back([&] {
       for (size_t i = next++; i < list.size(); i = next++) {
-        built[i] = numeric::stageWeights(list[i].first, list[i].second, s.options.mode, s.options.shape);
+        const int stack = list[i].first, stage = list[i].second;
+        if (s.isMoe(stack, stage)) {
+          // The shared expert is the stage's dense MLP (numeric::moeWeights).
+          built_moe[i] = numeric::moeWeights(stack, stage, s.options.mode, s.options.shape, s.moe);
+          built[i] = std::move(built_moe[i].shared);
+        } else {
+          built[i] = numeric::stageWeights(stack, stage, s.options.mode, s.options.shape);
+        }
       }
     });
   }
   for (std::thread& t : pool) t.join();
-  for (size_t i = 0; i < list.size(); ++i) s.weights.emplace(list[i], std::move(built[i]));
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (s.isMoe(list[i].first, list[i].second)) s.moe_weights.emplace(list[i], std::move(built_moe[i]));
+    s.weights.emplace(list[i], std::move(built[i]));
+  }
 }
 
 void planPeerGroups(SharedRun& s, const std::vector<DeviceInfo>& devices) {
@@ -306,9 +318,28 @@ Status RankExecutor::allocate() {
   return Status::ok();
 }
 
+Expected<RankExecutor::StageShard> RankExecutor::uploadSlice(const numeric::StageWeights& w,
+                                                             numeric::ColumnRange cols) {
+  const int c = cols.end - cols.begin;
+  std::vector<float> w_in(static_cast<size_t>(h_) * c), w_out(static_cast<size_t>(c) * h_);
+  for (int k = 0; k < h_; ++k) {
+    std::memcpy(&w_in[static_cast<size_t>(k) * c], &w.w_in[static_cast<size_t>(k) * w.inner + cols.begin],
+                c * sizeof(float));
+  }
+  std::memcpy(w_out.data(), &w.w_out[static_cast<size_t>(cols.begin) * h_], w_out.size() * sizeof(float));
+  StageShard shard;
+  shard.cols = c;
+  auto a = upload(w_in);
+  if (!a) return a.status();
+  auto b = upload(w_out);
+  if (!b) return b.status();
+  shard.w_in = std::move(*a);
+  shard.w_out = std::move(*b);
+  return shard;
+}
+
 Status RankExecutor::uploadWeights() {
   const Plan& plan = s_.plan;
-  const int inner = s_.options.shape.inner;
   int widest = 1;
   for (const Op& op : ops_) {
     if (op.kind == OpKind::kCompute && op.stage >= 0) {
@@ -320,24 +351,28 @@ Status RankExecutor::uploadWeights() {
       // (Replay::compute): a plan cannot change where the weights live.
       const StageInfo& info = plan.stages[si];
       const int j = info.weight_axis == kNoAxis ? 0 : s_.topo.rankIn(static_cast<Axis>(info.weight_axis), rank_);
-      const numeric::ColumnRange cols = numeric::shardColumns(inner, info.shards, j);
-      const int c = cols.end - cols.begin;
       const numeric::StageWeights& w = s_.weights.at({op.stack, op.stage});
-      std::vector<float> w_in(static_cast<size_t>(h_) * c), w_out(static_cast<size_t>(c) * h_);
-      for (int k = 0; k < h_; ++k) {
-        std::memcpy(&w_in[static_cast<size_t>(k) * c], &w.w_in[static_cast<size_t>(k) * inner + cols.begin], c * sizeof(float));
+      const bool moe = s_.isMoe(op.stack, op.stage);
+      const numeric::MoeSlice slice = numeric::moeSlice(s_.moe, j, info.shards, plan.source.config.moe_ep);
+      // A MoE stage's dense part is its shared expert's slice.
+      auto shard = uploadSlice(w, moe ? slice.shared_cols : numeric::shardColumns(w.inner, info.shards, j));
+      if (!shard) return shard.status();
+      widest = std::max(widest, shard->cols);
+      shards_.emplace(si, std::move(*shard));
+      if (!moe) continue;
+      const numeric::MoeWeights& mw = s_.moe_weights.at({op.stack, op.stage});
+      MoeShard m;
+      auto router = upload(mw.router);
+      if (!router) return router.status();
+      m.router = std::move(*router);
+      m.first_expert = slice.experts.begin;
+      for (int e = slice.experts.begin; e < slice.experts.end; ++e) {
+        auto ex = uploadSlice(mw.experts[e], slice.expert_cols);
+        if (!ex) return ex.status();
+        widest = std::max(widest, ex->cols);
+        m.experts.push_back(std::move(*ex));
       }
-      std::memcpy(w_out.data(), &w.w_out[static_cast<size_t>(cols.begin) * h_], w_out.size() * sizeof(float));
-      StageShard shard;
-      shard.cols = c;
-      auto a = upload(w_in);
-      if (!a) return a.status();
-      auto b = upload(w_out);
-      if (!b) return b.status();
-      shard.w_in = std::move(*a);
-      shard.w_out = std::move(*b);
-      shards_.emplace(si, std::move(shard));
-      widest = std::max(widest, c);
+      moe_shards_.emplace(si, std::move(m));
     }
     const bool norm = op.kind == OpKind::kNorm || op.kind == OpKind::kAddNorm || op.kind == OpKind::kArAddNorm;
     if (norm && s_.real() && !norm_weights_.count({op.stack, op.stage})) {
@@ -345,6 +380,17 @@ Status RankExecutor::uploadWeights() {
       if (!a) return a.status();
       norm_weights_.emplace(std::make_pair(op.stack, op.stage), std::move(*a));
     }
+  }
+  if (!moe_shards_.empty()) {
+    const std::size_t n = static_cast<std::size_t>(s_.capacity_rows) * s_.moe.experts;
+    for (DeviceArray<float>* b : {&moe_scores_, &moe_gates_}) {
+      auto a = DeviceArray<float>::create(n);
+      if (!a) return a.status();
+      *b = std::move(*a);
+    }
+    auto y = DeviceArray<float>::create(static_cast<std::size_t>(s_.capacity_rows) * h_);
+    if (!y) return y.status();
+    expert_out_ = std::move(*y);
   }
   auto mid = DeviceArray<float>::create(static_cast<std::size_t>(s_.capacity_rows) * widest);
   if (!mid) return mid.status();

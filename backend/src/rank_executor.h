@@ -143,6 +143,15 @@ struct SharedRun {
   int stacks;
   int capacity_rows = 1;  ///< rows every row buffer holds: the most any op reads or writes
   std::map<std::pair<int, int>, numeric::StageWeights> weights;  ///< (stack, stage) -> weights
+  /// MoE stages' router and routed experts (their shared expert, and with it
+  /// the norm weight, is in `weights`; numeric::moeWeights).
+  std::map<std::pair<int, int>, numeric::MoeWeights> moe_weights;
+  numeric::MoeShape moe;  ///< the model's numeric MoE at options.shape
+  /// True when stage `stage` of stack `stack` is a MoE stage (it routes).
+  bool isMoe(int stack, int stage) const {
+    const int si = plan.stageIndex(stack, stage);
+    return stage >= 0 && si >= 0 && plan.stages[si].kind == LayerKind::kMoe;
+  }
   ncclUniqueId id{};
   std::unique_ptr<RankProgress[]> progress;
   std::atomic<bool> abort{false};
@@ -285,6 +294,21 @@ class RankExecutor {
   Status asyncError(const NcclComm& c) const;
   Status aborted() const { return Status::internal(kAborted); }
 
+  struct StageShard {
+    DeviceArray<float> w_in, w_out;  ///< hidden x cols and cols x hidden, row-major
+    int cols = 0;
+  };
+  /// Columns `cols` of a stage's or an expert's weights, uploaded.
+  Expected<StageShard> uploadSlice(const numeric::StageWeights& w, numeric::ColumnRange cols);
+  /// This rank's part of a MoE stage beside its shared-expert slice
+  /// (numeric::moeSlice): the router and its EP slice's experts on its
+  /// moe_tp columns.
+  struct MoeShard {
+    DeviceArray<float> router;        ///< hidden x experts, row-major
+    int first_expert = 0;             ///< experts[i] is expert first_expert + i
+    std::vector<StageShard> experts;
+  };
+
   // ---- setup -----------------------------------------------------------------
   Status createComms();
   Status allocate();
@@ -318,6 +342,11 @@ class RankExecutor {
   /// The layout a norm's output takes and the final-rows bookkeeping.
   void finishNorm(DeviceRows& target, const DeviceRows& source, const Op& op);
   Status compute(const Op& op, int index);
+  /// out = relu(x W_in[:, J]) W_out[J, :] for a weight slice (a stage's or
+  /// an expert's), rounded in real mode.
+  Status mlpSlice(const StageShard& w, const DeviceRows& x, float* out);
+  /// Adds the routed experts this rank owns onto scratch_ (its shared slice).
+  Status routedExperts(const MoeShard& m, const DeviceRows& x);
   Status snapshot(const Op& op, int index);
   Status send(const Op& op, int index);
   Status recv(const Op& op, int index);
@@ -378,15 +407,15 @@ class RankExecutor {
   std::vector<DeviceRows> finals_;
   std::vector<bool> final_done_;
   int pending_final_ = -1;  ///< stack whose final norm the op just ran
-  DeviceArray<float> mid_;  ///< relu(x W_in) of the widest stage shard
+  DeviceArray<float> mid_;  ///< relu(x W_in) of the widest stage shard or routed expert slice
+  /// MoE stages: router scores and dense gates (rows x experts; -1 where an
+  /// expert is not chosen) and one routed expert's output (rows x hidden).
+  DeviceArray<float> moe_scores_, moe_gates_, expert_out_;
   DeviceArray<float> embed0_;
   /// Stack s's embedding rows for the MTP projection, per (stack, kind, full mode).
   std::map<std::tuple<int, RowKind, DpPadding>, DeviceArray<float>> project_embed_;
-  struct StageShard {
-    DeviceArray<float> w_in, w_out;  ///< hidden x cols and cols x hidden, row-major
-    int cols = 0;
-  };
-  std::map<int, StageShard> shards_;                      ///< by stage index
+  std::map<int, StageShard> shards_;                      ///< by stage index (a MoE stage: its shared expert)
+  std::map<int, MoeShard> moe_shards_;                    ///< by stage index, MoE stages only
   std::map<std::pair<int, int>, DeviceArray<float>> norm_weights_;  ///< real mode
 
   int iteration_ = 0;

@@ -419,19 +419,52 @@ Status RankExecutor::compute(const Op& op, int index) {
     return Status::ok();
   }
   // y = relu(x W_in[:, J]) W_out[J, :] over this rank's shard J of the inner
-  // columns. Row-major products through column-major cuBLAS: C^T = B^T A^T.
-  const StageShard& w = shards_.at(s_.plan.stageIndex(op.stack, op.stage));
+  // columns (a MoE stage: of its shared expert), into scratch_.
+  const int si = s_.plan.stageIndex(op.stack, op.stage);
   if (x.rows == 0) return Status::ok();
-  if (w.cols == 0) return zeroRows(x.data.get(), x.rows);  // an empty shard contributes zeros
+  if (Status st = mlpSlice(shards_.at(si), x, scratch_.data.get()); !st) return st;
+  const auto moe = moe_shards_.find(si);
+  if (moe != moe_shards_.end()) {
+    if (Status st = routedExperts(moe->second, x); !st) return st;
+  }
+  takeScratch(x);
+  return Status::ok();
+}
+
+Status RankExecutor::mlpSlice(const StageShard& w, const DeviceRows& x, float* out) {
+  if (w.cols == 0) return zeroRows(out, x.rows);  // an empty shard contributes zeros
+  // Row-major products through column-major cuBLAS: C^T = B^T A^T.
   const float one = 1.0f, zero = 0.0f;
   SEAM_CUBLAS_CHECK(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, w.cols, x.rows, h_, &one, w.w_in.get(), w.cols,
                                 x.data.get(), h_, &zero, mid_.get(), w.cols));
   SEAM_CUDA_CHECK(kernels::relu(mid_.get(), static_cast<std::size_t>(x.rows) * w.cols, s_.real(), stream_->get()));
   SEAM_CUBLAS_CHECK(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, h_, x.rows, w.cols, &one, w.w_out.get(), h_,
-                                mid_.get(), w.cols, &zero, scratch_.data.get(), h_));
-  if (Status st = roundIfReal(scratch_.data.get(), x.rows); !st) return st;
-  takeScratch(x);
-  return Status::ok();
+                                mid_.get(), w.cols, &zero, out, h_));
+  return roundIfReal(out, x.rows);
+}
+
+Status RankExecutor::routedExperts(const MoeShard& m, const DeviceRows& x) {
+  // numeric::moeShard on every row at once: router scores (a GEMM), the
+  // top-k kernel's dense gates, then each owned expert over all the rows and
+  // its gated output added onto scratch_'s shared slice where a row chose it,
+  // experts in ascending order on one stream (no atomics: the sum order is
+  // fixed, real mode is deterministic).
+  const int experts = s_.moe.experts;
+  const float one = 1.0f, zero = 0.0f;
+  SEAM_CUBLAS_CHECK(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, experts, x.rows, h_, &one, m.router.get(),
+                                experts, x.data.get(), h_, &zero, moe_scores_.get(), experts));
+  if (s_.real()) {
+    SEAM_CUDA_CHECK(kernels::roundBf16(moe_scores_.get(), static_cast<std::size_t>(x.rows) * experts, stream_->get()));
+  }
+  SEAM_CUDA_CHECK(kernels::topKGates(moe_scores_.get(), x.rows, experts, s_.moe.top_k, s_.real(), moe_gates_.get(),
+                                     stream_->get()));
+  for (size_t i = 0; i < m.experts.size(); ++i) {
+    if (m.experts[i].cols == 0) continue;  // no columns of it here (numeric::moeShard skips it too)
+    if (Status st = mlpSlice(m.experts[i], x, expert_out_.get()); !st) return st;
+    SEAM_CUDA_CHECK(kernels::gatedAccumulate(scratch_.data.get(), expert_out_.get(), moe_gates_.get(), experts,
+                                             m.first_expert + static_cast<int>(i), x.rows, h_, stream_->get()));
+  }
+  return roundIfReal(scratch_.data.get(), x.rows);
 }
 
 Status RankExecutor::snapshot(const Op& op, int index) {

@@ -4,11 +4,13 @@
 // executor compares outputs with the reference instead.
 #pragma once
 
+#include <array>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "ledger_domains.h"
+#include "seam/sim/case.h"
 #include "seam/sim/numeric.h"
 
 namespace seam::ledger_detail {
@@ -17,10 +19,16 @@ class NumericDomain {
  public:
   using Value = std::vector<float>;
 
-  void configure(numeric::Mode mode, const numeric::Shape& shape) {
+  /// The case gives the stages' kinds (MoE stages route), the model's MoE
+  /// shape and moe_ep (how a MoE weight group splits into EP slices).
+  void configure(numeric::Mode mode, const numeric::Shape& shape, const Case& c) {
     mode_ = mode;
     shape_ = shape;
     weights_.clear();
+    moe_weights_.clear();
+    kinds_ = {c.model.pattern.layers, c.model.pattern.mtp};
+    moe_ = numeric::moeShape(c.model.shape, c.config.moe_ep, shape);
+    moe_ep_ = c.config.moe_ep;
   }
   void prepare(const std::vector<StackShape>&, int) {}
   Value zero() const { return Value(shape_.hidden, 0.0f); }
@@ -37,11 +45,18 @@ class NumericDomain {
 
   Value norm(const Value& in, int stack, int stage, int, std::uint64_t) {
     Value out(shape_.hidden);
-    numeric::normRow(in.data(), out.data(), shape_.hidden, mode_, weights(stack, stage).norm);
+    // A MoE stage's norm weight is its shared expert's (moeWeights).
+    const auto& weight = isMoe(stack, stage) ? moeWeights(stack, stage).shared.norm : weights(stack, stage).norm;
+    numeric::normRow(in.data(), out.data(), shape_.hidden, mode_, weight);
     return out;
   }
   Value compute(const Value& in, int stack, int stage, int, int j, int shards, std::uint64_t) {
     Value out(shape_.hidden);
+    if (isMoe(stack, stage)) {
+      const numeric::MoeWeights& w = moeWeights(stack, stage);
+      numeric::moeShard(w, numeric::moeSlice(w.moe, j, shards, moe_ep_), in.data(), out.data(), mode_);
+      return out;
+    }
     const numeric::StageWeights& w = weights(stack, stage);
     numeric::stageShard(w, numeric::shardColumns(w.inner, shards, j), in.data(), out.data(), mode_);
     return out;
@@ -60,9 +75,25 @@ class NumericDomain {
     }
     return it->second;
   }
+  bool isMoe(int stack, int stage) const {
+    return stack < 2 && stage >= 0 && stage < static_cast<int>(kinds_[stack].size()) &&
+           kinds_[stack][stage] == LayerKind::kMoe;
+  }
+  const numeric::MoeWeights& moeWeights(int stack, int stage) {
+    auto it = moe_weights_.find({stack, stage});
+    if (it == moe_weights_.end()) {
+      it = moe_weights_.emplace(std::make_pair(stack, stage), numeric::moeWeights(stack, stage, mode_, shape_, moe_))
+               .first;
+    }
+    return it->second;
+  }
   numeric::Mode mode_ = numeric::Mode::kExact;
   numeric::Shape shape_;
   std::map<std::pair<int, int>, numeric::StageWeights> weights_;
+  std::map<std::pair<int, int>, numeric::MoeWeights> moe_weights_;
+  std::array<std::vector<LayerKind>, 2> kinds_;  ///< stage kinds of the main stack and the MTP step
+  numeric::MoeShape moe_;
+  int moe_ep_ = 1;
 };
 
 }  // namespace seam::ledger_detail

@@ -39,7 +39,7 @@ NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Sha
   out.rows.assign(stacks, std::vector<float>(static_cast<size_t>(out.tokens) * h));
   out.producers.assign(stacks, std::vector<int>(out.tokens, 1));
   ledger_detail::NumericDomain d;
-  d.configure(mode, shape);
+  d.configure(mode, shape, c);
   for (int t = 0; t < out.tokens; ++t) {
     std::vector<float> input = d.embed(0, t);
     for (int stack = 0; stack < stacks; ++stack) {
@@ -83,7 +83,7 @@ NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Sha
 
 NumericRun runPlanNumeric(const Plan& plan, numeric::Mode mode, const numeric::Shape& shape) {
   ledger_detail::Replay<ledger_detail::NumericDomain> replay;
-  replay.domain().configure(mode, shape);
+  replay.domain().configure(mode, shape, plan.source);
   LedgerOptions options;
   options.max_violations = 1;
   LedgerResult r = replay.run(plan, options);

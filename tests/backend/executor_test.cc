@@ -221,11 +221,12 @@ GpuRunOptions quick(numeric::Mode mode = numeric::Mode::kExact) {
 /// Runs the declared plan of `c` on the GPUs in exact mode and expects the
 /// output, and every rank's own rows, bit-identical to the reference and to
 /// the CPU executor.
-void expectIdenticalToReference(const Case& c) {
+void expectIdenticalToReference(const Case& c, const numeric::Shape& shape = {}) {
   const std::string repro = reproduceCommand(c, "declared");
   auto plan = buildPlan(c, PolicyKind::kDeclared);
   ASSERT_TRUE(plan.hasValue()) << plan.status().message() << "\n" << repro;
-  const GpuRunOptions o = quick();
+  GpuRunOptions o = quick();
+  o.shape = shape;
   auto gpu = runPlanOnGpus(*plan, o);
   ASSERT_TRUE(gpu.hasValue()) << gpu.status().message() << "\n" << repro;
   ASSERT_FALSE(gpu->hung) << gpu->hang_report << "\n" << repro;
@@ -361,6 +362,65 @@ TEST(GpuExecutorOnGpus, DeepepDispatchAndCombineAreBitIdentical) {
   expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {4}, deepep));  // even: NCCL's own
   deepep.capture = {1};  // a snapshot on local rows, gathered
   expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));
+}
+
+// MoE stages route (numeric::moeShard): router GEMM, the top-k kernel, a
+// GEMM pair per owned expert, gated sums in ascending expert order.
+TEST(GpuMoeRouting, ExactModeIsBitIdenticalToTheCpuOverEpMoeTpAndDeepep) {
+  SEAM_NEED_GPUS(2);
+  // nemotron-3-nano's shapes, shortened: EP group, MoE-TP group, DP attention with an idle rank.
+  expectIdenticalToReference(patternCase("MEMEM*E", {.tp = 2, .moe_ep = 2}, {5}));
+  expectIdenticalToReference(patternCase("MEMEM*E", {.tp = 2}, {5}));
+  expectIdenticalToReference(patternCase("MEMEM*E", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {3, 0}));
+  // deepseek-v3's shapes (two-stage, a dense first layer) with the deepep all-to-all.
+  Flags deepep;
+  deepep.a2a = A2aBackend::kDeepep;
+  expectIdenticalToReference(twoStageCase("*-*E*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));
+  expectIdenticalToReference(twoStageCase("*-*E/*E", {.tp = 2, .moe_ep = 2}, {4}, deepep));  // and its MTP step
+}
+
+TEST(GpuMoeRouting, ExactModeAtNemotron3NanoSizesIsBitIdenticalToTheCpu) {
+  SEAM_NEED_GPUS(2);
+  // Hidden 2688, shared expert 3712, routed experts 1856 wide (the preset's).
+  expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {3}), {.hidden = 2688, .inner = 3712});
+}
+
+TEST(GpuMoeRouting, TheMergedTpGroupOfFourIsBitIdenticalToTheCpu) {
+  SEAM_NEED_GPUS(4);
+  // moe_ep 2 x moe_tp 2: the EP and MoE-TP sums merge into one TP all-reduce.
+  expectIdenticalToReference(patternCase("MEMEM*E", {.tp = 4, .moe_ep = 2}, {5}));
+  Flags deepep;
+  deepep.a2a = A2aBackend::kDeepep;
+  expectIdenticalToReference(patternCase("MEMEM*E", {.tp = 4, .moe_ep = 4}, {6}, deepep));
+}
+
+TEST(GpuMoeRouting, RealModeIsDeterministicAndCloseToTheCpu) {
+  SEAM_NEED_GPUS(2);
+  Flags deepep;
+  deepep.a2a = A2aBackend::kDeepep;
+  for (const Case& c : {patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {4}),
+                        patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, deepep)}) {
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    ASSERT_TRUE(plan.hasValue());
+    GpuRunOptions o = quick(numeric::Mode::kReal);
+    o.shape = {.hidden = 256, .inner = 512};
+    auto first = runPlanOnGpus(*plan, o);
+    auto second = runPlanOnGpus(*plan, o);
+    ASSERT_TRUE(first.hasValue() && second.hasValue());
+    ASSERT_FALSE(first->hung || second->hung);
+    EXPECT_FALSE(first->ranks_disagree);
+    // No atomics in the gated sums: the same plan gives the same bits.
+    EXPECT_EQ(first->device_hash, second->device_hash);
+    EXPECT_TRUE(compareOutputs(first->output, second->output).identical);
+    for (const auto& stack : first->output.rows) {
+      for (float v : stack) ASSERT_TRUE(std::isfinite(v));
+    }
+    // Not bit-identical to the CPU (cuBLAS sums in another order; a near tie
+    // of router scores may even pick another expert), but close.
+    const OutputDiff d = compareOutputs(first->output, runPlanNumeric(*plan, o.mode, o.shape).output);
+    RecordProperty("moe_real_mode_vs_cpu", d.describe());
+    EXPECT_LT(d.max_abs, 0.5) << d.describe();
+  }
 }
 
 TEST(GpuExecutorOnGpus, PipelineStagesSendAndReceive) {

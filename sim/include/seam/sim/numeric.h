@@ -14,11 +14,17 @@
 // Real mode: bf16 values (rounded after every op), RMSNorm, weights drawn
 // from a fixed pseudo-random normal-like distribution; bit-identity then
 // holds only between plans that reduce the same values in the same order.
+//
+// MoE stages (`E`) route: a router picks each token's top-k experts, each a
+// small MLP, gated and summed, plus a shared expert where the model has one
+// (moeShard below).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "seam/sim/model.h"
+#include "seam/sim/moe_routing.h"
 #include "seam/sim/status.h"
 
 namespace seam::numeric {
@@ -71,6 +77,67 @@ void normRow(const float* v, float* out, int h, Mode mode, const std::vector<flo
 /// The MTP step's input projection: from the main stack's final output row of
 /// token t to stack 1's input (exact: the output plus stack 1's embedding row).
 void projectRow(const float* final_output, float* out, int stack, int token, Mode mode, const Shape& shape);
+
+// ---- MoE stages ------------------------------------------------------------------
+
+/// Routed experts of every numeric MoE stage: small for speed, and divisible
+/// by every moe_ep the config space yields up to world 16 (moe_ep divides tp
+/// and the preset's expert count, a power of two: 1..16). A larger moe_ep
+/// (worlds beyond 16) takes moe_ep experts, one per EP rank (moeShape).
+inline constexpr int kNumericExperts = 16;
+/// Nonzeros per router column in exact mode (integer scores in [-8, 8]: ties
+/// are common, so the tie rule is exercised).
+inline constexpr int kRouterNonzerosPerColumn = 4;
+
+/// The numeric MoE of a model: `experts` routed experts of `expert_inner`
+/// columns, `top_k` per token, and a shared expert of `shared_inner` columns
+/// (0: none). Widths scale with Shape::inner as the preset's do: the shared
+/// expert is Shape::inner wide, a routed expert inner * routed / shared.
+struct MoeShape {
+  int experts = 0;
+  int top_k = 0;
+  int expert_inner = 0;
+  int shared_inner = 0;
+};
+/// The numeric MoE of `model` run at `shape` over `moe_ep` EP ranks.
+MoeShape moeShape(const ModelShape& model, int moe_ep, const Shape& shape);
+
+/// Weights of one MoE stage: the router (hidden x experts, row-major), each
+/// routed expert's in/out projections, and the shared expert, whose
+/// StageWeights also carry the stage's norm weight (real mode).
+struct MoeWeights {
+  MoeShape moe;
+  std::vector<float> router;
+  std::vector<StageWeights> experts;
+  StageWeights shared;
+};
+MoeWeights moeWeights(int stack, int stage, Mode mode, const Shape& shape, const MoeShape& moe);
+
+/// What shard j of the `shards` a MoE stage's weights are split over owns:
+/// the experts of its EP slice, the moe_tp column slice of each, and its
+/// slice of the shared expert. A group of moe_ep * moe_tp shards (the merged
+/// TP group) is EP-major, as SGLang numbers it (shard = ep * moe_tp + tp).
+struct MoeSlice {
+  ColumnRange experts;       ///< routed experts [begin, end)
+  ColumnRange expert_cols;   ///< columns of each of them
+  ColumnRange shared_cols;   ///< columns of the shared expert
+};
+MoeSlice moeSlice(const MoeShape& moe, int j, int shards, int moe_ep);
+
+/// The router of one row: the top-k experts in rank order and their gates
+/// (topKGates over scores x W_router; real mode rounds the scores to bf16).
+struct Routing {
+  std::vector<int> experts;
+  std::vector<float> gates;
+};
+Routing routeRow(const MoeWeights& w, const float* x, Mode mode);
+
+/// Shard `slice`'s contribution to one row: its shared-expert slice, then,
+/// in ascending expert order, gate * expert(x) over the row's chosen experts
+/// it owns (each on its column slice, as stageShard), summed in fp32; real
+/// mode rounds the sum to bf16. A shard owning none of them contributes its
+/// shared slice only.
+void moeShard(const MoeWeights& w, const MoeSlice& slice, const float* x, float* out, Mode mode);
 
 /// fp32 -> bf16 -> fp32, round to nearest even (real mode after every op).
 float roundBf16(float v);
