@@ -394,6 +394,7 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
   planPeerGroups(shared, *devices);
   for (const detail::PeerGroup& g : shared.peer_groups) result.notes.push_back(g.path);
   buildWeights(shared);
+  shared.window_begin = gateWindows(shared);
   if (processes == nullptr) {
     SEAM_NCCL_CHECK(ncclGetUniqueId(&shared.id));
   } else {

@@ -49,6 +49,30 @@ int capacityRows(const SharedRun& s) {
   return cap;
 }
 
+std::vector<int> gateWindows(const SharedRun& s) {
+  const Plan& plan = s.plan;
+  std::size_t longest = 0;
+  for (const auto& ops : plan.ranks) longest = std::max(longest, ops.size());
+  std::vector<int> begin;
+  int ops = 0, launches = 0;
+  for (std::size_t i = 0; i < longest; ++i) {
+    int weight = 1;
+    for (const auto& rank_ops : plan.ranks) {
+      if (i >= rank_ops.size()) continue;
+      const Op& op = rank_ops[i];
+      const bool routed = op.kind == OpKind::kCompute && s.isMoe(op.stack, op.stage);
+      weight = std::max(weight, routed ? 4 + 5 * std::max(1, s.moe.experts) : kOpLaunchesBound);
+    }
+    if (begin.empty() || ops == kGateWindowOps || (ops > 0 && launches + weight > kGateWindowLaunches)) {
+      begin.push_back(static_cast<int>(i));
+      ops = launches = 0;
+    }
+    ++ops;
+    launches += weight;
+  }
+  return begin;
+}
+
 void buildWeights(SharedRun& s) {
   s.moe = numeric::moeShape(s.plan.source.model.shape, s.plan.source.config.moe_ep, s.options.shape);
   std::set<std::pair<int, int>> keys;
@@ -647,9 +671,12 @@ Status RankExecutor::run() {
     if (Status st = resetState(); !st) return st;
     if (iteration_ == warmup) SEAM_CUDA_CHECK(kernels::busy(kWarmClockUs, kernels::kBusyBlocks, stream_->get()));
     const bool gated = iteration_ > 0;
-    for (int begin = 0; begin < n; begin += kGateWindowOps) {
+    const std::vector<int>& windows = s_.window_begin;
+    for (std::size_t w = 0; w < windows.size() && windows[w] < n; ++w) {
+      const int begin = windows[w];
+      const int end = w + 1 < windows.size() ? std::min(n, windows[w + 1]) : n;
       if (gated) SEAM_CUDA_CHECK(kernels::waitFlag(gate_->device(), ++gate_target_, stream_->get()));
-      for (int i = begin; i < std::min(n, begin + kGateWindowOps); ++i) {
+      for (int i = begin; i < end; ++i) {
         if (Status st = enqueueOp(i, true); !st) return st;
       }
       if (gated) {

@@ -42,8 +42,15 @@ constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
 /// Layout notes kept per rank (a malformed plan would otherwise flood them).
 constexpr int kMaxLayoutNotesPerRank = 4;
 /// Ops enqueued behind one gate (see RankExecutor::run): few enough that the
-/// stream's queue of pending work never fills while the gate holds it.
+/// stream's queue of pending work never fills while the gate holds it (a
+/// full queue blocks the launching host thread, which then never opens the
+/// gate: a deadlock). Bounded by ops and by an estimate of the kernels,
+/// copies and NCCL calls they launch (gateWindows).
 constexpr int kGateWindowOps = 64;
+constexpr int kGateWindowLaunches = 384;
+/// Launches estimated for any op but a routed MoE compute (the DP lowering's
+/// copies, fills and collectives are the most, about 6).
+constexpr int kOpLaunchesBound = 8;
 /// A gate value that every wait passes: stores it to release a stream for good.
 constexpr int kGateOpen = INT32_MAX;
 
@@ -142,6 +149,9 @@ struct SharedRun {
   DpLayouts dp;       ///< the DP buffers of both padding modes (the lowering's geometry)
   int stacks;
   int capacity_rows = 1;  ///< rows every row buffer holds: the most any op reads or writes
+  /// First op index of each gate window, the same on every rank (their
+  /// window barriers pair up): gateWindows().
+  std::vector<int> window_begin;
   std::map<std::pair<int, int>, numeric::StageWeights> weights;  ///< (stack, stage) -> weights
   /// MoE stages' router and routed experts (their shared expert, and with it
   /// the norm weight, is in `weights`; numeric::moeWeights).
@@ -199,6 +209,13 @@ void planPeerGroups(SharedRun& s, const std::vector<DeviceInfo>& devices);
 /// Generates the weights of every (stack, stage) some rank computes or
 /// normalizes at, once, on a few host threads (they are large at real shapes).
 void buildWeights(SharedRun& s);
+
+/// Splits the op indices into gate windows of at most kGateWindowOps ops and
+/// kGateWindowLaunches estimated launches, op index i weighing the most it
+/// launches on any rank (a routed MoE compute: a router GEMM, the top-k, and
+/// two GEMMs, a relu, a rounding and a gated add per expert). Call after
+/// buildWeights (the MoE shape).
+std::vector<int> gateWindows(const SharedRun& s);
 
 /// One tensor of one rank: device rows plus the layout the host tracks.
 struct DeviceRows {
