@@ -54,9 +54,10 @@ __device__ inline float invRms(double total, int h) {
   return __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, kNormEps)));
 }
 
-/// The exact-mode norm surrogate of one value (numeric::normRow).
-__device__ inline float exactNorm(float v) {
-  const long long x = static_cast<long long>(v);  // truncation, as static_cast on the CPU
+/// The exact-mode norm surrogate of one value and its stage's weight
+/// (numeric::normRow).
+__device__ inline float exactNorm(float v, float w) {
+  const long long x = static_cast<long long>(__fmul_rn(v, w));  // truncation, as static_cast on the CPU
   return static_cast<float>(((x % 5) + 5) % 5 - 2);
 }
 
@@ -72,7 +73,7 @@ __device__ inline float exactNorm(float v) {
 __device__ inline void normRow(const float* v, float* out, int h, bool real, const float* weight,
                                double* partial) {
   if (!real) {
-    for (int k = threadIdx.x; k < h; k += kRowThreads) out[k] = exactNorm(v[k]);
+    for (int k = threadIdx.x; k < h; k += kRowThreads) out[k] = exactNorm(v[k], weight ? weight[k] : 1.0f);
     return;
   }
   double ss = 0;
@@ -120,7 +121,7 @@ struct RowRegs {
     if (!real) {
 #pragma unroll
       for (int i = 0; i < kPerThread; ++i) {
-        if (at(i) < h) out[at(i)] = exactNorm(v[i]);
+        if (at(i) < h) out[at(i)] = exactNorm(v[i], weight ? weight[at(i)] : 1.0f);
       }
       return;
     }

@@ -79,7 +79,7 @@ void buildWeights(SharedRun& s) {
   for (const auto& ops : s.plan.ranks) {
     for (const Op& op : ops) {
       const bool norm = op.kind == OpKind::kNorm || op.kind == OpKind::kAddNorm || op.kind == OpKind::kArAddNorm;
-      if ((op.kind == OpKind::kCompute && op.stage >= 0) || (norm && s.real())) keys.insert({op.stack, op.stage});
+      if ((op.kind == OpKind::kCompute && op.stage >= 0) || norm) keys.insert({op.stack, op.stage});
     }
   }
   std::vector<std::pair<int, int>> list(keys.begin(), keys.end());
@@ -399,7 +399,7 @@ Status RankExecutor::uploadWeights() {
       moe_shards_.emplace(si, std::move(m));
     }
     const bool norm = op.kind == OpKind::kNorm || op.kind == OpKind::kAddNorm || op.kind == OpKind::kArAddNorm;
-    if (norm && s_.real() && !norm_weights_.count({op.stack, op.stage})) {
+    if (norm && !norm_weights_.count({op.stack, op.stage})) {
       auto a = upload(s_.weights.at({op.stack, op.stage}).norm);
       if (!a) return a.status();
       norm_weights_.emplace(std::make_pair(op.stack, op.stage), std::move(*a));

@@ -44,7 +44,7 @@ Status RankExecutor::arAddNorm(const Op& op, int index) {
     note("rank " + std::to_string(rank_) + " op " + std::to_string(index) + " (ar_add_norm) adds " +
          std::to_string(rows) + " rows to a residual of " + std::to_string(residual_.rows));
   }
-  const float* weight = s_.real() ? norm_weights_.at({op.stack, op.stage}).get() : nullptr;
+  const float* weight = norm_weights_.at({op.stack, op.stage}).get();
   const int gi = g.size() > 1 ? peerGroupOf(g.members) : -1;
   const auto fused = gi >= 0 ? fused_args_.find(gi) : fused_args_.end();
   if (fused != fused_args_.end()) {
@@ -378,7 +378,7 @@ Status RankExecutor::addNorm(const Op& op, int index) {
   if (op.kind == OpKind::kAddNorm) record(index, bytesOf(hidden_.rows));
   const bool has_residual = residual_.present;
   if (!has_residual) residual_.setLayout(hidden_);
-  const float* weight = s_.real() ? norm_weights_.at({op.stack, op.stage}).get() : nullptr;
+  const float* weight = norm_weights_.at({op.stack, op.stage}).get();
   SEAM_CUDA_CHECK(kernels::addNormRows(hidden_.data.get(), residual_.data.get(), hidden_.data.get(), residual_.rows, h_,
                                        has_residual, s_.real(), weight, stream_->get()));
   finishNorm(hidden_, residual_, op);
@@ -386,8 +386,7 @@ Status RankExecutor::addNorm(const Op& op, int index) {
 }
 
 Status RankExecutor::normInto(DeviceRows& target, const DeviceRows& source, const Op& op) {
-  const float* weight = nullptr;
-  if (s_.real()) weight = norm_weights_.at({op.stack, op.stage}).get();
+  const float* weight = norm_weights_.at({op.stack, op.stage}).get();
   SEAM_CUDA_CHECK(kernels::normRows(source.data.get(), target.data.get(), source.rows, h_, s_.real(), weight,
                                     stream_->get()));
   finishNorm(target, source, op);

@@ -63,6 +63,10 @@ StageWeights mlpWeights(std::uint64_t base, int hidden, int inner, Mode mode) {
   w.w_in.assign(static_cast<size_t>(hidden) * inner, 0.0f);
   w.w_out.assign(static_cast<size_t>(inner) * hidden, 0.0f);
   if (mode == Mode::kExact) {
+    // The norm surrogate's per-stage weights, in 1..4 (units mod 5): a norm
+    // run with another stage's weights gives other values, as RMSNorm would.
+    w.norm.resize(hidden);
+    for (int i = 0; i < hidden; ++i) w.norm[i] = static_cast<float>(1 + key(base, 8, i, 0) % 4);
     // A few +-1 entries per column: |x W_in| <= kGrid * nnz, and the same for W_out.
     for (int c = 0; c < inner; ++c) {
       for (int k = 0; k < kExactNonzerosPerColumn; ++k) {
@@ -232,7 +236,8 @@ void moeShard(const MoeWeights& w, const MoeSlice& slice, const float* x, float*
 void normRow(const float* v, float* out, int h, Mode mode, const std::vector<float>& weight) {
   if (mode == Mode::kExact) {
     for (int k = 0; k < h; ++k) {
-      const long long x = static_cast<long long>(v[k]);
+      const float w = weight.empty() ? 1.0f : weight[k];
+      const long long x = static_cast<long long>(v[k] * w);
       out[k] = static_cast<float>(((x % 5) + 5) % 5 - 2);
     }
     return;
