@@ -11,6 +11,7 @@
 
 #include "kernels.h"
 #include "rank_executor.h"
+#include "seam/backend/check.h"
 #include "seam/sim/numeric.h"
 
 namespace seam::backend::detail {
@@ -119,6 +120,32 @@ Status RankExecutor::dpOp(const Op& op, int index) {
           SEAM_NCCL_ISSUE(g.comm, ncclAllGather(buf->get(), spare->get(), static_cast<std::size_t>(s.rows_in) * h_,
                                                 ncclFloat, g.comm, stream_->get()));
         }
+        std::swap(buf, spare);
+        rows = s.rows_out;
+        break;
+      }
+      case DpStepKind::kAllGatherv: {
+        // pynccl all_gatherv: one ncclBroadcast per member, rooted at it, into
+        // its slot (tp rank k is DP shard k: attn_tp 1, tp == attn_dp).
+        const Group g = groupOnAxis(static_cast<Axis>(s.axis));
+        if (g.size() <= 1) {
+          rows = s.rows_out;
+          break;
+        }
+        if (spare == nullptr) return Status::invalid(where(s) + " runs while the local rows are set aside");
+        recordNccl("broadcast", 0);
+        SEAM_NCCL_CHECK(ncclGroupStart());
+        for (int k = 0; k < g.size(); ++k) {
+          const std::size_t n = static_cast<std::size_t>(geometry->localRows(k)) * h_;
+          if (n == 0) continue;
+          float* dst = spare->get() + static_cast<std::size_t>(geometry->slot(k)) * h_;
+          const ncclResult_t r = ncclBroadcast(k == g.me ? buf->get() : dst, dst, n, ncclFloat, k, g.comm, stream_->get());
+          if (r != ncclSuccess && r != ncclInProgress) {
+            (void)ncclGroupEnd();
+            return ncclStatus(r, "ncclBroadcast", __FILE__, __LINE__);
+          }
+        }
+        SEAM_NCCL_ISSUE(g.comm, ncclGroupEnd());
         std::swap(buf, spare);
         rows = s.rows_out;
         break;

@@ -129,7 +129,7 @@ struct SharedRun {
         rows(topo, p.source.batch, p.padding, p.cp_layout),
         other_rows(topo, p.source.batch,
                    p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, p.cp_layout),
-        dp(p.source.config, p.source.batch, p.padding),
+        dp(p.source.config, p.source.batch, p.padding, p.source.flags.dp_gatherv),
         stacks(p.source.model.pattern.mtp.empty() ? 1 : 2),
         progress(new RankProgress[p.world()]),
         window_barrier(local_ranks),

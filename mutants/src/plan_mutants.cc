@@ -218,7 +218,7 @@ bool PlantDpFault::apply(Plan& plan) const {
   // A fault in dp_attention.py is in every call: plant it in every DP op of
   // every rank whose lowering it changes (elsewhere the op stays as it was,
   // so a case where it changes nothing is not a differing plan).
-  const DpLayouts layouts(plan.source.config, plan.source.batch, plan.padding);
+  const DpLayouts layouts(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
   const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
   bool any = false;
   for (int r = 0; r < plan.world(); ++r) {

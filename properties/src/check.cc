@@ -72,7 +72,7 @@ void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
       if (isDpOp(op.kind) && communicates(op.kind)) {
-        if (!dp) dp.emplace(plan.source.config, plan.source.batch, plan.padding);
+        if (!dp) dp.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
         const DpGeometry* geometry = dp->ofFullRows(dpFullRowsOf(op));
         if (geometry == nullptr) continue;
         lowerDpOp(op, plan.source.config, *geometry, place, row_bytes, &steps);

@@ -104,6 +104,12 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
           f.mode = variant == 2 ? ForwardMode::kExtend : ForwardMode::kDecode;
           f.reduction = red;
           out.push_back(f);
+          // SGLANG_DP_USE_GATHERV where the engine applies it (attn_tp 1,
+          // tp == attn_dp, SUM_LEN): the gathers become tp all_gatherv.
+          if (variant == 1 && c.attn_dp > 1 && c.attnTp() == 1 && c.tp == c.attn_dp) {
+            f.dp_gatherv = true;
+            out.push_back(f);
+          }
         }
       }
     }

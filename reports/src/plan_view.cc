@@ -149,7 +149,7 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
               std::string(opName(op.kind)), std::string(tensorName(op.tensor)), std::move(group),
               std::move(ranks), rowsCell(op.rows_in), rowsCell(op.rows_out), std::to_string(op.bytes)});
     if (lower_dp && isDpOp(op.kind)) {
-      if (!layouts) layouts.emplace(plan.source.config, plan.source.batch, plan.padding);
+      if (!layouts) layouts.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
       addLoweredRows(t, plan, op, rank, topology, *layouts);
     }
   }

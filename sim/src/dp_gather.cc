@@ -8,7 +8,7 @@ namespace seam {
 namespace {
 constexpr std::string_view kStepNames[kDpStepKindCount] = {
     "pad_local", "zero_local", "zero_global", "write_slot", "read_slot", "trim", "reduce_scatter", "all_gather",
-    "all_reduce"};
+    "all_reduce", "all_gatherv"};
 /// bf16 activations.
 constexpr std::int64_t kBytesPerElement = 2;
 }  // namespace
@@ -19,7 +19,8 @@ std::int64_t activationRowBytes(const ModelShape& shape) {
 
 int dpAlignedTokens(int tokens, int attn_tp) { return (tokens + attn_tp - 1) / attn_tp * attn_tp; }
 
-DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode) : mode_(mode) {
+DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode, bool gatherv_env)
+    : mode_(mode) {
   const int shards = config.attn_dp;
   assert(static_cast<int>(batch.tokens.size()) == shards && "one batch entry per attention-DP shard");
   // prepare_mlp_sync_batch runs only under DP attention.
@@ -49,6 +50,7 @@ DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPaddi
     }
   }
   global_rows_ = max_len ? shards * longest : sum;
+  gatherv_ = gatherv_env && shards > 1 && config.attnTp() == 1 && config.tp == shards && mode == DpPadding::kSumLen;
 }
 
 int DpGeometry::globalRows(const ParallelConfig& config, const Batch& batch, DpPadding mode) {
@@ -70,6 +72,7 @@ OpKind DpStep::opKind() const {
     case DpStepKind::kReduceScatter: return OpKind::kReduceScatter;
     case DpStepKind::kAllGather: return OpKind::kAllGather;
     case DpStepKind::kAllReduce: return OpKind::kAllReduce;
+    case DpStepKind::kAllGatherv: return OpKind::kAllGatherv;
     default: assert(false && "opKind of a local step"); return OpKind::kSlice;
   }
 }
@@ -128,6 +131,12 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g, 
       const bool partial = op.kind == OpKind::kDpGatherPartial;
       // The local rows are local_dp_buffer_len long: pad rows past B_d.
       if (L > B) out.push_back({DpStepKind::kPadLocal, kNoAxis, B, L, 0, (L - B) * rb});
+      if (g.gatherv()) {
+        // _dp_gather_via_all_gatherv: each shard's rows, concatenated in tp
+        // (= DP) order, which is SUM_LEN's slot order.
+        out.push_back({DpStepKind::kAllGatherv, tp, L, G, slot, G * rb});
+        return;
+      }
       if (cp > 1 || g.mode() == DpPadding::kSumLen) {
         // _dp_gather_via_all_reduce (under CP whatever the padding: an
         // all-gather would take a block from every CP rank too).
@@ -186,10 +195,10 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g, 
   }
 }
 
-DpLayouts::DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode)
+DpLayouts::DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode, bool gatherv_env)
     : plan_mode_(plan_mode),
-      max_len_(config, batch, DpPadding::kMaxLen),
-      sum_len_(config, batch, DpPadding::kSumLen) {}
+      max_len_(config, batch, DpPadding::kMaxLen, gatherv_env),
+      sum_len_(config, batch, DpPadding::kSumLen, gatherv_env) {}
 
 const DpGeometry* DpLayouts::ofFullRows(int full_rows) const {
   const DpGeometry& mine = of(plan_mode_);

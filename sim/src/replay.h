@@ -73,7 +73,7 @@ class Replay {
     rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
     const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
     other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
-    dp_.emplace(plan.source.config, plan.source.batch, plan.padding);
+    dp_.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
     row_bytes_ = activationRowBytes(plan.source.model.shape);
     const int world = plan.world();
     stacks_.assign(2, {});
@@ -963,8 +963,10 @@ class Replay {
     const Op& op = plan_->ranks[group.front()][ranks_[group.front()].pc];
     for (size_t p = 0; p < g; ++p) {
       const DpStep& mine = dp_group_[p]->steps[dp_group_[p]->pos];
-      if (mine.kind != s.kind || mine.bytes != s.bytes || mine.rows_in != s.rows_in ||
-          static_cast<int>(dp_group_[p]->buf.size()) != s.rows_in) {
+      // all_gatherv: each member sends its own count (every member knows them all).
+      const bool v = s.kind == DpStepKind::kAllGatherv;
+      if (mine.kind != s.kind || mine.bytes != s.bytes || (v ? mine.rows_out != s.rows_out : mine.rows_in != s.rows_in) ||
+          static_cast<int>(dp_group_[p]->buf.size()) != mine.rows_in) {
         report(at(group[p], Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
                   dpWhere(op, s) + " on " + rankList(group) + ": rank " + std::to_string(group.front()) + " issues " +
                       std::string(dpStepName(s.kind)) + " of " + std::to_string(s.bytes) + " bytes while rank " +
@@ -999,6 +1001,7 @@ class Replay {
         break;
       }
       case DpStepKind::kAllGather:
+      case DpStepKind::kAllGatherv:
         for (size_t p = 1; p < g; ++p) dp_sum_.insert(dp_sum_.end(), dp_group_[p]->buf.begin(), dp_group_[p]->buf.end());
         if (static_cast<int>(dp_sum_.size()) != s.rows_out) {
           layoutViolation(group.front(), Property::kOwedOnce,

@@ -314,19 +314,24 @@ TEST(GpuExecutorOnGpus, DpOpsRunSglangsCollectivesForTheirPaddingMode) {
   // tp=2 attn_dp=2 (attn_tp 1), shards of 3 and 2 tokens: MAX_LEN gathers
   // all-gather M=3 rows per rank and the DP reduce-scatter hands each rank
   // its 3-row slot; SUM_LEN gathers all-reduce the 3+2 rows.
+  // SGLANG_DP_USE_GATHERV: SUM_LEN gathers as grouped broadcasts (pynccl's all_gatherv).
   struct Expect {
     DpPadding padding;
     BoundaryReduction reduction;
+    bool gatherv;
     const char* gather_call;
     int gather_rows;
     const char* return_call;  // dp_reduce_scatter, when the plan has one
     int return_rows;
   };
-  for (const Expect& e : {Expect{DpPadding::kMaxLen, BoundaryReduction::kRs, "all_gather", 3, "reduce_scatter", 3},
-                          Expect{DpPadding::kSumLen, BoundaryReduction::kAr, "all_reduce", 5, "", 0}}) {
+  for (const Expect& e :
+       {Expect{DpPadding::kMaxLen, BoundaryReduction::kRs, false, "all_gather", 3, "reduce_scatter", 3},
+        Expect{DpPadding::kSumLen, BoundaryReduction::kAr, false, "all_reduce", 5, "", 0},
+        Expect{DpPadding::kSumLen, BoundaryReduction::kAr, true, "broadcast", 0, "", 0}}) {
     Flags f;
     f.dp_padding = e.padding;
     f.reduction = e.reduction;
+    f.dp_gatherv = e.gatherv;
     const Case c = patternCase("MEM*E", {.tp = 2, .attn_dp = 2}, {3, 2}, f);
     SCOPED_TRACE(reproduceCommand(c, "declared"));
     expectIdenticalToReference(c);

@@ -206,6 +206,29 @@ TEST(DpLowering, EveryCollectiveStepNamesItsGroupAndTheOpKindItIssues) {
   EXPECT_NE(kAttnCp, kAttnTp);
 }
 
+// ---- SGLANG_DP_USE_GATHERV (A6) --------------------------------------------------
+
+TEST(DpLowering, GathervTurnsASumLenGatherIntoOneTpAllGathervOfTheShardsRows) {
+  const ParallelConfig c{.tp = 2, .attn_dp = 2};
+  const DpGeometry g(c, batchOf({3, 1}), DpPadding::kSumLen, /*gatherv_env=*/true);
+  ASSERT_TRUE(g.gatherv());
+  for (OpKind kind : {OpKind::kDpGatherReplicate, OpKind::kDpGatherPartial}) {
+    // Each rank sends its own rows; all members name the same gathered size.
+    EXPECT_EQ(show(lowerDpOp(dpOp(kind, g, 3), c, g, 0, 10)), (Steps{"all_gatherv(tp) 3->4 40"}));
+    EXPECT_EQ(show(lowerDpOp(dpOp(kind, g, 1), c, g, 1, 10)), (Steps{"all_gatherv(tp) 1->4 40"}));
+  }
+  // dp_scatter is the same copy of the own slot.
+  EXPECT_EQ(show(lowerDpOp(dpOp(OpKind::kDpScatter, g, 1), c, g, 1, 10)), (Steps{"read_slot 4->1@3 10"}));
+}
+
+TEST(DpLowering, GathervIsInactiveWhereTheEngineDoesNotApplyIt) {
+  // is_dp_gatherv_active: the env flag, attn_tp 1, tp == attn_dp, SUM_LEN.
+  EXPECT_FALSE(DpGeometry({.tp = 2, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kMaxLen, true).gatherv());
+  EXPECT_FALSE(DpGeometry({.tp = 4, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kSumLen, true).gatherv());
+  EXPECT_FALSE(DpGeometry({.tp = 2, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kSumLen, false).gatherv());
+  EXPECT_FALSE(DpGeometry({.tp = 2}, batchOf({3}), DpPadding::kSumLen, true).gatherv());
+}
+
 // ---- correct plans replay clean through the lowering ---------------------------
 
 Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared) {
@@ -225,6 +248,14 @@ struct CleanCase {
   PolicyKind policy = PolicyKind::kDeclared;
 };
 
+/// SGLANG_DP_USE_GATHERV with SUM_LEN padding (where it applies).
+Flags gatherv(bool rsv = false) {
+  Flags f = padding(DpPadding::kSumLen);
+  f.dp_gatherv = true;
+  if (rsv) f.reduction = BoundaryReduction::kRsv;
+  return f;
+}
+
 std::vector<CleanCase> cleanCases() {
   Flags rs = padding(DpPadding::kMaxLen);
   rs.reduction = BoundaryReduction::kRs;
@@ -239,6 +270,9 @@ std::vector<CleanCase> cleanCases() {
       {"dp_reduce_scatter legacy", twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}), PolicyKind::kLegacy},
       {"attention cp", twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {3, 1})},
       {"attn_tp 1", twoStageCase("*-*-", {.tp = 2, .attn_dp = 2}, {2, 1})},
+      {"gatherv", patternCase("M-M*E", {.tp = 2, .attn_dp = 2}, {3, 1}, gatherv())},
+      {"gatherv idle", twoStageCase("*E*E", {.tp = 4, .attn_dp = 4}, {3, 0, 2, 5}, gatherv())},
+      {"gatherv two-stage rsv", twoStageCase("*-*E", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {2, 4}, gatherv(true))},
   };
 }
 

@@ -41,6 +41,10 @@ struct Flags {
   /// batch the layer input is reduce-scattered over TP, the attention gathers
   /// its q/kv latents, and the FFN input adds the residual slice into the sum.
   bool input_scattered = false;
+  /// SGLANG_DP_USE_GATHERV set: DP gathers use tp.all_gatherv of the
+  /// shards' rows where the engine applies it (attn_tp 1, tp == attn_dp,
+  /// SUM_LEN: dp_attention.is_dp_gatherv_active); elsewhere it has no effect.
+  bool dp_gatherv = false;
   std::vector<int> capture;      ///< aux hidden-state snapshots before these stages (EAGLE3)
 
   /// "a2a=none fusion=on padding=max_len reduction=ar mode=decode"

@@ -35,7 +35,8 @@ int dpAlignedTokens(int tokens, int attn_tp);
 /// id 0 in the engine: neither zero nor a token).
 class DpGeometry {
  public:
-  DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode);
+  /// `gatherv_env`: Flags::dp_gatherv (SGLANG_DP_USE_GATHERV).
+  DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode, bool gatherv_env = false);
 
   DpPadding mode() const { return mode_; }
   int shards() const { return static_cast<int>(shards_.size()); }
@@ -50,6 +51,9 @@ class DpGeometry {
   int rawSlot(int d) const { return shards_[d].raw_slot; }
   /// global_dp_buffer_len: rows of the gathered buffer.
   int globalRows() const { return global_rows_; }
+  /// is_dp_gatherv_active: the env flag, attn_tp 1, tp == attn_dp (hence no
+  /// attention CP) and SUM_LEN; the gathers then all_gatherv the shards.
+  bool gatherv() const { return gatherv_; }
   /// globalRows() without building the geometry (the planner's row counts).
   static int globalRows(const ParallelConfig& config, const Batch& batch, DpPadding mode);
 
@@ -60,6 +64,7 @@ class DpGeometry {
   std::vector<Shard> shards_;
   int global_rows_ = 0;
   DpPadding mode_;
+  bool gatherv_ = false;
 };
 
 /// The steps a DP op lowers to. Each acts on one buffer in flight (`buf`);
@@ -74,11 +79,13 @@ enum class DpStepKind : std::uint8_t {
   kReduceScatter,  ///< reduce_scatter_tensor over the axis: member k keeps chunk k of the sum
   kAllGather,      ///< all_gather_into_tensor over the axis: the members' bufs in group order
   kAllReduce,      ///< all_reduce over the axis
+  kAllGatherv,     ///< all_gatherv over the axis: each member's rows_in rows, in group order (rows_out in all)
 };
-inline constexpr int kDpStepKindCount = 9;
+inline constexpr int kDpStepKindCount = 10;
 std::string_view dpStepName(DpStepKind kind);
 inline bool isCollectiveStep(DpStepKind kind) {
-  return kind == DpStepKind::kReduceScatter || kind == DpStepKind::kAllGather || kind == DpStepKind::kAllReduce;
+  return kind == DpStepKind::kReduceScatter || kind == DpStepKind::kAllGather || kind == DpStepKind::kAllReduce ||
+         kind == DpStepKind::kAllGatherv;
 }
 
 /// One step of one rank. Filled whole by lowerDpOp (no member initializers:
@@ -134,6 +141,8 @@ DpPlace dpPlaceOf(const ParallelConfig& config, int rank);
 
 /// What `rank` runs for the DP op `op` (isDpOp), `geometry` being the layout
 /// of the padding mode the op's rows name, `row_bytes` activationRowBytes:
+///  - gather, gatherv active (SGLANG_DP_USE_GATHERV, SUM_LEN, attn_tp 1,
+///    tp == attn_dp): all_gatherv over tp of each shard's rows;
 ///  - gather, attn_cp > 1 or SUM_LEN (_dp_gather_via_all_reduce): pad, zero
 ///    the gathered buffer, writers ((partial or attention-TP rank 0) and CP
 ///    rank 0, with local rows) copy their local rows into their slot,
@@ -160,7 +169,7 @@ class DpLayouts {
  public:
   /// `plan_mode`: the plan's resolved padding, preferred when both modes
   /// have the same number of rows (then their layouts are the same too).
-  DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode);
+  DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode, bool gatherv_env = false);
   const DpGeometry& of(DpPadding mode) const { return mode == DpPadding::kMaxLen ? max_len_ : sum_len_; }
   /// The geometry whose gathered buffer has `full_rows` rows (the plan's mode
   /// first); nullptr when neither has.
