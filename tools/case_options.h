@@ -28,6 +28,7 @@ struct CaseOptions {
   std::string mode = "decode";
   bool ln_sp = false;
   bool input_scattered = false;
+  bool tbo = false;
   std::string dense_tp = "tp";  // "1": fully-DP dense FFNs (two-stage layers)
   std::string capture;  // "2,5"
   std::string policy = "declared";

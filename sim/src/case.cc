@@ -109,6 +109,7 @@ std::string Flags::describe() const {
   if (layernorm_sp) out += " ln_sp=on";
   if (dense_tp1) out += " dense_tp=1";
   if (input_scattered) out += " input_scattered=on";
+  if (tbo) out += " tbo=on";
   if (!capture.empty()) out += " capture=" + joined(capture);
   return out;
 }
@@ -255,6 +256,7 @@ std::string reproduceCommand(const Case& c, std::string_view policy) {
   if (f.layernorm_sp) out += " --ln-sp";
   if (f.dense_tp1) out += " --dense-tp 1";
   if (f.input_scattered) out += " --input-scattered";
+  if (f.tbo) out += " --tbo";
   if (!f.capture.empty()) out += " --capture " + joined(f.capture);
   return out;
 }

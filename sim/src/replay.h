@@ -19,6 +19,7 @@
 #include "seam/sim/dp_gather.h"
 #include "seam/sim/ledger.h"
 #include "seam/sim/rows.h"
+#include "seam/sim/tbo.h"
 
 namespace seam {
 namespace ledger_detail {
@@ -53,7 +54,11 @@ class Replay {
     Buffer buf;
   };
   struct RankState {
+    /// The hidden state and residual of the lane (tbo.h: the whole batch or
+    /// a half) the rank's current op runs on; the other lanes' are parked.
     Buffer hidden, residual;
+    Buffer parked_hidden[kHalfLanes], parked_residual[kHalfLanes];
+    int lane = 0;
     Buffer branch;  ///< a branch's copy of its input, then its contribution until merged
     std::vector<Snap> snaps;
     size_t pc = 0;
@@ -70,10 +75,18 @@ class Replay {
     options_ = options;
     result_ = LedgerResult{};
     topo_.emplace(plan.source.config);
-    rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
+    // Lane 0: the batch; lanes 1 and 2: the TBO halves, tokens numbered as in the batch.
     const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
-    other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
-    dp_.emplace(plan.source.config, plan.source.batch, plan.padding);
+    for (int lane = 0; lane < (plan.tbo_split.empty() ? 1 : kHalfLanes); ++lane) {
+      const Half half = static_cast<Half>(lane);
+      const Batch batch = tboHalfBatch(plan.source.batch, plan.tbo_split, half);
+      const std::vector<int> first = tboFirstTokens(plan.source.batch, plan.tbo_split, half);
+      Lane& l = lanes_[lane];
+      l.rows.emplace(*topo_, batch, plan.padding, plan.cp_layout, lane == 0 ? nullptr : &first);
+      l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, lane == 0 ? nullptr : &first);
+      l.dp.emplace(plan.source.config, batch, plan.padding);
+    }
+    useLane(0);
     row_bytes_ = activationRowBytes(plan.source.model.shape);
     const int world = plan.world();
     stacks_.assign(2, {});
@@ -92,6 +105,11 @@ class Replay {
     for (RankState& st : ranks_) {
       st.hidden.present = false;
       st.residual.present = false;
+      st.lane = 0;
+      for (int lane = 0; lane < kHalfLanes; ++lane) {
+        st.parked_hidden[lane].present = false;
+        st.parked_residual[lane].present = false;
+      }
       st.branch.present = false;
       st.snaps.clear();
       st.pc = 0;
@@ -110,6 +128,7 @@ class Replay {
     mailbox_.clear();
     junk_ = 0;
     schedule();
+    useLane(0);
     if (!stopped()) finalChecks();
     return std::move(result_);
   }
@@ -226,6 +245,7 @@ class Replay {
     RankState& st = ranks_[r];
     while (st.pc < ops.size() && !stopped()) {
       const Op& op = ops[st.pc];
+      activate(r, op.half);
       if (op.kind == OpKind::kSend) {
         doSend(r, op);
       } else if (communicates(op.kind)) {
@@ -267,6 +287,15 @@ class Replay {
     const auto gather = [](OpKind k) { return k == OpKind::kDpGatherPartial || k == OpKind::kDpGatherReplicate; };
     for (int m : members) {
       const Op& mop = plan_->ranks[m][ranks_[m].pc];
+      if (mop.half != op.half) {
+        // TBO: each half's collectives are calls of their own, on the same communicator.
+        report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                  "on " + std::string(axisName(op.groupAxis())) + " " + rankList(members) + " rank " +
+                      std::to_string(r) + " issues half " + std::string(halfName(op.half)) + "'s " +
+                      std::string(opName(op.kind)) + " while rank " + std::to_string(m) + " issues half " +
+                      std::string(halfName(mop.half)) + "'s " + std::string(opName(mop.kind))));
+        return false;
+      }
       if ((mop.kind != op.kind && !(gather(mop.kind) && gather(op.kind))) || mop.bytes != op.bytes) {
         report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
                   "on " + std::string(axisName(op.groupAxis())) + " " + rankList(members) + " rank " +
@@ -276,6 +305,7 @@ class Replay {
         return false;
       }
     }
+    for (int m : members) activate(m, op.half);
     execCollective(members, op);
     if (stopped()) return false;
     for (int m : members) {
@@ -313,6 +343,70 @@ class Replay {
       report(at(r, Property::kCollectivesMatch, ViolationClass::kDeadlock, detail + ": a real run hangs"));
       return;
     }
+  }
+
+  // ---- lanes (TBO halves) ---------------------------------------------------
+  void useLane(int lane) {
+    rows_ = &*lanes_[lane].rows;
+    other_rows_ = &*lanes_[lane].other_rows;
+    dp_ = &*lanes_[lane].dp;
+  }
+  /// Rank r's buffers and the row maps switch to the lane of `half`.
+  void activate(int r, Half half) {
+    const int lane = static_cast<int>(half);
+    RankState& st = ranks_[r];
+    if (st.lane != lane) {
+      std::swap(st.hidden, st.parked_hidden[st.lane]);
+      std::swap(st.residual, st.parked_residual[st.lane]);
+      std::swap(st.hidden, st.parked_hidden[lane]);
+      std::swap(st.residual, st.parked_residual[lane]);
+      st.lane = lane;
+    }
+    if (rows_ != &*lanes_[lane].rows) useLane(lane);
+  }
+  /// The whole batch's hidden state or residual while a half's lane is active.
+  Buffer& wholeBuffer(RankState& st, Tensor t) {
+    return t == Tensor::kResidual ? st.parked_residual[0] : st.parked_hidden[0];
+  }
+  /// TBO split (slice) or merge (add: a copy) of the active half's rows (tbo.h):
+  /// child A holds rows [0, split) of each shard's attention rows, B the rest.
+  void tboMove(int r, const Op& op) {
+    RankState& st = ranks_[r];
+    if (op.half == Half::kWhole || (op.tensor != Tensor::kHidden && op.tensor != Tensor::kResidual)) {
+      layoutViolation(r, Property::kOwedOnce, "a TBO split or merge names no half");
+      return;
+    }
+    Buffer& whole = wholeBuffer(st, op.tensor);
+    Buffer& half = bufferOf(st, op.tensor);
+    const RowMap& whole_rows = *lanes_[0].rows;
+    const int offset = op.half == Half::kB ? lanes_[1].rows->count(RowKind::kAttention, r) : 0;
+    const int cnt = rows_->count(RowKind::kAttention, r);
+    const int total = whole_rows.count(RowKind::kAttention, r);
+    if (op.kind == OpKind::kSlice) {
+      if (!whole.present || whole.kind != RowKind::kAttention || static_cast<int>(whole.v.size()) != total) {
+        layoutViolation(r, Property::kOwedOnce, "the TBO split of half " + std::string(halfName(op.half)) +
+                                                    " expects the batch's " + std::string(tensorName(op.tensor)) +
+                                                    " on attention rows (" + std::to_string(total) + ") but finds " +
+                                                    (whole.present ? std::string(rowKindName(whole.kind)) + " rows (" +
+                                                                         std::to_string(whole.v.size()) + ")"
+                                                                   : std::string("no value")));
+        return;
+      }
+      half.kind = RowKind::kAttention;
+      half.present = true;
+      half.v.assign(whole.v.begin() + offset, whole.v.begin() + offset + cnt);
+      if (op.half == Half::kB) whole.present = false;  // both halves took their rows
+      return;
+    }
+    // The merge copies the half's real rows into the batch-sized tensor (rows
+    // no half wrote stay zero, as a sum never completed would).
+    if (!expectKind(r, half, RowKind::kAttention, op, tensorName(op.tensor).data())) return;
+    if (!whole.present) {
+      whole.kind = RowKind::kAttention;
+      whole.present = true;
+      whole.v.assign(total, domain_.zero());
+    }
+    std::copy(half.v.begin(), half.v.end(), whole.v.begin() + offset);
   }
 
   // ---- buffers ------------------------------------------------------------
@@ -438,6 +532,10 @@ class Replay {
         return;
       }
       case OpKind::kSlice: {
+        if (op.tbo_move) {
+          tboMove(r, op);
+          return;
+        }
         Buffer& b = bufferOf(st, op.tensor);
         if (op.rows_in.kind == RowKind::kFull) {
           // attn_cp_take_back_output: this CP rank's block of the gathered
@@ -467,6 +565,10 @@ class Replay {
         return;
       }
       case OpKind::kAdd: {
+        if (op.tbo_move) {
+          tboMove(r, op);
+          return;
+        }
         if (!st.hidden.present) {
           layoutViolation(r, Property::kOwedOnce, "add with no hidden state");
           return;
@@ -617,6 +719,7 @@ class Replay {
 
   bool tryRecv(int r) {
     const Op& op = plan_->ranks[r][ranks_[r].pc];
+    activate(r, op.half);
     auto it = mailbox_.find({r, static_cast<int>(op.tensor)});
     if (it == mailbox_.end() || it->second.empty()) return false;
     RankState& st = ranks_[r];
@@ -1048,9 +1151,16 @@ class Replay {
   LedgerOptions options_;
   LedgerResult result_;
   std::optional<Topology> topo_;
-  std::optional<RowMap> rows_;        // the plan's resolved padding
-  std::optional<RowMap> other_rows_;  // full rows in the other padding mode
-  std::optional<DpLayouts> dp_;       // the DP buffers of both padding modes
+  /// The row maps and DP buffers of the batch (lane 0) and of each TBO half.
+  struct Lane {
+    std::optional<RowMap> rows;        // the plan's resolved padding
+    std::optional<RowMap> other_rows;  // full rows in the other padding mode
+    std::optional<DpLayouts> dp;       // the DP buffers of both padding modes
+  };
+  Lane lanes_[kHalfLanes];
+  const RowMap* rows_ = nullptr;        // the current op's lane's
+  const RowMap* other_rows_ = nullptr;
+  const DpLayouts* dp_ = nullptr;
   std::int64_t row_bytes_ = 0;
   std::vector<DpWork> dp_work_;       // per member of the DP op in flight (reused)
   std::vector<DpWork*> dp_group_;     // the members of one lowered collective

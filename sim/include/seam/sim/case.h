@@ -41,6 +41,9 @@ struct Flags {
   /// batch the layer input is reduce-scattered over TP, the attention gathers
   /// its q/kv latents, and the FFN input adds the residual slice into the sum.
   bool input_scattered = false;
+  /// enable_two_batch_overlap (tbo.h): the sparse layers run on two halves
+  /// of the batch whose ops interleave (DeepSeek decoder layers only).
+  bool tbo = false;
   std::vector<int> capture;      ///< aux hidden-state snapshots before these stages (EAGLE3)
 
   /// "a2a=none fusion=on padding=max_len reduction=ar mode=decode"
