@@ -14,6 +14,11 @@ namespace {
 CampaignSpec agreementSpace() {
   CampaignSpec spec;
   for (const char* p : {"M-*E-", "-M", "--M*", "E*E-", "M-M*E/*E"}) spec.models.push_back(*properties::sweepModel("", p));
+  // DeepSeek-like two-stage layers: two-batch overlap's sites.
+  properties::SweepModel deepseek;
+  deepseek.name = "two-stage *-*E*E";
+  deepseek.model = *modelFromPattern("*-*E*E", LayerFamily::kTwoStage);
+  spec.models.push_back(std::move(deepseek));
   spec.worlds = {1, 2, 4};
   return spec;
 }
