@@ -267,11 +267,14 @@ Status DeclaredBuilder::refuse() {
   if (tbo_flag_) {
     // Engine refusals of --enable-two-batch-overlap (B1, B5), ahead of the
     // variants TBO turns off.
-    bool sparse = false;
-    for (LayerKind k : stacks_[0]) sparse = sparse || k == LayerKind::kMoe;
+    bool sparse = false, attention = true;
+    for (LayerKind k : stacks_[0]) {
+      sparse = sparse || k == LayerKind::kMoe;
+      attention = attention && (isFfn(k) || k == LayerKind::kAttention);
+    }
     // OperationsStrategy.init_new_tbo knows DeepseekV2, Qwen3Moe and MiMoV2
-    // decoder layers; seam's two-stage MLA MoE stacks are DeepSeek's.
-    if (c_.model.family != LayerFamily::kTwoStage || !mla_ || !sparse) {
+    // decoder layers; seam's two-stage stacks of MLA attention and MoE are DeepSeek's.
+    if (c_.model.family != LayerFamily::kTwoStage || !mla_ || !sparse || !attention) {
       return Status::refused("two-batch overlap runs DeepSeek-V2/V3, Qwen3-MoE and MiMo-V2 decoder layers only: "
                              "OperationsStrategy.init_new_tbo raises NotImplementedError for " + c_.model.name +
                              "'s layers");
