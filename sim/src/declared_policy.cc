@@ -258,9 +258,15 @@ class DeclaredBuilder {
   bool tbo_flag_ = c_.flags.tbo;
   /// First decoder layer of stack 0 that runs per half (B1); -1: none.
   int tbo_first_layer_ = -1;
-  std::vector<int> tbo_split_;               ///< per DP shard (B2)
-  Case half_case_[2];                        ///< the case on each half's batch
-  std::unique_ptr<DeclaredBuilder> half_[2];  ///< their builders (the TBO layers' ops)
+  std::vector<int> tbo_split_;  ///< per DP shard (B2)
+  /// The case on each half's batch and its builder (the TBO layers' ops);
+  /// allocated only for a batch that runs split.
+  struct Halves {
+    Case cases[2];
+    std::unique_ptr<DeclaredBuilder> builders[2];
+  };
+  std::unique_ptr<Halves> halves_;
+  DeclaredBuilder& half(int k) { return *halves_->builders[k]; }
 };
 
 Status DeclaredBuilder::refuse() {
@@ -1016,7 +1022,9 @@ std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
 void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& s) {
   if (s.skip_if_idle_shard && rows_.shardTokens(rank) == 0) return;
   if (s.attn_tp_rank0_only && rank % a_ != 0) return;
-  Op op;
+  // Built in place: a copy of a just-written Op would read it back in wide
+  // loads over its narrow stores (a store-forwarding stall per op).
+  Op& op = plan_.ranks[rank].emplace_back();
   op.stack = static_cast<std::uint8_t>(stack);
   op.layer = static_cast<std::int16_t>(stage < 0 ? stage : stage / spl_);
   op.stage = static_cast<std::int16_t>(stage);
@@ -1033,7 +1041,6 @@ void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const St
     if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
   }
   op.bytes = bytesOf(s, rank);
-  plan_.ranks[rank].push_back(op);
 }
 
 void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
@@ -1245,13 +1252,15 @@ void DeclaredBuilder::emitRank(int r) {
 
 void DeclaredBuilder::makeHalves() {
   tbo_split_ = tboSplit(c_.batch);
+  halves_ = std::make_unique<Halves>();
   for (int k = 0; k < 2; ++k) {
-    half_case_[k] = c_;
-    half_case_[k].batch = tboHalfBatch(c_.batch, tbo_split_, k == 0 ? Half::kA : Half::kB);
-    half_[k] = std::make_unique<DeclaredBuilder>(half_case_[k], schema_, legacy_ ? PolicyKind::kLegacy
+    Case& half_case = halves_->cases[k];
+    half_case = c_;
+    half_case.batch = tboHalfBatch(c_.batch, tbo_split_, k == 0 ? Half::kA : Half::kB);
+    halves_->builders[k] = std::make_unique<DeclaredBuilder>(half_case, schema_, legacy_ ? PolicyKind::kLegacy
                                                                          : naive_ ? PolicyKind::kNaive
                                                                                   : PolicyKind::kDeclared);
-    const Status st = half_[k]->decide();
+    const Status st = half(k).decide();
     assert(st.isOk() && "a half is refused exactly when its batch is (refuse() does not read the batch's size)");
     (void)st;
   }
@@ -1285,10 +1294,10 @@ void DeclaredBuilder::emitTbo(int r, const Decided& edge, const Decided& last) {
     op.kind = kind;
     op.tensor = tensor;
     const Rows whole{rows, rows_.count(rows, r)};
-    const Rows half{rows, half_[k]->rows_.count(rows, r)};
-    op.rows_in = kind == OpKind::kSlice ? whole : half;
-    op.rows_out = kind == OpKind::kSlice ? half : whole;
-    op.bytes = half.count * row_bytes;
+    const Rows part{rows, half(k).rows_.count(rows, r)};
+    op.rows_in = kind == OpKind::kSlice ? whole : part;
+    op.rows_out = kind == OpKind::kSlice ? part : whole;
+    op.bytes = part.count * row_bytes;
     op.half = k == 0 ? Half::kA : Half::kB;
     op.tbo_move = true;
     out.push_back(op);
@@ -1313,10 +1322,10 @@ void DeclaredBuilder::emitTbo(int r, const Decided& edge, const Decided& last) {
   std::vector<int> chunks[2];
   for (int k = 0; k < 2; ++k) {
     if (local) {
-      half_[k]->emit(r, 0, first, Phase::kEntry, {OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kAttention,
+      half(k).emit(r, 0, first, Phase::kEntry, {OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kAttention,
                                                   RowKind::kLocal});
     }
-    half_[k]->emitHalfOps(r, &ops[k], &chunks[k]);
+    half(k).emitHalfOps(r, &ops[k], &chunks[k]);
     for (Op& op : ops[k]) op.half = k == 0 ? Half::kA : Half::kB;
   }
   const TboSchedule schedule = tboSchedule(c_.flags.mode);
@@ -1344,12 +1353,12 @@ Expected<Plan> DeclaredBuilder::build() {
   for (int r = 0; r < world(); ++r) {
     std::array<int, kSignature> signature{};
     // Ranks that skip a rank-0-only step have another program.
-    const bool rank0 = rank0_steps_ || (half_[0] && (half_[0]->rank0_steps_ || half_[1]->rank0_steps_));
+    const bool rank0 = rank0_steps_ || (halves_ && (half(0).rank0_steps_ || half(1).rank0_steps_));
     signature[0] = ppRank(r) * 2 + (rank0 && r % a_ != 0 ? 1 : 0);
     for (int k = 0; k < kRowKindCount; ++k) {
       signature[k + 1] = rows_.count(static_cast<RowKind>(k), r);
-      for (int h = 0; h < 2 && half_[h]; ++h) {
-        signature[(h + 1) * kRowKindCount + k + 1] = half_[h]->rows_.count(static_cast<RowKind>(k), r);
+      for (int h = 0; h < 2 && halves_; ++h) {
+        signature[(h + 1) * kRowKindCount + k + 1] = half(h).rows_.count(static_cast<RowKind>(k), r);
       }
     }
     for (const auto& [sig, rep] : classes) {

@@ -86,6 +86,7 @@ class Replay {
       l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, lane == 0 ? nullptr : &first);
       l.dp.emplace(plan.source.config, batch, plan.padding);
     }
+    tbo_ = !plan.tbo_split.empty();
     useLane(0);
     row_bytes_ = activationRowBytes(plan.source.model.shape);
     const int world = plan.world();
@@ -245,7 +246,7 @@ class Replay {
     RankState& st = ranks_[r];
     while (st.pc < ops.size() && !stopped()) {
       const Op& op = ops[st.pc];
-      activate(r, op.half);
+      if (tbo_) activate(r, op.half);
       if (op.kind == OpKind::kSend) {
         doSend(r, op);
       } else if (communicates(op.kind)) {
@@ -305,7 +306,9 @@ class Replay {
         return false;
       }
     }
-    for (int m : members) activate(m, op.half);
+    if (tbo_) {
+      for (int m : members) activate(m, op.half);
+    }
     execCollective(members, op);
     if (stopped()) return false;
     for (int m : members) {
@@ -372,8 +375,9 @@ class Replay {
   /// child A holds rows [0, split) of each shard's attention rows, B the rest.
   void tboMove(int r, const Op& op) {
     RankState& st = ranks_[r];
-    if (op.half == Half::kWhole || (op.tensor != Tensor::kHidden && op.tensor != Tensor::kResidual)) {
-      layoutViolation(r, Property::kOwedOnce, "a TBO split or merge names no half");
+    if (!tbo_ || op.half == Half::kWhole || (op.tensor != Tensor::kHidden && op.tensor != Tensor::kResidual)) {
+      layoutViolation(r, Property::kOwedOnce, tbo_ ? "a TBO split or merge names no half"
+                                                   : "a TBO split or merge in a plan whose batch is not split");
       return;
     }
     Buffer& whole = wholeBuffer(st, op.tensor);
@@ -719,7 +723,7 @@ class Replay {
 
   bool tryRecv(int r) {
     const Op& op = plan_->ranks[r][ranks_[r].pc];
-    activate(r, op.half);
+    if (tbo_) activate(r, op.half);
     auto it = mailbox_.find({r, static_cast<int>(op.tensor)});
     if (it == mailbox_.end() || it->second.empty()) return false;
     RankState& st = ranks_[r];
@@ -1158,6 +1162,7 @@ class Replay {
     std::optional<DpLayouts> dp;       // the DP buffers of both padding modes
   };
   Lane lanes_[kHalfLanes];
+  bool tbo_ = false;                    // the plan runs TBO halves (lanes 1, 2)
   const RowMap* rows_ = nullptr;        // the current op's lane's
   const RowMap* other_rows_ = nullptr;
   const DpLayouts* dp_ = nullptr;
