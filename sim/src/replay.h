@@ -53,11 +53,14 @@ class Replay {
     int stack, stage;
     Buffer buf;
   };
+  /// A TBO plan's lanes not in use on a rank (indexed by lane).
+  struct Parked {
+    Buffer hidden[kHalfLanes], residual[kHalfLanes];
+  };
   struct RankState {
     /// The hidden state and residual of the lane (tbo.h: the whole batch or
     /// a half) the rank's current op runs on; the other lanes' are parked.
     Buffer hidden, residual;
-    Buffer parked_hidden[kHalfLanes], parked_residual[kHalfLanes];
     int lane = 0;
     Buffer branch;  ///< a branch's copy of its input, then its contribution until merged
     std::vector<Snap> snaps;
@@ -77,17 +80,20 @@ class Replay {
     topo_.emplace(plan.source.config);
     // Lane 0: the batch; lanes 1 and 2: the TBO halves, tokens numbered as in the batch.
     const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
-    for (int lane = 0; lane < (plan.tbo_split.empty() ? 1 : kHalfLanes); ++lane) {
+    map_lane_ = 0;
+    rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
+    other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
+    dp_.emplace(plan.source.config, plan.source.batch, plan.padding);
+    tbo_ = !plan.tbo_split.empty();
+    for (int lane = 1; tbo_ && lane < kHalfLanes; ++lane) {
       const Half half = static_cast<Half>(lane);
       const Batch batch = tboHalfBatch(plan.source.batch, plan.tbo_split, half);
       const std::vector<int> first = tboFirstTokens(plan.source.batch, plan.tbo_split, half);
-      Lane& l = lanes_[lane];
-      l.rows.emplace(*topo_, batch, plan.padding, plan.cp_layout, lane == 0 ? nullptr : &first);
-      l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, lane == 0 ? nullptr : &first);
+      Lane& l = parked_lanes_[lane];
+      l.rows.emplace(*topo_, batch, plan.padding, plan.cp_layout, &first);
+      l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, &first);
       l.dp.emplace(plan.source.config, batch, plan.padding);
     }
-    tbo_ = !plan.tbo_split.empty();
-    useLane(0);
     row_bytes_ = activationRowBytes(plan.source.model.shape);
     const int world = plan.world();
     stacks_.assign(2, {});
@@ -103,14 +109,16 @@ class Replay {
     if (stacks_[1].shards.empty()) stacks_.resize(1);
     domain_.prepare(stacks_, std::max(1, rows_->totalTokens()));
     ranks_.resize(world);
+    if (tbo_) {
+      parked_.resize(world);
+      for (Parked& p : parked_) {
+        for (int lane = 0; lane < kHalfLanes; ++lane) p.hidden[lane].present = p.residual[lane].present = false;
+      }
+    }
     for (RankState& st : ranks_) {
       st.hidden.present = false;
       st.residual.present = false;
       st.lane = 0;
-      for (int lane = 0; lane < kHalfLanes; ++lane) {
-        st.parked_hidden[lane].present = false;
-        st.parked_residual[lane].present = false;
-      }
       st.branch.present = false;
       st.snaps.clear();
       st.pc = 0;
@@ -349,28 +357,34 @@ class Replay {
   }
 
   // ---- lanes (TBO halves) ---------------------------------------------------
+  /// The row maps and DP buffers of `lane` become the current ones (the
+  /// current lane's are parked; swaps of a few vectors, TBO plans only).
   void useLane(int lane) {
-    rows_ = &*lanes_[lane].rows;
-    other_rows_ = &*lanes_[lane].other_rows;
-    dp_ = &*lanes_[lane].dp;
+    if (lane == map_lane_) return;
+    for (int l : {map_lane_, lane}) {
+      std::swap(rows_, parked_lanes_[l].rows);
+      std::swap(other_rows_, parked_lanes_[l].other_rows);
+      std::swap(dp_, parked_lanes_[l].dp);
+    }
+    map_lane_ = lane;
   }
+  const RowMap& laneRows(int lane) const { return lane == map_lane_ ? *rows_ : *parked_lanes_[lane].rows; }
   /// Rank r's buffers and the row maps switch to the lane of `half`.
   void activate(int r, Half half) {
     const int lane = static_cast<int>(half);
     RankState& st = ranks_[r];
     if (st.lane != lane) {
-      std::swap(st.hidden, st.parked_hidden[st.lane]);
-      std::swap(st.residual, st.parked_residual[st.lane]);
-      std::swap(st.hidden, st.parked_hidden[lane]);
-      std::swap(st.residual, st.parked_residual[lane]);
+      Parked& p = parked_[r];
+      std::swap(st.hidden, p.hidden[st.lane]);
+      std::swap(st.residual, p.residual[st.lane]);
+      std::swap(st.hidden, p.hidden[lane]);
+      std::swap(st.residual, p.residual[lane]);
       st.lane = lane;
     }
-    if (rows_ != &*lanes_[lane].rows) useLane(lane);
+    useLane(lane);
   }
   /// The whole batch's hidden state or residual while a half's lane is active.
-  Buffer& wholeBuffer(RankState& st, Tensor t) {
-    return t == Tensor::kResidual ? st.parked_residual[0] : st.parked_hidden[0];
-  }
+  Buffer& wholeBuffer(int r, Tensor t) { return t == Tensor::kResidual ? parked_[r].residual[0] : parked_[r].hidden[0]; }
   /// TBO split (slice) or merge (add: a copy) of the active half's rows (tbo.h):
   /// child A holds rows [0, split) of each shard's attention rows, B the rest.
   void tboMove(int r, const Op& op) {
@@ -380,10 +394,10 @@ class Replay {
                                                    : "a TBO split or merge in a plan whose batch is not split");
       return;
     }
-    Buffer& whole = wholeBuffer(st, op.tensor);
+    Buffer& whole = wholeBuffer(r, op.tensor);
     Buffer& half = bufferOf(st, op.tensor);
-    const RowMap& whole_rows = *lanes_[0].rows;
-    const int offset = op.half == Half::kB ? lanes_[1].rows->count(RowKind::kAttention, r) : 0;
+    const RowMap& whole_rows = laneRows(0);
+    const int offset = op.half == Half::kB ? laneRows(1).count(RowKind::kAttention, r) : 0;
     const int cnt = rows_->count(RowKind::kAttention, r);
     const int total = whole_rows.count(RowKind::kAttention, r);
     if (op.kind == OpKind::kSlice) {
@@ -1155,17 +1169,19 @@ class Replay {
   LedgerOptions options_;
   LedgerResult result_;
   std::optional<Topology> topo_;
-  /// The row maps and DP buffers of the batch (lane 0) and of each TBO half.
+  // The current lane's (the batch's, or under TBO the current op's half's).
+  std::optional<RowMap> rows_;        // the plan's resolved padding
+  std::optional<RowMap> other_rows_;  // full rows in the other padding mode
+  std::optional<DpLayouts> dp_;       // the DP buffers of both padding modes
+  /// The other lanes' row maps and DP buffers, parked (index: lane).
   struct Lane {
-    std::optional<RowMap> rows;        // the plan's resolved padding
-    std::optional<RowMap> other_rows;  // full rows in the other padding mode
-    std::optional<DpLayouts> dp;       // the DP buffers of both padding modes
+    std::optional<RowMap> rows, other_rows;
+    std::optional<DpLayouts> dp;
   };
-  Lane lanes_[kHalfLanes];
-  bool tbo_ = false;                    // the plan runs TBO halves (lanes 1, 2)
-  const RowMap* rows_ = nullptr;        // the current op's lane's
-  const RowMap* other_rows_ = nullptr;
-  const DpLayouts* dp_ = nullptr;
+  Lane parked_lanes_[kHalfLanes];
+  int map_lane_ = 0;
+  bool tbo_ = false;                  // the plan runs TBO halves (lanes 1, 2)
+  std::vector<Parked> parked_;        // per rank, for a TBO plan
   std::int64_t row_bytes_ = 0;
   std::vector<DpWork> dp_work_;       // per member of the DP op in flight (reused)
   std::vector<DpWork*> dp_group_;     // the members of one lowered collective
