@@ -63,6 +63,8 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
                 "input-scattered attention (enable_attn_tp_input_scattered; extend batches of MLA models)");
   sub->add_flag("--dp-gatherv", o.dp_gatherv,
                 "SGLANG_DP_USE_GATHERV: DP gathers as tp all_gatherv (attn_tp 1, tp == dp, sum_len)");
+  sub->add_flag("--tbo", o.tbo,
+                "two-batch overlap (enable_two_batch_overlap; DeepSeek decoder layers, with --a2a deepep or --dp > 1)");
   sub->add_option("--dense-tp", o.dense_tp,
                   "dense FFN TP size of two-stage layers: tp|1 (1 = moe_dense_tp_size 1, fully DP)")
       ->capture_default_str();
@@ -161,6 +163,7 @@ Expected<Case> buildCase(const CaseOptions& o) {
   c.flags.dense_tp1 = o.dense_tp == "1";
   c.flags.input_scattered = o.input_scattered;
   c.flags.dp_gatherv = o.dp_gatherv;
+  c.flags.tbo = o.tbo;
   if (!o.capture.empty()) {
     auto cap = parseIntList(o.capture, "--capture");
     if (!cap) return cap.status();

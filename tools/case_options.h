@@ -29,6 +29,7 @@ struct CaseOptions {
   bool ln_sp = false;
   bool input_scattered = false;
   bool dp_gatherv = false;
+  bool tbo = false;
   std::string dense_tp = "tp";  // "1": fully-DP dense FFNs (two-stage layers)
   std::string capture;  // "2,5"
   std::string policy = "declared";

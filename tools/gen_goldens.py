@@ -85,6 +85,11 @@ CASES = [
      f"--pattern '*-*E' {TWO} --tp 2 --cp 2 --tokens 5 --mode extend --reduction rs"),
     ("two_stage_naive", "naive: every stage completes its own sum at its exit",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
+    # Two-batch overlap (tbo.h; research note B1-B4).
+    ("two_stage_tbo_deepep_dp", "TBO, DeepSeek-like first-k dense then sparse, a2a deepep, attn_dp 2 (tokens 3,2: halves 1,1 and 2,1): the dense layer runs whole and completes at its exit; split of hidden and residual on attention rows; the sparse layers per half, decode order (A two chunks ahead, then alternating); merge of the halves' rows; the final norm on the merged tensor",
+     f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --ep 4 --a2a deepep --tokens 3,2 --tbo"),
+    ("two_stage_tbo_none_dp", "TBO without an a2a backend under DP attention (attn_dp 2), extend (delta 0): each half's DP gathers and returns sized by the half's tokens (--lower-dp)",
+     f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --tbo --mode extend", "--lower-dp"),
     # The DP ops lowered to SGLang's collectives (seam plan --lower-dp; dp_gather.h).
     ("dp_lowered_max_len_replicate", "MAX_LEN, attn_tp 2, a shard of 3 tokens (aligned to 4) and an idle one: pad, zero on attention-TP rank 1, reduce-scatter over attn_tp into M/a = 2 rows, all-gather over tp into 8; dp_scatter copies the slot and trims the pad rows",
      "--pattern 'M-M' --tp 4 --dp 2 --tokens 3,0", "--lower-dp"),

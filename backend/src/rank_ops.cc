@@ -512,6 +512,9 @@ Status RankExecutor::exec(const Op& op, int index) {
   if (op.tensor == Tensor::kBranch) {
     return Status::invalid("plans with a branch tensor (LongCat-Flash's MoE branch) do not run on GPUs yet");
   }
+  if (op.half != Half::kWhole) {
+    return Status::invalid("two-batch-overlap plans (ops on a half of the batch) do not run on GPUs yet");
+  }
   switch (op.kind) {
     case OpKind::kAllReduce:
     case OpKind::kArAddNorm: return allReduce(op, index);

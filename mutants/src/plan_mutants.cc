@@ -8,6 +8,7 @@
 
 #include "plan_mutants.h"
 #include "seam/sim/dp_gather.h"
+#include "seam/sim/tbo.h"
 
 namespace seam::mutants {
 
@@ -40,7 +41,7 @@ struct Site {
 
 bool sameSlot(const Op& a, const Op& b) {
   return a.stack == b.stack && a.stage == b.stage && a.phase == b.phase && a.kind == b.kind && a.tensor == b.tensor &&
-         a.axis == b.axis;
+         a.axis == b.axis && a.half == b.half && a.tbo_move == b.tbo_move;
 }
 
 template <class Pred>
@@ -217,14 +218,20 @@ bool SwapCollectivesOnOneRank::apply(Plan& plan) const {
 bool PlantDpFault::apply(Plan& plan) const {
   // A fault in dp_attention.py is in every call: plant it in every DP op of
   // every rank whose lowering it changes (elsewhere the op stays as it was,
-  // so a case where it changes nothing is not a differing plan).
-  const DpLayouts layouts(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
+  // so a case where it changes nothing is not a differing plan). A TBO
+  // half's DP ops gather that half's batch.
+  std::optional<DpLayouts> lanes[kHalfLanes];
   const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
   bool any = false;
   for (int r = 0; r < plan.world(); ++r) {
     for (Op& op : plan.ranks[r]) {
       if (!isDpOp(op.kind)) continue;
-      const DpGeometry* geometry = layouts.ofFullRows(dpFullRowsOf(op));
+      std::optional<DpLayouts>& layouts = lanes[static_cast<int>(op.half)];
+      if (!layouts) {
+        layouts.emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
+                        plan.source.flags.dp_gatherv);
+      }
+      const DpGeometry* geometry = layouts->ofFullRows(dpFullRowsOf(op));
       if (geometry == nullptr) continue;
       Op faulty = op;
       faulty.dp_fault = fault_;
@@ -237,6 +244,59 @@ bool PlantDpFault::apply(Plan& plan) const {
     }
   }
   return any;
+}
+
+namespace {
+
+bool isCollectiveOn(const Plan& plan, const Op& op) {
+  return communicates(op.kind) && op.kind != OpKind::kSend && op.kind != OpKind::kRecv && op.hasGroup() &&
+         axisSize(plan, op.groupAxis()) > 1;
+}
+
+}  // namespace
+
+bool TboHalvesSwappedOnOneRank::apply(Plan& plan) const {
+  // On the first rank where a run of half A's ops is followed by a run of
+  // half B's, both issuing a collective, B's run goes first: each half's own
+  // order is kept, the interleaving (B4) is not.
+  for (int r = 0; r < plan.world(); ++r) {
+    auto& ops = plan.ranks[r];
+    const int n = static_cast<int>(ops.size());
+    for (int i = 0; i < n;) {
+      int j = i;
+      bool coll_a = false;
+      while (j < n && ops[j].half == Half::kA) coll_a = isCollectiveOn(plan, ops[j++]) || coll_a;
+      if (j == i) {
+        ++i;
+        continue;
+      }
+      int k = j;
+      bool coll_b = false;
+      while (k < n && ops[k].half == Half::kB) coll_b = isCollectiveOn(plan, ops[k++]) || coll_b;
+      if (coll_a && coll_b) {
+        std::rotate(ops.begin() + i, ops.begin() + j, ops.begin() + k);
+        return true;
+      }
+      i = j;
+    }
+  }
+  return false;
+}
+
+bool TboSplitSkipsResidual::apply(Plan& plan) const {
+  auto s = firstSite(plan, [](const Op& op, int) {
+    return op.tbo_move && op.kind == OpKind::kSlice && op.half == Half::kB && op.tensor == Tensor::kResidual;
+  });
+  if (!s) return false;
+  return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
+}
+
+bool TboMergeDropsHalf::apply(Plan& plan) const {
+  auto s = firstSite(plan, [](const Op& op, int) {
+    return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB && op.tensor == Tensor::kHidden;
+  });
+  if (!s) return false;
+  return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
 }
 
 }  // namespace seam::mutants

@@ -35,6 +35,13 @@ SEAM_PLAN_MUTANT(IdleRankSkipsCollective, "plan.idle-rank-skips-collective",
 SEAM_PLAN_MUTANT(SwapCollectivesOnOneRank, "plan.swap-collectives-on-one-rank",
                  "one rank issues two consecutive collectives in the other order");
 
+SEAM_PLAN_MUTANT(TboHalvesSwappedOnOneRank, "plan.tbo-halves-swapped-on-one-rank",
+                 "one rank issues a two-batch-overlap chunk of half B before the chunk of half A it follows");
+SEAM_PLAN_MUTANT(TboSplitSkipsResidual, "plan.tbo-split-skips-residual",
+                 "the two-batch-overlap split gives half B no residual rows");
+SEAM_PLAN_MUTANT(TboMergeDropsHalf, "plan.tbo-merge-drops-half",
+                 "the two-batch-overlap merge does not copy half B's hidden rows back into the batch");
+
 #undef SEAM_PLAN_MUTANT
 
 /// A plan-level operator with a parameter: its id and description are given

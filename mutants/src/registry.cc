@@ -86,12 +86,17 @@ const PlantDpFault kDpUnaligned("plan.dp-slots-unaligned",
                                 "DP slot offsets from the raw token counts, not the counts aligned to attn_tp",
                                 DpFault::kUnalignedSlots);
 
+// Two-batch overlap (tbo.h; research note B3-B4).
+const TboHalvesSwappedOnOneRank kTboSwap;
+const TboSplitSkipsResidual kTboSplit;
+const TboMergeDropsHalf kTboMerge;
+
 const Mutant* const kRegistry[] = {
     &kDrop,      &kDuplicate,   &kAttnTpToTp,    &kTpToAttnTp,      &kTpToMoeEp,   &kMoeToTp,
     &kNoGather,  &kSliceOff,    &kResNotSliced,  &kResNotGathered,  &kPadding,     &kIdleSkips,
     &kSwap,      &kMixerKeeps,  &kResidualNotFollow, &kFfnKeeps,    &kSnapshot,    &kStackStart,
     &kNeverEntered, &kDownProj, &kTerminal,      &kMtp,             &kDpResidual,  &kDpZeroFill,
-    &kDpWriters,    &kDpUnaligned,
+    &kDpWriters,    &kDpUnaligned, &kTboSwap,    &kTboSplit,        &kTboMerge,
 };
 
 // The training family (issue 8; reference training-layouts.md §4-§5).

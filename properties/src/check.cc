@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "seam/sim/dp_gather.h"
+#include "seam/sim/tbo.h"
 
 namespace seam::properties {
 
@@ -59,11 +60,13 @@ namespace {
 /// Calls fn(rank, communicator id, kind, bytes, op index) for every
 /// collective each rank issues on a group of more than one rank, in the
 /// rank's order; a DP op by the collectives it really issues, group by group
-/// (an idle rank's too): its lowering in the padding mode its rows name. A DP
-/// op whose rows name neither mode is the ledger's to report.
+/// (an idle rank's too): its lowering in the padding mode its rows name, on
+/// its half's batch under TBO. A DP op whose rows name neither mode is the
+/// ledger's to report. A TBO half's calls are other calls than the other
+/// half's or the batch's: their kind is offset by kOpKindCount per half.
 template <class Fn>
 void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
-  std::optional<DpLayouts> dp;  // built at the first DP op
+  std::optional<DpLayouts> dp[kHalfLanes];  // built at the first DP op of each lane
   const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
   DpLowering steps;
   for (int r = 0; r < plan.world(); ++r) {
@@ -71,20 +74,25 @@ void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
     const DpPlace place = dpPlaceOf(plan.source.config, r);
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
+      const int lane = static_cast<int>(op.half);
+      const int call = lane * kOpKindCount;
       if (isDpOp(op.kind) && communicates(op.kind)) {
-        if (!dp) dp.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
-        const DpGeometry* geometry = dp->ofFullRows(dpFullRowsOf(op));
+        if (!dp[lane]) {
+          dp[lane].emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
+                         plan.source.flags.dp_gatherv);
+        }
+        const DpGeometry* geometry = dp[lane]->ofFullRows(dpFullRowsOf(op));
         if (geometry == nullptr) continue;
         lowerDpOp(op, plan.source.config, *geometry, place, row_bytes, &steps);
         for (const DpStep& s : steps) {
           if (!isCollectiveStep(s.kind) || topo.groupSize(static_cast<Axis>(s.axis)) == 1) continue;
-          fn(r, communicatorOf(topo, static_cast<Axis>(s.axis), r), s.opKind(), s.bytes, i);
+          fn(r, communicatorOf(topo, static_cast<Axis>(s.axis), r), call + static_cast<int>(s.opKind()), s.bytes, i);
         }
         continue;
       }
       if (!communicates(op.kind) || !op.hasGroup() || op.kind == OpKind::kSend || op.kind == OpKind::kRecv) continue;
       if (topo.groupSize(op.groupAxis()) == 1) continue;
-      fn(r, communicatorOf(topo, op.groupAxis(), r), op.kind, op.bytes, i);
+      fn(r, communicatorOf(topo, op.groupAxis(), r), call + static_cast<int>(op.kind), op.bytes, i);
     }
   }
 }
@@ -98,10 +106,10 @@ bool sequencesAgree(const Plan& plan, const Topology& topo) {
   std::vector<std::uint64_t> hash(static_cast<size_t>(kAxisCount) * world, 0);
   std::vector<int> count(hash.size(), 0);
   std::array<bool, kAxisCount> used{};
-  forEachCollective(plan, topo, [&](int r, int comm, OpKind kind, std::int64_t bytes, int) {
+  forEachCollective(plan, topo, [&](int r, int comm, int call, std::int64_t bytes, int) {
     const int axis = comm / Topology::kCommunicatorStride;
     const size_t k = static_cast<size_t>(axis) * world + r;
-    std::uint64_t h = hash[k] ^ (static_cast<std::uint64_t>(kind) * 0x9e3779b97f4a7c15ULL +
+    std::uint64_t h = hash[k] ^ (static_cast<std::uint64_t>(call) * 0x9e3779b97f4a7c15ULL +
                                  static_cast<std::uint64_t>(bytes) * 0xc2b2ae3d27d4eb4fULL);
     h *= 0xbf58476d1ce4e5b9ULL;
     hash[k] = h ^ (h >> 31);
@@ -128,9 +136,9 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
   const Topology topo(plan.source.config);
   if (sequencesAgree(plan, topo)) return out;
   // communicator -> rank -> sequence of (kind, bytes, op index)
-  std::map<int, std::map<int, std::vector<std::tuple<OpKind, std::int64_t, int>>>> seqs;
-  forEachCollective(plan, topo, [&seqs](int r, int comm, OpKind kind, std::int64_t bytes, int i) {
-    seqs[comm][r].emplace_back(kind, bytes, i);
+  std::map<int, std::map<int, std::vector<std::tuple<int, std::int64_t, int>>>> seqs;
+  forEachCollective(plan, topo, [&seqs](int r, int comm, int call, std::int64_t bytes, int i) {
+    seqs[comm][r].emplace_back(call, bytes, i);
   });
   for (const auto& [comm, by_rank] : seqs) {
     // Every member of the communicator must appear, with the same sequence.
@@ -140,7 +148,7 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
     const auto& ref = by_rank.begin()->second;
     for (int m : members) {
       auto it = by_rank.find(m);
-      const std::vector<std::tuple<OpKind, std::int64_t, int>> empty;
+      const std::vector<std::tuple<int, std::int64_t, int>> empty;
       const auto& seq = it == by_rank.end() ? empty : it->second;
       const size_t n = std::max(seq.size(), ref.size());
       for (size_t k = 0; k < n; ++k) {
@@ -151,10 +159,14 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
         v.property = Property::kCollectivesMatch;
         v.cls = ViolationClass::kCollectiveMismatch;
         v.rank = m;
-        const auto describe = [&plan](const std::vector<std::tuple<OpKind, std::int64_t, int>>& s, size_t k, int rank) {
+        const auto describe = [&plan](const std::vector<std::tuple<int, std::int64_t, int>>& s, size_t k, int rank) {
           if (k >= s.size()) return std::string("nothing");
           const Op& from = plan.ranks[rank][std::get<2>(s[k])];
-          return std::string(opName(std::get<0>(s[k]))) + " of " + std::to_string(std::get<1>(s[k])) + " bytes" +
+          const int call = std::get<0>(s[k]);
+          const std::string half =
+              call >= kOpKindCount ? "half " + std::string(halfName(static_cast<Half>(call / kOpKindCount))) + "'s " : "";
+          return half + std::string(opName(static_cast<OpKind>(call % kOpKindCount))) + " of " +
+                 std::to_string(std::get<1>(s[k])) + " bytes" +
                  (isDpOp(from.kind) ? " (of " + std::string(opName(from.kind)) + ")" : "");
         };
         if (k < seq.size()) {

@@ -231,7 +231,8 @@ rc::Gen<FlagLeaves> genFlagLeaves() {
       gen::set(&Flags::mode,
                genOneValueOf<ForwardMode>({ForwardMode::kDecode, ForwardMode::kExtend})),
       gen::set(&Flags::dense_tp1, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
-      gen::set(&Flags::input_scattered, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})));
+      gen::set(&Flags::input_scattered, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
+      gen::set(&Flags::tbo, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})));
   // Usually no snapshot; sometimes one or two (EAGLE3's aux hidden states).
   auto some = gen::nonEmpty(gen::resize(kMaxCaptures, gen::container<std::vector<int>>(genLeaf())));
   auto capture = genWeighted<std::vector<int>>({{4, gen::just(std::vector<int>{})}, {1, some}});
@@ -250,10 +251,16 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
   f.input_scattered = two && f.input_scattered && config.tp > 1 && config.attn_dp == 1 &&
                       f.a2a == A2aBackend::kNone && !f.dense_tp1;
   if (f.input_scattered) f.mode = ForwardMode::kExtend;
+  // Two-batch overlap where seam models it: an a2a backend or DP attention,
+  // one pipeline stage, no attention CP, no capture (the policy refuses
+  // the layers it does not run).
+  f.tbo = two && f.tbo && !f.input_scattered && (f.a2a != A2aBackend::kNone || config.attn_dp > 1) &&
+          config.pp == 1 && config.attn_cp == 1;
+  f.capture.clear();
+  if (f.tbo) return f;
   // Captures sit before a decoder layer: stage layer * stages-per-layer.
   const int spl = model.stagesPerLayer();
   const int layers = std::max(1, model.pattern.size() / spl);
-  f.capture.clear();
   if (f.input_scattered) return f;  // the engine does not run it with EAGLE3 captures
   for (int leaf : leaves.capture) f.capture.push_back(scaledIndex(leaf, layers) * spl);
   std::sort(f.capture.begin(), f.capture.end());
@@ -357,7 +364,7 @@ rc::Gen<Pattern> genTwoStagePattern(int max_layers) {
   // DeepSeek's nextn layer: attention then MoE.
   auto mtp = genWeighted<std::vector<LayerKind>>(
       {{9, gen::just(std::vector<LayerKind>{})}, {1, gen::just(std::vector<LayerKind>{LayerKind::kAttention, LayerKind::kMoe})}});
-  return gen::apply(
+  const auto mixed = gen::apply(
       [](const std::vector<std::vector<LayerKind>>& pairs, std::vector<LayerKind> tail) {
         Pattern p;
         for (const auto& pair : pairs) p.layers.insert(p.layers.end(), pair.begin(), pair.end());
@@ -365,6 +372,24 @@ rc::Gen<Pattern> genTwoStagePattern(int max_layers) {
         return p;
       },
       layers, mtp);
+  if (max_layers < 4) return mixed;
+  // One stack in four is DeepSeek's: first-k dense attention layers, then
+  // sparse ones (the two-batch-overlap range, tbo.h).
+  const int most = std::max(1, max_layers / 4);
+  const auto deepseek = gen::apply(
+      [](int dense, int sparse, std::vector<LayerKind> tail) {
+        Pattern p;
+        for (int l = 0; l < dense + sparse; ++l) {
+          p.layers.push_back(LayerKind::kAttention);
+          p.layers.push_back(l < dense ? LayerKind::kDenseMlp : LayerKind::kMoe);
+        }
+        p.mtp = std::move(tail);
+        return p;
+      },
+      gen::inRange(1, most + 1), gen::inRange(1, most + 1), mtp);
+  // Drawn by a number that shrinks to 0, the mixed stacks: a failure found
+  // on a DeepSeek stack can still shrink to a mixed one.
+  return gen::mapcat(gen::inRange(0, 4), [mixed, deepseek](int k) { return k == 3 ? deepseek : mixed; });
 }
 
 rc::Gen<ParallelConfig> genConfig(const ModelRef& model, int world) {

@@ -129,6 +129,18 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       }
     }
   }
+  // Two-batch overlap (tbo.h) on DeepSeek decoder layers (two-stage, MLA,
+  // MoE): every plain flag set (no capture) once more with TBO, the ones the
+  // engine refuses (no a2a backend and no DP attention) included.
+  if (m.family == LayerFamily::kTwoStage && m.shape.q_lora_rank > 0 && hasMoe(m.pattern)) {
+    const size_t n_plain = out.size();
+    for (size_t i = 0; i < n_plain; ++i) {
+      Flags f = out[i];
+      if (f.input_scattered || f.layernorm_sp || !f.capture.empty()) continue;
+      f.tbo = true;
+      out.push_back(std::move(f));
+    }
+  }
   // Two-stage dense FFNs also run fully data parallel (moe_dense_tp_size 1).
   const bool dense = std::any_of(m.pattern.layers.begin(), m.pattern.layers.end(),
                                  [](LayerKind k) { return k == LayerKind::kDenseMlp; });
@@ -208,7 +220,8 @@ std::uint64_t planHash(const Plan& plan) {
             static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_in.count)) << 16 ^
                 static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_out.count)) << 40);
       // A planted DP fault changes the op (kNone leaves the hash as before).
-      mixIn(static_cast<std::uint64_t>(op.bytes) ^ (static_cast<std::uint64_t>(op.dp_fault) << 56));
+      mixIn(static_cast<std::uint64_t>(op.bytes) ^ (static_cast<std::uint64_t>(op.dp_fault) << 56) ^
+            (static_cast<std::uint64_t>(op.half) << 60) ^ (static_cast<std::uint64_t>(op.tbo_move) << 62));
     }
   }
   return h;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "seam/sim/dp_gather.h"
+#include "seam/sim/tbo.h"
 
 namespace seam::reports {
 
@@ -133,7 +134,7 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
 
   Table t({"#", "layer", "stage", "phase", "op", "tensor", "group", "ranks", "rows in", "rows out", "bytes"},
           {true, true, true, false, false, false, false, false, false, false, true});
-  std::optional<DpLayouts> layouts;  // built at the first DP op shown lowered
+  std::optional<DpLayouts> layouts[kHalfLanes];  // built at the first DP op shown lowered, per TBO lane
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     // The MTP step restarts its layer numbering; mark it so its layer 0 is
@@ -145,12 +146,20 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
       group = std::string(axisName(op.groupAxis()));
       ranks = rankList(topology.groupOf(op.groupAxis(), rank));
     }
+    // A TBO half's ops say which half they run on; the split and the merge say so.
+    std::string name(opName(op.kind));
+    if (op.half != Half::kWhole) {
+      const std::string move = !op.tbo_move ? "" : op.kind == OpKind::kSlice ? "split " : "merge ";
+      name += " [" + move + std::string(halfName(op.half)) + "]";
+    }
     t.addRow({std::to_string(i), std::move(layer), std::to_string(op.stage), std::string(phaseName(op.phase)),
-              std::string(opName(op.kind)), std::string(tensorName(op.tensor)), std::move(group),
+              std::move(name), std::string(tensorName(op.tensor)), std::move(group),
               std::move(ranks), rowsCell(op.rows_in), rowsCell(op.rows_out), std::to_string(op.bytes)});
     if (lower_dp && isDpOp(op.kind)) {
-      if (!layouts) layouts.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
-      addLoweredRows(t, plan, op, rank, topology, *layouts);
+      std::optional<DpLayouts>& lane = layouts[static_cast<int>(op.half)];
+      if (!lane) lane.emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
+                   plan.source.flags.dp_gatherv);
+      addLoweredRows(t, plan, op, rank, topology, *lane);
     }
   }
   out += t.render();

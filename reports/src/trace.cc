@@ -72,6 +72,10 @@ Status checkStage(const Plan& plan, const Op& op, const LineError& err) {
 Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::invalid("trace \"" + path.substr(0, 200) + "\": cannot read it");
+  if (!skeleton.tbo_split.empty()) {
+    return Status::invalid("trace \"" + path.substr(0, 200) + "\": the case runs two-batch overlap (--tbo), and a "
+                           "trace line does not say which half of the batch its op runs on");
+  }
   Plan plan = skeleton;
   plan.policy = "trace";
   for (auto& ops : plan.ranks) ops.clear();

@@ -110,6 +110,7 @@ std::string Flags::describe() const {
   if (dense_tp1) out += " dense_tp=1";
   if (input_scattered) out += " input_scattered=on";
   if (dp_gatherv) out += " dp_gatherv=on";
+  if (tbo) out += " tbo=on";
   if (!capture.empty()) out += " capture=" + joined(capture);
   return out;
 }
@@ -257,6 +258,7 @@ std::string reproduceCommand(const Case& c, std::string_view policy) {
   if (f.dense_tp1) out += " --dense-tp 1";
   if (f.input_scattered) out += " --input-scattered";
   if (f.dp_gatherv) out += " --dp-gatherv";
+  if (f.tbo) out += " --tbo";
   if (!f.capture.empty()) out += " --capture " + joined(f.capture);
   return out;
 }

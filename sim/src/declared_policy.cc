@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "seam/sim/dp_gather.h"
 #include "seam/sim/policy.h"
 #include "seam/sim/rows.h"
+#include "seam/sim/tbo.h"
 
 namespace seam {
 
@@ -165,6 +167,33 @@ class DeclaredBuilder {
     StepList entry;  // consumer entry steps
     RowKind residual_after = RowKind::kAttention;  // where the residual lies after the entry
   };
+  /// One boundary, decided once (rank-independent); emitted per rank.
+  struct Decided {
+    int stack, from, to;
+    bool cut;
+    int producer_pp, consumer_pp;
+    Hand hand;
+  };
+  /// Stages and boundaries (after refuse()); the ranks' op lists sized.
+  Status decide();
+  void emitRank(int r);
+  /// The producer's exit steps (and the pipeline sends) of a boundary.
+  void emitExit(int r, const Decided& d);
+  /// The consumer's side: receives, the MTP input, captures, the entry
+  /// steps and the consumer's compute.
+  void emitEntry(int r, const Decided& d);
+  // ---- two-batch overlap (tbo.h) ----------------------------------------
+  /// The stack-0 stage where the TBO layers start (-1: the batch runs whole).
+  int tboFirstStage() const { return tbo_first_layer_ < 0 ? -1 : tbo_first_layer_ * spl_; }
+  /// A half builder (the same case on one half's batch) for the TBO layers.
+  void makeHalves();
+  /// Rank r's TBO layers: the split, both halves' ops in the engine's issue
+  /// order (B4), the merge; `edge` is the boundary into the first TBO stage.
+  void emitTbo(int r, const Decided& edge, const Decided& last);
+  /// The ops one half builder emits for rank r over the TBO layers, each
+  /// with its chunk (the operations strategy's stage).
+  void emitHalfOps(int r, std::vector<Op>* ops, std::vector<int>* chunks);
+
   Hand boundary(int stack, int from, int to, bool cut);
   /// Legacy aux capture before the consumer's entry (a completed copy).
   StepList legacyCapture(int stack, int from, const Hand& h) const;
@@ -174,7 +203,8 @@ class DeclaredBuilder {
   /// a TP slice (tp_reduce_scatter or tp_slice, add+norm, latent gather).
   void inputScatteredEntry(StepList& steps, bool owes_tp, bool residual_on_attention_rows);
   /// Two-stage layers: an FFN on local rows (a2a MoE) into the next layer.
-  Hand twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut);
+  /// `to_attention`: the exit gathers to attention rows for a stage that is not the final norm (TBO's exit rows).
+  Hand twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut, bool to_attention = false);
   void addEntryRead(StepList& steps, LayerKind consumer, bool final_norm, bool residual_present,
                     bool stack_start, bool after_ffn = false);
   void dpReturnSteps(StepList& steps, std::int8_t group) const;
@@ -223,9 +253,48 @@ class DeclaredBuilder {
   bool rank0_steps_ = false;  ///< some step runs on attention-TP rank 0 only
   Plan plan_;
   std::vector<std::vector<LayerKind>> stacks_;
+  std::vector<Decided> decided_;
+  /// Flags::tbo: enable_two_batch_overlap (the dense -> sparse exit rows
+  /// resolve for every batch once it is set, B3).
+  bool tbo_flag_ = c_.flags.tbo;
+  /// First decoder layer of stack 0 that runs per half (B1); -1: none.
+  int tbo_first_layer_ = -1;
+  std::vector<int> tbo_split_;  ///< per DP shard (B2)
+  /// The case on each half's batch and its builder (the TBO layers' ops);
+  /// allocated only for a batch that runs split.
+  struct Halves {
+    Case cases[2];
+    std::unique_ptr<DeclaredBuilder> builders[2];
+  };
+  std::unique_ptr<Halves> halves_;
+  DeclaredBuilder& half(int k) { return *halves_->builders[k]; }
 };
 
 Status DeclaredBuilder::refuse() {
+  if (tbo_flag_) {
+    // Engine refusals of --enable-two-batch-overlap (B1, B5), ahead of the
+    // variants TBO turns off.
+    bool sparse = false, attention = true;
+    for (LayerKind k : stacks_[0]) {
+      sparse = sparse || k == LayerKind::kMoe;
+      attention = attention && (isFfn(k) || k == LayerKind::kAttention);
+    }
+    // OperationsStrategy.init_new_tbo knows DeepseekV2, Qwen3Moe and MiMoV2
+    // decoder layers; seam's two-stage stacks of MLA attention and MoE are DeepSeek's.
+    if (c_.model.family != LayerFamily::kTwoStage || !mla_ || !sparse || !attention) {
+      return Status::refused("two-batch overlap runs DeepSeek-V2/V3, Qwen3-MoE and MiMo-V2 decoder layers only: "
+                             "OperationsStrategy.init_new_tbo raises NotImplementedError for " + c_.model.name +
+                             "'s layers");
+    }
+    if (c_.flags.a2a == A2aBackend::kNone && D_ == 1) {
+      return Status::refused("two-batch overlap needs an all-to-all MoE backend or DP attention (ValueError in "
+                             "server_args: --enable-two-batch-overlap with --moe-a2a-backend none and attn_dp=1)");
+    }
+    if (input_scattered_) {
+      return Status::refused("input-scattered attention never runs on a two-batch-overlap batch (its per-batch gate "
+                             "requires not can_run_tbo); the engine runs the ordinary variant");
+    }
+  }
   if (ln_sp_) {
     // SEQUENCE_PARALLEL runs on extend batches (layernorm_sp.runs_sp).
     if (c_.flags.mode != ForwardMode::kExtend) {
@@ -342,6 +411,30 @@ Status DeclaredBuilder::refuse() {
   if (cp_batch_ && !mla_) {
     return Status::notModelled("GQA zigzag prefill CP on a CP-sharded extend batch (attn_cp=" + std::to_string(cfg_.attn_cp) +
                                "; CP shard rows and the CP gathers, serving-boundaries §4, §6.3)");
+  }
+  if (tbo_flag_) {
+    // B1: the DeepSeek model's layer range; a dense FFN inside it asserts.
+    const int layers = static_cast<int>(stacks_[0].size()) / spl_;
+    int fkdr = layers;
+    for (int l = 0; l < layers && fkdr == layers; ++l) {
+      if (stacks_[0][l * spl_ + 1] == LayerKind::kMoe) fkdr = l;
+    }
+    if (cfg_.pp > 1) {
+      return Status::notModelled("two-batch overlap under pipeline parallelism (pp=" + std::to_string(cfg_.pp) +
+                                 "; the merge of local-row halves before a pipeline send is unverified)");
+    }
+    const LayerRange range = tboLayers(fkdr, 0, layers);
+    for (int l = range.first; l < range.last; ++l) {
+      if (stacks_[0][l * spl_ + 1] != LayerKind::kMoe) {
+        return Status::refused("DeepSeek asserts \"dense layer TBO not yet implemented\": layer " + std::to_string(l) +
+                               " of the two-batch-overlap range [" + std::to_string(range.first) + ", " +
+                               std::to_string(range.last) + ") has a dense FFN");
+      }
+    }
+    if (cp_) return Status::notModelled("two-batch overlap under attention CP (attn_cp=" + std::to_string(cfg_.attn_cp) + ")");
+    if (!c_.flags.capture.empty()) return Status::notModelled("EAGLE3 aux capture under two-batch overlap");
+    // can_run_tbo (B2): every split is a number (tbo.h), so every batch runs split.
+    if (!range.empty()) tbo_first_layer_ = range.first;
   }
   if (branch_) {
     // Branches run only on ORDINARY batches (serving-boundaries §10).
@@ -569,7 +662,12 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     }
   }
   if (two_stage_ && isMixer(producer)) return twoStageIntoFfn(consumer);
-  if (two_stage_ && ffnOnLocal(producer)) return twoStageOutOfLocalFfn(consumer, final_norm, cut);
+  if (two_stage_ && ffnOnLocal(producer)) {
+    // B3, tbo_exit_rows: a fully-DP dense FFN before a sparse layer hands on
+    // attention rows once TBO is enabled (for every batch).
+    const bool tbo_exit = tbo_flag_ && denseOnLocal(producer) && from + 2 < n && kinds[from + 2] == LayerKind::kMoe;
+    return twoStageOutOfLocalFfn(consumer, final_norm || tbo_exit, cut, tbo_exit);
+  }
   if (input_scattered_ && !final_norm) {
     // The FFN's sum is left for the next layer's tp_reduce_scatter when it is
     // a TP sum (may_reduce_scatter, not terminal); otherwise the exit
@@ -857,8 +955,8 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageIntoFfn(LayerKind consumer) {
 // (_gather: hs += residual, AG(attn_tp)) and the final norm has no residual.
 // A pipeline cut sends both on local rows (the stage end is not the model's
 // last layer).
-DeclaredBuilder::Hand DeclaredBuilder::twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut) {
-  (void)consumer;
+DeclaredBuilder::Hand DeclaredBuilder::twoStageOutOfLocalFfn(LayerKind consumer, bool final_norm, bool cut,
+                                                              bool to_attention) {
   Hand h;
   const std::int8_t attn_tp = static_cast<std::int8_t>(Axis::kAttnTp);
   h.handoff = {localRows(), SumGroup::kNone, Completer::kNone, true};
@@ -867,7 +965,11 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageOutOfLocalFfn(LayerKind consumer,
     h.exit.push_back({OpKind::kAdd, Tensor::kHidden, kNoAxis, localRows(), localRows()});
     if (a_ > 1) h.exit.push_back({OpKind::kAllGather, Tensor::kHidden, attn_tp, RowKind::kLocal, RowKind::kAttention});
     residual_local_ = false;
-    h.entry.push_back({OpKind::kNorm, Tensor::kHidden});
+    if (to_attention) {
+      addEntryRead(h.entry, consumer, false, /*residual_present=*/false, false);
+    } else {
+      h.entry.push_back({OpKind::kNorm, Tensor::kHidden});
+    }
     return h;
   }
   if (cut) {
@@ -940,7 +1042,9 @@ std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
 void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& s) {
   if (s.skip_if_idle_shard && rows_.shardTokens(rank) == 0) return;
   if (s.attn_tp_rank0_only && rank % a_ != 0) return;
-  Op op;
+  // Built in place: a copy of a just-written Op would read it back in wide
+  // loads over its narrow stores (a store-forwarding stall per op).
+  Op& op = plan_.ranks[rank].emplace_back();
   op.stack = static_cast<std::uint8_t>(stack);
   op.layer = static_cast<std::int16_t>(stage < 0 ? stage : stage / spl_);
   op.stage = static_cast<std::int16_t>(stage);
@@ -957,7 +1061,6 @@ void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const St
     if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
   }
   op.bytes = bytesOf(s, rank);
-  plan_.ranks[rank].push_back(op);
 }
 
 void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
@@ -995,7 +1098,7 @@ void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
   emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, rows, rows});
 }
 
-Expected<Plan> DeclaredBuilder::build() {
+Status DeclaredBuilder::decide() {
   stacks_.push_back(c_.model.pattern.layers);
   if (!c_.model.pattern.mtp.empty()) stacks_.push_back(c_.model.pattern.mtp);
   if (Status st = refuse(); !st) return st;
@@ -1045,21 +1148,17 @@ Expected<Plan> DeclaredBuilder::build() {
   }
 
   // Decide every boundary once (rank-independent), then emit.
-  struct Decided {
-    int stack, from, to;
-    bool cut;
-    int producer_pp, consumer_pp;
-    Hand hand;
-  };
-  std::vector<Decided> decided;
-  decided.reserve(plan_.stages.size() + stacks_.size());
+  decided_.reserve(plan_.stages.size() + stacks_.size());
   for (int stack = 0; stack < static_cast<int>(stacks_.size()); ++stack) {
     const int n = static_cast<int>(stacks_[stack].size());
     auto ppOf = [&](int s) { return stack == 0 ? pp_of[s] : last_pp; };
     for (int from = -1; from < n; ++from) {
       const int to = from + 1;
       const bool cut = from >= 0 && to < n && ppOf(from) != ppOf(to);
-      Hand h = boundary(stack, from, to, cut);
+      // The producer before the TBO split completes its sum (the split moves
+      // rows only, B3): terminal, like a pipeline cut.
+      const bool split_edge = stack == 0 && from >= 0 && to == tboFirstStage();
+      Hand h = boundary(stack, from, to, cut || split_edge);
       Boundary b;
       b.stack = static_cast<std::uint8_t>(stack);
       b.from = from;
@@ -1084,22 +1183,204 @@ Expected<Plan> DeclaredBuilder::build() {
       plan_.boundaries.push_back(std::move(b));
       const int consumer_pp = to < n ? ppOf(to) : last_pp;
       const int producer_pp = from >= 0 ? ppOf(from) : consumer_pp;
-      decided.push_back({stack, from, to, cut, producer_pp, consumer_pp, h});
+      decided_.push_back({stack, from, to, cut, producer_pp, consumer_pp, h});
     }
   }
-
-  // Ranks whose programs are identical (same pipeline stage and the same row
-  // counts in every layout) share one emission; the others copy it.
-  for (const Decided& d : decided) {
+  for (const Decided& d : decided_) {
     for (const Step& s : d.hand.entry) rank0_steps_ = rank0_steps_ || s.attn_tp_rank0_only;
   }
+  return Status::ok();
+}
+
+void DeclaredBuilder::emitExit(int r, const Decided& d) {
+  const Hand& h = d.hand;
+  for (const Step& s : h.exit) emit(r, d.stack, d.from, Phase::kExit, s);
+  if (d.cut) {
+    const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
+    const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
+    emit(r, d.stack, d.from, Phase::kExit, {OpKind::kSend, Tensor::kHidden, pp, rows, rows});
+    if (h.handoff.residual) emit(r, d.stack, d.from, Phase::kExit, {OpKind::kSend, Tensor::kResidual, pp, rows, rows});
+  }
+}
+
+void DeclaredBuilder::emitEntry(int r, const Decided& d) {
+  const Hand& h = d.hand;
+  const int stack = d.stack, from = d.from, to = d.to;
+  const int n = static_cast<int>(stacks_[stack].size());
+  if (d.cut) {
+    const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
+    const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
+    emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kHidden, pp, rows, rows});
+    if (h.handoff.residual) emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kResidual, pp, rows, rows});
+  }
+  if (from < 0 && stack == 1) {
+    // MTP input: eh_proj over [enorm(embedding), hnorm(final hidden)] is the
+    // step's input; the draft layers start without a residual.
+    emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
+    // The zero residual lies on the rows the first MTP layer reads (local
+    // rows for an all-to-all MoE), like the hidden state it is added to.
+    // LayerNorm SP slices onto local rows even when attn_tp == 1.
+    const RowKind res_rows = ln_sp_ ? RowKind::kLocal
+                             : a2aMoe(stacks_[1][0]) || input_scattered_ ? localRows()
+                                                                         : RowKind::kAttention;
+    emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual, kNoAxis, res_rows, res_rows});
+  }
+  const bool capture = stack == 0 && to < n &&
+      std::find(c_.flags.capture.begin(), c_.flags.capture.end(), to) != c_.flags.capture.end();
+  if (capture && schema_.on(Decision::kSnapshotNotCompleted)) {
+    // Mutant: the capture reads the residual before the entry completes the carried sum.
+    emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot});
+  }
+  const bool legacy_capture = capture && legacy_ && !two_stage_ && !schema_.on(Decision::kSnapshotNotCompleted);
+  if (legacy_capture) {
+    for (const Step& s : legacyCapture(stack, from, h)) emit(r, stack, to, Phase::kEntry, s);
+  }
+  for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
+  // Aux hidden-state capture before stage `to`: the entry completed any carried sum.
+  if (capture && !legacy_capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
+    const RowKind res_rows = two_stage_ ? h.residual_after
+                             : a2aMoe(stacks_[0][to]) ? localRows() : RowKind::kAttention;
+    emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});
+    if (res_rows == RowKind::kLocal) {
+      emit(r, stack, to, Phase::kEntry, {OpKind::kAllGather, Tensor::kSnapshot,
+                                         static_cast<std::int8_t>(Axis::kAttnTp), RowKind::kLocal,
+                                         RowKind::kAttention});
+    }
+  }
+  if (to < n) emitCompute(r, stack, to);
+}
+
+void DeclaredBuilder::emitRank(int r) {
+  // About four ops per stage (entry, compute, exit; more under DP).
+  plan_.ranks[r].reserve(4 * plan_.stages.size() + 8);
+  const int pr = ppRank(r);
+  const int first = tboFirstStage();
+  for (size_t i = 0; i < decided_.size(); ++i) {
+    const Decided& d = decided_[i];
+    if (first >= 0 && d.stack == 0 && d.to == first) {
+      // The TBO layers run to the end of stack 0 (pp == 1): its final boundary.
+      size_t last = i;
+      while (decided_[last].stack != 0 || decided_[last].to != static_cast<int>(stacks_[0].size())) ++last;
+      emitTbo(r, d, decided_[last]);
+      i = last;
+      continue;
+    }
+    if (d.from >= 0 && pr == d.producer_pp) emitExit(r, d);
+    if (pr == d.consumer_pp) emitEntry(r, d);
+  }
+}
+
+void DeclaredBuilder::makeHalves() {
+  tbo_split_ = tboSplit(c_.batch);
+  halves_ = std::make_unique<Halves>();
+  for (int k = 0; k < 2; ++k) {
+    Case& half_case = halves_->cases[k];
+    half_case = c_;
+    half_case.batch = tboHalfBatch(c_.batch, tbo_split_, k == 0 ? Half::kA : Half::kB);
+    halves_->builders[k] = std::make_unique<DeclaredBuilder>(half_case, schema_, legacy_ ? PolicyKind::kLegacy
+                                                                         : naive_ ? PolicyKind::kNaive
+                                                                                  : PolicyKind::kDeclared);
+    const Status st = half(k).decide();
+    assert(st.isOk() && "a half is refused exactly when its batch is (refuse() does not read the batch's size)");
+    (void)st;
+  }
+}
+
+void DeclaredBuilder::emitHalfOps(int r, std::vector<Op>* ops, std::vector<int>* chunks) {
+  const int first = tboFirstStage();
+  const int n = static_cast<int>(stacks_[0].size());
+  const TboSchedule schedule = tboSchedule(c_.flags.mode);
+  for (const Decided& d : decided_) {
+    if (d.stack != 0 || d.to < first) continue;
+    if (d.to > first) emitExit(r, d);
+    if (d.to < n) emitEntry(r, d);
+  }
+  ops->swap(plan_.ranks[r]);
+  chunks->resize(ops->size());
+  for (size_t i = 0; i < ops->size(); ++i) (*chunks)[i] = tboChunk((*ops)[i], first / spl_, schedule);
+}
+
+void DeclaredBuilder::emitTbo(int r, const Decided& edge, const Decided& last) {
+  std::vector<Op>& out = plan_.ranks[r];
+  if (edge.from >= 0) emitExit(r, edge);
+  const std::int64_t row_bytes = activationRowBytes(c_.model.shape);
+  const int first = tboFirstStage();
+  const int n = static_cast<int>(stacks_[0].size());
+  auto move = [&](OpKind kind, Tensor tensor, int k, int stage, Phase phase, RowKind rows) {
+    Op op;
+    op.layer = static_cast<std::int16_t>(stage / spl_);
+    op.stage = static_cast<std::int16_t>(stage);
+    op.phase = phase;
+    op.kind = kind;
+    op.tensor = tensor;
+    const Rows whole{rows, rows_.count(rows, r)};
+    const Rows part{rows, half(k).rows_.count(rows, r)};
+    op.rows_in = kind == OpKind::kSlice ? whole : part;
+    op.rows_out = kind == OpKind::kSlice ? part : whole;
+    op.bytes = part.count * row_bytes;
+    op.half = k == 0 ? Half::kA : Half::kB;
+    op.tbo_move = true;
+    out.push_back(op);
+  };
+  // The split (B3, tbo_split_moves): attention rows are cut as they are;
+  // local rows are completed and gathered for the whole batch first
+  // (update_attn_tp_gather_output: hs += residual, AG(attn_tp), residual
+  // := None), then each half takes its attention-TP slice.
+  const bool local = edge.hand.handoff.rows == RowKind::kLocal && a_ > 1;
+  bool residual = edge.hand.handoff.residual;
+  if (local) {
+    emit(r, 0, first, Phase::kEntry, {OpKind::kAdd, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+    emit(r, 0, first, Phase::kEntry, {OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnTp),
+                                      RowKind::kLocal, RowKind::kAttention});
+    residual = false;
+  }
+  for (Tensor t : {Tensor::kHidden, Tensor::kResidual}) {
+    if (t == Tensor::kResidual && !residual) continue;
+    for (int k = 0; k < 2; ++k) move(OpKind::kSlice, t, k, first, Phase::kEntry, RowKind::kAttention);
+  }
+  std::vector<Op> ops[2];
+  std::vector<int> chunks[2];
+  for (int k = 0; k < 2; ++k) {
+    if (local) {
+      half(k).emit(r, 0, first, Phase::kEntry, {OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kAttention,
+                                                  RowKind::kLocal});
+    }
+    half(k).emitHalfOps(r, &ops[k], &chunks[k]);
+    for (Op& op : ops[k]) op.half = k == 0 ? Half::kA : Half::kB;
+  }
+  const TboSchedule schedule = tboSchedule(c_.flags.mode);
+  const int layers = (n - first) / spl_;
+  interleaveHalves(ops[0], chunks[0], ops[1], chunks[1], layers * schedule.yields_per_layer + 1, schedule.delta, &out);
+  // The merge: each half's real rows back into the whole batch; no collective.
+  assert(last.hand.handoff.rows == RowKind::kAttention && "the last TBO layer hands on attention rows");
+  for (Tensor t : {Tensor::kHidden, Tensor::kResidual}) {
+    if (t == Tensor::kResidual && !last.hand.handoff.residual) continue;
+    for (int k = 0; k < 2; ++k) move(OpKind::kAdd, t, k, n - 1, Phase::kExit, RowKind::kAttention);
+  }
+  emitEntry(r, last);  // the final norm, on the merged tensor
+}
+
+Expected<Plan> DeclaredBuilder::build() {
+  if (Status st = decide(); !st) return st;
+  if (tbo_first_layer_ >= 0) makeHalves();
+
+  // Ranks whose programs are identical (same pipeline stage and the same row
+  // counts in every layout, of the batch and of each half) share one
+  // emission; the others copy it.
+  constexpr int kSignature = 1 + kHalfLanes * kRowKindCount;
   std::vector<int> representative(world(), -1);
-  std::vector<std::pair<std::array<int, kRowKindCount + 1>, int>> classes;  // few: linear search
+  std::vector<std::pair<std::array<int, kSignature>, int>> classes;  // few: linear search
   for (int r = 0; r < world(); ++r) {
-    std::array<int, kRowKindCount + 1> signature;
+    std::array<int, kSignature> signature{};
     // Ranks that skip a rank-0-only step have another program.
-    signature[0] = ppRank(r) * 2 + (rank0_steps_ && r % a_ != 0 ? 1 : 0);
-    for (int k = 0; k < kRowKindCount; ++k) signature[k + 1] = rows_.count(static_cast<RowKind>(k), r);
+    const bool rank0 = rank0_steps_ || (halves_ && (half(0).rank0_steps_ || half(1).rank0_steps_));
+    signature[0] = ppRank(r) * 2 + (rank0 && r % a_ != 0 ? 1 : 0);
+    for (int k = 0; k < kRowKindCount; ++k) {
+      signature[k + 1] = rows_.count(static_cast<RowKind>(k), r);
+      for (int h = 0; h < 2 && halves_; ++h) {
+        signature[(h + 1) * kRowKindCount + k + 1] = half(h).rows_.count(static_cast<RowKind>(k), r);
+      }
+    }
     for (const auto& [sig, rep] : classes) {
       if (sig == signature) {
         representative[r] = rep;
@@ -1117,66 +1398,9 @@ Expected<Plan> DeclaredBuilder::build() {
       plan_.ranks[r] = plan_.ranks[representative[r]];
       continue;
     }
-    // About four ops per stage (entry, compute, exit; more under DP).
-    plan_.ranks[r].reserve(4 * stage_count + 8);
-    const int pr = ppRank(r);
-    for (const Decided& d : decided) {
-      const Hand& h = d.hand;
-      const int stack = d.stack, from = d.from, to = d.to;
-      const int n = static_cast<int>(stacks_[stack].size());
-      if (from >= 0 && pr == d.producer_pp) {
-        for (const Step& s : h.exit) emit(r, stack, from, Phase::kExit, s);
-        if (d.cut) {
-          const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
-          const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
-          emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kHidden, pp, rows, rows});
-          if (h.handoff.residual) emit(r, stack, from, Phase::kExit, {OpKind::kSend, Tensor::kResidual, pp, rows, rows});
-        }
-      }
-      if (pr != d.consumer_pp) continue;
-      if (d.cut) {
-        const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
-        const std::int8_t pp = static_cast<std::int8_t>(Axis::kPp);
-        emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kHidden, pp, rows, rows});
-        if (h.handoff.residual) emit(r, stack, to, Phase::kEntry, {OpKind::kRecv, Tensor::kResidual, pp, rows, rows});
-      }
-      if (from < 0 && stack == 1) {
-        // MTP input: eh_proj over [enorm(embedding), hnorm(final hidden)] is the
-        // step's input; the draft layers start without a residual.
-        emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
-        // The zero residual lies on the rows the first MTP layer reads (local
-        // rows for an all-to-all MoE), like the hidden state it is added to.
-        // LayerNorm SP slices onto local rows even when attn_tp == 1.
-        const RowKind res_rows = ln_sp_ ? RowKind::kLocal
-                                 : a2aMoe(stacks_[1][0]) || input_scattered_ ? localRows()
-                                                                             : RowKind::kAttention;
-        emit(r, stack, -1, Phase::kCompute, {OpKind::kZeroFill, Tensor::kResidual, kNoAxis, res_rows, res_rows});
-      }
-      const bool capture = stack == 0 && to < n &&
-          std::find(c_.flags.capture.begin(), c_.flags.capture.end(), to) != c_.flags.capture.end();
-      if (capture && schema_.on(Decision::kSnapshotNotCompleted)) {
-        // Mutant: the capture reads the residual before the entry completes the carried sum.
-        emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot});
-      }
-      const bool legacy_capture = capture && legacy_ && !two_stage_ && !schema_.on(Decision::kSnapshotNotCompleted);
-      if (legacy_capture) {
-        for (const Step& s : legacyCapture(stack, from, h)) emit(r, stack, to, Phase::kEntry, s);
-      }
-      for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
-      // Aux hidden-state capture before stage `to`: the entry completed any carried sum.
-      if (capture && !legacy_capture && !schema_.on(Decision::kSnapshotNotCompleted)) {
-        const RowKind res_rows = two_stage_ ? h.residual_after
-                                 : a2aMoe(stacks_[0][to]) ? localRows() : RowKind::kAttention;
-        emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});
-        if (res_rows == RowKind::kLocal) {
-          emit(r, stack, to, Phase::kEntry, {OpKind::kAllGather, Tensor::kSnapshot,
-                                             static_cast<std::int8_t>(Axis::kAttnTp), RowKind::kLocal,
-                                             RowKind::kAttention});
-        }
-      }
-      if (to < n) emitCompute(r, stack, to);
-    }
+    emitRank(r);
   }
+  plan_.tbo_split = tbo_split_;
   return std::move(plan_);
 }
 

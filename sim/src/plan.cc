@@ -26,6 +26,15 @@ bool parseNamed(std::string_view name, const std::string_view (&names)[N], E* ou
 }  // namespace
 
 std::string_view phaseName(Phase phase) { return kPhaseNames[static_cast<int>(phase)]; }
+
+std::string_view halfName(Half half) {
+  switch (half) {
+    case Half::kWhole: return "whole";
+    case Half::kA: return "A";
+    case Half::kB: return "B";
+  }
+  return "?";
+}
 std::string_view opName(OpKind kind) { return kOpNames[static_cast<int>(kind)]; }
 bool parseOpKind(std::string_view name, OpKind* kind) { return parseNamed(name, kOpNames, kind); }
 

@@ -19,6 +19,7 @@
 #include "seam/sim/dp_gather.h"
 #include "seam/sim/ledger.h"
 #include "seam/sim/rows.h"
+#include "seam/sim/tbo.h"
 
 namespace seam {
 namespace ledger_detail {
@@ -52,8 +53,15 @@ class Replay {
     int stack, stage;
     Buffer buf;
   };
+  /// A TBO plan's lanes not in use on a rank (indexed by lane).
+  struct Parked {
+    Buffer hidden[kHalfLanes], residual[kHalfLanes];
+  };
   struct RankState {
+    /// The hidden state and residual of the lane (tbo.h: the whole batch or
+    /// a half) the rank's current op runs on; the other lanes' are parked.
     Buffer hidden, residual;
+    int lane = 0;
     Buffer branch;  ///< a branch's copy of its input, then its contribution until merged
     std::vector<Snap> snaps;
     size_t pc = 0;
@@ -70,10 +78,22 @@ class Replay {
     options_ = options;
     result_ = LedgerResult{};
     topo_.emplace(plan.source.config);
-    rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
+    // Lane 0: the batch; lanes 1 and 2: the TBO halves, tokens numbered as in the batch.
     const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
+    map_lane_ = 0;
+    rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
     other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
     dp_.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
+    tbo_ = !plan.tbo_split.empty();
+    for (int lane = 1; tbo_ && lane < kHalfLanes; ++lane) {
+      const Half half = static_cast<Half>(lane);
+      const Batch batch = tboHalfBatch(plan.source.batch, plan.tbo_split, half);
+      const std::vector<int> first = tboFirstTokens(plan.source.batch, plan.tbo_split, half);
+      Lane& l = parked_lanes_[lane];
+      l.rows.emplace(*topo_, batch, plan.padding, plan.cp_layout, &first);
+      l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, &first);
+      l.dp.emplace(plan.source.config, batch, plan.padding, plan.source.flags.dp_gatherv);
+    }
     row_bytes_ = activationRowBytes(plan.source.model.shape);
     const int world = plan.world();
     stacks_.assign(2, {});
@@ -89,9 +109,16 @@ class Replay {
     if (stacks_[1].shards.empty()) stacks_.resize(1);
     domain_.prepare(stacks_, std::max(1, rows_->totalTokens()));
     ranks_.resize(world);
+    if (tbo_) {
+      parked_.resize(world);
+      for (Parked& p : parked_) {
+        for (int lane = 0; lane < kHalfLanes; ++lane) p.hidden[lane].present = p.residual[lane].present = false;
+      }
+    }
     for (RankState& st : ranks_) {
       st.hidden.present = false;
       st.residual.present = false;
+      st.lane = 0;
       st.branch.present = false;
       st.snaps.clear();
       st.pc = 0;
@@ -110,6 +137,7 @@ class Replay {
     mailbox_.clear();
     junk_ = 0;
     schedule();
+    useLane(0);
     if (!stopped()) finalChecks();
     return std::move(result_);
   }
@@ -226,6 +254,7 @@ class Replay {
     RankState& st = ranks_[r];
     while (st.pc < ops.size() && !stopped()) {
       const Op& op = ops[st.pc];
+      if (tbo_) activate(r, op.half);
       if (op.kind == OpKind::kSend) {
         doSend(r, op);
       } else if (communicates(op.kind)) {
@@ -267,6 +296,15 @@ class Replay {
     const auto gather = [](OpKind k) { return k == OpKind::kDpGatherPartial || k == OpKind::kDpGatherReplicate; };
     for (int m : members) {
       const Op& mop = plan_->ranks[m][ranks_[m].pc];
+      if (mop.half != op.half) {
+        // TBO: each half's collectives are calls of their own, on the same communicator.
+        report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                  "on " + std::string(axisName(op.groupAxis())) + " " + rankList(members) + " rank " +
+                      std::to_string(r) + " issues half " + std::string(halfName(op.half)) + "'s " +
+                      std::string(opName(op.kind)) + " while rank " + std::to_string(m) + " issues half " +
+                      std::string(halfName(mop.half)) + "'s " + std::string(opName(mop.kind))));
+        return false;
+      }
       if ((mop.kind != op.kind && !(gather(mop.kind) && gather(op.kind))) || mop.bytes != op.bytes) {
         report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
                   "on " + std::string(axisName(op.groupAxis())) + " " + rankList(members) + " rank " +
@@ -275,6 +313,9 @@ class Replay {
                       std::string(opName(mop.kind)) + " of " + std::to_string(mop.bytes) + " bytes"));
         return false;
       }
+    }
+    if (tbo_) {
+      for (int m : members) activate(m, op.half);
     }
     execCollective(members, op);
     if (stopped()) return false;
@@ -313,6 +354,88 @@ class Replay {
       report(at(r, Property::kCollectivesMatch, ViolationClass::kDeadlock, detail + ": a real run hangs"));
       return;
     }
+  }
+
+  // ---- lanes (TBO halves) ---------------------------------------------------
+  /// The row maps and DP buffers of `lane` become the current ones (the
+  /// current lane's are parked; swaps of a few vectors, TBO plans only).
+  void useLane(int lane) {
+    if (lane == map_lane_) return;
+    for (int l : {map_lane_, lane}) {
+      std::swap(rows_, parked_lanes_[l].rows);
+      std::swap(other_rows_, parked_lanes_[l].other_rows);
+      std::swap(dp_, parked_lanes_[l].dp);
+    }
+    map_lane_ = lane;
+  }
+  const RowMap& laneRows(int lane) const { return lane == map_lane_ ? *rows_ : *parked_lanes_[lane].rows; }
+  /// Rank r's buffers and the row maps switch to the lane of `half`.
+  void activate(int r, Half half) {
+    const int lane = static_cast<int>(half);
+    RankState& st = ranks_[r];
+    if (st.lane != lane) {
+      Parked& p = parked_[r];
+      std::swap(st.hidden, p.hidden[st.lane]);
+      std::swap(st.residual, p.residual[st.lane]);
+      std::swap(st.hidden, p.hidden[lane]);
+      std::swap(st.residual, p.residual[lane]);
+      st.lane = lane;
+    }
+    useLane(lane);
+  }
+  /// The whole batch's hidden state or residual while a half's lane is active.
+  Buffer& wholeBuffer(int r, Tensor t) { return t == Tensor::kResidual ? parked_[r].residual[0] : parked_[r].hidden[0]; }
+  /// TBO split (slice) or merge (add: a copy) of the active half's rows (tbo.h):
+  /// child A holds rows [0, split) of each shard's attention rows, B the rest.
+  void tboMove(int r, const Op& op) {
+    RankState& st = ranks_[r];
+    if (!tbo_ || op.half == Half::kWhole || (op.tensor != Tensor::kHidden && op.tensor != Tensor::kResidual)) {
+      layoutViolation(r, Property::kOwedOnce, tbo_ ? "a TBO split or merge names no half"
+                                                   : "a TBO split or merge in a plan whose batch is not split");
+      return;
+    }
+    Buffer& whole = wholeBuffer(r, op.tensor);
+    Buffer& half = bufferOf(st, op.tensor);
+    const RowMap& whole_rows = laneRows(0);
+    const int offset = op.half == Half::kB ? laneRows(1).count(RowKind::kAttention, r) : 0;
+    const int cnt = rows_->count(RowKind::kAttention, r);
+    const int total = whole_rows.count(RowKind::kAttention, r);
+    if (op.kind == OpKind::kSlice) {
+      if (!whole.present || whole.kind != RowKind::kAttention || static_cast<int>(whole.v.size()) != total) {
+        layoutViolation(r, Property::kOwedOnce, "the TBO split of half " + std::string(halfName(op.half)) +
+                                                    " expects the batch's " + std::string(tensorName(op.tensor)) +
+                                                    " on attention rows (" + std::to_string(total) + ") but finds " +
+                                                    (whole.present ? std::string(rowKindName(whole.kind)) + " rows (" +
+                                                                         std::to_string(whole.v.size()) + ")"
+                                                                   : std::string("no value")));
+        return;
+      }
+      half.kind = RowKind::kAttention;
+      half.present = true;
+      half.v.assign(whole.v.begin() + offset, whole.v.begin() + offset + cnt);
+      if (op.half == Half::kB) whole.present = false;  // both halves took their rows
+      return;
+    }
+    // The merge copies the half's real rows into the batch-sized tensor (rows
+    // no half wrote stay zero, as a sum never completed would).
+    if (!expectKind(r, half, RowKind::kAttention, op, tensorName(op.tensor).data())) return;
+    if (whole.present && (whole.kind != RowKind::kAttention || static_cast<int>(whole.v.size()) != total)) {
+      // The batch-sized tensor still holds another layout (a split that
+      // never took it apart, then rows moved): a plan the engine cannot run.
+      layoutViolation(r, Property::kOwedOnce, "the TBO merge of half " + std::string(halfName(op.half)) +
+                                                  " writes into the batch's " + std::string(tensorName(op.tensor)) +
+                                                  " on " + std::string(rowKindName(whole.kind)) + " rows (" +
+                                                  std::to_string(whole.v.size()) + "), not its " +
+                                                  std::to_string(total) + " attention rows");
+      return;
+    }
+    if (!whole.present) {
+      whole.kind = RowKind::kAttention;
+      whole.present = true;
+      whole.v.assign(total, domain_.zero());
+    }
+    assert(offset + static_cast<int>(half.v.size()) <= total && "a half's rows lie inside the batch's");
+    std::copy(half.v.begin(), half.v.end(), whole.v.begin() + offset);
   }
 
   // ---- buffers ------------------------------------------------------------
@@ -438,6 +561,10 @@ class Replay {
         return;
       }
       case OpKind::kSlice: {
+        if (op.tbo_move) {
+          tboMove(r, op);
+          return;
+        }
         Buffer& b = bufferOf(st, op.tensor);
         if (op.rows_in.kind == RowKind::kFull) {
           // attn_cp_take_back_output: this CP rank's block of the gathered
@@ -467,6 +594,10 @@ class Replay {
         return;
       }
       case OpKind::kAdd: {
+        if (op.tbo_move) {
+          tboMove(r, op);
+          return;
+        }
         if (!st.hidden.present) {
           layoutViolation(r, Property::kOwedOnce, "add with no hidden state");
           return;
@@ -617,6 +748,7 @@ class Replay {
 
   bool tryRecv(int r) {
     const Op& op = plan_->ranks[r][ranks_[r].pc];
+    if (tbo_) activate(r, op.half);
     auto it = mailbox_.find({r, static_cast<int>(op.tensor)});
     if (it == mailbox_.end() || it->second.empty()) return false;
     RankState& st = ranks_[r];
@@ -1054,9 +1186,19 @@ class Replay {
   LedgerOptions options_;
   LedgerResult result_;
   std::optional<Topology> topo_;
+  // The current lane's (the batch's, or under TBO the current op's half's).
   std::optional<RowMap> rows_;        // the plan's resolved padding
   std::optional<RowMap> other_rows_;  // full rows in the other padding mode
   std::optional<DpLayouts> dp_;       // the DP buffers of both padding modes
+  /// The other lanes' row maps and DP buffers, parked (index: lane).
+  struct Lane {
+    std::optional<RowMap> rows, other_rows;
+    std::optional<DpLayouts> dp;
+  };
+  Lane parked_lanes_[kHalfLanes];
+  int map_lane_ = 0;
+  bool tbo_ = false;                  // the plan runs TBO halves (lanes 1, 2)
+  std::vector<Parked> parked_;        // per rank, for a TBO plan
   std::int64_t row_bytes_ = 0;
   std::vector<DpWork> dp_work_;       // per member of the DP op in flight (reused)
   std::vector<DpWork*> dp_group_;     // the members of one lowered collective

@@ -30,7 +30,8 @@ int interleaveShardRows(int tokens, int cp) {
 
 // CpLayout::kReplicated: a shard's tokens are split over attn_tp only, so the
 // ranks of one attn_cp group hold the same rows.
-RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp)
+RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp,
+               const std::vector<int>* first_tokens)
     : total_tokens_(batch.total()), padding_(padding) {
   const ParallelConfig& config = topology.config();
   const int world = topology.world();
@@ -42,6 +43,7 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
   // (pipeline stage) holds the same batch.
   std::vector<int> offset(shards, 0);
   for (int d = 1; d < shards; ++d) offset[d] = offset[d - 1] + batch.tokens[d - 1];
+  if (first_tokens != nullptr) offset = *first_tokens;
 
   // The full rows are the same on every rank of every TP group: each shard's
   // tokens at its slot, then its pad rows (dp_gather.h's geometry).

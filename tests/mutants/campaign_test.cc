@@ -39,6 +39,7 @@ struct PlanMutantCase {
   A2aBackend a2a;
   DpPadding padding = DpPadding::kMaxLen;
   LayerFamily family = LayerFamily::kSingleStage;
+  bool tbo = false;
 };
 
 class PlanMutant : public ::testing::TestWithParam<PlanMutantCase> {};
@@ -50,6 +51,7 @@ TEST_P(PlanMutant, AppliesToItsCaseChangesThePlanAndIsCaught) {
   Flags f;
   f.a2a = p.a2a;
   f.dp_padding = p.padding;
+  f.tbo = p.tbo;
   Case c = patternCase(p.pattern, p.config, p.tokens, f, p.family);
   auto base = buildPlan(c, PolicyKind::kDeclared);
   ASSERT_TRUE(base.hasValue()) << base.status().message();
@@ -87,7 +89,13 @@ INSTANTIATE_TEST_SUITE_P(
                        A2aBackend::kNone, DpPadding::kSumLen, LayerFamily::kTwoStage},
         PlanMutantCase{"plan.dp-slots-unaligned", "M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone},
         PlanMutantCase{"plan.dp-slots-unaligned", "M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone,
-                       DpPadding::kSumLen}),
+                       DpPadding::kSumLen},
+        PlanMutantCase{"plan.tbo-halves-swapped-on-one-rank", "*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {2, 2},
+                       A2aBackend::kDeepep, DpPadding::kMaxLen, LayerFamily::kTwoStage, true},
+        PlanMutantCase{"plan.tbo-split-skips-residual", "*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2},
+                       A2aBackend::kDeepep, DpPadding::kMaxLen, LayerFamily::kTwoStage, true},
+        PlanMutantCase{"plan.tbo-merge-drops-half", "*-*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone,
+                       DpPadding::kMaxLen, LayerFamily::kTwoStage, true}),
     [](const ::testing::TestParamInfo<PlanMutantCase>& info) { return "op" + std::to_string(info.index); });
 
 TEST(PlanMutant, FindsNoSiteWhereThePlanHasNone) {
@@ -136,6 +144,11 @@ CampaignSpec smallSpec(std::vector<const char*> patterns) {
 
 TEST(Campaign, KillsEveryMutantOnSyntheticPatternsThatReachEverySite) {
   auto spec = smallSpec({"M-*E-", "-M", "--M*", "E*E-", "M-M*E/*E"});
+  // DeepSeek-like two-stage layers: the two-batch-overlap sites.
+  properties::SweepModel deepseek;
+  deepseek.name = "two-stage *-*E*E";
+  deepseek.model = *modelFromPattern("*-*E*E", LayerFamily::kTwoStage);
+  spec.models.push_back(std::move(deepseek));
   spec.worlds = {1, 2, 4, 8};
   auto r = runCampaign(spec);
   ASSERT_TRUE(r.hasValue());

@@ -194,6 +194,20 @@ TEST(Generators, TwoStageStacksAreDrawnWithTheirVariantsAndCutsBetweenDecoderLay
   EXPECT_GT(planned_scattered, 0) << "some input-scattered cases reach an MLA-shaped model (an E borrows DeepSeek's)";
 }
 
+TEST(Generators, DrawTwoBatchOverlapCasesSomeOfWhichRunSplit) {
+  int tbo = 0, split = 0;
+  for (const Case& c : sample(genCase(0, 16), kSamples)) {
+    if (!c.flags.tbo) continue;
+    ++tbo;
+    EXPECT_NE(c.model.family, LayerFamily::kSingleStage);
+    EXPECT_TRUE(c.flags.capture.empty());
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    split += plan.hasValue() && !plan->tbo_split.empty();
+  }
+  EXPECT_GT(tbo, 0);
+  EXPECT_GT(split, 0) << "some TBO cases reach DeepSeek-like layers (attention mixers, an E) with a range to split";
+}
+
 TEST(Generators, ShowValuePrintsTheReproduceCommand) {
   const Case c = sample(genCase(2, 4), 1).front();
   std::ostringstream os;

@@ -47,6 +47,20 @@ TEST(Trace, APlanWrittenAsJsonLinesAndImportedBackIsTheSamePlan) {
   }
 }
 
+TEST(Trace, RefusesACaseThatRunsTwoBatchOverlapNamingTheFlag) {
+  Flags f;
+  f.a2a = A2aBackend::kDeepep;
+  f.tbo = true;
+  const Plan plan = declared(seam::testing::twoStageCase("*-*E*E", {.tp = 2, .moe_ep = 2}, {4}, f));
+  ASSERT_FALSE(plan.tbo_split.empty());
+  const std::string path = temp("tbo.jsonl");
+  std::ofstream(path) << traceOf(plan);
+  auto back = importTrace(path, plan);
+  ASSERT_FALSE(back.hasValue());
+  EXPECT_NE(back.status().message().find("--tbo"), std::string::npos) << back.status().message();
+  std::remove(path.c_str());
+}
+
 TEST(Trace, ATraceWithOneReductionRemovedFailsWithASumNeverCompleted) {
   const Case c = seam::testing::patternCase("M-M*-", {.tp = 2}, {4}, [] {
     Flags f;

@@ -1,4 +1,5 @@
-// Shared by the sim tests: cases from a bare pattern, built in one line.
+// Shared by the sim tests: cases from a bare pattern, built in one line, and
+// the first violation of a wrong plan in both ledger domains.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "seam/sim/case.h"
+#include "seam/sim/ledger.h"
 
 namespace seam::testing {
 
@@ -28,6 +30,19 @@ inline Case patternCase(std::string_view pattern, ParallelConfig config, std::ve
 inline Case twoStageCase(std::string_view pattern, ParallelConfig config, std::vector<int> tokens,
                          Flags flags = {}) {
   return patternCase(pattern, config, std::move(tokens), std::move(flags), LayerFamily::kTwoStage);
+}
+
+/// The first violation of a wrong plan, replayed in both ledger domains,
+/// which must both find one and agree on its class.
+inline Violation firstViolationInBothDomains(const Plan& plan) {
+  Ledger ledger;
+  const LedgerResult exact = ledger.replay(plan, LedgerOptions{.exact = true});
+  const LedgerResult fast = ledger.replay(plan, LedgerOptions{});
+  EXPECT_FALSE(fast.holds()) << "the fast ledger finds nothing";
+  EXPECT_FALSE(exact.holds()) << "the exact ledger finds nothing";
+  if (exact.holds() || fast.holds()) return {};
+  EXPECT_EQ(fast.violations.front().cls, exact.violations.front().cls);
+  return exact.violations.front();
 }
 
 }  // namespace seam::testing

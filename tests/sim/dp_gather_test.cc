@@ -21,6 +21,7 @@ namespace seam {
 namespace {
 
 using seam::testing::patternCase;
+using seam::testing::firstViolationInBothDomains;
 using seam::testing::twoStageCase;
 
 constexpr auto kTp = static_cast<std::int8_t>(Axis::kTp);
@@ -312,16 +313,6 @@ void plant(Plan& plan, OpKind kind, DpFault fault) {
   }
 }
 
-Violation firstOf(const Plan& plan) {
-  Ledger ledger;
-  const LedgerResult exact = ledger.replay(plan, LedgerOptions{.exact = true});
-  const LedgerResult fast = ledger.replay(plan, LedgerOptions{});
-  EXPECT_FALSE(fast.holds()) << "the fast ledger finds nothing";
-  EXPECT_FALSE(exact.holds()) << "the exact ledger finds nothing";
-  if (exact.holds() || fast.holds()) return {};
-  EXPECT_EQ(fast.violations.front().cls, exact.violations.front().cls);
-  return exact.violations.front();
-}
 
 TEST(DpLoweringFault, AReplicateGatherWithoutTheZeroFillCountsEveryTokenAttnTpTimes) {
   for (int tp : {4, 8}) {  // attn_tp 2 and 4
@@ -330,7 +321,7 @@ TEST(DpLoweringFault, AReplicateGatherWithoutTheZeroFillCountsEveryTokenAttnTpTi
     Plan plan = mustBuild(patternCase("M-M", {.tp = tp, .attn_dp = 2}, {3, 1}));
     ASSERT_EQ(plan.padding, DpPadding::kMaxLen);
     plant(plan, OpKind::kDpGatherReplicate, DpFault::kSkipZeroFill);
-    const Violation v = firstOf(plan);
+    const Violation v = firstViolationInBothDomains(plan);
     EXPECT_EQ(v.property, Property::kOwedOnce);
     EXPECT_EQ(v.cls, ViolationClass::kCountedTwice) << v.detail;
     EXPECT_EQ(v.coefficient, a) << v.detail;
@@ -344,7 +335,7 @@ TEST(DpLoweringFault, ASumLenReplicateGatherWrittenByEveryAttentionTpRankCountsI
   Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 1}, padding(DpPadding::kSumLen)));
   ASSERT_EQ(plan.padding, DpPadding::kSumLen);
   plant(plan, OpKind::kDpGatherReplicate, DpFault::kWriterRuleSwapped);
-  const Violation v = firstOf(plan);
+  const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.cls, ViolationClass::kCountedTwice) << v.detail;
   EXPECT_EQ(v.coefficient, 2);
 }
@@ -352,7 +343,7 @@ TEST(DpLoweringFault, ASumLenReplicateGatherWrittenByEveryAttentionTpRankCountsI
 TEST(DpLoweringFault, ASumLenPartialGatherWrittenByAttentionTpRankZeroOnlyNeverCompletesTheSum) {
   Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
   plant(plan, OpKind::kDpGatherPartial, DpFault::kWriterRuleSwapped);
-  const Violation v = firstOf(plan);
+  const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted) << v.detail;
   EXPECT_NE(v.term.find("j1"), std::string::npos) << v.term;  // attention-TP rank 1's share is lost
 }
@@ -360,7 +351,7 @@ TEST(DpLoweringFault, ASumLenPartialGatherWrittenByAttentionTpRankZeroOnlyNeverC
 TEST(DpLoweringFault, SumLenSlotOffsetsWithoutTheAlignmentMixAnotherTokensRowsIn) {
   Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
   plant(plan, OpKind::kDpGatherReplicate, DpFault::kUnalignedSlots);
-  const Violation v = firstOf(plan);
+  const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.cls, ViolationClass::kForeignTerm) << v.detail;
   EXPECT_EQ(v.token, 3);  // shard 1's first token, written one row early
 }
@@ -369,7 +360,7 @@ TEST(DpLoweringFault, AMaxLenScatterAtAnUnalignedSlotReadsAPadRowAsAToken) {
   Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 2}));
   ASSERT_EQ(plan.padding, DpPadding::kMaxLen);
   plant(plan, OpKind::kDpScatter, DpFault::kUnalignedSlots);
-  const Violation v = firstOf(plan);
+  const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.cls, ViolationClass::kPaddingLeak) << v.detail;
   EXPECT_EQ(v.rank, 2);  // shard 1 reads from row 3 (the pad row of slot 0) instead of 4
 }
@@ -385,7 +376,7 @@ TEST(DpLoweringFault, AScatterInTheOtherPaddingModeThanTheGatherStillLeaksWithAl
       if (op.kind == OpKind::kDpScatter) op.rows_in.count = sum_rows;
     }
   }
-  const Violation v = firstOf(plan);
+  const Violation v = firstViolationInBothDomains(plan);
   EXPECT_TRUE(v.cls == ViolationClass::kPaddingLeak || v.cls == ViolationClass::kForeignTerm) << v.detail;
 }
 
@@ -402,7 +393,7 @@ TEST(DpLoweringFault, OneRankGatheringReplicateAmongPartialPeersIssuesTheSameCol
   // The lowered collectives agree (the real run does not hang) ...
   EXPECT_TRUE(properties::checkCollectiveSequences(plan).empty());
   // ... but rank 1 zeroes its share of the attention sum before the reduce-scatter.
-  const Violation v = firstOf(plan);
+  const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted) << v.detail;
 }
 

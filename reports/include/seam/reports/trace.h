@@ -22,7 +22,8 @@ namespace seam::reports {
 /// trace supplies every rank's ops, in file order. A bad or truncated file is
 /// refused with one line naming the file, the line number and the problem;
 /// a group whose ranks are not seam's group for that rank and axis is refused
-/// too (the recording and the modelled topology disagree).
+/// too (the recording and the modelled topology disagree). A case that
+/// runs two-batch overlap is refused: the format has no half per op.
 Expected<Plan> importTrace(const std::string& path, const Plan& skeleton);
 
 }  // namespace seam::reports

@@ -45,6 +45,9 @@ struct Flags {
   /// shards' rows where the engine applies it (attn_tp 1, tp == attn_dp,
   /// SUM_LEN: dp_attention.is_dp_gatherv_active); elsewhere it has no effect.
   bool dp_gatherv = false;
+  /// enable_two_batch_overlap (tbo.h): the sparse layers run on two halves
+  /// of the batch whose ops interleave (DeepSeek decoder layers only).
+  bool tbo = false;
   std::vector<int> capture;      ///< aux hidden-state snapshots before these stages (EAGLE3)
 
   /// "a2a=none fusion=on padding=max_len reduction=ar mode=decode"

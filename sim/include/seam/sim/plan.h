@@ -84,6 +84,14 @@ enum class DpFault : std::uint8_t {
   kUnalignedSlots,
 };
 
+/// Two-batch overlap (TBO, tbo.h): the part of the batch an op runs on. kWhole
+/// is the batch as it is before the split and after the merge; kA and kB are
+/// the two halves the TBO layers run on (child A = the first tokens of every
+/// DP shard, child B the rest).
+enum class Half : std::uint8_t { kWhole, kA, kB };
+inline constexpr int kHalfLanes = 3;
+std::string_view halfName(Half half);
+
 /// No group: the op does not communicate (or, for compute, its weights are
 /// replicated).
 inline constexpr std::int8_t kNoAxis = -1;
@@ -108,6 +116,13 @@ struct Op {
   std::int8_t slice_of = -1;
   /// DP ops only: a fault planted in their lowering (kNone: SGLang's). Not in the JSON.
   DpFault dp_fault = DpFault::kNone;
+  /// TBO only: the half of the batch the op runs on (its rows are that
+  /// half's). Not in the JSON.
+  Half half = Half::kWhole;
+  /// TBO only: the op moves `half`'s rows between the whole batch and the
+  /// half: a slice is the split (whole -> half), an add the merge (half ->
+  /// its rows of the whole). Not in the JSON.
+  bool tbo_move = false;
 
   bool hasGroup() const { return axis != kNoAxis; }
   Axis groupAxis() const { return static_cast<Axis>(axis); }
@@ -205,6 +220,9 @@ struct Plan {
   std::vector<StageInfo> stages;            ///< stack 0 stages, then stack 1 (MTP)
   std::vector<Boundary> boundaries;
   std::vector<std::vector<Op>> ranks;       ///< ops per rank
+  /// TBO: the split token index of each DP shard (child A's tokens); empty
+  /// when the batch runs whole (tbo.h).
+  std::vector<int> tbo_split;
 
   int world() const { return static_cast<int>(ranks.size()); }
   /// Index into `stages` of (stack, stage); -1 when absent.

@@ -45,7 +45,10 @@ int interleaveShardRows(int tokens, int cp);
 /// rank per layout. Tokens of shard d are [offset(d), offset(d) + B_d).
 class RowMap {
  public:
-  RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp = CpLayout::kReplicated);
+  /// `first_tokens`: the token id of each DP shard's first row (default: the
+  /// shards numbered in order); a TBO half keeps the whole batch's ids (tbo.h).
+  RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp = CpLayout::kReplicated,
+         const std::vector<int>* first_tokens = nullptr);
 
   const std::vector<int>& tokens(RowKind kind, int rank) const {
     return rows_[static_cast<int>(kind)][rank];

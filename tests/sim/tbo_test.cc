@@ -1,0 +1,302 @@
+// Two-batch overlap (sim/include/seam/sim/tbo.h; research note B1-B5): the
+// split of each DP shard, the layer range, the engine's issue order of the
+// halves' chunks, the refusals with SGLang's reasons, the split and merge
+// ops of a plan, the properties on TBO plans (both ledger domains and the
+// numeric executor), and hand-made wrong TBO plans caught with the right
+// violation class.
+#include "seam/sim/tbo.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "case_builders.h"
+#include "seam/properties/check.h"
+#include "seam/sim/ledger.h"
+#include "seam/sim/numeric_executor.h"
+#include "seam/sim/policy.h"
+
+namespace seam {
+namespace {
+
+using seam::testing::firstViolationInBothDomains;
+using seam::testing::twoStageCase;
+
+Flags tbo(A2aBackend a2a = A2aBackend::kDeepep, ForwardMode mode = ForwardMode::kDecode) {
+  Flags f;
+  f.a2a = a2a;
+  f.mode = mode;
+  f.tbo = true;
+  return f;
+}
+
+Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared) {
+  auto plan = buildPlan(c, policy);
+  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
+  return plan.hasValue() ? *plan : Plan{};
+}
+
+std::string refusal(const Case& c) {
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  EXPECT_FALSE(plan.hasValue());
+  return plan.hasValue() ? "" : plan.status().message();
+}
+
+// ---- split, halves, layer range, issue order -----------------------------------
+
+TEST(TboSplit, GivesChildATheFirstHalfOfEveryShardAndChildBTheRest) {
+  const Batch batch{{5, 0, 1, 4}};
+  const std::vector<int> split = tboSplit(batch);
+  EXPECT_EQ(split, (std::vector<int>{2, 0, 0, 2}));
+  EXPECT_EQ(tboHalfBatch(batch, split, Half::kA).tokens, (std::vector<int>{2, 0, 0, 2}));
+  EXPECT_EQ(tboHalfBatch(batch, split, Half::kB).tokens, (std::vector<int>{3, 0, 1, 2}));
+  EXPECT_EQ(tboHalfBatch(batch, split, Half::kWhole).tokens, batch.tokens);
+  // Tokens keep the batch's numbering: shard d starts at the sum of B_<d.
+  EXPECT_EQ(tboFirstTokens(batch, split, Half::kA), (std::vector<int>{0, 5, 5, 6}));
+  EXPECT_EQ(tboFirstTokens(batch, split, Half::kB), (std::vector<int>{2, 5, 5, 8}));
+}
+
+TEST(TboSplit, RunsTheDeepSeekLayerRangeOfAPipelineStage) {
+  // fkdr inside (start, end): the sparse layers; fkdr before start: all.
+  EXPECT_EQ(tboLayers(3, 0, 61).first, 3);
+  EXPECT_EQ(tboLayers(3, 0, 61).last, 61);
+  EXPECT_EQ(tboLayers(3, 30, 61).first, 30);
+  // fkdr == start or fkdr >= end: the whole batch (DeepseekV2Model.forward).
+  EXPECT_TRUE(tboLayers(0, 0, 4).empty());
+  EXPECT_TRUE(tboLayers(4, 0, 4).empty());
+}
+
+TEST(TboSplit, IssuesADeltaOfChildAThenAlternatesThenEndsWithChildB) {
+  auto ops = [](Half half, int chunks) {
+    std::vector<Op> out(chunks);
+    for (int i = 0; i < chunks; ++i) {
+      out[i].half = half;
+      out[i].layer = static_cast<std::int16_t>(i);
+    }
+    return out;
+  };
+  std::vector<int> chunk = {0, 1, 2, 3, 4};
+  std::vector<Op> out;
+  interleaveHalves(ops(Half::kA, 5), chunk, ops(Half::kB, 5), chunk, 5, 2, &out);
+  std::string order;
+  for (const Op& op : out) order += std::string(halfName(op.half)) + std::to_string(op.layer) + " ";
+  EXPECT_EQ(order, "A0 A1 A2 B0 A3 B1 A4 B2 B3 B4 ");
+  EXPECT_EQ(tboSchedule(ForwardMode::kDecode).delta, 2);
+  EXPECT_EQ(tboSchedule(ForwardMode::kExtend).delta, 0);
+}
+
+// ---- refusals ---------------------------------------------------------------
+
+TEST(TboRefusal, WithoutAnAllToAllBackendOrDpAttentionIsSGLangsValueError) {
+  const std::string why = refusal(twoStageCase("*-*E*E", {.tp = 4}, {4}, tbo(A2aBackend::kNone)));
+  EXPECT_NE(why.find("ValueError"), std::string::npos) << why;
+}
+
+TEST(TboRefusal, OfLayersWithoutATboStrategyNamesTheModel) {
+  Case nemotron;
+  nemotron.model = *modelFromPreset(**findPreset("nemotron-3-nano"));
+  nemotron.config = {.tp = 2, .moe_ep = 2};
+  nemotron.batch.tokens = {4};
+  nemotron.flags = tbo();
+  EXPECT_NE(refusal(nemotron).find("NotImplementedError for nemotron-3-nano"), std::string::npos);
+  Case next = nemotron;
+  next.model = *modelFromPreset(**findPreset("qwen3-next-80b-a3b"));
+  EXPECT_NE(refusal(next).find("qwen3-next-80b-a3b"), std::string::npos);
+}
+
+TEST(TboRefusal, OfADenseLayerInsideTheRangeIsDeepSeeksAssert) {
+  const std::string why = refusal(twoStageCase("*-*E*-", {.tp = 2, .moe_ep = 2}, {4}, tbo()));
+  EXPECT_NE(why.find("dense layer TBO not yet implemented"), std::string::npos) << why;
+  EXPECT_NE(why.find("layer 2"), std::string::npos) << why;
+}
+
+TEST(TboRefusal, OfInputScatteredAttentionSaysTboTurnsItOff) {
+  Flags f = tbo();
+  f.input_scattered = true;
+  f.mode = ForwardMode::kExtend;
+  const std::string why = refusal(twoStageCase("*-*E", {.tp = 2, .moe_ep = 2}, {4}, f));
+  EXPECT_NE(why.find("can_run_tbo"), std::string::npos) << why;
+}
+
+TEST(TboRefusal, OfPipelineStagesAndCaptureIsNotModelledYet) {
+  auto pp = buildPlan(twoStageCase("*-*E*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {4}, tbo()), PolicyKind::kDeclared);
+  ASSERT_FALSE(pp.hasValue());
+  EXPECT_TRUE(isNotModelled(pp.status().message()));
+  Flags f = tbo();
+  f.capture = {2};
+  auto capture = buildPlan(twoStageCase("*-*E*E", {.tp = 2, .moe_ep = 2}, {4}, f), PolicyKind::kDeclared);
+  ASSERT_FALSE(capture.hasValue());
+  EXPECT_TRUE(isNotModelled(capture.status().message()));
+}
+
+// ---- the plan ---------------------------------------------------------------
+
+TEST(TboPlan, SplitsOnceBeforeTheFirstSparseLayerAndMergesBeforeTheFinalNorm) {
+  const Plan plan = mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo()));
+  EXPECT_EQ(plan.tbo_split, (std::vector<int>{1, 1}));
+  const std::vector<Op>& ops = plan.ranks[0];
+  std::vector<const Op*> moves;
+  for (const Op& op : ops) {
+    if (op.tbo_move) moves.push_back(&op);
+    // The dense layer and the final norm run on the whole batch, the sparse layers per half.
+    if (!op.tbo_move) EXPECT_EQ(op.half == Half::kWhole, op.layer == 0 || op.stage == 6) << op.stage;
+  }
+  // hidden and residual split (attention rows: keep, keep), hidden merged
+  // (the last a2a layer folds its residual in before the gather).
+  ASSERT_EQ(moves.size(), 6u);
+  EXPECT_EQ(moves[0]->kind, OpKind::kSlice);
+  EXPECT_EQ(moves[0]->stage, 2);
+  EXPECT_EQ(moves[0]->rows_in.count, 3);
+  EXPECT_EQ(moves[0]->rows_out.count, 1);
+  EXPECT_EQ(moves[1]->half, Half::kB);
+  EXPECT_EQ(moves[1]->rows_out.count, 2);
+  EXPECT_EQ(moves[4]->kind, OpKind::kAdd);
+  EXPECT_EQ(moves[4]->rows_in.count, 1);
+  EXPECT_EQ(moves[4]->rows_out.count, 3);
+  EXPECT_EQ(ops.back().kind, OpKind::kNorm);
+  EXPECT_EQ(ops.back().half, Half::kWhole);
+  // Child A runs two chunks ahead in decode: its first collective comes
+  // before any op of child B.
+  const auto first_b = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.half == Half::kB && !op.tbo_move; });
+  const auto first_a_coll = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+    return op.half == Half::kA && communicates(op.kind);
+  });
+  EXPECT_LT(first_a_coll - ops.begin(), first_b - ops.begin());
+}
+
+TEST(TboPlan, HandsAFullyDpDenseLayersOutputOnAttentionRowsOnceTboIsOn) {
+  Flags f = tbo();
+  f.dense_tp1 = true;
+  const Plan with = mustBuild(twoStageCase("*-*E", {.tp = 4, .moe_ep = 4}, {4}, f));
+  f.tbo = false;
+  const Plan without = mustBuild(twoStageCase("*-*E", {.tp = 4, .moe_ep = 4}, {4}, f));
+  EXPECT_EQ(with.boundaries[2].exit.rows, RowKind::kAttention);  // dense FFN (stage 1) -> stage 2
+  EXPECT_FALSE(with.boundaries[2].exit.residual);
+  EXPECT_EQ(without.boundaries[2].exit.rows, RowKind::kLocal);
+}
+
+TEST(TboPlan, RunsTheWholeBatchWhenTheRangeIsEmpty) {
+  // fkdr == 0 (every layer sparse): DeepseekV2Model.forward runs no TBO.
+  const Plan plan = mustBuild(twoStageCase("*E*E", {.tp = 2, .moe_ep = 2}, {4}, tbo()));
+  EXPECT_TRUE(plan.tbo_split.empty());
+  for (const Op& op : plan.ranks[0]) EXPECT_EQ(op.half, Half::kWhole);
+}
+
+// ---- properties on TBO plans ----------------------------------------------------
+
+std::vector<Case> tboCases() {
+  std::vector<Case> out;
+  for (ForwardMode mode : {ForwardMode::kDecode, ForwardMode::kExtend}) {
+    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {5}, tbo(A2aBackend::kDeepep, mode)));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo(A2aBackend::kDeepep, mode)));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2}, {3, 0}, tbo(A2aBackend::kNone, mode)));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 4, .moe_ep = 2}, {1, 4, 0, 3}, tbo(A2aBackend::kNone, mode)));
+    out.push_back(twoStageCase("*-*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {1, 1}, tbo(A2aBackend::kDeepep, mode)));
+    Flags dense_dp = tbo(A2aBackend::kDeepep, mode);
+    dense_dp.dense_tp1 = true;
+    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {6}, dense_dp));
+  }
+  Flags rs = tbo(A2aBackend::kNone);
+  rs.reduction = BoundaryReduction::kRsRsv;
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 2}, {3, 2}, rs));
+  return out;
+}
+
+TEST(TboProperties, HoldOnTboPlansInBothLedgerDomainsUnderEveryPolicy) {
+  Ledger ledger;
+  for (const Case& c : tboCases()) {
+    for (PolicyKind policy : {PolicyKind::kDeclared, PolicyKind::kLegacy, PolicyKind::kNaive}) {
+      SCOPED_TRACE(reproduceCommand(c, policyName(policy)));
+      const Plan plan = mustBuild(c, policy);
+      EXPECT_FALSE(plan.tbo_split.empty());
+      const auto verdict = properties::checkPlan(plan, ledger);
+      EXPECT_TRUE(verdict.holds()) << (verdict.firstViolation() ? verdict.firstViolation()->detail : "");
+      EXPECT_TRUE(ledger.replay(plan, LedgerOptions{.exact = true}).holds());
+    }
+  }
+}
+
+TEST(TboProperties, TheNumericExecutorRunsTboPlansBitIdenticalToTheReference) {
+  const numeric::Shape shape{.hidden = 8, .inner = 16};
+  for (const Case& c : tboCases()) {
+    SCOPED_TRACE(reproduceCommand(c, "declared"));
+    const Plan plan = mustBuild(c);
+    const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
+    ASSERT_TRUE(run.ran()) << run.failures.front().detail;
+    EXPECT_FALSE(run.ranks_disagree);
+    const OutputDiff diff = compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output);
+    EXPECT_TRUE(diff.identical) << diff.describe();
+  }
+}
+
+// ---- hand-made wrong TBO plans ------------------------------------------------------
+
+
+/// Erases the first op of every rank that `pred` picks.
+template <class Pred>
+void eraseFirst(Plan& plan, Pred pred) {
+  for (auto& ops : plan.ranks) {
+    const auto it = std::find_if(ops.begin(), ops.end(), pred);
+    if (it != ops.end()) ops.erase(it);
+  }
+}
+
+Plan deepepTbo() { return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo())); }
+
+TEST(TboLedger, CatchesAMergeThatDropsAHalfAsAnIncompleteOutput) {
+  Plan plan = deepepTbo();
+  eraseFirst(plan, [](const Op& op) { return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB; });
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kOutputComplete);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+}
+
+TEST(TboLedger, CatchesAHalfMergedBeforeItsAttentionTpGatherAsALayoutMismatch) {
+  Plan plan = deepepTbo();
+  // The last a2a layer of half A gathers its local rows back over attention
+  // TP before the merge; without it the merge finds local rows.
+  for (auto& ops : plan.ranks) {
+    const auto merge = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.tbo_move && op.kind == OpKind::kAdd; });
+    const auto gather = std::find_if(std::make_reverse_iterator(merge), ops.rend(), [](const Op& op) {
+      return op.half == Half::kA && op.rows_in.kind == RowKind::kLocal && op.rows_out.kind == RowKind::kAttention;
+    });
+    ASSERT_NE(gather, ops.rend());
+    ops.erase(std::next(gather).base());
+  }
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kLayoutMismatch);
+}
+
+TEST(TboLedger, CatchesASplitWithoutTheResidualAsASumNeverCompleted) {
+  Plan plan = deepepTbo();
+  eraseFirst(plan, [](const Op& op) { return op.tbo_move && op.kind == OpKind::kSlice && op.tensor == Tensor::kResidual; });
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+}
+
+TEST(TboLedger, CatchesOneRankIssuingTheHalvesInTheOtherOrderAsACollectiveMismatch) {
+  // Equal halves (2 tokens a shard: one each): the calls agree in kind and
+  // bytes, so only the half tells them apart.
+  Plan plan = mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {2, 2}, tbo()));
+  auto& ops = plan.ranks[1];
+  const auto a = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.half == Half::kA && op.kind == OpKind::kAllToAll; });
+  const auto b = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.half == Half::kB && op.kind == OpKind::kAllToAll; });
+  ASSERT_NE(a, ops.end());
+  ASSERT_NE(b, ops.end());
+  ASSERT_EQ(a->bytes, b->bytes);
+  std::iter_swap(a, b);
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kCollectivesMatch);
+  EXPECT_EQ(v.cls, ViolationClass::kCollectiveMismatch);
+  EXPECT_NE(v.detail.find("half"), std::string::npos) << v.detail;
+  const auto sequences = properties::checkCollectiveSequences(plan);
+  ASSERT_FALSE(sequences.empty());
+  EXPECT_NE(sequences.front().detail.find("half"), std::string::npos) << sequences.front().detail;
+}
+
+}  // namespace
+}  // namespace seam
