@@ -123,6 +123,26 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       }
     }
   }
+  // Prefill CP shards only extend batches: two-stage layers under attention
+  // CP without DP attention also get the ordinary extend variant (MLA's
+  // interleave, GQA's zigzag on the CP batches enumerateCases adds), with
+  // either a2a backend, fused and unfused, and the rs strategy (MLA's attn_cp
+  // reduce-scatter).
+  if (m.family != LayerFamily::kSingleStage && c.attn_cp > 1 && c.attn_dp == 1) {
+    for (A2aBackend b : a2a) {
+      for (bool fusion : {true, false}) {
+        for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs}) {
+          if (b != A2aBackend::kNone && red != BoundaryReduction::kAr) continue;
+          Flags f;
+          f.a2a = b;
+          f.fusion = fusion;
+          f.mode = ForwardMode::kExtend;
+          f.reduction = red;
+          out.push_back(f);
+        }
+      }
+    }
+  }
   // Two-stage dense FFNs also run fully data parallel (moe_dense_tp_size 1).
   const bool dense = std::any_of(m.pattern.layers.begin(), m.pattern.layers.end(),
                                  [](LayerKind k) { return k == LayerKind::kDenseMlp; });
