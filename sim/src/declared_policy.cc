@@ -365,8 +365,9 @@ Status DeclaredBuilder::refuse() {
                                "): the DP gathers placing CP shards and dp_cp_take_back_output");
   }
   if (cp_batch_ && !mla_ && cfg_.moe_dp > cfg_.attn_cp) {
-    return Status::notModelled("GQA zigzag prefill CP with moe_dp=" + std::to_string(cfg_.moe_dp) + " wider than attn_cp=" +
-                               std::to_string(cfg_.attn_cp) + " (moe_cp_gather over a moe_dp group of several CP groups)");
+    return Status::notModelled("GQA zigzag prefill CP with moe_dp=" + std::to_string(cfg_.moe_dp) +
+                               " wider than attn_cp=" + std::to_string(cfg_.attn_cp) +
+                               " (moe_cp_gather over a moe_dp group of several CP groups)");
   }
   if (branch_) {
     // Branches run only on ORDINARY batches (serving-boundaries §10).

@@ -114,7 +114,7 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
 
   // Sequence rows: the shard's tokens in order (CP-sharded: after the model
   // boundary's gather and reorder).
-  for (int r = 0; r < world; ++r) rows_[static_cast<int>(RowKind::kSequence)][r] = rows_[static_cast<int>(RowKind::kAttention)][r];
+  rows_[static_cast<int>(RowKind::kSequence)] = rows_[static_cast<int>(RowKind::kAttention)];
 
   if (cp != CpLayout::kReplicated) {
     // One DP shard (interleave asserts attn_tp == attn_dp == 1; zigzag under

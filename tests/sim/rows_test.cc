@@ -221,7 +221,8 @@ TEST(RowCounts, AgreeWithRowMapForEveryConfigOfWorldsUpTo16AndSeveralBatches) {
           for (int r = 0; r < world; ++r) {
             for (int k = 0; k < kRowKindCount; ++k) {
               ASSERT_EQ(counts.count(static_cast<RowKind>(k), r), map.count(static_cast<RowKind>(k), r))
-                  << c.describe() << " tokens " << tokens << " rank " << r << " " << rowKindName(static_cast<RowKind>(k));
+                  << c.describe() << " tokens " << tokens << " rank " << r << " "
+                  << rowKindName(static_cast<RowKind>(k));
             }
           }
           ++checked;
