@@ -79,10 +79,12 @@ CASES = [
      f"--pattern '*-*E' {TWO} --tp 2 --tokens 3 --mode extend --ln-sp"),
     ("two_stage_cp_decode", "attention CP on a decode batch (not sharded over CP): the CP ranks hold the same rows; a GQA FFN never leaves its sum (may_leave is false under GQA CP), so every FFN exit all-reduces",
      f"--pattern '*-*-' {TWO} --tp 4 --cp 2 --tokens 3"),
-    ("two_stage_cp_mla_interleave_ar", "MLA prefill CP on a CP-sharded extend batch (interleave, 5 tokens over cp=2, shards padded to 4 rows): add+norm on the shard, attn_cp all-gather at each FFN entry, AR over the sum group and the take-back slice at its exit",
+    ("two_stage_cp_mla_interleave_ar", "MLA prefill CP on a CP-sharded extend batch (interleave, 5 tokens over cp=2, shards padded to 4 rows): add+norm on the shard, attn_cp all-gather at each FFN entry, AR over the sum group and the take-back slice at its exit; the model boundary gathers the final output over attn_cp and reorders it onto sequence rows",
      f"--pattern '*-*E' {TWO} --tp 2 --cp 2 --tokens 5 --mode extend"),
     ("two_stage_cp_mla_interleave_rs", "the same with the rs strategy: the sum group is the attn_cp group, one attn_cp reduce-scatter hands each shard back",
      f"--pattern '*-*E' {TWO} --tp 2 --cp 2 --tokens 5 --mode extend --reduction rs"),
+    ("two_stage_cp_gqa_zigzag", "GQA prefill CP on a CP-sharded extend batch (zigzag, 130 tokens over cp=2: blocks 33,33,32,32, CP rank r holds blocks r and 3-r, shards of 65 padded to 68; attn_tp=2): fused AR(attn_tp)+add+norm on the shard, all-gather over the MoE-CP group (moe_dp, aliased to attn_cp) at each FFN entry, AR(tp) on the gathered rows and the take-back slice at its exit; the model boundary gathers the final output over attn_cp and reorders it onto sequence rows (cp_gather_after_forward)",
+     f"--pattern '*-*-' {TWO} --tp 4 --cp 2 --tokens 130 --mode extend"),
     ("two_stage_naive", "naive: every stage completes its own sum at its exit",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
     # Two-batch overlap (tbo.h; research note B1-B4).

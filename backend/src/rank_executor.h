@@ -374,6 +374,8 @@ class RankExecutor {
   ncclComm_t commOf(Axis axis) const;
   DeviceRows& bufferOf(Tensor t);
   DpPadding fullModeOf(const Op& op, int count, int rank);
+  /// The reorders of prefill CP onto sequence rows and back onto the shard (a slice op).
+  Status reorderCp(const Op& op, int index);
   Status copyRows(float* dst, const float* src, int rows);
   Status zeroRows(float* dst, int rows);
   Status roundIfReal(float* p, int rows);

@@ -298,6 +298,7 @@ Status RankExecutor::slice(const Op& op, int index) {
   // tensor_split(attn_tp)[i]: the rank's own slice, or another position's
   // when the plan says so (a wrong slice index, set by mutants).
   DeviceRows& b = bufferOf(op.tensor);
+  if (op.rows_out.kind == RowKind::kSequence || op.rows_in.kind == RowKind::kSequence) return reorderCp(op, index);
   if (op.rows_in.kind == RowKind::kFull) {
     // attn_cp_take_back_output: this CP rank's block of the gathered rows (or
     // another position's, when the plan says so).
@@ -322,6 +323,38 @@ Status RankExecutor::slice(const Op& op, int index) {
   takeScratch(b);
   b.kind = RowKind::kLocal;
   b.rows = cnt;
+  return Status::ok();
+}
+
+Status RankExecutor::reorderCp(const Op& op, int index) {
+  // cp_gather_after_forward's reorder (gathered CP shards -> sequence order)
+  // or the MTP step's cp_shard_hidden_states (sequence order -> this rank's
+  // padded shard, pad rows zeroed), as Replay does: one copy per run of
+  // consecutive source rows.
+  DeviceRows& b = bufferOf(op.tensor);
+  const bool gather = op.rows_out.kind == RowKind::kSequence;
+  const RowMap& rows = s_.rows;
+  const RowKind from = gather ? RowKind::kFull : RowKind::kSequence;
+  const RowKind to = gather ? RowKind::kSequence : RowKind::kAttention;
+  expectLayout(b, from, rows.count(from, rank_), op, index);
+  const int cnt = rows.count(to, rank_);
+  record(index, bytesOf(cnt));
+  const std::vector<int>& toks = rows.tokens(RowKind::kAttention, rank_);
+  auto source = [&](int i) { return gather ? rows.fullRowOfSequence(i) : toks[i]; };  // -1: a pad row
+  for (int i = 0; i < cnt;) {
+    const int first = source(i);
+    int run = 1;
+    while (i + run < cnt && (first < 0 ? source(i + run) < 0 : source(i + run) == first + run)) ++run;
+    Status st = first < 0 ? zeroRows(scratch_.row(i, h_), run) : copyRows(scratch_.row(i, h_), b.row(first, h_), run);
+    if (!st) return st;
+    i += run;
+  }
+  takeScratch(b);
+  b.kind = to;
+  b.rows = cnt;
+  b.present = true;
+  // The model's output under prefill CP is the gathered, reordered final norm.
+  if (gather && op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks) pending_final_ = op.stack;
   return Status::ok();
 }
 
@@ -398,7 +431,10 @@ void RankExecutor::finishNorm(DeviceRows& target, const DeviceRows& source, cons
   target.present = true;
   // The final norm of a stack writes the stack's output rows (copied after
   // the op's timing event, see run()).
-  if (op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks) pending_final_ = op.stack;
+  // Under prefill CP the output is that of the model boundary's reorder.
+  if (op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks && s_.plan.cp_layout == CpLayout::kReplicated) {
+    pending_final_ = op.stack;
+  }
 }
 
 Status RankExecutor::compute(const Op& op, int index) {

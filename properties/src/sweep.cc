@@ -129,6 +129,26 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       }
     }
   }
+  // Prefill CP shards only extend batches: two-stage layers under attention
+  // CP without DP attention also get the ordinary extend variant (MLA's
+  // interleave, GQA's zigzag on the CP batches enumerateCases adds), with
+  // either a2a backend, fused and unfused, and the rs strategy (MLA's attn_cp
+  // reduce-scatter).
+  if (m.family != LayerFamily::kSingleStage && c.attn_cp > 1 && c.attn_dp == 1) {
+    for (A2aBackend b : a2a) {
+      for (bool fusion : {true, false}) {
+        for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs}) {
+          if (b != A2aBackend::kNone && red != BoundaryReduction::kAr) continue;
+          Flags f;
+          f.a2a = b;
+          f.fusion = fusion;
+          f.mode = ForwardMode::kExtend;
+          f.reduction = red;
+          out.push_back(f);
+        }
+      }
+    }
+  }
   // Two-batch overlap (tbo.h) on DeepSeek decoder layers (two-stage, MLA,
   // MoE): every plain flag set (no capture) once more with TBO, the ones the
   // engine refuses (no a2a backend and no DP attention) included.

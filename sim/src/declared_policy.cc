@@ -56,14 +56,18 @@ bool cpShardsBatch(const Case& c, bool mla) {
   return false;
 }
 
-/// The rows a case's batch takes over attention CP: interleaved for an MLA
-/// stack on a CP-sharded extend batch with attn_tp = attn_dp = 1 (any other
-/// MLA CP batch is refused by attn_cp_gather's assert; GQA zigzag is not
-/// modelled yet).
+/// The rows a case's batch takes over attention CP on a CP-sharded extend
+/// batch of a two-stage stack: interleaved for MLA with attn_tp = attn_dp = 1
+/// (any other MLA CP batch is refused by attn_cp_gather's assert), zigzag for
+/// GQA with attn_dp = 1 and moe_dp <= attn_cp (the others are not modelled:
+/// refuse() says so before anything reads the rows).
 CpLayout cpLayoutOf(const Case& c) {
   const bool mla = c.model.shape.q_lora_rank > 0;
-  const bool sharded = c.model.family != LayerFamily::kSingleStage && mla && cpShardsBatch(c, mla);
-  return sharded && c.config.attnTp() == 1 && c.config.attn_dp == 1 ? CpLayout::kInterleave : CpLayout::kReplicated;
+  if (c.model.family == LayerFamily::kSingleStage || !cpShardsBatch(c, mla) || c.config.attn_dp != 1) {
+    return CpLayout::kReplicated;
+  }
+  if (mla) return c.config.attnTp() == 1 ? CpLayout::kInterleave : CpLayout::kReplicated;
+  return c.config.moe_dp <= c.config.attn_cp ? CpLayout::kZigzag : CpLayout::kReplicated;
 }
 
 /// One abstract step of an entry or exit, instantiated per rank.
@@ -144,8 +148,23 @@ class DeclaredBuilder {
   }
   bool mayLeave(LayerKind ffn) const {
     if (!cp_ || mla_) return true;
-    return ffn == LayerKind::kMoe && cfg_.moe_dp == cfg_.attn_cp;
+    return onCpShards(ffn);
   }
+  /// on_cp_shards (_resolve_ffn): a GQA MoE whose moe_dp equals attn_cp runs
+  /// on the CP shard; nothing is gathered for it.
+  bool onCpShards(LayerKind ffn) const {
+    return cp_ && !mla_ && ffn == LayerKind::kMoe && cfg_.moe_dp == cfg_.attn_cp;
+  }
+  /// On a CP-sharded batch an FFN on shared rows reads all the CP shards
+  /// (its rows do not shard ATTN_CP): entry row "gathered == {CP}", exit
+  /// row R - P == {CP}.
+  bool gathersOverCp(LayerKind ffn) const {
+    return cp_layout_ != CpLayout::kReplicated && isFfn(ffn) && !ffnOnLocal(ffn) && !onCpShards(ffn);
+  }
+  /// The group of that gather (_cp_moves): attn_cp for DSA/MLA
+  /// (attn_cp_interleave_gather), the MoE-CP group for GQA (moe_cp_gather
+  /// over _MOE_DP, aliased to attn_cp when attn_cp > moe_dp).
+  std::int8_t cpGatherAxis() const { return static_cast<std::int8_t>(mla_ ? Axis::kAttnCp : Axis::kMoeDp); }
   bool a2aMoe(LayerKind k) const { return k == LayerKind::kMoe && c_.flags.a2a != A2aBackend::kNone; }
   /// A fully-DP dense FFN of a two-stage layer (moe_dense_tp_size == 1).
   bool denseOnLocal(LayerKind k) const { return two_stage_ && k == LayerKind::kDenseMlp && c_.flags.dense_tp1; }
@@ -154,8 +173,8 @@ class DeclaredBuilder {
   /// Rows an a2a FFN runs on: local rows, which equal attention rows when attn_tp == 1.
   RowKind localRows() const { return a_ > 1 ? RowKind::kLocal : RowKind::kAttention; }
   /// Rows a shared (non-a2a) FFN runs on.
-  RowKind sharedFfnRows() const {
-    return D_ > 1 || cp_layout_ == CpLayout::kInterleave ? RowKind::kFull : RowKind::kAttention;
+  RowKind sharedFfnRows(LayerKind ffn) const {
+    return D_ > 1 || gathersOverCp(ffn) ? RowKind::kFull : RowKind::kAttention;
   }
   /// The group a stage's output owes its sum over (kNoAxis: complete).
   std::int8_t weightAxis(LayerKind k) const;
@@ -235,8 +254,10 @@ class DeclaredBuilder {
   Schema schema_;
   ParallelConfig cfg_;
   DpPadding padding_;
-  /// kInterleave: MLA prefill CP shards the batch (the FFN gathers over
-  /// attn_cp and hands its output back by reduce-scatter or take-back).
+  /// kInterleave / kZigzag: MLA / GQA prefill CP shards the batch (an FFN
+  /// on shared rows gathers the shards and hands its output back by
+  /// reduce-scatter (MLA only) or take-back; the model boundary gathers the
+  /// final output, cp_gather_after_forward).
   CpLayout cp_layout_;
   RowCounts rows_;
   int T_, D_, a_;
@@ -408,9 +429,14 @@ Status DeclaredBuilder::refuse() {
       }
     }
   }
-  if (cp_batch_ && !mla_) {
-    return Status::notModelled("GQA zigzag prefill CP on a CP-sharded extend batch (attn_cp=" + std::to_string(cfg_.attn_cp) +
-                               "; CP shard rows and the CP gathers, serving-boundaries §4, §6.3)");
+  if (cp_batch_ && !mla_ && D_ > 1) {
+    return Status::notModelled("GQA zigzag prefill CP under attention DP (attn_dp=" + std::to_string(D_) +
+                               "): the DP gathers placing CP shards and dp_cp_take_back_output");
+  }
+  if (cp_batch_ && !mla_ && cfg_.moe_dp > cfg_.attn_cp) {
+    return Status::notModelled("GQA zigzag prefill CP with moe_dp=" + std::to_string(cfg_.moe_dp) +
+                               " wider than attn_cp=" + std::to_string(cfg_.attn_cp) +
+                               " (moe_cp_gather over a moe_dp group of several CP groups)");
   }
   if (tbo_flag_) {
     // B1: the DeepSeek model's layer range; a dense FFN inside it asserts.
@@ -627,7 +653,7 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     // the TP group, a MoE without an a2a backend); the layer hands on
     // attention rows.
     const int role = from % spl_;
-    const RowKind ffn_rows = sharedFfnRows();
+    const RowKind ffn_rows = sharedFfnRows(LayerKind::kMoe);  // never CP-sharded: refuse()
     if (role == 0) {
       // attn0 into the MoE boundary: prepare, then the branch takes a copy of
       // the normed input (self.mlp(hidden_states.clone())).
@@ -781,14 +807,16 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
                          total_tokens_ > 0 && mayLeave(producer) &&
                          (!legacy_ || (D_ == 1 && owed != kNoAxis && fusable() &&
                                        sameGroup(static_cast<Axis>(owed), postExpertsAxis())));
-  if (cp_layout_ == CpLayout::kInterleave) {
+  if (gathersOverCp(producer)) {
     // Exit row R - P == {CP} on a CP-sharded batch (may_leave is false: no
-    // deferral): attn_cp_reduce_scatter_output when the strategy allows a
-    // reduce-scatter (refuse() checked the groups), else AR over the owed
-    // group and attn_cp_take_back_output.
+    // deferral): MLA's attn_cp_reduce_scatter_output when the strategy allows
+    // a reduce-scatter (refuse() checked the groups), else AR over the owed
+    // group and the take-back slice (attn_cp_take_back_output, or GQA's
+    // moe_cp_take_back_output: narrow(rank * max, rows[rank]) of the padded
+    // shards, which are all the physical length).
     h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
     const std::int8_t cp = static_cast<std::int8_t>(Axis::kAttnCp);
-    if (!naive_ && useRs() && owed != kNoAxis) {
+    if (!naive_ && mla_ && useRs() && owed != kNoAxis) {
       h.exit.push_back({OpKind::kReduceScatter, Tensor::kHidden, cp, RowKind::kFull, RowKind::kAttention});
     } else {
       if (owed != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, owed, RowKind::kFull, RowKind::kFull});
@@ -904,15 +932,6 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageIntoFfn(LayerKind consumer) {
     h.entry.push_back({OpKind::kAllGather, Tensor::kResidual, attn_tp, RowKind::kLocal, RowKind::kAttention});
     residual_local_ = false;
   }
-  if (cp_layout_ == CpLayout::kInterleave) {
-    // Entry row "gathered == {CP}" (_then_attn_cp_gather): the attention
-    // output is complete on the shard (attn_tp == 1): add+norm there, then
-    // attn_cp_interleave_gather; the residual stays on the shard.
-    h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
-    h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnCp),
-                       RowKind::kAttention, RowKind::kFull});
-    return h;
-  }
   if (D_ == 1) {
     if (!partial_in) {
       h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
@@ -921,6 +940,13 @@ DeclaredBuilder::Hand DeclaredBuilder::twoStageIntoFfn(LayerKind consumer) {
     } else {
       h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, attn_tp});
       h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
+    }
+    if (gathersOverCp(consumer)) {
+      // Entry row "gathered == {CP}" (_then_attn_cp_gather /
+      // _then_moe_cp_gather): complete and norm on the own shard as above,
+      // then gather the shards (equal, padded) in CP rank order; the
+      // residual stays on the shard.
+      h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, cpGatherAxis(), RowKind::kAttention, RowKind::kFull});
     }
     return h;
   }
@@ -1090,7 +1116,7 @@ void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
     }
     return;
   }
-  const RowKind rows = denseOnLocal(k) ? localRows() : isFfn(k) ? sharedFfnRows() : RowKind::kAttention;
+  const RowKind rows = denseOnLocal(k) ? localRows() : isFfn(k) ? sharedFfnRows(k) : RowKind::kAttention;
   if (branch_ && stage % spl_ == 1) {
     emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kBranch, axis, rows, rows});
     return;
@@ -1159,6 +1185,15 @@ Status DeclaredBuilder::decide() {
       // rows only, B3): terminal, like a pipeline cut.
       const bool split_edge = stack == 0 && from >= 0 && to == tboFirstStage();
       Hand h = boundary(stack, from, to, cut || split_edge);
+      if (to == n && cp_layout_ != CpLayout::kReplicated) {
+        // cp_gather_after_forward: the final output stays on the CP shard;
+        // the model boundary all-gathers the shards over attn_cp and puts the
+        // tokens back in sequence order (a local reorder, expressed as a
+        // slice onto sequence rows).
+        h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnCp),
+                           RowKind::kAttention, RowKind::kFull});
+        h.entry.push_back({OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kSequence});
+      }
       Boundary b;
       b.stack = static_cast<std::uint8_t>(stack);
       b.from = from;
@@ -1216,6 +1251,13 @@ void DeclaredBuilder::emitEntry(int r, const Decided& d) {
   if (from < 0 && stack == 1) {
     // MTP input: eh_proj over [enorm(embedding), hnorm(final hidden)] is the
     // step's input; the draft layers start without a residual.
+    // Under prefill CP the draft model's forward shards its inputs again
+    // (cp_shard_model_inputs shards spec_info.hidden_states): this rank's
+    // CP shard of the gathered final hidden state.
+    if (cp_layout_ != CpLayout::kReplicated) {
+      emit(r, stack, -1, Phase::kCompute, {OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kSequence,
+                                           RowKind::kAttention});
+    }
     emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
     // The zero residual lies on the rows the first MTP layer reads (local
     // rows for an all-to-all MoE), like the hidden state it is added to.

@@ -36,7 +36,9 @@ std::string_view propertySentence(Property p) {
     case Property::kOwedOnce: return "every partial sum is completed exactly once";
     case Property::kResidualFollows: return "the residual holds the hidden state's tokens, in order, at every add";
     case Property::kCollectivesMatch: return "every member of a group issues the same collectives with the same sizes";
-    case Property::kOutputComplete: return "every token's final value is present, complete and on attention rows";
+    case Property::kOutputComplete:
+      return "every token's final value is present, complete and on the rows the next consumer reads (attention "
+             "rows; all of a CP-sharded DP shard's tokens in order)";
     case Property::kSnapshots: return "every aux snapshot equals the complete hidden state at its boundary";
     case Property::kExecutorsAgree: return "the numeric executor matches the single-rank reference bit for bit";
   }

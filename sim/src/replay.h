@@ -533,16 +533,21 @@ class Replay {
       b.v[i] = domain_.norm(source.v[i], op.stack, op.stage, toks[i], ++junk_);
     }
     if (final_norm) {
-      RankState& st = ranks_[r];
       if (source.kind != RowKind::kAttention || static_cast<int>(source.v.size()) != rows_->shardTokens(r)) {
         report(at(r, Property::kOutputComplete, ViolationClass::kMissingOutput,
                   "the final norm runs on " + std::string(rowKindName(source.kind)) +
                       " rows, not the attention rows the next consumer reads"));
         return;
       }
-      st.final_done[op.stack] = true;
-      st.finals[op.stack] = b;
+      // A CP-sharded output is the model's only after the boundary gathers it
+      // (cp_gather_after_forward: the reorder onto sequence rows records it).
+      if (plan_->cp_layout == CpLayout::kReplicated) recordFinal(r, op.stack, b);
     }
+  }
+
+  void recordFinal(int r, int stack, const Buffer& b) {
+    ranks_[r].final_done[stack] = true;
+    ranks_[r].finals[stack] = b;
   }
 
   void addInto(Buffer& dst, const Buffer& src) {
@@ -566,6 +571,40 @@ class Replay {
           return;
         }
         Buffer& b = bufferOf(st, op.tensor);
+        if (op.rows_out.kind == RowKind::kSequence) {
+          // cp_gather_after_forward's reorder: the gathered CP shards back in
+          // sequence order; the final output once the final norm is behind it.
+          if (!b.present || b.kind != RowKind::kFull || plan_->cp_layout == CpLayout::kReplicated ||
+              static_cast<int>(b.v.size()) != rows_->count(RowKind::kFull, r)) {
+            layoutViolation(r, Property::kOutputComplete, "a reorder onto sequence rows of " +
+                                                              std::string(rowKindName(b.kind)) +
+                                                              " rows, not the CP shards gathered over attn_cp");
+            return;
+          }
+          std::vector<Value> v;
+          v.reserve(rows_->count(RowKind::kSequence, r));
+          for (int i = 0; i < rows_->count(RowKind::kSequence, r); ++i) v.push_back(b.v[rows_->fullRowOfSequence(i)]);
+          b.v = std::move(v);
+          b.kind = RowKind::kSequence;
+          const int n_stages = static_cast<int>(stacks_[op.stack].shards.size());
+          if (op.tensor == Tensor::kHidden && op.stage == n_stages) {
+            if (!checkRows(r, b, Expect::kNormed, op.stack, op.stage, Property::kOutputComplete)) return;
+            recordFinal(r, op.stack, b);
+          }
+          return;
+        }
+        if (op.rows_in.kind == RowKind::kSequence) {
+          // cp_shard_hidden_states (the MTP step's input under prefill CP):
+          // this rank's CP shard of rows in sequence order, zero-padded.
+          if (!expectKind(r, b, RowKind::kSequence, op, tensorName(op.tensor).data())) return;
+          const auto& toks = rows_->tokens(RowKind::kAttention, r);
+          std::vector<Value> v;
+          v.reserve(toks.size());
+          for (int t : toks) v.push_back(t == kPaddingRow ? freshJunk() : b.v[t]);
+          b.v = std::move(v);
+          b.kind = RowKind::kAttention;
+          return;
+        }
         if (op.rows_in.kind == RowKind::kFull) {
           // attn_cp_take_back_output: this CP rank's block of the gathered
           // rows (or another position's, when the plan says so).

@@ -8,7 +8,8 @@
 namespace seam {
 
 namespace {
-constexpr std::string_view kRowKindNames[kRowKindCount] = {"none", "attention", "local", "full", "dispatched"};
+constexpr std::string_view kRowKindNames[kRowKindCount] = {"none", "attention", "local", "full", "dispatched",
+                                                           "sequence"};
 }  // namespace
 
 std::string_view rowKindName(RowKind kind) { return kRowKindNames[static_cast<int>(kind)]; }
@@ -23,9 +24,50 @@ bool parseRowKind(std::string_view name, RowKind* kind) {
   return false;
 }
 
-int interleaveShardRows(int tokens, int cp) {
-  const int longest = (tokens + cp - 1) / cp;  // CP rank 0 holds the most
-  return (longest + cp - 1) / cp * cp;
+namespace {
+/// ZigzagCPStrategy.build_metadata: block b of 2cp over a sequence of `tokens`.
+int zigzagBlockSize(int tokens, int cp, int b) { return tokens / (2 * cp) + (b < tokens % (2 * cp) ? 1 : 0); }
+int zigzagBlockStart(int tokens, int cp, int b) { return b * (tokens / (2 * cp)) + std::min(b, tokens % (2 * cp)); }
+/// tensor_split(parts)[i] of n rows: the first n % parts positions take one more.
+struct Span {
+  int start, count;
+};
+Span tensorSplit(int n, int parts, int i) {
+  return {i * (n / parts) + std::min(i, n % parts), n / parts + (i < n % parts ? 1 : 0)};
+}
+}  // namespace
+
+int cpShardRows(CpLayout layout, int tokens, int cp) {
+  // pad_logical_token_to_physical: the longest shard rounded up to the
+  // alignment (cp for interleave, 2cp for zigzag's in-sequence split).
+  int longest = 0;
+  int align = cp;
+  if (layout == CpLayout::kInterleave) {
+    longest = (tokens + cp - 1) / cp;  // CP rank 0 holds the most
+  } else {
+    assert(layout == CpLayout::kZigzag && "cpShardRows of a replicated layout");
+    align = 2 * cp;
+    for (int c = 0; c < cp; ++c) {
+      longest = std::max(longest, zigzagBlockSize(tokens, cp, c) + zigzagBlockSize(tokens, cp, 2 * cp - 1 - c));
+    }
+  }
+  return (longest + align - 1) / align * align;
+}
+
+std::vector<int> cpShardTokens(CpLayout layout, int tokens, int cp, int c) {
+  std::vector<int> out;
+  const int rows = cpShardRows(layout, tokens, cp);
+  out.reserve(rows);
+  if (layout == CpLayout::kInterleave) {
+    for (int k = 0; k < rows; ++k) out.push_back(c + k * cp < tokens ? c + k * cp : kPaddingRow);
+    return out;
+  }
+  for (int b : {c, 2 * cp - 1 - c}) {
+    const int start = zigzagBlockStart(tokens, cp, b);
+    for (int t = 0; t < zigzagBlockSize(tokens, cp, b); ++t) out.push_back(start + t);
+  }
+  out.resize(rows, kPaddingRow);
+  return out;
 }
 
 // CpLayout::kReplicated: a shard's tokens are split over attn_tp only, so the
@@ -64,36 +106,44 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
     std::vector<int>& attention = rows_[static_cast<int>(RowKind::kAttention)][r];
     for (int t = 0; t < shard_tokens; ++t) attention.push_back(offset[d] + t);
 
-    // tensor_split: the first `rem` positions take one extra token.
-    const int q = shard_tokens / atp;
-    const int rem = shard_tokens % atp;
-    const int start = i * q + std::min(i, rem);
-    const int count = q + (i < rem ? 1 : 0);
-    local_offset_[r] = start;
+    const Span split = tensorSplit(shard_tokens, atp, i);
+    local_offset_[r] = split.start;
     std::vector<int>& local = rows_[static_cast<int>(RowKind::kLocal)][r];
-    for (int t = 0; t < count; ++t) local.push_back(offset[d] + start + t);
+    for (int t = 0; t < split.count; ++t) local.push_back(offset[d] + split.start + t);
 
     rows_[static_cast<int>(RowKind::kFull)][r] = full;
   }
 
-  if (cp == CpLayout::kInterleave) {
-    // attn_tp == attn_dp == 1 (attn_cp_gather asserts it): one DP shard, the
-    // TP group is the CP group; local rows are the attention rows.
-    assert(shards == 1 && atp == 1 && "interleave CP runs with attn_tp = attn_dp = 1");
+  // Sequence rows: the shard's tokens in order (CP-sharded: after the model
+  // boundary's gather and reorder).
+  rows_[static_cast<int>(RowKind::kSequence)] = rows_[static_cast<int>(RowKind::kAttention)];
+
+  if (cp != CpLayout::kReplicated) {
+    // One DP shard (interleave asserts attn_tp == attn_dp == 1; zigzag under
+    // attention DP is not modelled): the CP shards of the TP group's batch,
+    // concatenated in CP rank order, are the full rows.
+    assert(shards == 1 && "a CP-sharded layout with one DP shard");
     const int acp = config.attn_cp;
-    const int rows = interleaveShardRows(batch.tokens[0], acp);
     std::vector<int> all;
     for (int c = 0; c < acp; ++c) {
-      for (int k = 0; k < rows; ++k) {
-        const int t = c + k * acp;
-        all.push_back(t < batch.tokens[0] ? t : kPaddingRow);
-      }
+      const std::vector<int> shard = cpShardTokens(cp, batch.tokens[0], acp, c);
+      all.insert(all.end(), shard.begin(), shard.end());
+    }
+    const int rows = static_cast<int>(all.size()) / acp;
+    seq_in_full_.assign(batch.tokens[0], 0);
+    for (int k = 0; k < static_cast<int>(all.size()); ++k) {
+      if (all[k] != kPaddingRow) seq_in_full_[all[k]] = k;
     }
     for (int r = 0; r < world; ++r) {
       const int c = topology.attnCpRank(r);
+      const int i = topology.attnTpRank(r);
       std::vector<int> mine(all.begin() + c * rows, all.begin() + (c + 1) * rows);
-      rows_[static_cast<int>(RowKind::kAttention)][r] = mine;
-      rows_[static_cast<int>(RowKind::kLocal)][r] = std::move(mine);
+      // tensor_split of the padded shard over attention TP.
+      const Span split = tensorSplit(rows, atp, i);
+      local_offset_[r] = split.start;
+      rows_[static_cast<int>(RowKind::kLocal)][r].assign(mine.begin() + split.start,
+                                                           mine.begin() + split.start + split.count);
+      rows_[static_cast<int>(RowKind::kAttention)][r] = std::move(mine);
       rows_[static_cast<int>(RowKind::kFull)][r] = all;
     }
   }
@@ -112,11 +162,12 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
   const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp;
   counts_.assign(static_cast<size_t>(world) * kRowKindCount, 0);
   const int full_rows = DpGeometry::globalRows(c, batch, padding);
+  // The rank's tensor_split of its attention rows (under a CP-sharded
+  // layout, of its padded CP shard).
   auto local = [&](int rank) {
     const int l = rank % T;
     const int bd = batch.tokens[l / (atp * acp)];
-    const int i = l % atp;
-    return bd / atp + (i < bd % atp ? 1 : 0);
+    return tensorSplit(cp == CpLayout::kReplicated ? bd : cpShardRows(cp, bd, acp), atp, l % atp).count;
   };
   for (int r = 0; r < world; ++r) {
     const int l = r % T;
@@ -125,14 +176,14 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     row[static_cast<int>(RowKind::kAttention)] = bd;
     row[static_cast<int>(RowKind::kLocal)] = local(r);
     row[static_cast<int>(RowKind::kFull)] = c.attn_dp == 1 ? bd : full_rows;
-    if (cp == CpLayout::kInterleave) {
-      const int shard = interleaveShardRows(bd, acp);
+    row[static_cast<int>(RowKind::kSequence)] = bd;
+    if (cp != CpLayout::kReplicated) {
+      const int shard = cpShardRows(cp, bd, acp);
       row[static_cast<int>(RowKind::kAttention)] = shard;
-      row[static_cast<int>(RowKind::kLocal)] = shard;
       row[static_cast<int>(RowKind::kFull)] = acp * shard;
     }
     int dispatched = 0;
-    for (int m : groupMembers(c, Axis::kMoeEp, r)) dispatched += cp == CpLayout::kInterleave ? row[static_cast<int>(RowKind::kLocal)] : local(m);
+    for (int m : groupMembers(c, Axis::kMoeEp, r)) dispatched += local(m);
     row[static_cast<int>(RowKind::kDispatched)] = dispatched;
   }
 }

@@ -282,6 +282,28 @@ TEST(GpuExecutorOnGpus, MlaPrefillCpOnInterleavedShardsIsBitIdenticalToTheRefere
   }
 }
 
+TEST(GpuExecutorOnGpus, GqaPrefillCpOnZigzagShardsIsBitIdenticalToTheReference) {
+  SEAM_NEED_GPUS(2);
+  // GQA prefill CP: rank r holds zigzag blocks r and 3 - r, padded to a
+  // multiple of 4 rows; each FFN gathers the shards over the MoE-CP group
+  // (aliased to attn_cp), all-reduces and takes its block back (or, with
+  // moe_dp == attn_cp, the MoE runs on the shard); the model boundary
+  // gathers and reorders the output.
+  Flags f;
+  f.mode = ForwardMode::kExtend;
+  for (int tokens : {128, 131}) {
+    for (int moe_dp : {1, 2}) {
+      SCOPED_TRACE(std::to_string(tokens) + " tokens, moe_dp " + std::to_string(moe_dp));
+      Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2, .moe_dp = moe_dp}, {tokens}, f);
+      c.model.shape.q_lora_rank = kNotApplicable;  // GQA attention
+      auto plan = buildPlan(c, PolicyKind::kDeclared);
+      ASSERT_TRUE(plan.hasValue()) << plan.status().message();
+      EXPECT_EQ(plan->cp_layout, CpLayout::kZigzag);
+      expectIdenticalToReference(c);
+    }
+  }
+}
+
 TEST(GpuExecutorOnGpus, TensorAndDataParallelPlansAreBitIdenticalOnEveryRank) {
   SEAM_NEED_GPUS(2);
   for (const char* pattern : {"M-*E-", "MEM*E"}) {

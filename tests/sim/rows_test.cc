@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "seam/sim/config_space.h"
@@ -13,7 +14,7 @@ using Tokens = std::vector<int>;
 constexpr int P = kPaddingRow;
 
 TEST(Rows, EveryRowKindNameParsesBackToItsKind) {
-  const char* names[kRowKindCount] = {"none", "attention", "local", "full", "dispatched"};
+  const char* names[kRowKindCount] = {"none", "attention", "local", "full", "dispatched", "sequence"};
   for (int i = 0; i < kRowKindCount; ++i) {
     const auto kind = static_cast<RowKind>(i);
     EXPECT_EQ(rowKindName(kind), names[i]);
@@ -209,9 +210,101 @@ TEST(RowCounts, AgreeWithRowMapForEveryConfigOfWorldsUpTo16AndSeveralBatches) {
           ++checked;
         }
       }
+      // The CP-sharded layouts (one DP shard; interleave at attn_tp = 1).
+      if (c.attn_dp != 1 || c.attn_cp == 1) continue;
+      for (CpLayout cp : {CpLayout::kInterleave, CpLayout::kZigzag}) {
+        if (cp == CpLayout::kInterleave && c.attnTp() != 1) continue;
+        for (int tokens : {2 * c.attn_cp, 2 * c.attn_cp + 3, 131}) {
+          const Batch b{{tokens}};
+          const RowMap map(t, b, DpPadding::kMaxLen, cp);
+          const RowCounts counts(c, b, DpPadding::kMaxLen, cp);
+          for (int r = 0; r < world; ++r) {
+            for (int k = 0; k < kRowKindCount; ++k) {
+              ASSERT_EQ(counts.count(static_cast<RowKind>(k), r), map.count(static_cast<RowKind>(k), r))
+                  << c.describe() << " tokens " << tokens << " rank " << r << " "
+                  << rowKindName(static_cast<RowKind>(k));
+            }
+          }
+          ++checked;
+        }
+      }
     }
   }
   EXPECT_GT(checked, 1000);
+}
+
+// ---- zigzag CP shards (ZigzagCPStrategy.build_metadata, pad_logical_token_to_physical) ----
+
+/// The blocks of a zigzag split by hand: 2cp blocks, the first L % 2cp one longer.
+std::vector<Tokens> zigzagBlocks(int tokens, int cp) {
+  std::vector<Tokens> blocks(2 * cp);
+  int t = 0;
+  for (int b = 0; b < 2 * cp; ++b) {
+    for (int k = 0; k < tokens / (2 * cp) + (b < tokens % (2 * cp) ? 1 : 0); ++k) blocks[b].push_back(t++);
+  }
+  return blocks;
+}
+
+TEST(ZigzagShards, CpRankRHoldsBlockRThenBlock2cpMinus1MinusRPaddedTo2cpAlignment) {
+  for (int cp : {2, 3, 4, 8}) {
+    for (int tokens : {128, 129, 131, 133, 135, 137, 143, 256, 2 * cp, 2 * cp + 1, 4 * cp - 1}) {
+      const auto blocks = zigzagBlocks(tokens, cp);
+      int longest = 0;
+      for (int c = 0; c < cp; ++c) {
+        longest = std::max<int>(longest, blocks[c].size() + blocks[2 * cp - 1 - c].size());
+      }
+      const int physical = (longest + 2 * cp - 1) / (2 * cp) * (2 * cp);
+      EXPECT_EQ(cpShardRows(CpLayout::kZigzag, tokens, cp), physical) << tokens << " over " << cp;
+      std::vector<int> seen(tokens, 0);
+      for (int c = 0; c < cp; ++c) {
+        Tokens want = blocks[c];
+        want.insert(want.end(), blocks[2 * cp - 1 - c].begin(), blocks[2 * cp - 1 - c].end());
+        want.resize(physical, P);
+        const Tokens got = cpShardTokens(CpLayout::kZigzag, tokens, cp, c);
+        EXPECT_EQ(got, want) << tokens << " over " << cp << ", CP rank " << c;
+        for (int t : got) {
+          if (t != P) ++seen[t];
+        }
+      }
+      EXPECT_EQ(seen, std::vector<int>(tokens, 1)) << tokens << " over " << cp;
+    }
+  }
+}
+
+TEST(ZigzagShards, AnUnevenSplitGivesTheFirstRemBlocksOneMoreRow) {
+  // 131 over cp = 2: 4 blocks of 33, 33, 33, 32 rows (rem 3); rank 0 holds
+  // blocks 0 and 3 (65 rows), rank 1 blocks 1 and 2 (66); both padded to 68.
+  EXPECT_EQ(cpShardRows(CpLayout::kZigzag, 131, 2), 68);
+  const Tokens r0 = cpShardTokens(CpLayout::kZigzag, 131, 2, 0);
+  const Tokens r1 = cpShardTokens(CpLayout::kZigzag, 131, 2, 1);
+  EXPECT_EQ(r0[0], 0);
+  EXPECT_EQ(r0[32], 32);
+  EXPECT_EQ(r0[33], 99);
+  EXPECT_EQ(r0[64], 130);
+  EXPECT_EQ(r0[65], P);
+  EXPECT_EQ(r1[0], 33);
+  EXPECT_EQ(r1[65], 98);
+  EXPECT_EQ(r1[66], P);
+}
+
+TEST(RowMap, AZigzagShardIsSplitOverAttnTpAndTheFullRowsAreTheShardsInCpRankOrder) {
+  // tp = 4, attn_cp = 2 (attn_tp = 2): ranks 0, 1 hold CP rank 0's shard,
+  // ranks 2, 3 CP rank 1's; 130 tokens: blocks of 33, 33, 32, 32 rows,
+  // shards of 65 each padded to 68.
+  const RowMap m(Topology({.tp = 4, .attn_cp = 2}), Batch{{130}}, DpPadding::kMaxLen, CpLayout::kZigzag);
+  const Tokens shard0 = cpShardTokens(CpLayout::kZigzag, 130, 2, 0);
+  const Tokens shard1 = cpShardTokens(CpLayout::kZigzag, 130, 2, 1);
+  EXPECT_EQ(m.tokens(RowKind::kAttention, 1), shard0);
+  EXPECT_EQ(m.tokens(RowKind::kAttention, 2), shard1);
+  EXPECT_EQ(m.tokens(RowKind::kLocal, 1), Tokens(shard0.begin() + 34, shard0.end()));
+  EXPECT_EQ(m.localOffset(3), 34);
+  Tokens full = shard0;
+  full.insert(full.end(), shard1.begin(), shard1.end());
+  EXPECT_EQ(m.tokens(RowKind::kFull, 3), full);
+  for (int i = 0; i < 130; ++i) ASSERT_EQ(full[m.fullRowOfSequence(i)], i);
+  Tokens sequence(130);
+  for (int i = 0; i < 130; ++i) sequence[i] = i;
+  EXPECT_EQ(m.tokens(RowKind::kSequence, 2), sequence);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "case_builders.h"
 #include "seam/properties/check.h"
 #include "seam/sim/case.h"
+#include "seam/sim/dp_gather.h"
 #include "seam/sim/ledger.h"
 #include "seam/sim/model.h"
 #include "seam/sim/numeric_executor.h"
@@ -46,6 +47,15 @@ int findOp(const Plan& plan, int rank, int stage, Phase phase, OpKind kind, Tens
     if (op.stack == 0 && op.stage == stage && op.phase == phase && op.kind == kind && op.tensor == tensor) return i;
   }
   return -1;
+}
+
+/// The plan of `c` with `rank` taking back CP rank `block`'s block at stage 1's exit.
+Plan wrongTakeBack(const Case& c, int rank, int block) {
+  Plan plan = mustBuild(c);
+  const int i = findOp(plan, rank, 1, Phase::kExit, OpKind::kSlice);
+  EXPECT_GE(i, 0);
+  if (i >= 0) plan.ranks[rank][i].slice_of = static_cast<std::int8_t>(block);
+  return plan;
 }
 
 void eraseEverywhere(Plan& plan, int stage, Phase phase, OpKind kind, Tensor tensor = Tensor::kHidden) {
@@ -333,11 +343,26 @@ TEST(AttentionCp, UnderDpAttentionOnlyCpRankZeroWritesItsShardIntoTheDpGather) {
   expectHolds(plan);
 }
 
-TEST(AttentionCp, ACpShardedGqaExtendBatchIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
-  auto zigzag = buildPlan(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2}, {130}, extend())), PolicyKind::kDeclared);
-  ASSERT_FALSE(zigzag.hasValue());
-  EXPECT_TRUE(isNotModelled(zigzag.status().message()));
-  EXPECT_NE(zigzag.status().message().find("GQA zigzag"), std::string::npos);
+TEST(AttentionCp, GqaUnderDpAttentionIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
+  auto zigzag_dp = buildPlan(gqa(twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {130, 130}, extend())),
+                             PolicyKind::kDeclared);
+  ASSERT_FALSE(zigzag_dp.hasValue());
+  EXPECT_TRUE(isNotModelled(zigzag_dp.status().message()));
+  EXPECT_NE(zigzag_dp.status().message().find("GQA zigzag prefill CP under attention DP"), std::string::npos);
+  auto wide = buildPlan(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 4}, {130}, extend())),
+                        PolicyKind::kDeclared);
+  ASSERT_FALSE(wide.hasValue());
+  EXPECT_TRUE(isNotModelled(wide.status().message()));
+  // _reject_unsupported_cp_moe: an a2a MoE under attention DP and GQA CP.
+  Flags deepep = a2a();
+  deepep.mode = ForwardMode::kExtend;
+  auto a2a_dp = buildPlan(gqa(twoStageCase("*-*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2, .moe_ep = 8}, {130, 130},
+                                           deepep)),
+                          PolicyKind::kDeclared);
+  ASSERT_FALSE(a2a_dp.hasValue());
+  EXPECT_EQ(a2a_dp.status().code(), StatusCode::kRefused);
+  EXPECT_NE(a2a_dp.status().message().find("a MoE dispatched per DP shard under attention DP and GQA prefill CP"),
+            std::string::npos);
   // attn_cp_gather asserts attn_tp == 1 and attn_dp == 1 on a sharded batch.
   auto mla_tp = buildPlan(deepseekCase({.tp = 4, .attn_cp = 2}, {4}, extend()), PolicyKind::kDeclared);
   ASSERT_FALSE(mla_tp.hasValue());
@@ -397,10 +422,7 @@ TEST(AttentionCp, TheLedgerCatchesAWrongInterleavedHandBack) {
   }
   {
     // Rank 1 takes back CP rank 0's block: another token's value.
-    Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, extend()));
-    const int i = findOp(plan, 1, 1, Phase::kExit, OpKind::kSlice);
-    ASSERT_GE(i, 0);
-    plan.ranks[1][i].slice_of = 0;
+    const Plan plan = wrongTakeBack(twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, extend()), 1, 0);
     EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kForeignTerm);
   }
   {
@@ -409,6 +431,152 @@ TEST(AttentionCp, TheLedgerCatchesAWrongInterleavedHandBack) {
     eraseEverywhere(plan, 1, Phase::kEntry, OpKind::kAllGather);
     EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kLayoutMismatch);
   }
+}
+
+// ---- GQA (zigzag) prefill CP ---------------------------------------------------------
+
+/// The ops of one rank at (stage, phase) with their groups, for the zigzag tests.
+std::vector<std::pair<OpKind, std::int8_t>> opsAt(const Plan& plan, int rank, int stage, Phase phase) {
+  std::vector<std::pair<OpKind, std::int8_t>> out;
+  for (const Op& op : plan.ranks[rank]) {
+    if (op.stack == 0 && op.stage == stage && op.phase == phase) out.emplace_back(op.kind, op.axis);
+  }
+  return out;
+}
+
+constexpr std::int8_t ax(Axis a) { return static_cast<std::int8_t>(a); }
+
+TEST(GqaCp, AZigzaggedBatchCompletesOnTheShardGathersOverTheMoeCpGroupAndTakesTheMoeOutputBack) {
+  // tp = 4, attn_cp = 2 (attn_tp = 2), moe_dp = 1 < attn_cp: the MoE-CP group
+  // is the attn_cp group. 131 tokens: shards of 65 and 66 rows, padded to 68.
+  const Case c = gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, extend()));
+  const Plan plan = mustBuild(c);
+  EXPECT_EQ(plan.cp_layout, CpLayout::kZigzag);
+  const std::int8_t none = kNoAxis;
+  for (int r = 0; r < 4; ++r) {
+    // _then_moe_cp_gather: fused AR(attn_tp) + add + norm on the shard, then the gather.
+    EXPECT_EQ(opsAt(plan, r, 1, Phase::kEntry),
+              (std::vector<std::pair<OpKind, std::int8_t>>{{OpKind::kArAddNorm, ax(Axis::kAttnTp)},
+                                                           {OpKind::kAllGather, ax(Axis::kMoeDp)}}))
+        << r;
+    // AR over the MoE output group on the gathered rows, then moe_cp_take_back_output.
+    EXPECT_EQ(opsAt(plan, r, 1, Phase::kExit),
+              (std::vector<std::pair<OpKind, std::int8_t>>{{OpKind::kAllReduce, ax(Axis::kMoeTp)},
+                                                           {OpKind::kSlice, none}}))
+        << r;
+    // cp_gather_after_forward at the model boundary: gather over attn_cp, reorder.
+    EXPECT_EQ(opsAt(plan, r, 4, Phase::kEntry),
+              (std::vector<std::pair<OpKind, std::int8_t>>{{OpKind::kAddNorm, none},
+                                                           {OpKind::kAllGather, ax(Axis::kAttnCp)},
+                                                           {OpKind::kSlice, none}}))
+        << r;
+  }
+  const Op& gather = plan.ranks[0][findOp(plan, 0, 1, Phase::kEntry, OpKind::kAllGather)];
+  EXPECT_EQ(gather.rows_in.count, 68);
+  EXPECT_EQ(gather.rows_out.count, 136);
+  EXPECT_EQ(gather.bytes, 136 * activationRowBytes(c.model.shape));
+  const Op& out = plan.ranks[3].back();
+  EXPECT_EQ(out.rows_out.kind, RowKind::kSequence);
+  EXPECT_EQ(out.rows_out.count, 131);
+  expectHolds(plan);
+  // Unfused, naive, dense layers (they gather too: their rows do not shard
+  // ATTN_CP), an a2a MoE on the shard's local rows, fully-DP dense FFNs, MTP.
+  Flags unfused = extend();
+  unfused.fusion = false;
+  expectHolds(mustBuild(gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, unfused))));
+  expectHolds(mustBuild(c, PolicyKind::kNaive));
+  expectHolds(mustBuild(gqa(twoStageCase("*-*-*E", {.tp = 8, .attn_cp = 4, .moe_ep = 2}, {137}, extend()))));
+  Flags deepep = a2a();
+  deepep.mode = ForwardMode::kExtend;
+  expectHolds(mustBuild(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {130}, deepep))));
+  Flags dense_tp1 = extend();
+  dense_tp1.dense_tp1 = true;
+  expectHolds(mustBuild(gqa(twoStageCase("*-*-", {.tp = 4, .attn_cp = 2}, {129}, dense_tp1))));
+  expectHolds(mustBuild(gqa(twoStageCase("*E*E/*E", {.tp = 4, .attn_cp = 4}, {133}, extend()))));
+  // The legacy policy under CP stays not modelled.
+  auto legacy = buildPlan(c, PolicyKind::kLegacy);
+  ASSERT_FALSE(legacy.hasValue());
+  EXPECT_TRUE(isNotModelled(legacy.status().message()));
+}
+
+TEST(GqaCp, AMoeWithMoeDpEqualToAttnCpRunsOnTheShardAndMayDeferItsSumWhileDenseLayersGather) {
+  // on_cp_shards: nothing gathered for the MoE; its exit keeps the output and
+  // the next attention entry completes the deferred sum.
+  const Plan plan = mustBuild(gqa(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_dp = 2}, {130}, extend())));
+  EXPECT_EQ(plan.cp_layout, CpLayout::kZigzag);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(kindsAt(plan, r, 1, Phase::kEntry), (std::vector<OpKind>{OpKind::kArAddNorm, OpKind::kAllGather})) << r;
+    EXPECT_EQ(kindsAt(plan, r, 3, Phase::kEntry), std::vector<OpKind>{OpKind::kArAddNorm}) << r;
+    EXPECT_TRUE(kindsAt(plan, r, 3, Phase::kExit).empty()) << r;
+    EXPECT_EQ(kindsAt(plan, r, 4, Phase::kEntry), std::vector<OpKind>{OpKind::kArAddNorm}) << r;
+  }
+  expectHolds(plan);
+}
+
+TEST(GqaCp, TheLedgerCatchesAWrongZigzagTakeBackASkippedGatherAndASumCountedTwice) {
+  const Case c = gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, extend()));
+  {
+    // Rank 2 (CP rank 1) takes back CP rank 0's block: other tokens' values.
+    EXPECT_EQ(firstViolation(wrongTakeBack(c, 2, 0)).cls, ViolationClass::kForeignTerm);
+  }
+  {
+    // No MoE-CP gather: the MoE computes on the shard where it expects the gathered rows.
+    Plan plan = mustBuild(c);
+    eraseEverywhere(plan, 1, Phase::kEntry, OpKind::kAllGather);
+    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kLayoutMismatch);
+  }
+  {
+    // The sum completed on the gathered rows, then again over attention TP
+    // after the take-back (the attn_tp ranks hold the same shard).
+    Plan plan = mustBuild(c);
+    for (int r = 0; r < plan.world(); ++r) {
+      const int i = findOp(plan, r, 1, Phase::kExit, OpKind::kSlice);
+      ASSERT_GE(i, 0);
+      Op again = plan.ranks[r][i - 1];
+      again.axis = ax(Axis::kAttnTp);
+      again.rows_in = again.rows_out = plan.ranks[r][i].rows_out;
+      plan.ranks[r].insert(plan.ranks[r].begin() + i + 1, again);
+    }
+    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kCountedTwice);
+  }
+  {
+    // No model-boundary gather: the output never reaches sequence rows.
+    Plan plan = mustBuild(c);
+    eraseEverywhere(plan, 4, Phase::kEntry, OpKind::kAllGather);
+    const Violation v = firstViolation(plan);
+    EXPECT_EQ(v.property, Property::kOutputComplete);
+  }
+  {
+    // Neither the gather nor the reorder: the output stays on the shard.
+    Plan plan = mustBuild(c);
+    eraseEverywhere(plan, 4, Phase::kEntry, OpKind::kAllGather);
+    eraseEverywhere(plan, 4, Phase::kEntry, OpKind::kSlice);
+    const Violation v = firstViolation(plan);
+    EXPECT_EQ(v.property, Property::kOutputComplete);
+    EXPECT_EQ(v.cls, ViolationClass::kMissingOutput);
+  }
+}
+
+TEST(GqaCp, ZigzagPlansAreBitIdenticalToTheReferenceInExactMode) {
+  auto identical = [](const Case& c) {
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    ASSERT_TRUE(plan.hasValue()) << plan.status().message();
+    ASSERT_EQ(plan->cp_layout, CpLayout::kZigzag);
+    const NumericOutput ref = runReference(c, numeric::Mode::kExact, {});
+    const NumericRun run = runPlanNumeric(*plan, numeric::Mode::kExact, {});
+    ASSERT_TRUE(run.ran());
+    EXPECT_FALSE(run.ranks_disagree);
+    const OutputDiff d = compareOutputs(ref, run.output);
+    EXPECT_TRUE(d.identical) << c.config.describe() << ": " << d.describe();
+  };
+  identical(gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, extend())));
+  identical(gqa(twoStageCase("*-*E", {.tp = 8, .attn_cp = 4, .moe_ep = 2}, {135}, extend())));
+  identical(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 2}, {130}, extend())));
+  identical(gqa(twoStageCase("*E/*E", {.tp = 2, .attn_cp = 2}, {129}, extend())));
+  // A wrong take-back block shows in the output.
+  const Case c = gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, extend()));
+  const NumericRun run = runPlanNumeric(wrongTakeBack(c, 2, 0), numeric::Mode::kExact, {});
+  EXPECT_FALSE(compareOutputs(runReference(c, numeric::Mode::kExact, {}), run.output).identical);
 }
 
 TEST(AttentionCp, AnInterleavedReduceScatterOverASumGroupThatIsNotTheCpGroupIsRefused) {

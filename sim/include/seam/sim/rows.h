@@ -15,9 +15,13 @@
 
 namespace seam {
 
-/// The row layouts of DESIGN §2.3 (CP variants arrive with two-stage layers).
-enum class RowKind : std::uint8_t { kNone, kAttention, kLocal, kFull, kDispatched };
-inline constexpr int kRowKindCount = 5;
+/// The row layouts of DESIGN §2.3. Under a CP-sharded layout attention rows
+/// are the rank's CP shard, full rows the shards gathered in CP rank order,
+/// and sequence rows the DP shard's tokens in order on every CP rank (the
+/// model output after cp_gather_after_forward); otherwise sequence rows are
+/// the attention rows.
+enum class RowKind : std::uint8_t { kNone, kAttention, kLocal, kFull, kDispatched, kSequence };
+inline constexpr int kRowKindCount = 6;
 std::string_view rowKindName(RowKind kind);
 bool parseRowKind(std::string_view name, RowKind* kind);
 
@@ -34,12 +38,23 @@ enum class CpLayout : std::uint8_t {
   /// ceil(max shard / cp) * cp (pad_logical_token_to_physical). Full rows are
   /// the CP shards concatenated in rank order (attn_cp_interleave_gather).
   kInterleave,
+  /// ZigzagCPStrategy (GQA prefill CP; attn_dp = 1): the sequence is cut into
+  /// 2cp blocks (L // 2cp rows, the first L % 2cp one longer); CP rank r holds
+  /// block r then block 2cp-1-r, zero-padded to ceil(max shard / 2cp) * 2cp
+  /// rows (pad_logical_token_to_physical aligns zigzag to 2cp). Full rows are
+  /// the shards concatenated in rank order (moe_cp_gather); local rows are
+  /// the shard's tensor_split over attn_tp.
+  kZigzag,
 };
 /// ZigzagCPStrategy.can_apply (layers/cp/zigzag.py): GQA prefill CP shards a
 /// sequence of at least max(kZigzagMinTokens, 2cp) tokens, else none.
 inline constexpr int kZigzagMinTokens = 128;
-/// Rows per CP shard under kInterleave for a DP shard of `tokens` tokens.
-int interleaveShardRows(int tokens, int cp);
+/// Rows per CP shard (the physical, padded length) of a DP shard of `tokens`
+/// tokens under a CP-sharded layout (kInterleave or kZigzag).
+int cpShardRows(CpLayout layout, int tokens, int cp);
+/// The tokens (0-based within the sequence; kPaddingRow past them) of CP
+/// rank `c`'s shard, cpShardRows long.
+std::vector<int> cpShardTokens(CpLayout layout, int tokens, int cp, int c);
 
 /// Token ids (global over the DP shards of a TP group; -1 = padding) per
 /// rank per layout. Tokens of shard d are [offset(d), offset(d) + B_d).
@@ -62,9 +77,13 @@ class RowMap {
   int fullSlot(int d) const { return full_slot_[d]; }
   /// First row of the rank's own local slice inside its attention rows.
   int localOffset(int rank) const { return local_offset_[rank]; }
+  /// Under a CP-sharded layout: the full row that holds sequence row `i`
+  /// (the reorder of cp_gather_after_forward).
+  int fullRowOfSequence(int i) const { return seq_in_full_[i]; }
 
  private:
   std::vector<std::vector<int>> rows_[kRowKindCount];
+  std::vector<int> seq_in_full_;
   std::vector<int> full_slot_;
   std::vector<int> local_offset_;
   int total_tokens_ = 0;
