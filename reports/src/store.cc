@@ -494,6 +494,12 @@ bool unreadableFile(int rc) {
   }
 }
 
+/// Whether the first reads of an existing file (its header and schema) failed
+/// because of what it holds: unreadableFile, or SQLITE_NOMEM, which a damaged
+/// header or schema record gives (it claims sizes SQLite then cannot
+/// allocate; reading a sound store's schema needs little memory).
+bool unreadableHeader(int rc) { return unreadableFile(rc) || (rc & 0xff) == SQLITE_NOMEM; }
+
 /// The refusal of a file SQLite failed to read with `rc` (unreadableFile).
 Status refuseUnreadable(sqlite3* db, const std::string& path, int rc) {
   const int primary = rc & 0xff;
@@ -517,7 +523,7 @@ Status inspect(sqlite3* db, const std::string& path) {
     int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
     Statement statement(raw);
     if (rc == SQLITE_OK) rc = sqlite3_step(raw);
-    if (!detail::sqliteSucceeded(rc) && unreadableFile(rc)) return refuseUnreadable(db, path, rc);
+    if (!detail::sqliteSucceeded(rc) && unreadableHeader(rc)) return refuseUnreadable(db, path, rc);
     SEAM_SQLITE_CHECK(rc);
     found = rc == SQLITE_ROW;
     out = found ? columnText(raw, 0) : std::string();
@@ -1032,7 +1038,7 @@ Expected<Store> Store::open(const std::string& path) {
     // one passes over some damage (an unknown column in a CHECK constraint):
     // a schema it cannot read is the file's fault, and nothing is written yet.
     const int rc = sqlite3_exec(impl->db.get(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
-    if (!detail::sqliteSucceeded(rc) && unreadableFile(rc)) return refuseUnreadable(impl->db.get(), path, rc);
+    if (!detail::sqliteSucceeded(rc) && unreadableHeader(rc)) return refuseUnreadable(impl->db.get(), path, rc);
   }
   if (Status s = impl->configure(); !s) return s;
   return Store(std::move(impl));

@@ -379,6 +379,20 @@ TEST(StoreOpen, RefusesASeamStoreWhoseSchemaSqliteCannotReadWhenItCouldWriteAsBa
   EXPECT_EQ(Store::open(path).status().code(), StatusCode::kInvalidInput);
 }
 
+TEST(StoreOpen, RefusesAFileWhoseDamagedHeaderMakesSqliteRunOutOfMemoryAsBadInput) {
+  // Found by tests/fuzz/store_fuzz.cc (corpus/store/found_header_nomem): a
+  // damaged seam store whose first read fails with SQLITE_NOMEM (its header
+  // or schema claims sizes SQLite cannot allocate) was an internal error
+  // (exit 3), as if this machine had run out of memory.
+  const std::string path = tempPath("header_nomem.db");
+  writeFile(path, readFile(std::string(SEAM_SOURCE_DIR) + "/tests/fuzz/corpus/store/found_header_nomem"));
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.hasValue());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidInput) << store.status().message();
+  const std::string message = expectRefusedAndUnchanged(path);
+  EXPECT_NE(message.find("not a seam store"), std::string::npos) << message;
+}
+
 TEST(StoreOpen, RefusesAFileWhoseFormatVersionsSqliteWouldNotWriteWithoutCreatingSideFiles) {
   // Found by tests/fuzz/store_fuzz.cc: a header with read version 2 (WAL) and
   // write version 44 was taken for a rollback-journal file, and the read-only
