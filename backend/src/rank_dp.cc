@@ -133,19 +133,8 @@ Status RankExecutor::dpOp(const Op& op, int index) {
           break;
         }
         if (spare == nullptr) return Status::invalid(where(s) + " runs while the local rows are set aside");
-        recordNccl("broadcast", 0);
-        SEAM_NCCL_CHECK(ncclGroupStart());
-        for (int k = 0; k < g.size(); ++k) {
-          const std::size_t n = static_cast<std::size_t>(geometry->localRows(k)) * h_;
-          if (n == 0) continue;
-          float* dst = spare->get() + static_cast<std::size_t>(geometry->slot(k)) * h_;
-          const ncclResult_t r = ncclBroadcast(k == g.me ? buf->get() : dst, dst, n, ncclFloat, k, g.comm, stream_->get());
-          if (r != ncclSuccess && r != ncclInProgress) {
-            (void)ncclGroupEnd();
-            return ncclStatus(r, "ncclBroadcast", __FILE__, __LINE__);
-          }
-        }
-        SEAM_NCCL_ISSUE(g.comm, ncclGroupEnd());
+        const auto slot = [&](int k) { return std::pair{geometry->slot(k), geometry->localRows(k)}; };
+        if (Status st = broadcastEach(g, buf->get(), spare->get(), slot); !st) return st;
         std::swap(buf, spare);
         rows = s.rows_out;
         break;

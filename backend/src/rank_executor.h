@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <utility>
 #include <climits>
 #include <cstdint>
 #include <map>
@@ -380,6 +382,11 @@ class RankExecutor {
   Status zeroRows(float* dst, int rows);
   Status roundIfReal(float* p, int rows);
   Status allReduceInPlace(const Group& g, float* p, int rows);
+  /// pynccl's all_gatherv: one ncclBroadcast per member, rooted at it, in a
+  /// group; member i's `slice(i)` = (first row, rows) in `out`, its rows
+  /// coming from `mine` on the root. Members of no rows are skipped.
+  Status broadcastEach(const Group& g, const float* mine, float* out,
+                       const std::function<std::pair<int, int>(int)>& slice);
   /// Notes the NCCL primitive the current op calls (first iteration only).
   void recordNccl(const char* call, std::size_t count);
   /// The index of the peer group with exactly these members, or -1.

@@ -178,25 +178,36 @@ Status RankExecutor::allGather(const Op& op, int index) {
     } else {
       // Uneven slices (all_gatherv): one broadcast per member, rooted at it, into its offset.
       note(std::string(opName(op.kind)) + " of slices of unequal size runs as grouped ncclBroadcast");
-      recordNccl("broadcast", 0);
-      SEAM_NCCL_CHECK(ncclGroupStart());
-      for (int i = 0; i < g.size(); ++i) {
+      const auto slice = [&](int i) {
         const int m = g.members[i];
-        float* dst = scratch_.row(rows.localOffset(m), h_);
-        const std::size_t n = static_cast<std::size_t>(rows.count(RowKind::kLocal, m)) * h_;
-        const ncclResult_t r = ncclBroadcast(i == g.me ? b.data.get() : dst, dst, n, ncclFloat, i, g.comm, stream_->get());
-        if (r != ncclSuccess && r != ncclInProgress) {
-          (void)ncclGroupEnd();
-          return ncclStatus(r, "ncclBroadcast", __FILE__, __LINE__);
-        }
-      }
-      SEAM_NCCL_ISSUE(g.comm, ncclGroupEnd());
+        return std::pair{rows.localOffset(m), rows.count(RowKind::kLocal, m)};
+      };
+      if (Status st = broadcastEach(g, b.data.get(), scratch_.data.get(), slice); !st) return st;
     }
   }
   takeScratch(b);
   b.kind = RowKind::kAttention;
   b.rows = cnt;
   b.present = true;
+  return Status::ok();
+}
+
+Status RankExecutor::broadcastEach(const Group& g, const float* mine, float* out,
+                                   const std::function<std::pair<int, int>(int)>& slice) {
+  recordNccl("broadcast", 0);
+  SEAM_NCCL_CHECK(ncclGroupStart());
+  for (int i = 0; i < g.size(); ++i) {
+    const auto [offset, rows] = slice(i);
+    if (rows == 0) continue;  // every member knows every count: skipped on all of them
+    float* dst = out + static_cast<std::size_t>(offset) * h_;
+    const ncclResult_t r = ncclBroadcast(i == g.me ? mine : dst, dst, static_cast<std::size_t>(rows) * h_, ncclFloat,
+                                         i, g.comm, stream_->get());
+    if (r != ncclSuccess && r != ncclInProgress) {
+      (void)ncclGroupEnd();
+      return ncclStatus(r, "ncclBroadcast", __FILE__, __LINE__);
+    }
+  }
+  SEAM_NCCL_ISSUE(g.comm, ncclGroupEnd());
   return Status::ok();
 }
 
