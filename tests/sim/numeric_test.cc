@@ -26,6 +26,24 @@ MoeShape nanoMoe(int moe_ep = 1, const Shape& shape = {}) {
   return moeShape(modelFromPattern("E")->shape, moe_ep, shape);
 }
 
+TEST(ExactNorm, APaddingRowAddedToATokenChangesTheNormedValueUnderEveryStageWeight) {
+  // The surrogate works mod 5: a padding value that is a multiple of 5 (the
+  // old 1e6) vanished at the next norm, and plan.dp-slots-unaligned on a
+  // two-stage DP gather then left the exact output unchanged although the
+  // ledger saw a padding row summed into a token.
+  constexpr int kHidden = 4;
+  for (int w = 1; w <= 4; ++w) {
+    const std::vector<float> weight(kHidden, static_cast<float>(w));
+    const std::vector<float> token = {-2, -1, 1, 2};
+    std::vector<float> leaked = token;
+    for (float& v : leaked) v += kPaddingValue;
+    std::vector<float> a(kHidden), b(kHidden);
+    normRow(token.data(), a.data(), kHidden, Mode::kExact, weight);
+    normRow(leaked.data(), b.data(), kHidden, Mode::kExact, weight);
+    for (int k = 0; k < kHidden; ++k) EXPECT_NE(a[k], b[k]) << "stage weight " << w << ", element " << k;
+  }
+}
+
 TEST(MoeRouting, PicksTheTopKWithTiesToTheLowerExpertIndex) {
   const float scores[] = {1, 3, 3, -2, 5, 3, 5, 0};
   int chosen[3];

@@ -9,7 +9,9 @@
 // values to the grid {-2..2}. With few nonzeros per weight column every
 // partial sum stays far below 2^24, so fp32 adds are exact in any order: a
 // correct plan is bit-identical to the single-rank reference on any machine,
-// and a wrong one differs.
+// and a wrong one differs, with one blind spot the ledger does not share:
+// the surrogate is taken mod 5, so a term counted k = 1 (mod 5) times (6, 11,
+// ...) is invisible once it reaches a norm.
 //
 // Real mode: bf16 values (rounded after every op), RMSNorm, weights drawn
 // from a fixed pseudo-random normal-like distribution; bit-identity then
@@ -42,8 +44,11 @@ struct Shape {
 inline constexpr int kExactNonzerosPerColumn = 2;
 /// Embedding values in exact mode lie in [-kGrid, kGrid].
 inline constexpr int kGrid = 2;
-/// Value written into MAX_LEN padding rows (a row read as a token shows it).
-inline constexpr float kPaddingValue = 1.0e6f;
+/// Value written into padding rows (a row read as a token shows it). Not a
+/// multiple of 5: exact mode's norm surrogate works mod 5, so 1e6 added to a
+/// token's row vanished at the next norm (w * 1e6 = 0 mod 5 for every weight);
+/// 1000003 * w is nonzero mod 5 for w in 1..4. Still exact in fp32 (< 2^24 / 4).
+inline constexpr float kPaddingValue = 1000003.0f;
 
 /// Row-major dense weights of one stage, generated deterministically from
 /// (stack, stage) and the mode.
