@@ -2,6 +2,9 @@
 // executor ..."): on the campaign's cases, under every mutant, the exact-mode
 // output differs from the single-rank reference exactly when the ledger
 // reports a violation; and every unmutated plan is bit-identical to it.
+// The space: single-stage patterns, a two-stage DeepSeek-like stack and a
+// Falcon-H1 preset (LongCat-Flash, without a shared expert, agrees only at
+// moe_ep = 1: see README, MoE routing).
 #include <gtest/gtest.h>
 
 #include "seam/mutants/campaign.h"
@@ -20,6 +23,8 @@ CampaignSpec agreementSpace() {
   two_stage.model = *modelFromPattern("*-*E*E", LayerFamily::kTwoStage);
   two_stage.name = "pattern " + two_stage.model->pattern.text();
   spec.models.push_back(std::move(two_stage));
+  // A parallel hybrid (Falcon-H1: attention and Mamba on one normed input).
+  spec.models.push_back(*properties::sweepModel("falcon-h1-tiny-90m", ""));
   spec.worlds = {1, 2, 4};
   return spec;
 }
