@@ -76,7 +76,7 @@ CASES = [
     ("two_stage_input_scattered_pp_cut", "input-scattered across a pipeline cut: the FFN completes before the send, the next stage slices",
      f"--pattern '*-|*E' {TWO} --pp 2 --tp 2 --tokens 4 --mode extend --input-scattered"),
     ("two_stage_ln_sp", "LayerNorm SP (§6.5 SEQUENCE_PARALLEL, extend): every stage on local rows, its column linear all-gathers and its row linear reduce-scatters; boundaries only add and norm; the last layer gathers for the final norm",
-     f"--pattern '*-*E' {TWO} --tp 2 --tokens 3 --mode extend --ln-sp"),
+     f"--pattern '*-*-' {TWO} --tp 2 --tokens 3 --mode extend --ln-sp"),
     ("two_stage_cp_decode", "attention CP on a decode batch (not sharded over CP): the CP ranks hold the same rows; a GQA FFN never leaves its sum (may_leave is false under GQA CP), so every FFN exit all-reduces",
      f"--pattern '*-*-' {TWO} --tp 4 --cp 2 --tokens 3"),
     ("two_stage_cp_mla_interleave_ar", "MLA prefill CP on a CP-sharded extend batch (interleave, 5 tokens over cp=2, shards padded to 4 rows): add+norm on the shard, attn_cp all-gather at each FFN entry, AR over the sum group and the take-back slice at its exit; the model boundary gathers the final output over attn_cp and reorders it onto sequence rows",

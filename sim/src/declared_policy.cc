@@ -316,6 +316,34 @@ Status DeclaredBuilder::refuse() {
                              "requires not can_run_tbo); the engine runs the ordinary variant");
     }
   }
+  if (c_.flags.layernorm_sp) {
+    // validate_layernorm_sp (arg_groups/layernorm_sp_hook.py), at startup,
+    // so ahead of the per-batch gate: SP_SUPPORTED_ARCHITECTURES is
+    // {Qwen3ForCausalLM}; tp > 1; no attention DP; no speculative decoding.
+    const std::string sp = "LayerNorm sequence parallel (--enable-layernorm-sp) ";
+    bool qwen3_dense = c_.model.family == LayerFamily::kTwoStage && !mla_;
+    for (LayerKind k : c_.model.pattern.layers) {
+      qwen3_dense = qwen3_dense && (k == LayerKind::kAttention || k == LayerKind::kDenseMlp);
+    }
+    if (!qwen3_dense) {
+      return Status::refused(sp + "is only supported for ['Qwen3ForCausalLM'] (Qwen3 dense: GQA attention and dense "
+                             "MLPs); " + c_.model.name + " " + c_.model.pattern.text() +
+                             " is not (ValueError in validate_layernorm_sp)");
+    }
+    if (T_ <= 1) {
+      return Status::refused(sp + "requires tp_size > 1: there is no sequence to shard across a single TP rank "
+                             "(ValueError in validate_layernorm_sp)");
+    }
+    if (D_ > 1) {
+      return Status::refused(sp + "is not compatible with attention DP (attn_dp=" + std::to_string(D_) +
+                             "): SP shards the sequence across the full TP group (ValueError in validate_layernorm_sp)");
+    }
+    if (!c_.model.pattern.mtp.empty() || !c_.flags.capture.empty()) {
+      return Status::refused(sp + "is not compatible with speculative decoding (an MTP step or EAGLE3 aux capture): "
+                             "the captured aux hidden states would be sequence-sharded (ValueError in "
+                             "validate_layernorm_sp)");
+    }
+  }
   if (ln_sp_) {
     // SEQUENCE_PARALLEL runs on extend batches (layernorm_sp.runs_sp).
     if (c_.flags.mode != ForwardMode::kExtend) {
@@ -323,17 +351,8 @@ Status DeclaredBuilder::refuse() {
     }
     if (legacy_) return Status::refused("the classic (Gen A) communicator has no LayerNorm-SP variant");
     if (naive_) return Status::notModelled("a naive baseline of LayerNorm sequence parallel");
-    if (D_ > 1) return Status::notModelled("LayerNorm sequence parallel under DP attention");
-    if (c_.flags.a2a != A2aBackend::kNone || c_.flags.dense_tp1 || input_scattered_) {
-      return Status::notModelled("LayerNorm sequence parallel with local-row FFNs or input-scattered attention");
-    }
-    for (const auto& stack : stacks_) {
-      for (LayerKind k : stack) {
-        if (k == LayerKind::kMoe && !sameGroup(postExpertsAxis(), Axis::kTp)) {
-          return Status::notModelled("LayerNorm sequence parallel with a MoE summed over " +
-                                     std::string(axisName(postExpertsAxis())) + " rather than tp");
-        }
-      }
+    if (c_.flags.dense_tp1) {
+      return Status::notModelled("LayerNorm sequence parallel with fully-DP dense FFNs (moe_dense_tp_size 1)");
     }
   }
   if (input_scattered_) {
@@ -360,9 +379,6 @@ Status DeclaredBuilder::refuse() {
   if (!two_stage_ && cfg_.attn_cp > 1) {
     return Status::refused("Nemotron-H refuses attention context parallel (attn_cp=" +
                            std::to_string(cfg_.attn_cp) + "): NotImplementedError in make_stage_boundary");
-  }
-  if (c_.flags.layernorm_sp && !two_stage_) {
-    return Status::refused("Nemotron-H refuses LayerNorm sequence parallel: NotImplementedError in make_stage_boundary");
   }
   bool has_moe = false;
   for (const auto& stack : stacks_)

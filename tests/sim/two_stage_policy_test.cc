@@ -24,6 +24,7 @@
 namespace seam {
 namespace {
 
+using seam::testing::patternCase;
 using seam::testing::twoStageCase;
 
 Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared, Schema schema = {}) {
@@ -271,7 +272,7 @@ Flags lnSp() {
 }
 
 TEST(TwoStageRules, UnderLayerNormSpEveryStageGathersItsInputAndReduceScattersItsOutputOnLocalRows) {
-  const Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, lnSp()));
+  const Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 2}, {4}, lnSp()));
   const std::vector<OpKind> compute = {OpKind::kAllGather, OpKind::kCompute, OpKind::kReduceScatter};
   for (int stage = 0; stage < 4; ++stage) EXPECT_EQ(kindsAt(plan, 0, stage, Phase::kCompute), compute) << stage;
   EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), std::vector<OpKind>{OpKind::kAddNorm});
@@ -281,9 +282,35 @@ TEST(TwoStageRules, UnderLayerNormSpEveryStageGathersItsInputAndReduceScattersIt
   expectHolds(plan);
   Flags decode = lnSp();
   decode.mode = ForwardMode::kDecode;
-  auto refused = buildPlan(twoStageCase("*-*E", {.tp = 2}, {4}, decode), PolicyKind::kDeclared);
+  auto refused = buildPlan(twoStageCase("*-*-", {.tp = 2}, {4}, decode), PolicyKind::kDeclared);
   ASSERT_FALSE(refused.hasValue());
   EXPECT_NE(refused.status().message().find("extend batches only"), std::string::npos);
+}
+
+TEST(TwoStageRules, LayerNormSpIsRefusedAsValidateLayernormSpRefusesIt) {
+  // arg_groups/layernorm_sp_hook.py: Qwen3ForCausalLM only, tp > 1, no
+  // attention DP, no speculative decoding; checked at startup, so ahead of
+  // the per-batch extend gate.
+  const auto why = [](const Case& c) {
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    EXPECT_FALSE(plan.hasValue()) << reproduceCommand(c, "declared");
+    if (plan.hasValue()) return std::string();
+    EXPECT_FALSE(isNotModelled(plan.status().message())) << plan.status().message();
+    return plan.status().message();
+  };
+  EXPECT_NE(why(twoStageCase("*-*E", {.tp = 2}, {4}, lnSp())).find("Qwen3ForCausalLM"), std::string::npos);
+  EXPECT_NE(why(twoStageCase("GE*E", {.tp = 2}, {4}, lnSp())).find("Qwen3ForCausalLM"), std::string::npos);
+  EXPECT_NE(why(patternCase("M-M*", {.tp = 2}, {4}, lnSp())).find("Qwen3ForCausalLM"), std::string::npos);
+  EXPECT_NE(why(twoStageCase("*-*-", {.tp = 1}, {4}, lnSp())).find("tp_size > 1"), std::string::npos);
+  EXPECT_NE(why(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {2, 2}, lnSp())).find("attention DP"),
+            std::string::npos);
+  EXPECT_NE(why(twoStageCase("*-*-/*-", {.tp = 2}, {4}, lnSp())).find("speculative decoding"), std::string::npos);
+  Flags capture = lnSp();
+  capture.capture = {2};
+  EXPECT_NE(why(twoStageCase("*-*-", {.tp = 2}, {4}, capture)).find("speculative decoding"), std::string::npos);
+  Flags decode = lnSp();
+  decode.mode = ForwardMode::kDecode;
+  EXPECT_NE(why(twoStageCase("*-*E", {.tp = 2}, {4}, decode)).find("Qwen3ForCausalLM"), std::string::npos);
 }
 
 TEST(TwoStageRules, TheRefusalsSayWhatSeamDoesNotModelYetAndWhatTheEngineRefuses) {
@@ -795,7 +822,7 @@ TEST(TwoStageWrongPlans, AnInputScatteredEntryThatSlicesTheFfnsPartialInsteadOfR
 }
 
 TEST(TwoStageWrongPlans, ALayerNormSpRowLinearThatSlicesInsteadOfReduceScatteringNeverCompletesItsSum) {
-  Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, lnSp()));
+  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 2}, {4}, lnSp()));
   sliceInsteadEverywhere(plan, 1, Phase::kCompute, OpKind::kReduceScatter);
   const Violation v = firstViolation(plan);
   EXPECT_EQ(v.property, Property::kOwedOnce);
