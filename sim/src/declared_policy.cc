@@ -327,7 +327,8 @@ Status DeclaredBuilder::refuse() {
     }
     if (!qwen3_dense) {
       return Status::refused(sp + "is only supported for ['Qwen3ForCausalLM'] (Qwen3 dense: GQA attention and dense "
-                             "MLPs); " + c_.model.name + " " + c_.model.pattern.text() +
+                             "MLPs); " + (c_.model.name == "pattern" ? "pattern " + c_.model.pattern.text()
+                                                                      : c_.model.name) +
                              " is not (ValueError in validate_layernorm_sp)");
     }
     if (T_ <= 1) {
