@@ -3,7 +3,8 @@
 # elsewhere and carried here (build/tests/backend_test, build/tools/seam-gpu):
 # it never builds. The backend tests (bit-identity with the reference, the
 # reported hang), then `seam-gpu run` on two presets at tp=2 and tp=2 dp=2,
-# exact and real, and the bare-NCCL all-reduce comparison. Results go to $OUT
+# exact and real, LongCat-Flash's branch and a two-batch-overlap plan (their
+# logs only: $OUT holds 8 files), and the bare-NCCL all-reduce comparison. Results go to $OUT
 # when set (8 files at most: the log, the tests' XML, one JSON per run),
 # otherwise to ./gpu-check-out. Exit status: the number of failed steps.
 # Usage: tools/gpu_check.sh [build-dir]   (default: build/)
@@ -29,12 +30,18 @@ if ((gpus >= 2)); then
     --json "$out/nano_tp2_dp2_exact.json"
   step nano-tp2-dp2-real "$gpu_bin" run --model nemotron-3-nano --tp 2 --dp 2 --numeric real \
     --hidden 512 --inner 1024 --json "$out/nano_tp2_dp2_real.json"
+  step longcat-tp2-dp2-exact "$gpu_bin" run --model longcat-flash --tp 2 --dp 2 --tokens 3,2
+  step tbo-tp2-deepep-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --tp 2 --ep 2 \
+    --a2a deepep --tokens 5
+  step tbo-tp2-dp2-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --tp 2 --dp 2 --tokens 3,2
 else
   # One GPU: the same models, world 1.
   step h8b-exact "$gpu_bin" run --model nemotron-h-8b --json "$out/h8b_exact.json"
   step nano-exact "$gpu_bin" run --model nemotron-3-nano --json "$out/nano_exact.json"
   step nano-real "$gpu_bin" run --model nemotron-3-nano --numeric real --hidden 512 --inner 1024 \
     --json "$out/nano_real.json"
+  step longcat-exact "$gpu_bin" run --model longcat-flash --tokens 3
+  step tbo-deepep-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --a2a deepep --tokens 5
 fi
 step bench-allreduce "$gpu_bin" bench-allreduce --bytes $((64 << 20)) --iters 20 --json "$out/bench_allreduce.json"
 

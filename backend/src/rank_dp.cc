@@ -18,23 +18,24 @@ namespace seam::backend::detail {
 
 Status RankExecutor::dpOp(const Op& op, int index) {
   const bool gather = op.kind == OpKind::kDpGatherPartial || op.kind == OpKind::kDpGatherReplicate;
-  const DpGeometry* geometry = s_.dp.ofFullRows(dpFullRowsOf(op));
+  const DpGeometry* geometry = lane().dp.ofFullRows(dpFullRowsOf(op));
   if (geometry == nullptr) {
     // The ledger refuses such a plan; the GPU runs it in the plan's mode.
     note("rank " + std::to_string(rank_) + ": " + std::string(opName(op.kind)) + " names " +
          std::to_string(dpFullRowsOf(op)) + " full rows, neither padding mode's size; the plan's mode is used");
-    geometry = &s_.dp.of(s_.plan.padding);
+    geometry = &lane().dp.of(s_.plan.padding);
   }
   const DpPadding mode = geometry->mode();
   DpLowering steps;
   lowerDpOp(op, s_.topo.config(), *geometry, dpPlaceOf(s_.topo.config(), rank_),
             activationRowBytes(s_.plan.source.model.shape), &steps);
 
-  // dp_scatter reads the hidden state's full rows whatever tensor it writes.
-  DeviceRows& in = op.kind == OpKind::kDpScatter ? hidden_ : bufferOf(op.tensor);
+  // dp_scatter reads the hidden state's full rows whatever tensor it writes
+  // (dp_scatter(residual, hidden)), except a branch, which moves its own.
+  DeviceRows& in = op.kind == OpKind::kDpScatter && op.tensor != Tensor::kBranch ? hidden_ : bufferOf(op.tensor);
   DeviceRows& out = op.kind == OpKind::kDpScatter && op.tensor == Tensor::kResidual ? residual_ : bufferOf(op.tensor);
-  const int full_rows = s_.fullMap(mode).count(RowKind::kFull, rank_);
-  const int attention_rows = s_.rows.count(RowKind::kAttention, rank_);
+  const int full_rows = fullMap(mode).count(RowKind::kFull, rank_);
+  const int attention_rows = rowMap().count(RowKind::kAttention, rank_);
   expectLayout(in, gather ? RowKind::kAttention : RowKind::kFull, gather ? attention_rows : full_rows, op, index);
   record(index, bytesOf(full_rows));
 

@@ -27,22 +27,51 @@ std::optional<DpPadding> modeOfCount(const RowMap& rows, const RowMap& other, Dp
   return std::nullopt;
 }
 
+std::vector<LaneRows> laneRowsOf(const Plan& plan, const Topology& topo) {
+  std::vector<LaneRows> lanes;
+  lanes.reserve(kHalfLanes);
+  lanes.emplace_back(topo, plan, plan.source.batch, nullptr);
+  for (int lane = 1; !plan.tbo_split.empty() && lane < kHalfLanes; ++lane) {
+    const Half half = static_cast<Half>(lane);
+    const std::vector<int> first = tboFirstTokens(plan.source.batch, plan.tbo_split, half);
+    lanes.emplace_back(topo, plan, tboHalfBatch(plan.source.batch, plan.tbo_split, half), &first);
+  }
+  return lanes;
+}
+
+HalfRows halfRows(const SharedRun& s, int rank, Half half) {
+  HalfRows h;
+  h.total = s.rows.count(RowKind::kAttention, rank);
+  const int lane = static_cast<int>(half);
+  if (lane == 0 || lane >= static_cast<int>(s.lanes.size())) {
+    h.count = h.total;
+    return h;
+  }
+  h.offset = half == Half::kB ? s.lanes[1].rows.count(RowKind::kAttention, rank) : 0;
+  h.count = s.lanes[lane].rows.count(RowKind::kAttention, rank);
+  return h;
+}
+
 int capacityRows(const SharedRun& s) {
   const Plan& plan = s.plan;
   int cap = 1;
   for (int r = 0; r < plan.world(); ++r) {
-    for (int k = 0; k < kRowKindCount; ++k) cap = std::max(cap, s.rows.count(static_cast<RowKind>(k), r));
-    cap = std::max(cap, s.other_rows.count(RowKind::kFull, r));
+    // A half's padded rows may outnumber the batch's (each half is aligned on its own).
+    for (const LaneRows& lane : s.lanes) {
+      for (int k = 0; k < kRowKindCount; ++k) cap = std::max(cap, lane.rows.count(static_cast<RowKind>(k), r));
+      cap = std::max(cap, lane.other_rows.count(RowKind::kFull, r));
+    }
     for (const Op& op : plan.ranks[r]) {
       cap = std::max({cap, op.rows_in.count, op.rows_out.count});
       if (op.kind != OpKind::kAllToAll || !op.hasGroup()) continue;
+      const RowMap& rows = s.lanes[std::min<int>(static_cast<int>(op.half), static_cast<int>(s.lanes.size()) - 1)].rows;
       const auto& members = s.topo.groupOf(op.groupAxis(), r);
       if (op.rows_out.kind == RowKind::kDispatched) {
         int total = 0;
-        for (int m : members) total += s.rows.count(op.rows_in.kind, m);
+        for (int m : members) total += rows.count(op.rows_in.kind, m);
         cap = std::max(cap, total);
       } else {  // the combine receives one segment from every member
-        cap = std::max(cap, static_cast<int>(members.size()) * s.rows.count(op.rows_out.kind, r));
+        cap = std::max(cap, static_cast<int>(members.size()) * rows.count(op.rows_out.kind, r));
       }
     }
   }
@@ -326,6 +355,16 @@ Status RankExecutor::allocate() {
   for (DeviceRows* b : {&hidden_, &residual_, &scratch_, &staging_}) {
     if (Status st = make(*b); !st) return st;
   }
+  // A TBO plan's halves hold their hidden state and residual beside the
+  // batch's (lane 0's parked slots receive the batch's when a half runs).
+  for (int lane = 1; tbo_ && lane < kHalfLanes; ++lane) {
+    for (DeviceRows* b : {&parked_hidden_[lane], &parked_residual_[lane]}) {
+      if (Status st = make(*b); !st) return st;
+    }
+  }
+  if (std::any_of(ops_.begin(), ops_.end(), [](const Op& op) { return op.tensor == Tensor::kBranch; })) {
+    if (Status st = make(branch_); !st) return st;
+  }
   // Snapshots: one per snapshot op, plus the one a collective on an empty
   // snapshot list creates (Replay::bufferOf).
   const auto snaps = std::count_if(ops_.begin(), ops_.end(), [](const Op& op) { return op.kind == OpKind::kSnapshot; });
@@ -346,11 +385,13 @@ Expected<RankExecutor::StageShard> RankExecutor::uploadSlice(const numeric::Stag
                                                              numeric::ColumnRange cols) {
   const int c = cols.end - cols.begin;
   std::vector<float> w_in(static_cast<size_t>(h_) * c), w_out(static_cast<size_t>(c) * h_);
-  for (int k = 0; k < h_; ++k) {
+  // No columns (a MoE with no shared expert, LongCat-Flash's): nothing to
+  // copy, and the stage's weight vectors may be empty.
+  for (int k = 0; k < h_ && c > 0; ++k) {
     std::memcpy(&w_in[static_cast<size_t>(k) * c], &w.w_in[static_cast<size_t>(k) * w.inner + cols.begin],
                 c * sizeof(float));
   }
-  std::memcpy(w_out.data(), &w.w_out[static_cast<size_t>(cols.begin) * h_], w_out.size() * sizeof(float));
+  if (c > 0) std::memcpy(w_out.data(), &w.w_out[static_cast<size_t>(cols.begin) * h_], w_out.size() * sizeof(float));
   StageShard shard;
   shard.cols = c;
   auto a = upload(w_in);
@@ -561,6 +602,7 @@ Group RankExecutor::groupOnAxis(Axis axis) const {
 DeviceRows& RankExecutor::bufferOf(Tensor t) {
   if (t == Tensor::kHidden) return hidden_;
   if (t == Tensor::kResidual) return residual_;
+  if (t == Tensor::kBranch) return branch_;
   if (snapshots_.empty()) {  // a collective on a snapshot before any was taken (Replay::bufferOf)
     DeviceRows& b = snapshot_pool_[0];
     b.present = false;
@@ -572,7 +614,7 @@ DeviceRows& RankExecutor::bufferOf(Tensor t) {
 }
 
 DpPadding RankExecutor::fullModeOf(const Op& op, int count, int rank) {
-  if (auto mode = modeOfCount(s_.rows, s_.other_rows, s_.plan.padding, count, rank)) return *mode;
+  if (auto mode = modeOfCount(rowMap(), lane().other_rows, s_.plan.padding, count, rank)) return *mode;
   note("rank " + std::to_string(rank_) + ": " + std::string(opName(op.kind)) + " names " + std::to_string(count) +
        " full rows, neither padding mode's size; the plan's mode is used");
   return s_.plan.padding;
@@ -623,6 +665,10 @@ Status RankExecutor::allReduceInPlace(const Group& g, float* p, int rows) {
 // ---- the run -------------------------------------------------------------------------
 
 Status RankExecutor::resetState() {
+  // Every iteration starts on the batch's lane with no half, no branch.
+  if (tbo_) activate(Half::kWhole);
+  for (int lane = 0; lane < kHalfLanes; ++lane) parked_hidden_[lane].present = parked_residual_[lane].present = false;
+  branch_.present = false;
   // The embedding: complete on attention rows (VocabParallelEmbedding reduces itself).
   hidden_.present = true;
   hidden_.kind = RowKind::kAttention;

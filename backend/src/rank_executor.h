@@ -33,6 +33,7 @@
 #include "seam/backend/raii.h"
 #include "seam/sim/dp_gather.h"
 #include "seam/sim/rows.h"
+#include "seam/sim/tbo.h"
 
 namespace seam::backend::detail {
 
@@ -120,6 +121,25 @@ struct PeerGroup {
 std::optional<DpPadding> modeOfCount(const RowMap& rows, const RowMap& other, DpPadding plan_mode, int count,
                                      int rank);
 
+/// The rows of one lane of a plan (Replay's lanes): the batch (lane 0) or,
+/// in a two-batch-overlap plan, one half (lanes 1 and 2, tbo.h), its tokens
+/// numbered as in the batch.
+struct LaneRows {
+  LaneRows(const Topology& topo, const Plan& p, const Batch& batch, const std::vector<int>* first_tokens)
+      : rows(topo, batch, p.padding, p.cp_layout, first_tokens),
+        other_rows(topo, batch, p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen,
+                   p.cp_layout, first_tokens),
+        dp(p.source.config, batch, p.padding, p.source.flags.dp_gatherv) {}
+  RowMap rows;        ///< full rows in the plan's padding mode
+  RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
+  DpLayouts dp;       ///< the DP buffers of both padding modes (the lowering's geometry)
+  const RowMap& fullMap(DpPadding mode, DpPadding plan_mode) const { return mode == plan_mode ? rows : other_rows; }
+};
+
+/// The lanes of `plan`: the batch, then under TBO (plan.tbo_split set) its
+/// halves A and B, as Replay::run builds them.
+std::vector<LaneRows> laneRowsOf(const Plan& plan, const Topology& topo);
+
 /// State every rank thread reads: the plan, its groups and rows, the weights.
 struct SharedRun {
   /// `local_ranks`: the rank threads of this process (the plan's world, or 1
@@ -128,10 +148,10 @@ struct SharedRun {
       : plan(p),
         options(o),
         topo(p.source.config),
-        rows(topo, p.source.batch, p.padding, p.cp_layout),
-        other_rows(topo, p.source.batch,
-                   p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, p.cp_layout),
-        dp(p.source.config, p.source.batch, p.padding, p.source.flags.dp_gatherv),
+        lanes(laneRowsOf(p, topo)),
+        rows(lanes.front().rows),
+        other_rows(lanes.front().other_rows),
+        dp(lanes.front().dp),
         stacks(p.source.model.pattern.mtp.empty() ? 1 : 2),
         progress(new RankProgress[p.world()]),
         window_barrier(local_ranks),
@@ -146,9 +166,11 @@ struct SharedRun {
   const Plan& plan;
   GpuRunOptions options;
   Topology topo;
-  RowMap rows;        ///< full rows in the plan's padding mode
-  RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
-  DpLayouts dp;       ///< the DP buffers of both padding modes (the lowering's geometry)
+  /// Lane 0 (the batch), then a TBO plan's halves (lanes 1, 2 = Half::kA, kB).
+  std::vector<LaneRows> lanes;
+  const RowMap& rows;        ///< lane 0's: full rows in the plan's padding mode
+  const RowMap& other_rows;  ///< lane 0's: full rows in the other mode (a plan may read either)
+  const DpLayouts& dp;       ///< lane 0's DP buffers of both padding modes (the lowering's geometry)
   int stacks;
   int capacity_rows = 1;  ///< rows every row buffer holds: the most any op reads or writes
   /// First op index of each gate window, the same on every rank (their
@@ -197,6 +219,15 @@ struct SharedRun {
   std::mutex mutex_;
   Status first_error_;
 };
+
+/// Where a TBO half's attention rows lie inside the batch's on one rank
+/// (Replay::tboMove): child A holds rows [0, split), B the rest.
+struct HalfRows {
+  int offset = 0;  ///< first row of the half inside the batch's attention rows
+  int count = 0;   ///< the half's attention rows
+  int total = 0;   ///< the batch's attention rows
+};
+HalfRows halfRows(const SharedRun& s, int rank, Half half);
 
 /// The largest row count any op of any rank may touch, so that every row
 /// buffer can be allocated once, before the first op, and no op (even of a
@@ -255,7 +286,7 @@ class RankExecutor {
  public:
   RankExecutor(SharedRun& shared, int rank)
       : s_(shared), rank_(rank), h_(shared.options.shape.hidden), ops_(shared.plan.ranks[rank]),
-        progress_(shared.progress[rank]) {}
+        progress_(shared.progress[rank]), tbo_(shared.lanes.size() > 1) {}
 
   ~RankExecutor() { releaseGate(); }
 
@@ -367,10 +398,21 @@ class RankExecutor {
   /// Adds the routed experts this rank owns onto scratch_ (its shared slice).
   Status routedExperts(const MoeShard& m, const DeviceRows& x);
   Status snapshot(const Op& op, int index);
+  /// A TBO plan: the hidden state and residual of the lane of `half` become
+  /// the current ones, the others parked (Replay::activate).
+  void activate(Half half);
+  /// The TBO split (slice) or merge (add) of the current half's rows (Replay::tboMove).
+  Status tboMove(const Op& op, int index);
+  /// The LongCat-Flash branch's fork or merge (an add on the branch tensor).
+  Status forkOrMerge(const Op& op, int index);
   Status send(const Op& op, int index);
   Status recv(const Op& op, int index);
 
   // ---- helpers -------------------------------------------------------------------
+  /// The current lane's rows (the batch's, or under TBO the current op's half's).
+  const LaneRows& lane() const { return s_.lanes[lane_]; }
+  const RowMap& rowMap() const { return lane().rows; }
+  const RowMap& fullMap(DpPadding mode) const { return lane().fullMap(mode, s_.plan.padding); }
   Group groupOf(const Op& op) const;
   Group groupOnAxis(Axis axis) const;
   ncclComm_t commOf(Axis axis) const;
@@ -427,6 +469,12 @@ class RankExecutor {
   std::map<int, kernels::FusedArAddNormArgs> fused_args_;
 
   DeviceRows hidden_, residual_, scratch_, staging_;
+  /// A TBO plan's lanes not in use (index: lane; Replay::Parked): each lane's
+  /// hidden state and residual is either here or in hidden_ / residual_.
+  DeviceRows parked_hidden_[kHalfLanes], parked_residual_[kHalfLanes];
+  int lane_ = 0;
+  const bool tbo_;       ///< the plan runs TBO halves (it has their lanes)
+  DeviceRows branch_;    ///< a branch's copy of its input, then its contribution until merged (allocated if used)
   std::vector<DeviceRows> snapshot_pool_;
   std::vector<Snapshot> snapshots_;
   size_t snapshots_taken_ = 0;  ///< snapshot ops run in this iteration

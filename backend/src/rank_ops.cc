@@ -78,7 +78,7 @@ Status RankExecutor::arAddNorm(const Op& op, int index) {
 Status RankExecutor::reduceScatter(const Op& op, int index) {
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
-  const RowMap& rows = s_.rows;
+  const RowMap& rows = rowMap();
   record(index, bytesOf(b.rows));
   if (op.rows_in.kind == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp)) {
     // attn_cp_reduce_scatter_output: member i keeps block i of the summed
@@ -102,7 +102,7 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
     expectLayout(b, RowKind::kFull, op.rows_in.count, op, index);
     if (Status st = allReduceInPlace(g, b.data.get(), b.rows); !st) return st;
     const DpPadding mode = fullModeOf(op, op.rows_in.count, rank_);
-    const int slot = s_.fullMap(mode).fullSlot(s_.topo.attnDpRank(rank_));
+    const int slot = fullMap(mode).fullSlot(s_.topo.attnDpRank(rank_));
     const int cnt = rows.count(RowKind::kAttention, rank_);
     if (Status st = copyRows(scratch_.data.get(), b.row(slot, h_), cnt); !st) return st;
     takeScratch(b);
@@ -143,7 +143,7 @@ Status RankExecutor::allGather(const Op& op, int index) {
   // Local slices -> the shard's attention rows, each member's slice at its offset.
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
-  const RowMap& rows = s_.rows;
+  const RowMap& rows = rowMap();
   if (op.rows_out.kind == RowKind::kFull) {
     // attn_cp_interleave_gather: the CP shards (equal, padded) concatenated in rank order.
     const int mine = rows.count(RowKind::kAttention, rank_);
@@ -216,7 +216,7 @@ Status RankExecutor::dispatch(const Op& op, int index) {
   // Every member receives every member's rows, concatenated in group order.
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
-  const RowMap& rows = s_.rows;
+  const RowMap& rows = rowMap();
   std::vector<int> count(g.size()), offset(g.size(), 0);
   for (int i = 0; i < g.size(); ++i) {
     count[i] = rows.count(op.rows_in.kind, g.members[i]);
@@ -263,7 +263,7 @@ Status RankExecutor::combine(const Op& op, int index) {
   // in member order (starting from zero, as the replay does).
   DeviceRows& b = bufferOf(op.tensor);
   const Group g = groupOf(op);
-  const RowMap& rows = s_.rows;
+  const RowMap& rows = rowMap();
   std::vector<int> count(g.size()), seg(g.size(), 0);
   for (int i = 0; i < g.size(); ++i) {
     count[i] = rows.count(op.rows_out.kind, g.members[i]);
@@ -308,13 +308,14 @@ Status RankExecutor::combine(const Op& op, int index) {
 Status RankExecutor::slice(const Op& op, int index) {
   // tensor_split(attn_tp)[i]: the rank's own slice, or another position's
   // when the plan says so (a wrong slice index, set by mutants).
+  if (op.tbo_move) return tboMove(op, index);
   DeviceRows& b = bufferOf(op.tensor);
   if (op.rows_out.kind == RowKind::kSequence || op.rows_in.kind == RowKind::kSequence) return reorderCp(op, index);
   if (op.rows_in.kind == RowKind::kFull) {
     // attn_cp_take_back_output: this CP rank's block of the gathered rows (or
     // another position's, when the plan says so).
     const int acp = s_.topo.groupSize(Axis::kAttnCp);
-    const int cnt = s_.rows.count(RowKind::kAttention, rank_);
+    const int cnt = rowMap().count(RowKind::kAttention, rank_);
     expectLayout(b, RowKind::kFull, acp * cnt, op, index);
     const int c = op.slice_of < 0 ? s_.topo.attnCpRank(rank_) : op.slice_of % acp;
     record(index, bytesOf(cnt));
@@ -324,11 +325,11 @@ Status RankExecutor::slice(const Op& op, int index) {
     b.rows = cnt;
     return Status::ok();
   }
-  expectLayout(b, RowKind::kAttention, s_.rows.count(RowKind::kAttention, rank_), op, index);
+  expectLayout(b, RowKind::kAttention, rowMap().count(RowKind::kAttention, rank_), op, index);
   const int atp = s_.topo.groupSize(Axis::kAttnTp);
   const int src = op.slice_of < 0 ? rank_ : s_.topo.groupOf(Axis::kAttnTp, rank_)[op.slice_of % atp];
-  const int off = s_.rows.localOffset(src);
-  const int cnt = s_.rows.count(RowKind::kLocal, src);
+  const int off = rowMap().localOffset(src);
+  const int cnt = rowMap().count(RowKind::kLocal, src);
   record(index, bytesOf(cnt));
   if (Status st = copyRows(scratch_.data.get(), b.row(off, h_), cnt); !st) return st;
   takeScratch(b);
@@ -344,7 +345,7 @@ Status RankExecutor::reorderCp(const Op& op, int index) {
   // consecutive source rows.
   DeviceRows& b = bufferOf(op.tensor);
   const bool gather = op.rows_out.kind == RowKind::kSequence;
-  const RowMap& rows = s_.rows;
+  const RowMap& rows = rowMap();
   const RowKind from = gather ? RowKind::kFull : RowKind::kSequence;
   const RowKind to = gather ? RowKind::kSequence : RowKind::kAttention;
   expectLayout(b, from, rows.count(from, rank_), op, index);
@@ -372,13 +373,15 @@ Status RankExecutor::reorderCp(const Op& op, int index) {
 Status RankExecutor::zeroFill(const Op& op, int index) {
   DeviceRows& b = bufferOf(op.tensor);
   b.kind = op.rows_out.kind;
-  b.rows = s_.rows.count(b.kind, rank_);
+  b.rows = rowMap().count(b.kind, rank_);
   b.present = true;
   record(index, bytesOf(b.rows));
   return zeroRows(b.data.get(), b.rows);
 }
 
 Status RankExecutor::add(const Op& op, int index) {
+  if (op.tbo_move) return tboMove(op, index);
+  if (op.tensor == Tensor::kBranch) return forkOrMerge(op, index);
   record(index, bytesOf(hidden_.rows));
   if (op.tensor == Tensor::kSnapshot) {
     // Legacy capture: snapshot += residual.
@@ -401,7 +404,7 @@ Status RankExecutor::add(const Op& op, int index) {
   if (op.rows_in.kind == RowKind::kLocal && op.rows_out.kind == RowKind::kAttention) {
     // Input-scattered FFN input: the residual slice into this rank's rows of the sum.
     if (residual_.present && residual_.rows > 0) {
-      const int off = s_.rows.localOffset(rank_);
+      const int off = rowMap().localOffset(rank_);
       SEAM_CUDA_CHECK(kernels::add(hidden_.data.get() + static_cast<std::size_t>(off) * h_, residual_.data.get(),
                                    static_cast<std::size_t>(residual_.rows) * h_, s_.real(), stream_->get()));
     }
@@ -449,9 +452,15 @@ void RankExecutor::finishNorm(DeviceRows& target, const DeviceRows& source, cons
 }
 
 Status RankExecutor::compute(const Op& op, int index) {
-  DeviceRows& x = hidden_;
+  // A branch stage (LongCat-Flash's MoE) computes on the branch's copy of its input.
+  DeviceRows& x = op.tensor == Tensor::kBranch ? branch_ : hidden_;
   record(index, bytesOf(x.rows));
   if (op.stage < 0) {
+    if (lane_ != 0) {
+      // project_embed_ holds the batch's rows only (no TBO plan projects inside a half).
+      return Status::invalid("rank " + std::to_string(rank_) + " projects into stack " + std::to_string(op.stack) +
+                             " on half " + std::string(halfName(op.half)) + " of the batch");
+    }
     // The MTP step's input projection: the previous stack's final output
     // plus this stack's embedding (numeric::projectRow).
     const DpPadding pad = x.kind == RowKind::kFull ? x.full_mode : s_.plan.padding;
@@ -527,6 +536,84 @@ Status RankExecutor::snapshot(const Op& op, int index) {
   return Status::ok();
 }
 
+void RankExecutor::activate(Half half) {
+  const int lane = static_cast<int>(half);
+  if (lane == lane_) return;
+  // Swaps of owning handles: no copy, no launch.
+  std::swap(hidden_, parked_hidden_[lane_]);
+  std::swap(residual_, parked_residual_[lane_]);
+  std::swap(hidden_, parked_hidden_[lane]);
+  std::swap(residual_, parked_residual_[lane]);
+  lane_ = lane;
+}
+
+Status RankExecutor::tboMove(const Op& op, int index) {
+  if (!tbo_ || op.half == Half::kWhole || (op.tensor != Tensor::kHidden && op.tensor != Tensor::kResidual)) {
+    return Status::invalid("rank " + std::to_string(rank_) + " op " + std::to_string(index) + ": a TBO " +
+                           (op.kind == OpKind::kSlice ? "split" : "merge") + " of " +
+                           std::string(tensorName(op.tensor)) + " on half " + std::string(halfName(op.half)) +
+                           (tbo_ ? "" : " in a plan whose batch is not split"));
+  }
+  // Child A holds rows [0, split) of the shard's attention rows, B the rest
+  // (the batch's buffers are parked in lane 0 while a half runs).
+  DeviceRows& whole = op.tensor == Tensor::kResidual ? parked_residual_[0] : parked_hidden_[0];
+  DeviceRows& half = bufferOf(op.tensor);
+  const HalfRows where = halfRows(s_, rank_, op.half);
+  const int offset = where.offset, cnt = where.count, total = where.total;
+  if (offset + cnt > total) {
+    return Status::invalid("rank " + std::to_string(rank_) + " op " + std::to_string(index) + ": half " +
+                           std::string(halfName(op.half)) + "'s rows [" + std::to_string(offset) + ", " +
+                           std::to_string(offset + cnt) + ") lie outside the batch's " + std::to_string(total));
+  }
+  record(index, bytesOf(cnt));
+  if (op.kind == OpKind::kSlice) {
+    expectLayout(whole, RowKind::kAttention, total, op, index);
+    if (Status st = copyRows(half.data.get(), whole.row(offset, h_), cnt); !st) return st;
+    half.kind = RowKind::kAttention;
+    half.rows = cnt;
+    half.present = true;
+    if (op.half == Half::kB) whole.present = false;  // both halves took their rows
+    return Status::ok();
+  }
+  // The merge copies the half's rows into the batch-sized tensor; rows no
+  // half writes stay zero, as in the replay.
+  expectLayout(half, RowKind::kAttention, cnt, op, index);
+  if (!whole.present) {
+    whole.kind = RowKind::kAttention;
+    whole.rows = total;
+    whole.present = true;
+    if (Status st = zeroRows(whole.data.get(), total); !st) return st;
+  } else {
+    expectLayout(whole, RowKind::kAttention, total, op, index);
+  }
+  return copyRows(whole.row(offset, h_), half.data.get(), cnt);
+}
+
+Status RankExecutor::forkOrMerge(const Op& op, int index) {
+  record(index, bytesOf(hidden_.rows));
+  if (!hidden_.present) {
+    note("rank " + std::to_string(rank_) + " op " + std::to_string(index) + " (add of the branch) finds no hidden state");
+    return Status::ok();
+  }
+  if (!branch_.present) {
+    // Fork: the branch takes a copy of the (normed) hidden state.
+    branch_.setLayout(hidden_);
+    return copyRows(branch_.data.get(), hidden_.data.get(), hidden_.rows);
+  }
+  if (branch_.kind != hidden_.kind || branch_.rows != hidden_.rows) {
+    // The ledger refuses such a plan; the replay stops there, so nothing is merged.
+    note("rank " + std::to_string(rank_) + " op " + std::to_string(index) + " merges a branch on " +
+         std::to_string(branch_.rows) + " " + std::string(rowKindName(branch_.kind)) + " rows into a hidden state on " +
+         std::to_string(hidden_.rows) + " " + std::string(rowKindName(hidden_.kind)) + " rows; skipped");
+    return Status::ok();
+  }
+  // Merge: hidden += branch (the CPU's addInto order), and the branch is spent.
+  SEAM_CUDA_CHECK(kernels::add(hidden_.data.get(), branch_.data.get(), static_cast<std::size_t>(hidden_.rows) * h_,
+                               s_.real(), stream_->get()));
+  branch_.present = false;
+  return Status::ok();
+}
+
 Status RankExecutor::send(const Op& op, int index) {
   const DeviceRows& b = op.tensor == Tensor::kResidual ? residual_ : hidden_;
   const int peer = rank_ + s_.topo.config().tp;
@@ -556,12 +643,15 @@ Status RankExecutor::recv(const Op& op, int index) {
 }
 
 Status RankExecutor::exec(const Op& op, int index) {
-  if (op.tensor == Tensor::kBranch) {
-    return Status::invalid("plans with a branch tensor (LongCat-Flash's MoE branch) do not run on GPUs yet");
+  if (op.half != Half::kWhole && !tbo_) {
+    return Status::invalid("rank " + std::to_string(rank_) + " op " + std::to_string(index) + " (" +
+                           std::string(opName(op.kind)) + ") runs on half " + std::string(halfName(op.half)) +
+                           " of a batch the plan does not split (no tbo_split)");
   }
-  if (op.half != Half::kWhole) {
-    return Status::invalid("two-batch-overlap plans (ops on a half of the batch) do not run on GPUs yet");
-  }
+  // Each op runs on its half's rows and buffers, in the plan's order: the
+  // halves' collectives interleave on the same communicators exactly as the
+  // plan issues them on every rank.
+  if (tbo_) activate(op.half);
   switch (op.kind) {
     case OpKind::kAllReduce:
     case OpKind::kArAddNorm: return allReduce(op, index);

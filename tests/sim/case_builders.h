@@ -10,6 +10,7 @@
 
 #include "seam/sim/case.h"
 #include "seam/sim/ledger.h"
+#include "seam/sim/model.h"
 
 namespace seam::testing {
 
@@ -20,6 +21,18 @@ inline Case patternCase(std::string_view pattern, ParallelConfig config, std::ve
   auto model = modelFromPattern(pattern, family);
   EXPECT_TRUE(model.hasValue()) << pattern;
   if (model) c.model = *model;
+  c.config = config;
+  c.batch.tokens = std::move(tokens);
+  c.flags = std::move(flags);
+  return c;
+}
+
+/// A case of a model preset (its real pattern and shapes).
+inline Case presetCase(std::string_view preset, ParallelConfig config, std::vector<int> tokens, Flags flags = {}) {
+  Case c;
+  auto found = findPreset(preset);
+  EXPECT_TRUE(found.hasValue()) << preset;
+  if (found) c.model = *modelFromPreset(**found);
   c.config = config;
   c.batch.tokens = std::move(tokens);
   c.flags = std::move(flags);

@@ -337,12 +337,7 @@ Case gqa(Case c) {
 }
 
 Case deepseekCase(ParallelConfig config, std::vector<int> tokens, Flags flags) {
-  Case c;
-  c.model = *modelFromPreset(**findPreset("deepseek-v3"));
-  c.config = config;
-  c.batch.tokens = std::move(tokens);
-  c.flags = std::move(flags);
-  return c;
+  return seam::testing::presetCase("deepseek-v3", config, std::move(tokens), std::move(flags));
 }
 
 TEST(AttentionCp, OnABatchNotShardedOverCpTheCpRanksAreReplicasAndTheGqaFfnNeverLeavesItsSum) {

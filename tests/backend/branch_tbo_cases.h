@@ -1,0 +1,75 @@
+// The LongCat-Flash branch cases and two-batch-overlap cases the GPU tests
+// run (executor_test.cc), shared with the CPU test that checks, without a
+// GPU, that each plans, holds in the ledger and runs bit-identical to the
+// reference on the CPU executor (plan_lanes_test.cc).
+#pragma once
+
+#include <vector>
+
+#include "../sim/case_builders.h"
+#include "seam/sim/case.h"
+
+namespace seam::testing {
+
+/// LongCat-Flash (the preset: 28 layers of attn0, MoE branch, mlp0, attn1, mlp1).
+inline Case longcatCase(ParallelConfig config, std::vector<int> tokens, Flags flags = {}) {
+  return presetCase("longcat-flash", config, std::move(tokens), std::move(flags));
+}
+
+inline Flags tboFlags(A2aBackend a2a, ForwardMode mode = ForwardMode::kDecode) {
+  Flags f;
+  f.a2a = a2a;
+  f.mode = mode;
+  f.tbo = true;
+  return f;
+}
+
+/// Branch cases of `world` ranks (1 or 2): TP, DP attention (the branch's
+/// own dp_scatter), an idle DP rank, SUM_LEN, a reduce-scatter DP return.
+inline std::vector<Case> branchCases(int world) {
+  if (world == 1) return {longcatCase({}, {3}), longcatCase({}, {1})};
+  Flags sum_len;
+  sum_len.dp_padding = DpPadding::kSumLen;
+  Flags rs;
+  rs.reduction = BoundaryReduction::kRs;
+  return {longcatCase({.tp = 2}, {4}),
+          longcatCase({.tp = 2}, {5}),
+          longcatCase({.tp = 2, .attn_dp = 2}, {3, 2}),
+          longcatCase({.tp = 2, .attn_dp = 2}, {4, 0}),
+          longcatCase({.tp = 2, .attn_dp = 2}, {3, 2}, sum_len),
+          longcatCase({.tp = 2, .attn_dp = 2}, {3, 2}, rs)};
+}
+
+/// DeepSeek-style TBO cases of `world` ranks (1 or 2), decode and extend:
+/// the deepep all-to-all, DP attention (the halves' own DP gathers), both,
+/// an idle DP rank, a fully-DP dense layer, SUM_LEN, the MTP step after the merge.
+inline std::vector<Case> tboCases(int world) {
+  std::vector<Case> out;
+  for (ForwardMode mode : {ForwardMode::kDecode, ForwardMode::kExtend}) {
+    const Flags deepep = tboFlags(A2aBackend::kDeepep, mode);
+    if (world == 1) {
+      out.push_back(twoStageCase("*-*E*E", {}, {4}, deepep));
+      out.push_back(twoStageCase("*-*E*E", {}, {5}, deepep));
+      continue;
+    }
+    const Flags none = tboFlags(A2aBackend::kNone, mode);
+    out.push_back(twoStageCase("*-*E*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_dp = 2}, {3, 2}, none));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_dp = 2}, {3, 0}, none));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {3, 2}, deepep));
+  }
+  if (world == 1) {
+    out.push_back(twoStageCase("*-*E*E/*E", {}, {4}, tboFlags(A2aBackend::kDeepep)));
+    return out;
+  }
+  Flags dense_dp = tboFlags(A2aBackend::kDeepep);
+  dense_dp.dense_tp1 = true;
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .moe_ep = 2}, {6}, dense_dp));
+  Flags sum_len = tboFlags(A2aBackend::kNone);
+  sum_len.dp_padding = DpPadding::kSumLen;
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_dp = 2}, {3, 2}, sum_len));
+  out.push_back(twoStageCase("*-*E*E/*E", {.tp = 2, .moe_ep = 2}, {4}, tboFlags(A2aBackend::kDeepep)));
+  return out;
+}
+
+}  // namespace seam::testing
