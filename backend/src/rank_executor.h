@@ -131,7 +131,7 @@ struct SharedRun {
         rows(topo, p.source.batch, p.padding, p.cp_layout),
         other_rows(topo, p.source.batch,
                    p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, p.cp_layout),
-        dp(p.source.config, p.source.batch, p.padding, p.source.flags.dp_gatherv),
+        dp(p.source.config, p.source.batch, p.padding, p.source.flags.dp_gatherv, p.cp_layout),
         stacks(p.source.model.pattern.mtp.empty() ? 1 : 2),
         progress(new RankProgress[p.world()]),
         window_barrier(local_ranks),
