@@ -344,6 +344,11 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
   const int world = plan.world();
   if (world < 1) return Status::invalid("the plan has no ranks");
   if (Status st = validate(plan.source.config); !st) return st;
+  if (plan.cp_layout != CpLayout::kReplicated && plan.source.config.attn_dp > 1) {
+    // The model boundary's CP gather lands on cp_gathered rows, which the
+    // device reorder (reorderCp) does not read yet; the simulator checks these plans.
+    return Status::invalid("GQA prefill CP under attention DP (CP-sharded DP shards) does not run on GPUs yet");
+  }
   if (plan.source.config.world() != world) {
     return Status::invalid("the plan has " + std::to_string(world) + " ranks but its config a world of " +
                            std::to_string(plan.source.config.world()));

@@ -129,7 +129,7 @@ struct LaneRows {
       : rows(topo, batch, p.padding, p.cp_layout, first_tokens),
         other_rows(topo, batch, p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen,
                    p.cp_layout, first_tokens),
-        dp(p.source.config, batch, p.padding, p.source.flags.dp_gatherv) {}
+        dp(p.source.config, batch, p.padding, p.source.flags.dp_gatherv, p.cp_layout) {}
   RowMap rows;        ///< full rows in the plan's padding mode
   RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
   DpLayouts dp;       ///< the DP buffers of both padding modes (the lowering's geometry)

@@ -352,7 +352,7 @@ Status RankExecutor::reorderCp(const Op& op, int index) {
   const int cnt = rows.count(to, rank_);
   record(index, bytesOf(cnt));
   const std::vector<int>& toks = rows.tokens(RowKind::kAttention, rank_);
-  auto source = [&](int i) { return gather ? rows.fullRowOfSequence(i) : toks[i]; };  // -1: a pad row
+  auto source = [&](int i) { return gather ? rows.gatheredRowOfSequence(rank_, i) : toks[i]; };  // -1: a pad row
   for (int i = 0; i < cnt;) {
     const int first = source(i);
     int run = 1;

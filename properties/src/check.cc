@@ -79,7 +79,7 @@ void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
       if (isDpOp(op.kind) && communicates(op.kind)) {
         if (!dp[lane]) {
           dp[lane].emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
-                         plan.source.flags.dp_gatherv);
+                         plan.source.flags.dp_gatherv, plan.cp_layout);
         }
         const DpGeometry* geometry = dp[lane]->ofFullRows(dpFullRowsOf(op));
         if (geometry == nullptr) continue;

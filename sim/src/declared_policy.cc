@@ -59,14 +59,13 @@ bool cpShardsBatch(const Case& c, bool mla) {
 /// The rows a case's batch takes over attention CP on a CP-sharded extend
 /// batch of a two-stage stack: interleaved for MLA with attn_tp = attn_dp = 1
 /// (any other MLA CP batch is refused by attn_cp_gather's assert), zigzag for
-/// GQA with attn_dp = 1 and moe_dp <= attn_cp (the others are not modelled:
-/// refuse() says so before anything reads the rows).
+/// GQA with moe_dp <= attn_cp, under attention DP too: there each DP shard
+/// long enough is sharded (rows.h), the others stay replicated (moe_dp >
+/// attn_cp is not modelled: refuse() says so before anything reads the rows).
 CpLayout cpLayoutOf(const Case& c) {
   const bool mla = c.model.shape.q_lora_rank > 0;
-  if (c.model.family == LayerFamily::kSingleStage || !cpShardsBatch(c, mla) || c.config.attn_dp != 1) {
-    return CpLayout::kReplicated;
-  }
-  if (mla) return c.config.attnTp() == 1 ? CpLayout::kInterleave : CpLayout::kReplicated;
+  if (c.model.family == LayerFamily::kSingleStage || !cpShardsBatch(c, mla)) return CpLayout::kReplicated;
+  if (mla) return c.config.attnTp() == 1 && c.config.attn_dp == 1 ? CpLayout::kInterleave : CpLayout::kReplicated;
   return c.config.moe_dp <= c.config.attn_cp ? CpLayout::kZigzag : CpLayout::kReplicated;
 }
 
@@ -79,6 +78,7 @@ struct Step {
   RowKind out = RowKind::kAttention;
   bool skip_if_idle_shard = false;  ///< SGLang: "if rows > 0" (replicate-order AR)
   bool attn_tp_rank0_only = false;  ///< partial-order DP gather: only attn-TP rank 0 adds the residual
+  bool cp_sharded_only = false;     ///< runs only where the rank's DP shard is CP-sharded (model-boundary CP gather)
 };
 
 /// The steps of one entry or exit: a handful, kept inline (no allocation on
@@ -158,8 +158,15 @@ class DeclaredBuilder {
   /// On a CP-sharded batch an FFN on shared rows reads all the CP shards
   /// (its rows do not shard ATTN_CP): entry row "gathered == {CP}", exit
   /// row R - P == {CP}.
+  /// Under attention DP the DP gather places the CP shards in their DP slot
+  /// (gathered == {DP, CP}: cp_shard_counts) and dp_scatter takes the own
+  /// shard back (R - P == {DP, CP}: dp_cp_take_back_output), so no CP move.
   bool gathersOverCp(LayerKind ffn) const {
-    return cp_layout_ != CpLayout::kReplicated && isFfn(ffn) && !ffnOnLocal(ffn) && !onCpShards(ffn);
+    return cp_layout_ != CpLayout::kReplicated && D_ == 1 && isFfn(ffn) && !ffnOnLocal(ffn) && !onCpShards(ffn);
+  }
+  /// The rank's DP shard is CP-sharded (each DP rank decides on its own batch).
+  bool cpShardedRank(int rank) const {
+    return cpShardsTokens(cp_layout_, c_.batch.tokens[dpPlaceOf(cfg_, rank).attn_dp_rank], cfg_.attn_cp);
   }
   /// The group of that gather (_cp_moves): attn_cp for DSA/MLA
   /// (attn_cp_interleave_gather), the MoE-CP group for GQA (moe_cp_gather
@@ -445,10 +452,6 @@ Status DeclaredBuilder::refuse() {
         }
       }
     }
-  }
-  if (cp_batch_ && !mla_ && D_ > 1) {
-    return Status::notModelled("GQA zigzag prefill CP under attention DP (attn_dp=" + std::to_string(D_) +
-                               "): the DP gathers placing CP shards and dp_cp_take_back_output");
   }
   if (cp_batch_ && !mla_ && cfg_.moe_dp > cfg_.attn_cp) {
     return Status::notModelled("GQA zigzag prefill CP with moe_dp=" + std::to_string(cfg_.moe_dp) +
@@ -1085,6 +1088,7 @@ std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
 void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& s) {
   if (s.skip_if_idle_shard && rows_.shardTokens(rank) == 0) return;
   if (s.attn_tp_rank0_only && rank % a_ != 0) return;
+  if (s.cp_sharded_only && !cpShardedRank(rank)) return;
   // Built in place: a copy of a just-written Op would read it back in wide
   // loads over its narrow stores (a store-forwarding stall per op).
   Op& op = plan_.ranks[rank].emplace_back();
@@ -1207,9 +1211,15 @@ Status DeclaredBuilder::decide() {
         // the model boundary all-gathers the shards over attn_cp and puts the
         // tokens back in sequence order (a local reorder, expressed as a
         // slice onto sequence rows).
-        h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnCp),
-                           RowKind::kAttention, RowKind::kFull});
-        h.entry.push_back({OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kFull, RowKind::kSequence});
+        // Under attention DP full rows are the DP buffer: the shards land on
+        // cp_gathered rows, and only DP shards the strategy sharded gather.
+        const RowKind gathered = D_ > 1 ? RowKind::kCpGathered : RowKind::kFull;
+        Step gather{OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnCp), RowKind::kAttention,
+                    gathered};
+        Step reorder{OpKind::kSlice, Tensor::kHidden, kNoAxis, gathered, RowKind::kSequence};
+        gather.cp_sharded_only = reorder.cp_sharded_only = true;
+        h.entry.push_back(gather);
+        h.entry.push_back(reorder);
       }
       Boundary b;
       b.stack = static_cast<std::uint8_t>(stack);
@@ -1271,7 +1281,7 @@ void DeclaredBuilder::emitEntry(int r, const Decided& d) {
     // Under prefill CP the draft model's forward shards its inputs again
     // (cp_shard_model_inputs shards spec_info.hidden_states): this rank's
     // CP shard of the gathered final hidden state.
-    if (cp_layout_ != CpLayout::kReplicated) {
+    if (cp_layout_ != CpLayout::kReplicated && cpShardedRank(r)) {
       emit(r, stack, -1, Phase::kCompute, {OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kSequence,
                                            RowKind::kAttention});
     }

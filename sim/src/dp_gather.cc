@@ -19,7 +19,8 @@ std::int64_t activationRowBytes(const ModelShape& shape) {
 
 int dpAlignedTokens(int tokens, int attn_tp) { return (tokens + attn_tp - 1) / attn_tp * attn_tp; }
 
-DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode, bool gatherv_env)
+DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode, bool gatherv_env,
+                       CpLayout cp)
     : mode_(mode) {
   const int shards = config.attn_dp;
   assert(static_cast<int>(batch.tokens.size()) == shards && "one batch entry per attention-DP shard");
@@ -50,6 +51,23 @@ DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPaddi
     }
   }
   global_rows_ = max_len ? shards * longest : sum;
+  // Prefill CP shards a DP shard's tokens (per DP rank: each decides on its
+  // own batch); the DP ops then pass the shards' token-row counts.
+  cp_ = config.attn_cp;
+  for (int d = 0; d < shards; ++d) {
+    Shard& s = shards_[d];
+    s.cp_rows = cpShardsTokens(cp, s.tokens, cp_) ? seam::cpShardRows(cp, s.tokens, cp_) : 0;
+    if (s.cp_rows == 0) continue;
+    cp_counts_.resize(static_cast<size_t>(shards) * cp_, 0);
+    cp_starts_.resize(cp_counts_.size(), 0);
+    for (int c = 0, start = 0; c < cp_; ++c) {
+      int count = 0;
+      for (int t : cpShardTokens(cp, s.tokens, cp_, c)) count += t != kPaddingRow;
+      cp_counts_[static_cast<size_t>(d) * cp_ + c] = count;
+      cp_starts_[static_cast<size_t>(d) * cp_ + c] = start;
+      start += count;
+    }
+  }
   gatherv_ = gatherv_env && shards > 1 && config.attnTp() == 1 && config.tp == shards && mode == DpPadding::kSumLen;
 }
 
@@ -102,6 +120,19 @@ DpPlace dpPlaceOf(const ParallelConfig& config, int rank) {
   return {l % a, (l / a) % cp, l / (a * cp)};
 }
 
+namespace {
+/// Where CP rank c's token rows of DP shard d lie in the gathered buffer
+/// (_cp_shard_rows), under the op's fault.
+int cpSlotOf(const Op& op, const DpGeometry& g, int d, int c) {
+  const int within = g.cpSlot(d, c) - g.slot(d);
+  switch (op.dp_fault) {
+    case DpFault::kUnalignedSlots: return g.rawSlot(d) + within;
+    case DpFault::kCpShardOffsetDropped: return g.slot(d);
+    default: return g.cpSlot(d, c);
+  }
+}
+}  // namespace
+
 DpLowering lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g, int rank, std::int64_t rb) {
   DpLowering out;
   lowerDpOp(op, config, g, dpPlaceOf(config, rank), rb, &out);
@@ -129,6 +160,18 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g, 
     case OpKind::kDpGatherPartial:
     case OpKind::kDpGatherReplicate: {
       const bool partial = op.kind == OpKind::kDpGatherPartial;
+      if (g.cpSharded(d)) {
+        // cp_shard_counts: every CP rank holds its own shard (physical rows,
+        // not DP-padded) and writes its token rows beside its CP peers'.
+        const int S = g.cpShardRows(d), n = g.cpTokenRows(d, c);
+        const int at = cpSlotOf(op, g, d, c);
+        out.push_back({DpStepKind::kZeroGlobal, kNoAxis, S, G, 0, G * rb});
+        bool writes = partial || i == 0;
+        if (op.dp_fault == DpFault::kWriterRuleSwapped) writes = partial ? i == 0 : true;
+        if (writes && n > 0) out.push_back({DpStepKind::kWriteSlot, kNoAxis, n, G, at, n * rb});
+        out.push_back({DpStepKind::kAllReduce, tp, G, G, 0, G * rb});
+        return;
+      }
       // The local rows are local_dp_buffer_len long: pad rows past B_d.
       if (L > B) out.push_back({DpStepKind::kPadLocal, kNoAxis, B, L, 0, (L - B) * rb});
       if (g.gatherv()) {
@@ -161,6 +204,16 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g, 
       return;
     }
     case OpKind::kDpScatter:
+      if (g.cpSharded(d)) {
+        // dp_cp_take_back_output / the residual's dp_scatter with
+        // cp_shard_counts: the own CP shard's token rows, then the shard's
+        // pad rows (zeroed by the engine; never read as tokens).
+        const int from = op.dp_fault == DpFault::kCpPeerShard ? (c + 1) % cp : c;
+        const int S = g.cpShardRows(d), n = g.cpTokenRows(d, from);
+        out.push_back({DpStepKind::kReadSlot, kNoAxis, G, n, cpSlotOf(op, g, d, from), n * rb});
+        if (S > n) out.push_back({DpStepKind::kPadLocal, kNoAxis, n, S, 0, (S - n) * rb});
+        return;
+      }
       // dp_scatter: this shard's slot, local_dp_buffer_len rows; no collective.
       out.push_back({DpStepKind::kReadSlot, kNoAxis, G, L, slot, L * rb});
       trim(L);
@@ -195,10 +248,11 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g, 
   }
 }
 
-DpLayouts::DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode, bool gatherv_env)
+DpLayouts::DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode, bool gatherv_env,
+                     CpLayout cp)
     : plan_mode_(plan_mode),
-      max_len_(config, batch, DpPadding::kMaxLen, gatherv_env),
-      sum_len_(config, batch, DpPadding::kSumLen, gatherv_env) {}
+      max_len_(config, batch, DpPadding::kMaxLen, gatherv_env, cp),
+      sum_len_(config, batch, DpPadding::kSumLen, gatherv_env, cp) {}
 
 const DpGeometry* DpLayouts::ofFullRows(int full_rows) const {
   const DpGeometry& mine = of(plan_mode_);

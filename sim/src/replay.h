@@ -83,7 +83,7 @@ class Replay {
     map_lane_ = 0;
     rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
     other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
-    dp_.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv);
+    dp_.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
     tbo_ = !plan.tbo_split.empty();
     for (int lane = 1; tbo_ && lane < kHalfLanes; ++lane) {
       const Half half = static_cast<Half>(lane);
@@ -92,7 +92,7 @@ class Replay {
       Lane& l = parked_lanes_[lane];
       l.rows.emplace(*topo_, batch, plan.padding, plan.cp_layout, &first);
       l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, &first);
-      l.dp.emplace(plan.source.config, batch, plan.padding, plan.source.flags.dp_gatherv);
+      l.dp.emplace(plan.source.config, batch, plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
     }
     row_bytes_ = activationRowBytes(plan.source.model.shape);
     const int world = plan.world();
@@ -541,7 +541,7 @@ class Replay {
       }
       // A CP-sharded output is the model's only after the boundary gathers it
       // (cp_gather_after_forward: the reorder onto sequence rows records it).
-      if (plan_->cp_layout == CpLayout::kReplicated) recordFinal(r, op.stack, b);
+      if (!rows_->cpSharded(r)) recordFinal(r, op.stack, b);
     }
   }
 
@@ -574,8 +574,11 @@ class Replay {
         if (op.rows_out.kind == RowKind::kSequence) {
           // cp_gather_after_forward's reorder: the gathered CP shards back in
           // sequence order; the final output once the final norm is behind it.
-          if (!b.present || b.kind != RowKind::kFull || plan_->cp_layout == CpLayout::kReplicated ||
-              static_cast<int>(b.v.size()) != rows_->count(RowKind::kFull, r)) {
+          // (Without attention DP the gathered CP shards are the full rows.)
+          const bool gathered = b.kind == RowKind::kCpGathered ||
+                                (b.kind == RowKind::kFull && topo_->config().attn_dp == 1);
+          if (!b.present || !gathered || !rows_->cpSharded(r) ||
+              static_cast<int>(b.v.size()) != rows_->count(RowKind::kCpGathered, r)) {
             layoutViolation(r, Property::kOutputComplete, "a reorder onto sequence rows of " +
                                                               std::string(rowKindName(b.kind)) +
                                                               " rows, not the CP shards gathered over attn_cp");
@@ -583,7 +586,9 @@ class Replay {
           }
           std::vector<Value> v;
           v.reserve(rows_->count(RowKind::kSequence, r));
-          for (int i = 0; i < rows_->count(RowKind::kSequence, r); ++i) v.push_back(b.v[rows_->fullRowOfSequence(i)]);
+          for (int i = 0; i < rows_->count(RowKind::kSequence, r); ++i) {
+            v.push_back(b.v[rows_->gatheredRowOfSequence(r, i)]);
+          }
           b.v = std::move(v);
           b.kind = RowKind::kSequence;
           const int n_stages = static_cast<int>(stacks_[op.stack].shards.size());
@@ -598,9 +603,12 @@ class Replay {
           // this rank's CP shard of rows in sequence order, zero-padded.
           if (!expectKind(r, b, RowKind::kSequence, op, tensorName(op.tensor).data())) return;
           const auto& toks = rows_->tokens(RowKind::kAttention, r);
+          // Token ids count over the DP shards; the sequence rows start at the shard's first.
+          const auto& seq = rows_->tokens(RowKind::kSequence, r);
+          const int first = seq.empty() ? 0 : seq.front();
           std::vector<Value> v;
           v.reserve(toks.size());
-          for (int t : toks) v.push_back(t == kPaddingRow ? freshJunk() : b.v[t]);
+          for (int t : toks) v.push_back(t == kPaddingRow ? freshJunk() : b.v[t - first]);
           b.v = std::move(v);
           b.kind = RowKind::kAttention;
           return;
@@ -868,19 +876,21 @@ class Replay {
       }
       case OpKind::kAllGather:
       case OpKind::kAllGatherv: {
-        if (op.rows_out.kind == RowKind::kFull) {
-          // attn_cp_interleave_gather: the CP shards concatenated in rank order.
+        if (op.rows_out.kind == RowKind::kFull || op.rows_out.kind == RowKind::kCpGathered) {
+          // attn_cp_interleave_gather, moe_cp_gather, cp_gather_after_forward:
+          // the CP shards concatenated in rank order.
+          const RowKind into = op.rows_out.kind;
           Buffer g;
-          g.kind = RowKind::kFull;
+          g.kind = into;
           g.present = true;
           for (int m : members) {
             if (!expectKind(m, buf(m), RowKind::kAttention, op, tensorName(t).data())) return;
             g.v.insert(g.v.end(), buf(m).v.begin(), buf(m).v.end());
           }
-          if (static_cast<int>(g.v.size()) != rows_->count(RowKind::kFull, r0)) {
+          if (static_cast<int>(g.v.size()) != rows_->count(into, r0)) {
             layoutViolation(r0, Property::kOwedOnce, "an attn_cp gather of " + std::to_string(g.v.size()) +
-                                                         " rows into full rows of " +
-                                                         std::to_string(rows_->count(RowKind::kFull, r0)));
+                                                         " rows into " + std::string(rowKindName(into)) + " rows of " +
+                                                         std::to_string(rows_->count(into, r0)));
             return;
           }
           for (int m : members) buf(m) = g;

@@ -8,8 +8,8 @@
 namespace seam {
 
 namespace {
-constexpr std::string_view kRowKindNames[kRowKindCount] = {"none", "attention", "local", "full", "dispatched",
-                                                           "sequence"};
+constexpr std::string_view kRowKindNames[kRowKindCount] = {"none",       "attention", "local",      "full",
+                                                           "dispatched", "sequence",  "cp_gathered"};
 }  // namespace
 
 std::string_view rowKindName(RowKind kind) { return kRowKindNames[static_cast<int>(kind)]; }
@@ -36,6 +36,16 @@ Span tensorSplit(int n, int parts, int i) {
   return {i * (n / parts) + std::min(i, n % parts), n / parts + (i < n % parts ? 1 : 0)};
 }
 }  // namespace
+
+bool cpShardsTokens(CpLayout layout, int tokens, int cp) {
+  // InterleaveCPStrategy.can_apply: sum >= cp; ZigzagCPStrategy.can_apply:
+  // every sequence (seam: the DP shard's one) of at least max(128, 2cp).
+  switch (layout) {
+    case CpLayout::kInterleave: return cp > 1 && tokens >= cp;
+    case CpLayout::kZigzag: return cp > 1 && tokens >= std::max(kZigzagMinTokens, 2 * cp);
+    default: return false;
+  }
+}
 
 int cpShardRows(CpLayout layout, int tokens, int cp) {
   // pad_logical_token_to_physical: the longest shard rounded up to the
@@ -111,41 +121,59 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
     std::vector<int>& local = rows_[static_cast<int>(RowKind::kLocal)][r];
     for (int t = 0; t < split.count; ++t) local.push_back(offset[d] + split.start + t);
 
-    rows_[static_cast<int>(RowKind::kFull)][r] = full;
   }
 
   // Sequence rows: the shard's tokens in order (CP-sharded: after the model
   // boundary's gather and reorder).
   rows_[static_cast<int>(RowKind::kSequence)] = rows_[static_cast<int>(RowKind::kAttention)];
 
+  cp_sharded_.assign(world, 0);
+  seq_in_gathered_.assign(world, {});
   if (cp != CpLayout::kReplicated) {
-    // One DP shard (interleave asserts attn_tp == attn_dp == 1; zigzag under
-    // attention DP is not modelled): the CP shards of the TP group's batch,
-    // concatenated in CP rank order, are the full rows.
-    assert(shards == 1 && "a CP-sharded layout with one DP shard");
+    // Each DP shard the strategy applies to lies over its CP ranks in shards
+    // (interleave asserts attn_tp == attn_dp == 1; zigzag may run under DP).
     const int acp = config.attn_cp;
-    std::vector<int> all;
-    for (int c = 0; c < acp; ++c) {
-      const std::vector<int> shard = cpShardTokens(cp, batch.tokens[0], acp, c);
-      all.insert(all.end(), shard.begin(), shard.end());
-    }
-    const int rows = static_cast<int>(all.size()) / acp;
-    seq_in_full_.assign(batch.tokens[0], 0);
-    for (int k = 0; k < static_cast<int>(all.size()); ++k) {
-      if (all[k] != kPaddingRow) seq_in_full_[all[k]] = k;
+    std::vector<std::vector<int>> gathered(shards);  // per DP shard: its CP shards in CP rank order
+    std::vector<std::vector<int>> seq_in(shards);
+    for (int d = 0; d < shards; ++d) {
+      if (!cpShardsTokens(cp, batch.tokens[d], acp)) continue;
+      seq_in[d].assign(batch.tokens[d], 0);
+      int slot_row = geometry.slot(d);
+      for (int c = 0; c < acp; ++c) {
+        std::vector<int> shard = cpShardTokens(cp, batch.tokens[d], acp, c);
+        for (int& t : shard) {
+          if (t == kPaddingRow) continue;
+          seq_in[d][t] = static_cast<int>(gathered[d].size()) + static_cast<int>(&t - shard.data());
+          // _cp_shard_rows: the shard's token rows at dp_start + the counts before it.
+          if (shards > 1) full[slot_row++] = offset[d] + t;
+          t += offset[d];
+        }
+        gathered[d].insert(gathered[d].end(), shard.begin(), shard.end());
+      }
     }
     for (int r = 0; r < world; ++r) {
+      const int d = topology.attnDpRank(r);
+      if (gathered[d].empty()) continue;
+      cp_sharded_[r] = 1;
       const int c = topology.attnCpRank(r);
       const int i = topology.attnTpRank(r);
-      std::vector<int> mine(all.begin() + c * rows, all.begin() + (c + 1) * rows);
+      const int rows = static_cast<int>(gathered[d].size()) / acp;
+      std::vector<int> mine(gathered[d].begin() + c * rows, gathered[d].begin() + (c + 1) * rows);
       // tensor_split of the padded shard over attention TP.
       const Span split = tensorSplit(rows, atp, i);
       local_offset_[r] = split.start;
       rows_[static_cast<int>(RowKind::kLocal)][r].assign(mine.begin() + split.start,
                                                            mine.begin() + split.start + split.count);
       rows_[static_cast<int>(RowKind::kAttention)][r] = std::move(mine);
-      rows_[static_cast<int>(RowKind::kFull)][r] = all;
+      rows_[static_cast<int>(RowKind::kCpGathered)][r] = gathered[d];
+      seq_in_gathered_[r] = seq_in[d];
     }
+  }
+  for (int r = 0; r < world; ++r) {
+    // Without DP attention the CP shards gathered are the full rows (the
+    // MoE-CP gather's); with it the full rows are the DP buffer.
+    const bool gathered_are_full = shards == 1 && cp_sharded_[r];
+    rows_[static_cast<int>(RowKind::kFull)][r] = gathered_are_full ? rows_[static_cast<int>(RowKind::kCpGathered)][r] : full;
   }
 
   for (int r = 0; r < world; ++r) {
@@ -167,7 +195,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
   auto local = [&](int rank) {
     const int l = rank % T;
     const int bd = batch.tokens[l / (atp * acp)];
-    return tensorSplit(cp == CpLayout::kReplicated ? bd : cpShardRows(cp, bd, acp), atp, l % atp).count;
+    return tensorSplit(cpShardsTokens(cp, bd, acp) ? cpShardRows(cp, bd, acp) : bd, atp, l % atp).count;
   };
   for (int r = 0; r < world; ++r) {
     const int l = r % T;
@@ -177,10 +205,11 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     row[static_cast<int>(RowKind::kLocal)] = local(r);
     row[static_cast<int>(RowKind::kFull)] = c.attn_dp == 1 ? bd : full_rows;
     row[static_cast<int>(RowKind::kSequence)] = bd;
-    if (cp != CpLayout::kReplicated) {
+    if (cpShardsTokens(cp, bd, acp)) {
       const int shard = cpShardRows(cp, bd, acp);
       row[static_cast<int>(RowKind::kAttention)] = shard;
-      row[static_cast<int>(RowKind::kFull)] = acp * shard;
+      row[static_cast<int>(RowKind::kCpGathered)] = acp * shard;
+      if (c.attn_dp == 1) row[static_cast<int>(RowKind::kFull)] = acp * shard;
     }
     int dispatched = 0;
     for (int m : groupMembers(c, Axis::kMoeEp, r)) dispatched += local(m);

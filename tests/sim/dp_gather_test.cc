@@ -75,6 +75,21 @@ std::vector<std::string> lowered(OpKind kind, const ParallelConfig& config, cons
 
 using Steps = std::vector<std::string>;
 
+/// The same under GQA zigzag prefill CP (the DP shards long enough are CP-sharded).
+std::vector<std::string> loweredZigzag(OpKind kind, const ParallelConfig& config, const std::vector<int>& tokens,
+                                       DpPadding mode, int rank) {
+  const DpGeometry g(config, batchOf(tokens), mode, /*gatherv_env=*/false, CpLayout::kZigzag);
+  const Op op = dpOp(kind, g, tokens[dpPlaceOf(config, rank).attn_dp_rank]);
+  return show(lowerDpOp(op, config, g, rank, /*row_bytes=*/10));
+}
+
+/// An extend case with GQA attention, so that prefill CP takes the zigzag path.
+Case gqaExtend(Case c) {
+  c.flags.mode = ForwardMode::kExtend;
+  c.model.shape.q_lora_rank = kNotApplicable;
+  return c;
+}
+
 // ---- lengths (A1) -------------------------------------------------------------
 
 TEST(DpGeometry, AlignsEveryShardToAttnTpAndPadsMaxLenSlotsToTheLargest) {
@@ -274,6 +289,12 @@ std::vector<CleanCase> cleanCases() {
       {"gatherv", patternCase("M-M*E", {.tp = 2, .attn_dp = 2}, {3, 1}, gatherv())},
       {"gatherv idle", twoStageCase("*E*E", {.tp = 4, .attn_dp = 4}, {3, 0, 2, 5}, gatherv())},
       {"gatherv two-stage rsv", twoStageCase("*-*E", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {2, 4}, gatherv(true))},
+      // GQA zigzag prefill CP under attention DP: uneven shards, an idle one,
+      // one too short to shard, attn_tp 1 and 2, dense and MoE FFNs.
+      {"zigzag cp dense idle", gqaExtend(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {130, 0}))},
+      {"zigzag cp dense attn_tp 2", gqaExtend(twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {133, 257}))},
+      {"zigzag cp moe short shard", gqaExtend(twoStageCase("*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {140, 5}))},
+      {"zigzag cp moe ep", gqaExtend(twoStageCase("*-*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 2}, {0, 131}))},
   };
 }
 
@@ -414,6 +435,85 @@ TEST(DpLoweringFault, AGatherWhoseRowsNameTheOtherModeOnOneRankIsACollectiveMism
   EXPECT_EQ(violations.front().cls, ViolationClass::kCollectiveMismatch);
   EXPECT_NE(violations.front().detail.find("(of dp_gather_replicate)"), std::string::npos)
       << violations.front().detail;
+}
+
+// ---- GQA zigzag prefill CP under attention DP (cp_shard_counts) -----------------
+
+TEST(DpLoweringUnderZigzagCp, EveryCpRankWritesItsShardsTokenRowsBesideItsPeersInBothPaddingModes) {
+  // tp 4, attn_dp 2, attn_cp 2 (attn_tp 1); 130 tokens on shard 0: zigzag
+  // blocks 33, 33, 32, 32, so CP rank 0 holds blocks 0 and 3 (65 token rows)
+  // and CP rank 1 blocks 1 and 2 (65), each padded to 68 rows; shard 1 idle.
+  const ParallelConfig c{.tp = 4, .attn_dp = 2, .attn_cp = 2};
+  for (DpPadding mode : {DpPadding::kSumLen, DpPadding::kMaxLen}) {
+    SCOPED_TRACE(mode == DpPadding::kSumLen ? "sum_len" : "max_len");
+    const int G = mode == DpPadding::kSumLen ? 130 : 260;
+    const std::string g = std::to_string(G), gb = std::to_string(G * 10);
+    // _dp_gather_via_all_reduce whatever the padding, the shards at
+    // dp_start + the counts before them; only the shard's token rows.
+    EXPECT_EQ(loweredZigzag(OpKind::kDpGatherReplicate, c, {130, 0}, mode, 0),
+              (Steps{"zero_global 68->" + g + " " + gb, "write_slot 65->" + g + "@0 650",
+                     "all_reduce(tp) " + g + "->" + g + " " + gb}));
+    EXPECT_EQ(loweredZigzag(OpKind::kDpGatherReplicate, c, {130, 0}, mode, 1),
+              (Steps{"zero_global 68->" + g + " " + gb, "write_slot 65->" + g + "@65 650",
+                     "all_reduce(tp) " + g + "->" + g + " " + gb}));
+    // The idle shard is not CP-sharded: nothing to write (MAX_LEN pads its
+    // slot to 130 rows first), the same all-reduce.
+    const Steps idle = mode == DpPadding::kSumLen
+                           ? Steps{"zero_global 0->130 1300", "all_reduce(tp) 130->130 1300"}
+                           : Steps{"pad_local 0->130 1300", "zero_global 130->260 2600", "all_reduce(tp) 260->260 2600"};
+    EXPECT_EQ(loweredZigzag(OpKind::kDpGatherReplicate, c, {130, 0}, mode, 3), idle);
+    // dp_cp_take_back_output: the own shard's token rows, padded back to 68.
+    EXPECT_EQ(loweredZigzag(OpKind::kDpScatter, c, {130, 0}, mode, 1),
+              (Steps{"read_slot " + g + "->65@65 650", "pad_local 65->68 30"}));
+  }
+}
+
+TEST(DpLoweringUnderZigzagCp, APartialGatherIsWrittenByEveryAttentionTpRankAndAReplicateOneByRankZeroOnly) {
+  // tp 8, attn_dp 2, attn_cp 2 (attn_tp 2); shard 1 (ranks 4-7) of 131
+  // tokens: blocks 33, 33, 33, 32; CP rank 1 (ranks 6, 7) holds 66 rows at
+  // its slot (132, aligned) + 65.
+  const ParallelConfig c{.tp = 8, .attn_dp = 2, .attn_cp = 2};
+  const Steps partial = loweredZigzag(OpKind::kDpGatherPartial, c, {130, 131}, DpPadding::kSumLen, 7);
+  EXPECT_EQ(partial, (Steps{"zero_global 68->262 2620", "write_slot 66->262@195 660", "all_reduce(tp) 262->262 2620"}));
+  const Steps replicate = loweredZigzag(OpKind::kDpGatherReplicate, c, {130, 131}, DpPadding::kSumLen, 7);
+  EXPECT_EQ(replicate, (Steps{"zero_global 68->262 2620", "all_reduce(tp) 262->262 2620"}));
+}
+
+/// A GQA zigzag case under attention DP whose plan holds, for hand-made faults.
+Plan zigzagDpPlan() {
+  return mustBuild(gqaExtend(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {130, 0})));
+}
+
+TEST(DpLoweringUnderZigzagCp, CpShardsWrittenAtTheDpSlotsStartMixAnotherTokensRowsIn) {
+  Plan plan = zigzagDpPlan();
+  plant(plan, OpKind::kDpGatherReplicate, DpFault::kCpShardOffsetDropped);
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kForeignTerm) << v.detail;
+  EXPECT_EQ(v.stage, 1);  // read by the MLP on the gathered rows
+}
+
+TEST(DpLoweringUnderZigzagCp, ATakeBackOfThePeersShardPutsAnotherTokensValueOnTheShard) {
+  Plan plan = zigzagDpPlan();
+  plant(plan, OpKind::kDpScatter, DpFault::kCpPeerShard);
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kForeignTerm) << v.detail;
+}
+
+TEST(DpLoweringUnderZigzagCp, AnFfnSumCompletedTwiceBeforeTheTakeBackIsCountedTpTimes) {
+  // dp_cp_take_back_output does not complete the sum: the exit's all-reduce
+  // does; a second one counts every term tp (4) times.
+  Plan plan = zigzagDpPlan();
+  for (auto& ops : plan.ranks) {
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (ops[k].phase == Phase::kExit && ops[k].kind == OpKind::kAllReduce) {
+        ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(k), ops[k]);
+        break;
+      }
+    }
+  }
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kCountedTwice) << v.detail;
+  EXPECT_EQ(v.coefficient, 4) << v.detail;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ using Tokens = std::vector<int>;
 constexpr int P = kPaddingRow;
 
 TEST(Rows, EveryRowKindNameParsesBackToItsKind) {
-  const char* names[kRowKindCount] = {"none", "attention", "local", "full", "dispatched", "sequence"};
+  const char* names[kRowKindCount] = {"none", "attention", "local", "full", "dispatched", "sequence", "cp_gathered"};
   for (int i = 0; i < kRowKindCount; ++i) {
     const auto kind = static_cast<RowKind>(i);
     EXPECT_EQ(rowKindName(kind), names[i]);
@@ -301,7 +301,7 @@ TEST(RowMap, AZigzagShardIsSplitOverAttnTpAndTheFullRowsAreTheShardsInCpRankOrde
   Tokens full = shard0;
   full.insert(full.end(), shard1.begin(), shard1.end());
   EXPECT_EQ(m.tokens(RowKind::kFull, 3), full);
-  for (int i = 0; i < 130; ++i) ASSERT_EQ(full[m.fullRowOfSequence(i)], i);
+  for (int i = 0; i < 130; ++i) ASSERT_EQ(full[m.gatheredRowOfSequence(3, i)], i);
   Tokens sequence(130);
   for (int i = 0; i < 130; ++i) sequence[i] = i;
   EXPECT_EQ(m.tokens(RowKind::kSequence, 2), sequence);

@@ -365,12 +365,34 @@ TEST(AttentionCp, UnderDpAttentionOnlyCpRankZeroWritesItsShardIntoTheDpGather) {
   expectHolds(plan);
 }
 
-TEST(AttentionCp, GqaUnderDpAttentionIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
-  auto zigzag_dp = buildPlan(gqa(twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {130, 130}, extend())),
-                             PolicyKind::kDeclared);
-  ASSERT_FALSE(zigzag_dp.hasValue());
-  EXPECT_TRUE(isNotModelled(zigzag_dp.status().message()));
-  EXPECT_NE(zigzag_dp.status().message().find("GQA zigzag prefill CP under attention DP"), std::string::npos);
+TEST(AttentionCp, GqaUnderDpAttentionGathersEachShardIntoItsDpSlotAndTakesTheOwnShardBackAfterTheSum) {
+  // tp 8, attn_dp 2, attn_cp 2 (attn_tp 2): DP shard 0 (ranks 0-3) is
+  // CP-sharded, shard 1 (ranks 4-7) idle. The FFN entry is the partial-order
+  // DP gather (cp_shard_counts in its lowering, dp_gather_test.cc), the exit
+  // completes the sum, then dp_scatter takes the own CP shard back
+  // (dp_cp_take_back_output does not sum); the model boundary gathers the CP
+  // shards of a sharded DP shard onto cp_gathered rows and reorders them.
+  for (const char* pattern : {"*-*-", "*E*E"}) {
+    SCOPED_TRACE(pattern);
+    const Plan plan = mustBuild(gqa(twoStageCase(pattern, {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {130, 0}, extend())));
+    EXPECT_EQ(plan.cp_layout, CpLayout::kZigzag);
+    for (int r : {0, 4}) {  // attention-TP rank 0 adds the residual before the gather
+      EXPECT_EQ(kindsAt(plan, r, 1, Phase::kEntry),
+                (std::vector<OpKind>{OpKind::kAdd, OpKind::kDpGatherPartial, OpKind::kDpScatter, OpKind::kNorm}))
+          << r;
+      EXPECT_EQ(kindsAt(plan, r, 1, Phase::kExit), (std::vector<OpKind>{OpKind::kAllReduce, OpKind::kDpScatter})) << r;
+    }
+    const Op& gathered = plan.ranks[1][plan.ranks[1].size() - 2];
+    EXPECT_EQ(gathered.kind, OpKind::kAllGather);
+    EXPECT_EQ(gathered.rows_out.kind, RowKind::kCpGathered);
+    EXPECT_EQ(gathered.rows_out.count, 2 * 68);  // two shards of 65 token rows, padded to 68
+    EXPECT_EQ(plan.ranks[1].back().rows_out.kind, RowKind::kSequence);
+    EXPECT_NE(plan.ranks[5].back().kind, OpKind::kSlice);  // the idle shard gathers nothing
+    expectHolds(plan);
+  }
+}
+
+TEST(AttentionCp, GqaWithMoeDpWiderThanAttnCpIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
   auto wide = buildPlan(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 4}, {130}, extend())),
                         PolicyKind::kDeclared);
   ASSERT_FALSE(wide.hasValue());

@@ -15,6 +15,7 @@
 #include "seam/sim/case.h"
 #include "seam/sim/parallel_config.h"
 #include "seam/sim/plan.h"
+#include "seam/sim/rows.h"
 
 namespace seam {
 
@@ -32,11 +33,15 @@ int dpAlignedTokens(int tokens, int attn_tp);
 /// SUM_LEN's buffer is the sum of the aligned entries, slot d at their
 /// cumulative sum. Without DP attention (attn_dp == 1) nothing is aligned.
 /// Rows of a slot beyond its tokens are padding rows (computed from input
-/// id 0 in the engine: neither zero nor a token).
+/// id 0 in the engine: neither zero nor a token). A DP shard that prefill CP
+/// shards (rows.h's CpLayout) puts its CP shards' token rows back to back in
+/// CP rank order at the start of its slot (_cp_shard_rows).
 class DpGeometry {
  public:
-  /// `gatherv_env`: Flags::dp_gatherv (SGLANG_DP_USE_GATHERV).
-  DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode, bool gatherv_env = false);
+  /// `gatherv_env`: Flags::dp_gatherv (SGLANG_DP_USE_GATHERV); `cp`: the
+  /// plan's CP layout.
+  DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode, bool gatherv_env = false,
+             CpLayout cp = CpLayout::kReplicated);
 
   DpPadding mode() const { return mode_; }
   int shards() const { return static_cast<int>(shards_.size()); }
@@ -54,14 +59,26 @@ class DpGeometry {
   /// is_dp_gatherv_active: the env flag, attn_tp 1, tp == attn_dp (hence no
   /// attention CP) and SUM_LEN; the gathers then all_gatherv the shards.
   bool gatherv() const { return gatherv_; }
+  /// Whether DP shard d is CP-sharded: its ranks hold their CP shards, and
+  /// the gathers and dp_scatter pass cp_shard_counts.
+  bool cpSharded(int d) const { return shards_[d].cp_rows > 0; }
+  /// The physical (padded) rows of each CP shard of DP shard d (cpSharded).
+  int cpShardRows(int d) const { return shards_[d].cp_rows; }
+  /// _cp_shard_token_rows: the token rows of CP rank c's shard of DP shard d.
+  int cpTokenRows(int d, int c) const { return cp_counts_[static_cast<size_t>(d) * cp_ + c]; }
+  /// _cp_shard_rows: where CP rank c's token rows start in the gathered buffer.
+  int cpSlot(int d, int c) const { return shards_[d].slot + cp_starts_[static_cast<size_t>(d) * cp_ + c]; }
   /// globalRows() without building the geometry (the planner's row counts).
   static int globalRows(const ParallelConfig& config, const Batch& batch, DpPadding mode);
 
  private:
   struct Shard {
     int tokens, local, slot, raw_slot;
+    int cp_rows;  ///< rows per CP shard; 0: not CP-sharded
   };
   std::vector<Shard> shards_;
+  int cp_ = 1;
+  std::vector<int> cp_counts_, cp_starts_;  // [d * cp + c], filled for CP-sharded shards
   int global_rows_ = 0;
   DpPadding mode_;
   bool gatherv_ = false;
@@ -146,12 +163,15 @@ DpPlace dpPlaceOf(const ParallelConfig& config, int rank);
 ///  - gather, attn_cp > 1 or SUM_LEN (_dp_gather_via_all_reduce): pad, zero
 ///    the gathered buffer, writers ((partial or attention-TP rank 0) and CP
 ///    rank 0, with local rows) copy their local rows into their slot,
-///    all-reduce over tp;
+///    all-reduce over tp; on a CP-sharded DP shard (cp_shard_counts) every
+///    CP rank writes the token rows of its shard at cpSlot, not padded;
 ///  - gather, MAX_LEN, attn_tp == 1: pad, all-gather over tp;
 ///  - gather, MAX_LEN, attn_tp a > 1: pad, (replicate: attention-TP ranks
 ///    != 0 zero their rows), reduce-scatter over attn_tp into the rank's
 ///    M/a chunk, all-gather over tp (slot d = rows [d*M, (d+1)*M));
-///  - dp_scatter: copy the own slot, trim the pad rows (no collective);
+///  - dp_scatter: copy the own slot, trim the pad rows (no collective); on a
+///    CP-sharded DP shard the own CP shard's token rows, padded back to the
+///    shard's length (dp_cp_take_back_output; the engine zeroes those rows);
 ///  - dp_reduce_scatter: attn_cp > 1 with rows % tp != 0: all-reduce over tp
 ///    and narrow; tp == attn_dp: reduce-scatter over tp; else reduce-scatter
 ///    over tp to the 1/tp chunk, then all-gather over attn_tp (and attn_cp
@@ -169,7 +189,8 @@ class DpLayouts {
  public:
   /// `plan_mode`: the plan's resolved padding, preferred when both modes
   /// have the same number of rows (then their layouts are the same too).
-  DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode, bool gatherv_env = false);
+  DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode, bool gatherv_env,
+            CpLayout cp);
   const DpGeometry& of(DpPadding mode) const { return mode == DpPadding::kMaxLen ? max_len_ : sum_len_; }
   /// The geometry whose gathered buffer has `full_rows` rows (the plan's mode
   /// first); nullptr when neither has.

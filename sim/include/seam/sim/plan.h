@@ -82,6 +82,11 @@ enum class DpFault : std::uint8_t {
   kWriterRuleSwapped,
   /// Slot offsets from the raw token counts, not the attn_tp-aligned ones.
   kUnalignedSlots,
+  /// A CP-sharded DP shard (cp_shard_counts): every CP rank writes and takes
+  /// back its shard at the DP slot's start, without the counts before it.
+  kCpShardOffsetDropped,
+  /// A CP-sharded DP shard: dp_scatter takes back the next CP rank's shard.
+  kCpPeerShard,
 };
 
 /// Two-batch overlap (TBO, tbo.h): the part of the batch an op runs on. kWhole

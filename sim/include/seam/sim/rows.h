@@ -19,9 +19,11 @@ namespace seam {
 /// are the rank's CP shard, full rows the shards gathered in CP rank order,
 /// and sequence rows the DP shard's tokens in order on every CP rank (the
 /// model output after cp_gather_after_forward); otherwise sequence rows are
-/// the attention rows.
-enum class RowKind : std::uint8_t { kNone, kAttention, kLocal, kFull, kDispatched, kSequence };
-inline constexpr int kRowKindCount = 6;
+/// the attention rows. Under attention DP full rows are the DP buffer, so the
+/// model boundary's all-gather of a DP shard's CP shards lands on cp_gathered
+/// rows (the shards in CP rank order, padded; without DP they are the full rows).
+enum class RowKind : std::uint8_t { kNone, kAttention, kLocal, kFull, kDispatched, kSequence, kCpGathered };
+inline constexpr int kRowKindCount = 7;
 std::string_view rowKindName(RowKind kind);
 bool parseRowKind(std::string_view name, RowKind* kind);
 
@@ -38,17 +40,24 @@ enum class CpLayout : std::uint8_t {
   /// ceil(max shard / cp) * cp (pad_logical_token_to_physical). Full rows are
   /// the CP shards concatenated in rank order (attn_cp_interleave_gather).
   kInterleave,
-  /// ZigzagCPStrategy (GQA prefill CP; attn_dp = 1): the sequence is cut into
+  /// ZigzagCPStrategy (GQA prefill CP): each DP shard's sequence is cut into
   /// 2cp blocks (L // 2cp rows, the first L % 2cp one longer); CP rank r holds
   /// block r then block 2cp-1-r, zero-padded to ceil(max shard / 2cp) * 2cp
   /// rows (pad_logical_token_to_physical aligns zigzag to 2cp). Full rows are
   /// the shards concatenated in rank order (moe_cp_gather); local rows are
-  /// the shard's tensor_split over attn_tp.
+  /// the shard's tensor_split over attn_tp. Under attention DP each DP rank
+  /// shards its own batch (a DP shard too short for the strategy, or idle,
+  /// stays replicated over its CP ranks), and full rows are the DP buffer:
+  /// slot d holds the CP shards' token rows back to back in CP rank order
+  /// (dp_gather with cp_shard_counts), then the slot's pad rows.
   kZigzag,
 };
 /// ZigzagCPStrategy.can_apply (layers/cp/zigzag.py): GQA prefill CP shards a
 /// sequence of at least max(kZigzagMinTokens, 2cp) tokens, else none.
 inline constexpr int kZigzagMinTokens = 128;
+/// Whether the CP strategy of `layout` shards a DP shard of `tokens` tokens
+/// (can_apply; kReplicated: never).
+bool cpShardsTokens(CpLayout layout, int tokens, int cp);
 /// Rows per CP shard (the physical, padded length) of a DP shard of `tokens`
 /// tokens under a CP-sharded layout (kInterleave or kZigzag).
 int cpShardRows(CpLayout layout, int tokens, int cp);
@@ -77,13 +86,17 @@ class RowMap {
   int fullSlot(int d) const { return full_slot_[d]; }
   /// First row of the rank's own local slice inside its attention rows.
   int localOffset(int rank) const { return local_offset_[rank]; }
-  /// Under a CP-sharded layout: the full row that holds sequence row `i`
-  /// (the reorder of cp_gather_after_forward).
-  int fullRowOfSequence(int i) const { return seq_in_full_[i]; }
+  /// Whether the rank's DP shard is CP-sharded (its attention rows are its CP shard).
+  bool cpSharded(int rank) const { return cp_sharded_[rank] != 0; }
+  /// Under a CP-sharded layout: the row of the rank's cp_gathered rows (its
+  /// DP shard's CP shards gathered) that holds sequence row `i` (the reorder
+  /// of cp_gather_after_forward).
+  int gatheredRowOfSequence(int rank, int i) const { return seq_in_gathered_[rank][i]; }
 
  private:
   std::vector<std::vector<int>> rows_[kRowKindCount];
-  std::vector<int> seq_in_full_;
+  std::vector<std::vector<int>> seq_in_gathered_;  // per rank (empty where not CP-sharded)
+  std::vector<char> cp_sharded_;
   std::vector<int> full_slot_;
   std::vector<int> local_offset_;
   int total_tokens_ = 0;
