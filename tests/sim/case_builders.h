@@ -8,10 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "seam/properties/check.h"
 #include "seam/sim/case.h"
 #include "seam/sim/ledger.h"
-#include "seam/sim/numeric_executor.h"
 
 namespace seam::testing {
 
@@ -45,18 +43,6 @@ inline Violation firstViolationInBothDomains(const Plan& plan) {
   if (exact.holds() || fast.holds()) return {};
   EXPECT_EQ(fast.violations.front().cls, exact.violations.front().cls);
   return exact.violations.front();
-}
-
-/// A correct plan of `c`: every property holds, and its exact-mode run is
-/// bit-identical to the single-rank reference (DESIGN §6).
-inline void expectHoldsAndMatchesTheReference(const Case& c, const Plan& plan) {
-  const numeric::Shape shape{.hidden = 8, .inner = 16};
-  Ledger ledger;
-  const auto verdict = properties::checkPlan(plan, ledger);
-  EXPECT_TRUE(verdict.holds()) << (verdict.firstViolation() ? verdict.firstViolation()->detail : "");
-  const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
-  ASSERT_TRUE(run.ran());
-  EXPECT_TRUE(compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output).identical);
 }
 
 }  // namespace seam::testing

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "case_builders.h"
+#include "reference_check.h"
 #include "seam/properties/check.h"
 #include "seam/sim/case.h"
 #include "seam/sim/dp_gather.h"
