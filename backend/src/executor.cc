@@ -352,6 +352,16 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
     return Status::invalid("the plan has " + std::to_string(world) + " ranks but " + std::to_string(processes->size()) +
                            " processes were started: one process per rank (mpirun -np " + std::to_string(world) + ")");
   }
+  // A branch tensor (LongCat-Flash's MoE branch) has no device buffer yet:
+  // refused here, before any GPU is touched, rather than by every rank at its
+  // first branch op in the middle of the plan.
+  for (const std::vector<Op>& ops : plan.ranks) {
+    for (const Op& op : ops) {
+      if (op.tensor == Tensor::kBranch) {
+        return Status::notModelled("plans with a branch tensor (LongCat-Flash's MoE branch) on GPUs");
+      }
+    }
+  }
   auto devices = listDevices();
   if (!devices) return devices.status();
   const int visible = static_cast<int>(devices->size());

@@ -185,6 +185,20 @@ int visibleGpus() {
   return d ? static_cast<int>(d->size()) : 0;
 }
 
+TEST(GpuExecutor, RefusesALongCatBranchPlanBeforeTouchingAGpu) {
+  Case c;
+  c.model = *modelFromPreset(**findPreset("longcat-flash"));
+  c.config = ParallelConfig{.tp = 2, .moe_ep = 2};
+  c.batch.tokens = {3};
+  c.flags.a2a = A2aBackend::kDeepep;
+  auto plan = buildPlan(c, PolicyKind::kDeclared, {});
+  ASSERT_TRUE(plan.hasValue()) << plan.status().message();
+  auto run = runPlanOnGpus(*plan, {});
+  ASSERT_FALSE(run.hasValue());
+  EXPECT_TRUE(isNotModelled(run.status().message())) << run.status().message();
+  EXPECT_NE(run.status().message().find("branch tensor"), std::string::npos);
+}
+
 TEST(GpuExecutor, RefusesAWorldLargerThanTheVisibleGpus) {
   const int visible = visibleGpus();
   Plan plan;
