@@ -96,8 +96,9 @@ def two_stage_stack(e, family):
     if family == "kParallelHybrid":
         return "P-" * int(e["layers"])
     if family == "kBranchMerge":
-        # LongCat-Flash: attention, the MoE branch, MLP, attention, MLP.
-        return "*E-*-" * int(e["layers"])
+        # LongCat-Flash: attention, the MoE branch, MLP, attention, MLP; the
+        # MTP layer (after '/') is a two-stage layer.
+        return "*E-*-" * int(e["layers"]) + ("/" + e["mtp_layer"] if e.get("mtp_layer") else "")
     sparse_from = e.get("first_k_dense", 0) if e.get("moe_experts") else int(e["layers"])
     out = "".join(m + ("E" if i >= sparse_from else "-") for i, m in enumerate(e["pattern"]))
     if e.get("mtp_layer"):

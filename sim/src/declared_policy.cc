@@ -13,6 +13,7 @@
 #include <cassert>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "seam/sim/dp_gather.h"
@@ -42,6 +43,11 @@ namespace {
 
 /// FUSE_ALLREDUCE_MAX_BATCH_SIZE of the FlashInfer gate.
 constexpr int kFuseMaxTokens = 2048;
+
+/// StagePlan.branch_rows raises NotImplementedError on any batch variant but
+/// ORDINARY (layer_boundary/construction.py).
+constexpr std::string_view kBranchNeedsOrdinaryRows =
+    "branch transport requires ordinary batch rows (NotImplementedError in StagePlan.branch_rows)";
 
 /// The batch takes the CONTEXT_PARALLEL variant (prefill CP shards its
 /// tokens): an extend batch the CP strategy can apply to (layers/cp/). Zigzag
@@ -225,6 +231,10 @@ class DeclaredBuilder {
   StepList legacyCapture(int stack, int from, const Hand& h) const;
   /// Two-stage layers: the attention output into the FFN (prepare_mlp, §5.3 / §6.3).
   Hand twoStageIntoFfn(LayerKind consumer);
+  /// LongCat-Flash (stack 0): the boundary after the stage `from` of a
+  /// branch layer, where that is attn0 (the MoE boundary), the MoE (branch
+  /// output and mlp0's branch input) or mlp1 (the merge).
+  Hand branchBoundary(int from, LayerKind consumer, bool final_norm, std::int8_t group);
   /// Input-scattered attention (§6.5): the entry of a mixer stage that reads
   /// a TP slice (tp_reduce_scatter or tp_slice, add+norm, latent gather).
   void inputScatteredEntry(StepList& steps, bool owes_tp, bool residual_on_attention_rows);
@@ -358,6 +368,9 @@ Status DeclaredBuilder::refuse() {
       return Status::refused("LayerNorm sequence parallel runs on extend batches only (layernorm_sp.runs_sp)");
     }
     if (legacy_) return Status::refused("the classic (Gen A) communicator has no LayerNorm-SP variant");
+    if (branch_) {
+      return Status::refused(std::string(kBranchNeedsOrdinaryRows) + " (LongCat-Flash on a LayerNorm-SP batch)");
+    }
     if (naive_) return Status::notModelled("a naive baseline of LayerNorm sequence parallel");
     if (c_.flags.dense_tp1) {
       return Status::notModelled("LayerNorm sequence parallel with fully-DP dense FFNs (moe_dense_tp_size 1)");
@@ -381,6 +394,10 @@ Status DeclaredBuilder::refuse() {
     if (total_tokens_ % T_ != 0) {
       return Status::refused("tp_reduce_scatter asserts tokens % tp_size == 0 (" + std::to_string(total_tokens_) +
                              " tokens, tp=" + std::to_string(T_) + ")");
+    }
+    // LongCat-Flash declares qkv_latent_func, so the batch takes the INPUT_SCATTERED variant.
+    if (branch_) {
+      return Status::refused(std::string(kBranchNeedsOrdinaryRows) + " (LongCat-Flash on an input-scattered batch)");
     }
   }
   // models/nemotron_h_utils.py: make_stage_boundary refuses these.
@@ -421,8 +438,8 @@ Status DeclaredBuilder::refuse() {
                              "the engine runs the ordinary variant");
     }
     if (cp_batch_ && branch_) {
-      return Status::refused("branch transport requires ordinary batch rows (LongCat-Flash under a CP-sharded "
-                             "extend batch)");
+      return Status::refused(std::string(kBranchNeedsOrdinaryRows) +
+                             " (LongCat-Flash under a CP-sharded extend batch)");
     }
     if (cp_batch_ && mla_ && (a_ > 1 || D_ > 1)) {
       return Status::refused("attn_cp_gather asserts attn_dp_size == 1 and attn_tp_size == 1 (MLA prefill CP, "
@@ -485,9 +502,9 @@ Status DeclaredBuilder::refuse() {
   if (branch_) {
     // Branches run only on ORDINARY batches (serving-boundaries §10).
     if (legacy_) return Status::notModelled("the classic LongCat-Flash communicator (branch layers under legacy)");
-    if (c_.flags.a2a != A2aBackend::kNone) return Status::notModelled("LongCat-Flash branch layers with an a2a MoE");
-    if (c_.flags.dense_tp1 || c_.flags.input_scattered || c_.flags.layernorm_sp) {
-      return Status::notModelled("LongCat-Flash branch layers on a non-ordinary batch variant");
+    if (c_.flags.dense_tp1) {
+      return Status::notModelled("LongCat-Flash branch layers with fully-DP dense MLPs (moe_dense_tp_size 1: "
+                                 "mlp0 and mlp1 on local rows)");
     }
   }
   return Status::ok();
@@ -667,45 +684,10 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     h.residual_after = RowKind::kLocal;
     return h;
   }
-  if (branch_ && !ln_sp_) {
-    // LongCat-Flash (layer_boundary/adapters/branch.py). Under DP attention
-    // the MoE and both MLPs run on the gathered full rows (a dense FFN on
-    // the TP group, a MoE without an a2a backend); the layer hands on
-    // attention rows.
+  if (branch_ && stack == 0 && !ln_sp_) {
+    // mlp0 -> attn1 and attn1 -> mlp1 are ordinary two-stage boundaries.
     const int role = from % spl_;
-    const RowKind ffn_rows = sharedFfnRows(LayerKind::kMoe);  // never CP-sharded: refuse()
-    if (role == 0) {
-      // attn0 into the MoE boundary: prepare, then the branch takes a copy of
-      // the normed input (self.mlp(hidden_states.clone())).
-      Hand h0 = twoStageIntoFfn(consumer);
-      h0.entry.push_back({OpKind::kAdd, Tensor::kBranch, kNoAxis, ffn_rows, ffn_rows});
-      return h0;
-    }
-    if (role == 1) {
-      // The MoE completes its own output (LongcatFlashMoE's TP all-reduce);
-      // branch_output moves it to the rows the layer hands on (move_rows:
-      // under DP, cut ATTN_DP = dp_scatter of this shard's slot). mlp0 reads
-      // the input the MoE boundary read (branch_input: the same rows).
-      h.handoff = {ffn_rows, SumGroup::kNone, Completer::kNone, true};
-      if (group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kBranch, group, ffn_rows, ffn_rows});
-      if (D_ > 1) h.exit.push_back({OpKind::kDpScatter, Tensor::kBranch, kNoAxis, RowKind::kFull, RowKind::kAttention});
-      return h;
-    }
-    if (role == 4) {
-      // merge_branch: export completes mlp1's outstanding sum (an all-reduce;
-      // under DP its return over DP as the exit policy picks it), then the
-      // MoE contribution is added on attention rows; the next layer's input
-      // (or the final norm) adds and norms.
-      h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
-      if (D_ > 1) {
-        dpCompleteSteps(h.exit, producer, group);
-      } else if (group != kNoAxis) {
-        h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
-      }
-      h.exit.push_back({OpKind::kAdd, Tensor::kBranch});
-      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
-      return h;
-    }
+    if (role == 0 || role == 1 || role == 4) return branchBoundary(from, consumer, final_norm, group);
   }
   if (two_stage_ && isMixer(producer)) return twoStageIntoFfn(consumer);
   if (two_stage_ && ffnOnLocal(producer)) {
@@ -903,6 +885,99 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
   h.exit = complete;
   addEntryRead(h.entry, consumer, final_norm, true, false, /*after_ffn=*/true);
+  return h;
+}
+
+// LongCat-Flash's branch layer (models/longcat_flash.py, layer_boundary/
+// adapters/branch.py): the boundaries around the MoE branch, by the role of
+// the producer in the layer. Rows move by move_rows (gather over attention
+// TP, then DP; cut over DP, then attention TP). Without an a2a backend the
+// MoE and both MLPs run on shared rows (attention rows, or under DP
+// attention the gathered full rows) and the layer hands on attention rows.
+// With one (is_moe_input_scattered_across_dp_ranks) the MoE reads local rows
+// and hands on local rows, except in the model's last layer (output_rows).
+DeclaredBuilder::Hand DeclaredBuilder::branchBoundary(int from, LayerKind consumer, bool final_norm,
+                                                      std::int8_t group) {
+  const int role = from % spl_;
+  const bool a2a = a2aMoe(LayerKind::kMoe);
+  // The rows the MoE boundary prepares (incoming.need); never CP-sharded: refuse().
+  const RowKind moe_rows = a2a ? localRows() : sharedFfnRows(LayerKind::kMoe);
+  // The rows the MoE's layer hands on (outgoing.need): the last layer hands
+  // attention rows to the final norm; under a2a the others hand on local rows.
+  const int layer_end = from - role + spl_ - 1;  // mlp1 of this layer
+  const bool last_layer = layer_end == static_cast<int>(stacks_[0].size()) - 1;
+  const bool hands_on_local = a2a && !last_layer && a_ > 1;
+  const std::int8_t attn_tp = static_cast<std::int8_t>(Axis::kAttnTp);
+  Hand h;
+  if (role == 0) {
+    // attn0 into the MoE boundary: prepare (under a2a, the reduce-scatter onto
+    // local rows), then the branch takes a copy of the normed input
+    // (self.mlp(hidden_states.clone())).
+    Hand h0 = twoStageIntoFfn(consumer);
+    h0.entry.push_back({OpKind::kAdd, Tensor::kBranch, kNoAxis, moe_rows, moe_rows});
+    return h0;
+  }
+  if (role == 1) {
+    // branch_output: the MoE's complete output moved to the rows the layer
+    // hands on. Without a2a LongcatFlashMoE completes it with its TP
+    // all-reduce, and under DP the move cuts ATTN_DP (dp_scatter of this
+    // shard's slot). With a2a the combine completed it and the all-reduce is
+    // skipped (get_moe_a2a_backend().is_none() is false); only the last layer
+    // gathers it over attention TP.
+    h.handoff = {moe_rows, SumGroup::kNone, Completer::kNone, true};
+    if (a2a) {
+      if (last_layer && a_ > 1) {
+        h.exit.push_back({OpKind::kAllGather, Tensor::kBranch, attn_tp, RowKind::kLocal, RowKind::kAttention});
+      }
+      // branch_input: mlp0 (a dense FFN on shared rows) reads the input the
+      // MoE boundary read, gathered over attention TP, then DP; its residual
+      // is gathered back to attention rows (the dense FFN's residual_to).
+      if (a_ > 1) {
+        h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, attn_tp, RowKind::kLocal, RowKind::kAttention});
+      }
+      if (D_ > 1) {
+        h.entry.push_back({OpKind::kDpGatherReplicate, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp),
+                           RowKind::kAttention, RowKind::kFull});
+      }
+      if (a_ > 1) {
+        h.entry.push_back({OpKind::kAllGather, Tensor::kResidual, attn_tp, RowKind::kLocal, RowKind::kAttention});
+      }
+      residual_local_ = false;
+      return h;
+    }
+    // mlp0 reads the input the MoE boundary read (branch_input: the same rows).
+    if (group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kBranch, group, moe_rows, moe_rows});
+    if (D_ > 1) h.exit.push_back({OpKind::kDpScatter, Tensor::kBranch, kNoAxis, RowKind::kFull, RowKind::kAttention});
+    return h;
+  }
+  assert(role == 4 && "the other branch-layer boundaries are ordinary two-stage ones");
+  // merge_branch: export completes mlp1's outstanding sum (an all-reduce;
+  // under DP its return over DP as the exit policy picks it), both hidden
+  // state and residual move to the rows the MoE's layer hands on (under a2a
+  // a cut to this rank's attention-TP slice), then the MoE contribution is
+  // added; the next layer's input (or the final norm) adds and norms.
+  h.handoff = {hands_on_local ? RowKind::kLocal : RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
+  const LayerKind producer = stacks_[0][from];
+  if (D_ > 1) {
+    dpCompleteSteps(h.exit, producer, group);
+  } else if (group != kNoAxis) {
+    h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
+  }
+  if (hands_on_local) {
+    h.exit.push_back({OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+    h.exit.push_back({OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
+  }
+  h.exit.push_back({OpKind::kAdd, Tensor::kBranch, kNoAxis, h.handoff.rows, h.handoff.rows});
+  if (hands_on_local && !final_norm) {
+    // The next attention input from local rows: add+norm on the slice, then
+    // the normed rows gathered over attention TP; the residual stays local.
+    h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+    h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, attn_tp, RowKind::kLocal, RowKind::kAttention});
+    h.residual_after = RowKind::kLocal;
+    residual_local_ = true;
+    return h;
+  }
+  h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
   return h;
 }
 
@@ -1125,24 +1200,22 @@ void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
     emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, RowKind::kLocal, RowKind::kLocal});
     return;
   }
+  // LongCat-Flash's MoE computes on the branch's copy of its input.
+  const Tensor t = branch_ && stack == 0 && stage % spl_ == 1 ? Tensor::kBranch : Tensor::kHidden;
   if (a2aMoe(k)) {
     const RowKind local = localRows();
     if (axis != kNoAxis) {
-      emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllToAll, Tensor::kHidden, axis, local, RowKind::kDispatched});
+      emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllToAll, t, axis, local, RowKind::kDispatched});
       emit(rank, stack, stage, Phase::kCompute,
-           {OpKind::kCompute, Tensor::kHidden, axis, RowKind::kDispatched, RowKind::kDispatched});
-      emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllToAll, Tensor::kHidden, axis, RowKind::kDispatched, local});
+           {OpKind::kCompute, t, axis, RowKind::kDispatched, RowKind::kDispatched});
+      emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllToAll, t, axis, RowKind::kDispatched, local});
     } else {
-      emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, local, local});
+      emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, t, axis, local, local});
     }
     return;
   }
   const RowKind rows = denseOnLocal(k) ? localRows() : isFfn(k) ? sharedFfnRows(k) : RowKind::kAttention;
-  if (branch_ && stage % spl_ == 1) {
-    emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kBranch, axis, rows, rows});
-    return;
-  }
-  emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, rows, rows});
+  emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, t, axis, rows, rows});
 }
 
 Status DeclaredBuilder::decide() {
@@ -1187,8 +1260,10 @@ Status DeclaredBuilder::decide() {
       info.weight_axis = weightAxis(kinds[s]);
       info.shards = info.weight_axis == kNoAxis ? 1 : axisSize(static_cast<Axis>(info.weight_axis));
       info.pp_rank = stack == 0 ? pp_of[s] : last_pp;
-      if (branch_ && s % spl_ == 1) info.joins_at = std::min(s + spl_ - 1, n);  // merged into the next layer's input
-      if (branch_ && s % spl_ == 2) info.reads_norm_of = s - 1;                 // mlp0 reads the MoE boundary's input
+      // The MTP stack's layer (stack 1) is an ordinary two-stage layer.
+      const bool branch_layer = branch_ && stack == 0;
+      if (branch_layer && s % spl_ == 1) info.joins_at = std::min(s + spl_ - 1, n);  // merged after mlp1's sum
+      if (branch_layer && s % spl_ == 2) info.reads_norm_of = s - 1;                 // mlp0 reads the MoE's input
       info.terminal = s == n - 1;
       plan_.stages.push_back(info);
     }

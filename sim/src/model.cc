@@ -22,8 +22,12 @@ std::span<const ModelPreset> presets() { return {kPresets, static_cast<size_t>(k
 Expected<Pattern> ModelPreset::parsedPattern() const {
   if (family == LayerFamily::kBranchMerge) {
     // Written stage by stage in the single-stage alphabet, five per layer:
-    // attention, the MoE branch, MLP, attention, MLP.
-    Expected<Pattern> p = parsePattern(stages, PatternAlphabet::kSingleStage);
+    // attention, the MoE branch, MLP, attention, MLP. After '/', the MTP
+    // layer, which is an ordinary two-stage layer (LongcatFlashModelNextN's
+    // dense decoder layer: attention, then one MLP), in that alphabet.
+    const std::string_view text(stages);
+    const size_t slash = text.find('/');
+    Expected<Pattern> p = parsePattern(text.substr(0, slash), PatternAlphabet::kSingleStage);
     if (!p) return p;
     for (int i = 0; i < p->size(); ++i) {
       const LayerKind k = p->layers[i];
@@ -33,6 +37,12 @@ Expected<Pattern> ModelPreset::parsedPattern() const {
         return Status::invalid("model " + std::string(name) + ": stage " + std::to_string(i) +
                                " does not fit the branch-merge layer (mixer, MoE branch, MLP, mixer, MLP)");
       }
+    }
+    if (slash != std::string_view::npos) {
+      // Parsed behind a placeholder main layer, so the MTP part follows the two-stage rules.
+      Expected<Pattern> mtp = parsePattern("*-" + std::string(text.substr(slash)), PatternAlphabet::kTwoStage);
+      if (!mtp) return Status::invalid("model " + std::string(name) + ": " + mtp.status().message());
+      p->mtp = mtp->mtp;
     }
     return p;
   }

@@ -49,7 +49,8 @@ NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Sha
       // role 1) computes on its normed input and waits; mlp0 (role 2) reads
       // that same normed input; the MoE's output joins mlp1's (role 4)
       // before the residual add (layer_boundary/adapters/branch.py).
-      const bool branch = c.model.family == LayerFamily::kBranchMerge;
+      // Its MTP layer (stack 1) is an ordinary two-stage layer.
+      const bool branch = c.model.family == LayerFamily::kBranchMerge && stack == 0;
       const int spl = c.model.stagesPerLayer();
       std::vector<float> branch_x, branch_y;
       for (int s = 0; s < static_cast<int>(kinds.size()); ++s) {

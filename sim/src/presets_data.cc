@@ -204,10 +204,10 @@ const ModelPreset kPresets[] = {
         .layers = 28,
         .pattern = "****************************",
         .mtp_pattern = "",
-        .stages = "*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-",
+        .stages = "*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-*E-*-/*-",
         .allow_reduce_scatter = true,
         .shape = {.hidden=6144, .heads=64, .kv_heads=64, .head_dim=128, .mamba_heads=kNotApplicable, .mamba_head_dim=kNotApplicable, .mamba_groups=kNotApplicable, .ssm_state=kNotApplicable, .ffn_intermediate=2048, .moe_experts=512, .moe_top_k=12, .moe_shared_intermediate=kNotApplicable, .dense_intermediate=12288, .q_lora_rank=1536},
-        .source = "meituan-longcat/LongCat-Flash-Chat configuration_longcat_flash.py defaults (num_layers 28, hidden_size 6144, num_attention_heads 64, q_lora_rank 1536, kv_lora_rank 512, v_head_dim 128, ffn_hidden_size 12288, expert_ffn_hidden_size 2048, n_routed_experts 512 plus 256 zero-computation experts, moe_topk 12) as reproduced in third-party code; sgl-project/sglang python/sglang/srt/models/longcat_flash.py @01f67c3454be and layer_boundary/adapters/branch.py (branch_output, merge_branch)",
+        .source = "meituan-longcat/LongCat-Flash-Chat configuration_longcat_flash.py defaults (num_layers 28, hidden_size 6144, num_attention_heads 64, q_lora_rank 1536, kv_lora_rank 512, v_head_dim 128, ffn_hidden_size 12288, expert_ffn_hidden_size 2048, n_routed_experts 512 plus 256 zero-computation experts, moe_topk 12) as reproduced in third-party code; sgl-project/sglang python/sglang/srt/models/longcat_flash.py @01f67c3454be and layer_boundary/adapters/branch.py (branch_output, merge_branch); MTP: models/longcat_flash_nextn.py @01f67c3454be (LongcatFlashModelNextN: one LongcatFlashDenseDecoderLayer, MLA attention then a dense MLP)",
     },
 };
 

@@ -25,9 +25,16 @@ inline Flags tboFlags(A2aBackend a2a, ForwardMode mode = ForwardMode::kDecode) {
 }
 
 /// Branch cases of `world` ranks (1 or 2): TP, DP attention (the branch's
-/// own dp_scatter), an idle DP rank, SUM_LEN, a reduce-scatter DP return.
+/// own dp_scatter), an idle DP rank, SUM_LEN, a reduce-scatter DP return, the
+/// deepep all-to-all (with DP attention too).
 inline std::vector<Case> branchCases(int world) {
-  if (world == 1) return {longcatCase({}, {3}), longcatCase({}, {1})};
+  // The deepep all-to-all: the MoE branch dispatches and combines on local
+  // rows and owes no all-reduce; the merge cuts the hidden state to them.
+  Flags deepep;
+  deepep.a2a = A2aBackend::kDeepep;
+  Flags deepep_extend = deepep;
+  deepep_extend.mode = ForwardMode::kExtend;
+  if (world == 1) return {longcatCase({}, {3}), longcatCase({}, {1}), longcatCase({}, {3}, deepep)};
   Flags sum_len;
   sum_len.dp_padding = DpPadding::kSumLen;
   Flags rs;
@@ -37,7 +44,10 @@ inline std::vector<Case> branchCases(int world) {
           longcatCase({.tp = 2, .attn_dp = 2}, {3, 2}),
           longcatCase({.tp = 2, .attn_dp = 2}, {4, 0}),
           longcatCase({.tp = 2, .attn_dp = 2}, {3, 2}, sum_len),
-          longcatCase({.tp = 2, .attn_dp = 2}, {3, 2}, rs)};
+          longcatCase({.tp = 2, .attn_dp = 2}, {3, 2}, rs),
+          longcatCase({.tp = 2, .moe_ep = 2}, {5}, deepep),
+          longcatCase({.tp = 2, .moe_ep = 2}, {5}, deepep_extend),
+          longcatCase({.tp = 2, .attn_dp = 2, .moe_ep = 2}, {3, 2}, deepep)};
 }
 
 /// DeepSeek-style TBO cases of `world` ranks (1 or 2), decode and extend:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "case_builders.h"
+#include "reference_check.h"
 #include "seam/properties/check.h"
 #include "seam/sim/case.h"
 #include "seam/sim/dp_gather.h"
@@ -734,18 +735,13 @@ TEST(BranchLayers, UnderDpAttentionTheMoeBranchRunsOnFullRowsAndIsScatteredBackB
 }
 
 TEST(BranchLayers, UnderDpAttentionEveryPaddingModeReductionAndIdleShardHoldsAndMatchesTheReference) {
-  const numeric::Shape shape{.hidden = 8, .inner = 16};
   for (DpPadding padding : {DpPadding::kMaxLen, DpPadding::kSumLen}) {
     for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs, BoundaryReduction::kRsv}) {
       for (const std::vector<int>& tokens : {std::vector<int>{3, 2}, std::vector<int>{4, 0}, std::vector<int>{1, 5}}) {
         Case c = longcatDp(tokens, padding, red);
         c.model.pattern.layers.resize(10);  // two layers are enough for the numeric run
         SCOPED_TRACE(reproduceCommand(c, "declared"));
-        const Plan plan = mustBuild(c);
-        expectHolds(plan);
-        const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
-        ASSERT_TRUE(run.ran());
-        EXPECT_TRUE(compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output).identical);
+        seam::testing::expectHoldsAndMatchesTheReference(c, mustBuild(c));
       }
     }
   }
