@@ -75,7 +75,7 @@ CASES = [
      f"--pattern '*-*E' {TWO} --tp 2 --tokens 4 --mode extend --input-scattered"),
     ("two_stage_input_scattered_pp_cut", "input-scattered across a pipeline cut: the FFN completes before the send, the next stage slices",
      f"--pattern '*-|*E' {TWO} --pp 2 --tp 2 --tokens 4 --mode extend --input-scattered"),
-    ("two_stage_ln_sp", "LayerNorm SP (§6.5 SEQUENCE_PARALLEL, extend): every stage on local rows, its column linear all-gathers and its row linear reduce-scatters; boundaries only add and norm; the last layer gathers for the final norm",
+    ("two_stage_ln_sp", "LayerNorm SP (§6.5 SEQUENCE_PARALLEL, extend): every stage on SGLang's padded equal shards (tp chunks of ceil(M/tp) rows, shard_token_rows), its column linear all-gathers them (narrowed to M) and its row linear reduce-scatters (M padded) with the plain collectives; boundaries only add and norm; the final norm runs on the shards and maybe_exit_gather gathers its output",
      f"--pattern '*-*-' {TWO} --tp 2 --tokens 3 --mode extend --ln-sp"),
     ("two_stage_cp_decode", "attention CP on a decode batch (not sharded over CP): the CP ranks hold the same rows; a GQA FFN never leaves its sum (may_leave is false under GQA CP), so every FFN exit all-reduces",
      f"--pattern '*-*-' {TWO} --tp 4 --cp 2 --tokens 3"),

@@ -126,9 +126,9 @@ std::optional<DpPadding> modeOfCount(const RowMap& rows, const RowMap& other, Dp
 /// numbered as in the batch.
 struct LaneRows {
   LaneRows(const Topology& topo, const Plan& p, const Batch& batch, const std::vector<int>* first_tokens)
-      : rows(topo, batch, p.padding, p.cp_layout, first_tokens),
+      : rows(topo, batch, p.padding, p.cp_layout, first_tokens, p.local_split),
         other_rows(topo, batch, p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen,
-                   p.cp_layout, first_tokens),
+                   p.cp_layout, first_tokens, p.local_split),
         dp(p.source.config, batch, p.padding, p.source.flags.dp_gatherv, p.cp_layout) {}
   RowMap rows;        ///< full rows in the plan's padding mode
   RowMap other_rows;  ///< full rows in the other mode (a plan may read either)

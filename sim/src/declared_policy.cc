@@ -122,7 +122,7 @@ class DeclaredBuilder {
         cfg_(c.config),
         padding_(resolvePadding(c)),
         cp_layout_(cpLayoutOf(c)),
-        rows_(c.config, c.batch, padding_, cp_layout_),
+        rows_(c.config, c.batch, padding_, cp_layout_, ln_sp_ ? LocalSplit::kPaddedEqual : LocalSplit::kTensorSplit),
         T_(cfg_.tp),
         D_(cfg_.attn_dp),
         a_(cfg_.attnTp()),
@@ -451,9 +451,11 @@ Status DeclaredBuilder::refuse() {
     return Status::notModelled("the classic (Gen A) tables under attention CP (attn_cp=" +
                                std::to_string(cfg_.attn_cp) + "; Gen B's MOE_FULL rows)");
   }
-  if (cp_batch_ && ln_sp_) {
-    return Status::notModelled("LayerNorm sequence parallel on a CP-sharded extend batch (attn_cp=" +
-                               std::to_string(cfg_.attn_cp) + ")");
+  if (cp_ && ln_sp_) {
+    // SP shards the sequence over the whole TP group (get_parallel().tp_group),
+    // while attention CP replicates the rows and attention weights over attn_cp.
+    return Status::notModelled("LayerNorm sequence parallel under attention CP (attn_cp=" +
+                               std::to_string(cfg_.attn_cp) + "): SP's padded shards span the TP group");
   }
   if (cp_layout_ == CpLayout::kInterleave && useRs()) {
     // _select_exit_move, R - P == {CP}: a reduce-scatter only over a sum
@@ -671,12 +673,12 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
     // The stage's row linear reduce-scattered its output: complete local rows.
     h.handoff = {RowKind::kLocal, SumGroup::kNone, Completer::kNone, true};
     if (final_norm) {
-      // The model output is read on attention rows: hs += residual, gather.
-      h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, false};
-      h.exit.push_back({OpKind::kAdd, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
-      h.exit.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnTp),
-                        RowKind::kLocal, RowKind::kAttention});
-      h.entry.push_back({OpKind::kNorm, Tensor::kHidden});
+      // The model's final norm (add + RMSNorm) runs on the SP shards; the
+      // LogitsProcessor's maybe_exit_gather then all-gathers them over TP and
+      // narrows to the M tokens (sp_exit_gather) before the LM head.
+      h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
+      h.entry.push_back({OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kLocal,
+                         RowKind::kAttention});
       residual_local_ = false;
       return h;
     }
@@ -1147,6 +1149,11 @@ std::int64_t DeclaredBuilder::bytesOf(const Step& s, int rank) const {
   const std::int64_t row_bytes = activationRowBytes(c_.model.shape);
   const int in = rows_.count(s.in, rank);
   const int out = rows_.count(s.out, rank);
+  if (ln_sp_ && (s.kind == OpKind::kAllGather || s.kind == OpKind::kReduceScatter) &&
+      (s.in == RowKind::kLocal || s.out == RowKind::kLocal)) {
+    // The gathered (or padded, reduce-scattered) buffer: tp equal padded shards.
+    return static_cast<std::int64_t>(T_) * rows_.count(RowKind::kLocal, rank) * row_bytes;
+  }
   switch (s.kind) {
     case OpKind::kAllGather:
     case OpKind::kAllGatherv:
@@ -1176,9 +1183,10 @@ void DeclaredBuilder::emit(int rank, int stack, int stage, Phase phase, const St
   op.axis = s.axis;
   op.rows_in = {s.in, rows_.count(s.in, rank)};
   op.rows_out = {s.out, rows_.count(s.out, rank)};
-  // Uneven attention-TP splits use the variable-size collectives.
+  // Uneven attention-TP splits use the variable-size collectives; LayerNorm
+  // SP's padded shards are equal, its collectives the plain ones.
   const bool local_side = s.in == RowKind::kLocal || s.out == RowKind::kLocal;
-  if ((s.axis == static_cast<std::int8_t>(Axis::kAttnTp) || local_side) && rows_.shardTokens(rank) % a_ != 0) {
+  if ((s.axis == static_cast<std::int8_t>(Axis::kAttnTp) || local_side) && rows_.shardTokens(rank) % a_ != 0 && !ln_sp_) {
     if (op.kind == OpKind::kReduceScatter) op.kind = OpKind::kReduceScatterv;
     if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
   }
@@ -1189,11 +1197,14 @@ void DeclaredBuilder::emitCompute(int rank, int stack, int stage) {
   const LayerKind k = stacks_[stack][stage];
   const std::int8_t axis = weightAxis(k);
   if (ln_sp_ && axis != kNoAxis) {
-    // Column-parallel in: all-gather the local rows; row-parallel out:
-    // reduce-scatter back to them, which completes the stage's sum.
-    emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllGather, Tensor::kHidden, axis, RowKind::kLocal, RowKind::kAttention});
+    // Column-parallel in: all_gather_token_rows over the TP group (the SP
+    // group), narrowed to the M tokens; row-parallel out:
+    // reduce_scatter_token_rows (the M rows padded to tp equal chunks), which
+    // completes the stage's sum on the padded shards.
+    const std::int8_t tp = static_cast<std::int8_t>(Axis::kTp);
+    emit(rank, stack, stage, Phase::kCompute, {OpKind::kAllGather, Tensor::kHidden, tp, RowKind::kLocal, RowKind::kAttention});
     emit(rank, stack, stage, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, axis, RowKind::kAttention, RowKind::kAttention});
-    emit(rank, stack, stage, Phase::kCompute, {OpKind::kReduceScatter, Tensor::kHidden, axis, RowKind::kAttention, RowKind::kLocal});
+    emit(rank, stack, stage, Phase::kCompute, {OpKind::kReduceScatter, Tensor::kHidden, tp, RowKind::kAttention, RowKind::kLocal});
     return;
   }
   if (ln_sp_) {
@@ -1227,6 +1238,7 @@ Status DeclaredBuilder::decide() {
   plan_.source = c_;
   plan_.padding = padding_;
   plan_.cp_layout = cp_layout_;
+  plan_.local_split = ln_sp_ ? LocalSplit::kPaddedEqual : LocalSplit::kTensorSplit;
   plan_.ranks.assign(world(), {});
   const size_t stage_count = c_.model.pattern.layers.size() + c_.model.pattern.mtp.size();
   plan_.boundaries.reserve(stage_count + 2);

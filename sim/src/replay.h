@@ -81,8 +81,8 @@ class Replay {
     // Lane 0: the batch; lanes 1 and 2: the TBO halves, tokens numbered as in the batch.
     const DpPadding other = plan.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
     map_lane_ = 0;
-    rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout);
-    other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout);
+    rows_.emplace(*topo_, plan.source.batch, plan.padding, plan.cp_layout, nullptr, plan.local_split);
+    other_rows_.emplace(*topo_, plan.source.batch, other, plan.cp_layout, nullptr, plan.local_split);
     dp_.emplace(plan.source.config, plan.source.batch, plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
     tbo_ = !plan.tbo_split.empty();
     for (int lane = 1; tbo_ && lane < kHalfLanes; ++lane) {
@@ -90,8 +90,8 @@ class Replay {
       const Batch batch = tboHalfBatch(plan.source.batch, plan.tbo_split, half);
       const std::vector<int> first = tboFirstTokens(plan.source.batch, plan.tbo_split, half);
       Lane& l = parked_lanes_[lane];
-      l.rows.emplace(*topo_, batch, plan.padding, plan.cp_layout, &first);
-      l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, &first);
+      l.rows.emplace(*topo_, batch, plan.padding, plan.cp_layout, &first, plan.local_split);
+      l.other_rows.emplace(*topo_, batch, other, plan.cp_layout, &first, plan.local_split);
       l.dp.emplace(plan.source.config, batch, plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
     }
     row_bytes_ = activationRowBytes(plan.source.model.shape);
@@ -533,6 +533,9 @@ class Replay {
       b.v[i] = domain_.norm(source.v[i], op.stack, op.stage, toks[i], ++junk_);
     }
     if (final_norm) {
+      // LayerNorm SP's final norm runs on the padded shards; the exit gather
+      // after it (maybe_exit_gather) records the output.
+      if (source.kind == RowKind::kLocal && rows_->localSplit() == LocalSplit::kPaddedEqual) return;
       if (source.kind != RowKind::kAttention || static_cast<int>(source.v.size()) != rows_->shardTokens(r)) {
         report(at(r, Property::kOutputComplete, ViolationClass::kMissingOutput,
                   "the final norm runs on " + std::string(rowKindName(source.kind)) +
@@ -552,6 +555,35 @@ class Replay {
 
   void addInto(Buffer& dst, const Buffer& src) {
     for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], src.v[i]);
+  }
+
+  /// Rank `src`'s local rows of `attention` (the shard's rows): its slice,
+  /// and under LayerNorm SP's padded chunks the rows past the shard are the
+  /// zero rows of the pad, which hold no token.
+  void takeLocal(int src, const std::vector<Value>& attention, std::vector<Value>* out) {
+    const int off = rows_->localOffset(src);
+    const int cnt = rows_->count(RowKind::kLocal, src);
+    out->clear();
+    out->reserve(cnt);
+    for (int p = off; p < off + cnt; ++p) {
+      out->push_back(p < static_cast<int>(attention.size()) ? attention[p] : freshJunk());
+    }
+  }
+
+  /// A plain all_gather / reduce_scatter between local and attention rows
+  /// moves one chunk size from every member (ncclAllGather /
+  /// ncclReduceScatter); unequal slices need the v-variants.
+  bool equalChunks(const std::vector<int>& members, const Op& op) {
+    if (op.kind != OpKind::kAllGather && op.kind != OpKind::kReduceScatter) return true;
+    const int chunk = rows_->count(RowKind::kLocal, members.front());
+    for (int m : members) {
+      if (rows_->count(RowKind::kLocal, m) == chunk) continue;
+      report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                std::string(opName(op.kind)) + " of unequal chunks (" + std::to_string(chunk) + " and " +
+                    std::to_string(rows_->count(RowKind::kLocal, m)) + " local rows): a real run corrupts memory"));
+      return false;
+    }
+    return true;
   }
 
   // ---- local ops ------------------------------------------------------------
@@ -633,9 +665,8 @@ class Replay {
         // tensor_split(attn_tp)[index]: the rank's own slice, or another
         // position's when the plan says so (a wrong slice index).
         const int src = op.slice_of < 0 ? r : topo_->groupOf(Axis::kAttnTp, r)[op.slice_of % topo_->groupSize(Axis::kAttnTp)];
-        const int off = rows_->localOffset(src);
-        const int cnt = rows_->count(RowKind::kLocal, src);
-        std::vector<Value> v(b.v.begin() + off, b.v.begin() + off + cnt);
+        std::vector<Value> v;
+        takeLocal(src, b.v, &v);
         b.v = std::move(v);
         b.kind = RowKind::kLocal;
         return;
@@ -749,6 +780,14 @@ class Replay {
       return;
     }
     const auto& toks = tokensOf(h, r);
+    if (h.kind == RowKind::kAttention && h.v.size() > toks.size()) {
+      // Gathered padded shards not narrowed to the shard's tokens: the GEMM
+      // (and attention) would read the padding rows past them as tokens.
+      report(at(r, Property::kOwedOnce, ViolationClass::kPaddingLeak,
+                "compute reads " + std::to_string(h.v.size()) + " attention rows where the shard holds " +
+                    std::to_string(toks.size()) + " tokens: the padding rows past them are read as tokens"));
+      return;
+    }
     if (h.v.size() != toks.size()) {
       layoutViolation(r, Property::kOwedOnce, "compute on a buffer of " + std::to_string(h.v.size()) +
                                                   " rows labelled " + std::string(rowKindName(h.kind)));
@@ -847,6 +886,7 @@ class Replay {
             return;
           }
         }
+        if (in == RowKind::kAttention && !equalChunks(members, op)) return;
         Buffer sum = buf(r0);
         for (size_t k = 1; k < members.size(); ++k) addInto(sum, buf(members[k]));
         const bool cp_return = in == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp);
@@ -866,9 +906,7 @@ class Replay {
             if (!readSlot(m, sum, mop, &b.v)) return;
             b.kind = RowKind::kAttention;
           } else {  // attention rows -> this rank's local slice
-            const int off = rows_->localOffset(m);
-            const int cnt = rows_->count(RowKind::kLocal, m);
-            b.v.assign(sum.v.begin() + off, sum.v.begin() + off + cnt);
+            takeLocal(m, sum.v, &b.v);
             b.kind = RowKind::kLocal;
           }
         }
@@ -896,28 +934,42 @@ class Replay {
           for (int m : members) buf(m) = g;
           return;
         }
-        // local slices -> attention rows, each member's slice at its offset.
+        // local slices -> attention rows, each member's slice at its offset
+        // (LayerNorm SP: the padded equal chunks gathered, then narrowed to
+        // the op's rows_out, the shard's M rows in a real plan:
+        // all_gather_token_rows' output[:total_rows]).
+        if (!equalChunks(members, op)) return;
         const int cnt = rows_->count(RowKind::kAttention, r0);
+        int gathered = cnt;
+        for (int m : members) gathered = std::max(gathered, rows_->localOffset(m) + static_cast<int>(buf(m).v.size()));
         Buffer g;
         g.kind = RowKind::kAttention;
         g.present = true;
-        g.v.assign(cnt, domain_.zero());
-        std::vector<int> filled(cnt, 0);
+        g.v.assign(gathered, domain_.zero());
         for (int m : members) {
           Buffer& b = buf(m);
           const int off = rows_->localOffset(m);
-          if (!b.present || rows_->count(RowKind::kAttention, m) != cnt ||
-              off + static_cast<int>(b.v.size()) > cnt) {
+          const bool fits = rows_->localSplit() == LocalSplit::kPaddedEqual
+                                ? static_cast<int>(b.v.size()) == rows_->count(RowKind::kLocal, m)
+                                : off + static_cast<int>(b.v.size()) <= cnt;
+          if (!b.present || rows_->count(RowKind::kAttention, m) != cnt || !fits) {
             report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
                       "all_gather members hold slices of different shards"));
             return;
           }
-          for (size_t i = 0; i < b.v.size(); ++i) {
-            g.v[off + i] = b.v[i];
-            ++filled[off + i];
+          std::copy(b.v.begin(), b.v.end(), g.v.begin() + off);
+        }
+        g.v.resize(std::min(gathered, std::max(cnt, static_cast<int>(op.rows_out.count))));
+        for (int m : members) buf(m) = g;
+        if (rows_->localSplit() == LocalSplit::kPaddedEqual && t == Tensor::kHidden &&
+            op.stage == static_cast<int>(stacks_[op.stack].shards.size())) {
+          // maybe_exit_gather: the final norm ran on the SP shards; the
+          // gathered rows are the model's output.
+          for (int m : members) {
+            if (!checkRows(m, buf(m), Expect::kNormed, op.stack, op.stage, Property::kOutputComplete)) return;
+            recordFinal(m, op.stack, buf(m));
           }
         }
-        for (int m : members) buf(m) = g;
         return;
       }
       case OpKind::kAllToAll: {

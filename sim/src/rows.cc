@@ -83,8 +83,10 @@ std::vector<int> cpShardTokens(CpLayout layout, int tokens, int cp, int c) {
 // CpLayout::kReplicated: a shard's tokens are split over attn_tp only, so the
 // ranks of one attn_cp group hold the same rows.
 RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp,
-               const std::vector<int>* first_tokens)
-    : total_tokens_(batch.total()), padding_(padding) {
+               const std::vector<int>* first_tokens, LocalSplit local_split)
+    : total_tokens_(batch.total()), padding_(padding), local_split_(local_split) {
+  assert((local_split == LocalSplit::kTensorSplit || cp == CpLayout::kReplicated) &&
+         "LayerNorm SP's padded shards of a CP-sharded batch");
   const ParallelConfig& config = topology.config();
   const int world = topology.world();
   const int shards = config.attn_dp;
@@ -116,11 +118,17 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
     std::vector<int>& attention = rows_[static_cast<int>(RowKind::kAttention)][r];
     for (int t = 0; t < shard_tokens; ++t) attention.push_back(offset[d] + t);
 
+    std::vector<int>& local = rows_[static_cast<int>(RowKind::kLocal)][r];
+    if (local_split == LocalSplit::kPaddedEqual) {
+      // shard_token_rows: equal chunks of the shard padded to a multiple of attn_tp.
+      const int c = paddedLocalRows(shard_tokens, atp);
+      local_offset_[r] = i * c;
+      for (int p = i * c; p < (i + 1) * c; ++p) local.push_back(p < shard_tokens ? offset[d] + p : kPaddingRow);
+      continue;
+    }
     const Span split = tensorSplit(shard_tokens, atp, i);
     local_offset_[r] = split.start;
-    std::vector<int>& local = rows_[static_cast<int>(RowKind::kLocal)][r];
     for (int t = 0; t < split.count; ++t) local.push_back(offset[d] + split.start + t);
-
   }
 
   // Sequence rows: the shard's tokens in order (CP-sharded: after the model
@@ -185,7 +193,7 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
   }
 }
 
-RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padding, CpLayout cp) {
+RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padding, CpLayout cp, LocalSplit split) {
   const int world = c.world();
   const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp;
   counts_.assign(static_cast<size_t>(world) * kRowKindCount, 0);
@@ -195,6 +203,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
   auto local = [&](int rank) {
     const int l = rank % T;
     const int bd = batch.tokens[l / (atp * acp)];
+    if (split == LocalSplit::kPaddedEqual) return paddedLocalRows(bd, atp);
     return tensorSplit(cpShardsTokens(cp, bd, acp) ? cpShardRows(cp, bd, acp) : bd, atp, l % atp).count;
   };
   for (int r = 0; r < world; ++r) {

@@ -119,6 +119,20 @@ TEST(PlanLanes, EveryRowBufferHoldsTheRowsOfEveryLane) {
   }
 }
 
+TEST(PlanLanes, ALayerNormSpPlanBuildsThePaddedShardsAndIsRefusedOnGpusWithAReason) {
+  // M=5 over tp=4: the lane rows are shard_token_rows' chunks of 2, the last all padding.
+  Flags f;
+  f.mode = ForwardMode::kExtend;
+  f.layernorm_sp = true;
+  const Plan plan = mustBuild(seam::testing::twoStageCase("*-*-", {.tp = 4}, {5}, f));
+  SharedRun s(plan, GpuRunOptions{}, plan.world());
+  EXPECT_EQ(s.rows.localSplit(), LocalSplit::kPaddedEqual);
+  EXPECT_EQ(s.rows.tokens(RowKind::kLocal, 3), (std::vector<int>{kPaddingRow, kPaddingRow}));
+  auto run = runPlanOnGpus(plan, GpuRunOptions{});
+  ASSERT_FALSE(run.hasValue());
+  EXPECT_NE(run.status().message().find("LayerNorm SP"), std::string::npos) << run.status().message();
+}
+
 TEST(PlanLanes, TheCasesTheGpuTestsRunHoldAndAreBitIdenticalOnTheCpuExecutor) {
   // A GPU test of these cases compares the GPU with the CPU executor and the
   // reference: the comparison means something only if these agree.

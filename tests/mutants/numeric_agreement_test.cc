@@ -23,6 +23,11 @@ CampaignSpec agreementSpace() {
   two_stage.model = *modelFromPattern("*-*E*E", LayerFamily::kTwoStage);
   two_stage.name = "pattern " + two_stage.model->pattern.text();
   spec.models.push_back(std::move(two_stage));
+  // Qwen3 dense layers: LayerNorm SP's padded equal shards (extend batches).
+  properties::SweepModel dense;
+  dense.model = *modelFromPattern("*-*-", LayerFamily::kTwoStage);
+  dense.name = "pattern " + dense.model->pattern.text();
+  spec.models.push_back(std::move(dense));
   // A parallel hybrid (Falcon-H1: attention and Mamba on one normed input).
   spec.models.push_back(*properties::sweepModel("falcon-h1-tiny-90m", ""));
   spec.worlds = {1, 2, 4};

@@ -110,6 +110,23 @@ TEST(RowMap, WithoutDpAttentionLocalRowsFollowTensorSplit) {
   EXPECT_EQ(m.fullSlot(0), 0);
 }
 
+TEST(RowMap, UnderLayerNormSpLocalRowsAreTheShardPaddedToEqualChunks) {
+  // shard_token_rows: 5 rows padded to 8, then 4 chunks of 2 (not tensor_split's 2,1,1,1).
+  const ParallelConfig config{.tp = 4};
+  RowMap m(Topology(config), Batch{{5}}, DpPadding::kMaxLen, CpLayout::kReplicated, nullptr,
+           LocalSplit::kPaddedEqual);
+  const RowCounts counts(config, Batch{{5}}, DpPadding::kMaxLen, CpLayout::kReplicated, LocalSplit::kPaddedEqual);
+  const Tokens local[] = {{0, 1}, {2, 3}, {4, P}, {P, P}};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(m.tokens(RowKind::kLocal, r), local[r]);
+    EXPECT_EQ(m.localOffset(r), 2 * r);
+    EXPECT_EQ(counts.count(RowKind::kLocal, r), m.count(RowKind::kLocal, r));
+    EXPECT_EQ(m.tokens(RowKind::kAttention, r), (Tokens{0, 1, 2, 3, 4}));
+  }
+  EXPECT_EQ(m.localSplit(), LocalSplit::kPaddedEqual);
+}
+
 TEST(RowMap, FewerTokensThanRanksLeaveTheLastLocalSlicesEmpty) {
   RowMap m(Topology({.tp = 4}), Batch{{2}}, DpPadding::kSumLen);
   EXPECT_EQ(m.tokens(RowKind::kLocal, 0), (Tokens{0}));

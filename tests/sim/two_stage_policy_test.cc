@@ -278,14 +278,56 @@ TEST(TwoStageRules, UnderLayerNormSpEveryStageGathersItsInputAndReduceScattersIt
   for (int stage = 0; stage < 4; ++stage) EXPECT_EQ(kindsAt(plan, 0, stage, Phase::kCompute), compute) << stage;
   EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), std::vector<OpKind>{OpKind::kAddNorm});
   EXPECT_EQ(kindsAt(plan, 0, 2, Phase::kEntry), std::vector<OpKind>{OpKind::kAddNorm});
-  const std::vector<OpKind> gather = {OpKind::kAdd, OpKind::kAllGather};
-  EXPECT_EQ(kindsAt(plan, 0, 3, Phase::kExit), gather);
+  // The final norm runs on the shards; maybe_exit_gather gathers its output.
+  EXPECT_TRUE(kindsAt(plan, 0, 3, Phase::kExit).empty());
+  const std::vector<OpKind> final_entry = {OpKind::kAddNorm, OpKind::kAllGather};
+  EXPECT_EQ(kindsAt(plan, 0, 4, Phase::kEntry), final_entry);
   expectHolds(plan);
   Flags decode = lnSp();
   decode.mode = ForwardMode::kDecode;
   auto refused = buildPlan(twoStageCase("*-*-", {.tp = 2}, {4}, decode), PolicyKind::kDeclared);
   ASSERT_FALSE(refused.hasValue());
   EXPECT_NE(refused.status().message().find("extend batches only"), std::string::npos);
+}
+
+TEST(TwoStageRules, LayerNormSpMovesEqualPaddedShardsWithThePlainCollectivesWhenTpDoesNotDivideTheTokens) {
+  // M=5, tp=4: shard_token_rows pads to 8 rows, 2 per rank; all_gather_token_rows
+  // and reduce_scatter_token_rows move tp * 2 rows with the plain collectives.
+  const Case c = twoStageCase("*-*-", {.tp = 4}, {5}, lnSp());
+  const Plan plan = mustBuild(c);
+  EXPECT_EQ(plan.local_split, LocalSplit::kPaddedEqual);
+  const std::int64_t row_bytes = activationRowBytes(c.model.shape);
+  constexpr int kChunk = 2;
+  for (int r = 0; r < plan.world(); ++r) {
+    for (const Op& op : plan.ranks[r]) {
+      EXPECT_NE(op.kind, OpKind::kAllGatherv);
+      EXPECT_NE(op.kind, OpKind::kReduceScatterv);
+      if (op.kind != OpKind::kAllGather && op.kind != OpKind::kReduceScatter) continue;
+      EXPECT_EQ(op.axis, static_cast<std::int8_t>(Axis::kTp));
+      EXPECT_EQ(op.bytes, 4 * kChunk * row_bytes);
+      const Rows local = op.kind == OpKind::kAllGather ? op.rows_in : op.rows_out;
+      const Rows attention = op.kind == OpKind::kAllGather ? op.rows_out : op.rows_in;
+      EXPECT_EQ(local, (Rows{RowKind::kLocal, kChunk}));
+      EXPECT_EQ(attention, (Rows{RowKind::kAttention, 5}));
+    }
+  }
+  expectHolds(plan);
+  for (int tokens : {1, 3, 5, 6, 7}) expectHolds(mustBuild(twoStageCase("*-*-", {.tp = 4}, {tokens}, lnSp())));
+  expectHolds(mustBuild(twoStageCase("*-*-*-*-", {.pp = 2, .tp = 4}, {7}, lnSp())));
+}
+
+TEST(TwoStageRules, LayerNormSpPlansOnPaddedShardsAreBitIdenticalToTheReference) {
+  for (const Case& c : {twoStageCase("*-*-", {.tp = 4}, {5}, lnSp()), twoStageCase("*-*-", {.tp = 2}, {3}, lnSp()),
+                        twoStageCase("*-*-*-", {.tp = 8}, {3}, lnSp()),
+                        twoStageCase("*-*-*-*-", {.pp = 2, .tp = 4}, {6}, lnSp())}) {
+    const Plan plan = mustBuild(c);
+    const NumericOutput ref = runReference(c, numeric::Mode::kExact, {});
+    const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, {});
+    ASSERT_TRUE(run.ran()) << reproduceCommand(c, "declared");
+    EXPECT_FALSE(run.ranks_disagree);
+    const OutputDiff d = compareOutputs(ref, run.output);
+    EXPECT_TRUE(d.identical) << d.describe() << "\n" << reproduceCommand(c, "declared");
+  }
 }
 
 TEST(TwoStageRules, LayerNormSpIsRefusedAsValidateLayernormSpRefusesIt) {
@@ -834,13 +876,55 @@ TEST(TwoStageWrongPlans, AnInputScatteredEntryThatSlicesTheFfnsPartialInsteadOfR
   EXPECT_EQ(v.stage, 2);
 }
 
-TEST(TwoStageWrongPlans, ALayerNormSpRowLinearThatSlicesInsteadOfReduceScatteringNeverCompletesItsSum) {
-  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 2}, {4}, lnSp()));
-  sliceInsteadEverywhere(plan, 1, Phase::kCompute, OpKind::kReduceScatter);
+TEST(TwoStageWrongPlans, ALayerNormSpRowLinearThatSlicesItsShardInsteadOfReduceScatteringNeverCompletesItsSum) {
+  // Even shards (tp 2, 4 tokens) and padded ones (tp 4, 5 tokens: the last chunks hold padding).
+  struct Wrong {
+    int tp, tokens, stage;
+  };
+  for (const Wrong w : {Wrong{2, 4, 1}, Wrong{4, 5, 0}}) {
+    Plan plan = mustBuild(twoStageCase("*-*-", {.tp = w.tp}, {w.tokens}, lnSp()));
+    sliceInsteadEverywhere(plan, w.stage, Phase::kCompute, OpKind::kReduceScatter);
+    const Violation v = firstViolation(plan);
+    EXPECT_EQ(v.property, Property::kOwedOnce);
+    EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+    EXPECT_EQ(v.stage, w.stage + 1);
+  }
+}
+
+TEST(TwoStageWrongPlans, ALayerNormSpGatherThatSkipsTheNarrowHandsPaddingRowsToTheGemmAsTokens) {
+  // all_gather_token_rows without output[:total_rows]: 8 rows for 5 tokens.
+  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4}, {5}, lnSp()));
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, 1, Phase::kCompute, OpKind::kAllGather);
+    ASSERT_GE(i, 0);
+    plan.ranks[r][i].rows_out.count = 8;
+  }
   const Violation v = firstViolation(plan);
   EXPECT_EQ(v.property, Property::kOwedOnce);
-  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
-  EXPECT_EQ(v.stage, 2);
+  EXPECT_EQ(v.cls, ViolationClass::kPaddingLeak);
+  EXPECT_EQ(v.stage, 1);
+  EXPECT_EQ(v.op, OpKind::kCompute);
+}
+
+TEST(TwoStageWrongPlans, ALayerNormSpPlanOnTensorSplitRowsIssuesPlainCollectivesOfUnequalChunks) {
+  // The padded plan replayed on tensor_split's 2,1,1,1 rows: ncclAllGather of unequal sizes.
+  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4}, {5}, lnSp()));
+  plan.local_split = LocalSplit::kTensorSplit;
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kCollectivesMatch);
+  EXPECT_EQ(v.cls, ViolationClass::kCollectiveMismatch);
+  EXPECT_EQ(v.op, OpKind::kAllGather);
+}
+
+TEST(TwoStageWrongPlans, ALayerNormSpFinalGatherBeforeTheFinalNormLeavesTheOutputUnnormed) {
+  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4}, {5}, lnSp()));
+  for (int r = 0; r < plan.world(); ++r) {
+    const int i = findOp(plan, r, 4, Phase::kEntry, OpKind::kAllGather);
+    ASSERT_GE(i, 1);
+    std::swap(plan.ranks[r][i - 1], plan.ranks[r][i]);
+  }
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOutputComplete);
 }
 
 TEST(TwoStageWrongPlans, ALegacyReduceScatterTurnedIntoAPlainScatterNeverCompletesTheMoeSum) {

@@ -222,6 +222,9 @@ struct Plan {
   Case source;                   ///< the case (model, config, flags, batch)
   DpPadding padding = DpPadding::kMaxLen;  ///< resolved padding mode
   CpLayout cp_layout = CpLayout::kReplicated;  ///< how the batch lies over attention CP
+  /// How attention rows split into local rows: every executor builds its
+  /// RowMap with it (LayerNorm SP: SGLang's padded equal shards).
+  LocalSplit local_split = LocalSplit::kTensorSplit;
   std::vector<StageInfo> stages;            ///< stack 0 stages, then stack 1 (MTP)
   std::vector<Boundary> boundaries;
   std::vector<std::vector<Op>> ranks;       ///< ops per rank

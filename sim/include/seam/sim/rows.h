@@ -1,6 +1,7 @@
 // Row layouts (reference §3): which tokens each rank holds in each layout,
 // built once per case. Attention rows = the rank's DP shard; local rows = its
-// tensor_split slice over attn_tp; full rows = all DP shards of its TP group
+// tensor_split slice over attn_tp (LayerNorm SP: its padded equal shard,
+// LocalSplit); full rows = all DP shards of its TP group
 // (SUM_LEN: concatenated; MAX_LEN: one max-sized slot per shard, padded);
 // dispatched rows = the local rows of every member of its MoE-EP group.
 // Under DP attention each shard's slot is aligned to attn_tp (dp_gather.h).
@@ -65,14 +66,31 @@ int cpShardRows(CpLayout layout, int tokens, int cp);
 /// rank `c`'s shard, cpShardRows long.
 std::vector<int> cpShardTokens(CpLayout layout, int tokens, int cp, int c);
 
+/// How a DP shard's attention rows split into the attention-TP ranks' local rows.
+enum class LocalSplit : std::uint8_t {
+  /// torch.tensor_split over attn_tp (the communicator's scattered rows):
+  /// uneven when attn_tp does not divide the shard, no padding rows.
+  kTensorSplit,
+  /// LayerNorm SP's shard_token_rows (layers/layernorm_sp.py): the M rows
+  /// padded with zero rows to ceil_align(M, attn_tp), then attn_tp equal
+  /// chunks of c = ceil(M / attn_tp); rank i holds rows [i*c, (i+1)*c), the
+  /// positions past M padding. The SP collectives move equal chunks: the
+  /// all-gather narrows its attn_tp * c rows to M, the reduce-scatter pads
+  /// its M rows to attn_tp * c (replay.h).
+  kPaddedEqual,
+};
+/// Local rows per rank of a shard of `tokens` under kPaddedEqual: ceil(tokens / parts).
+inline int paddedLocalRows(int tokens, int parts) { return (tokens + parts - 1) / parts; }
+
 /// Token ids (global over the DP shards of a TP group; -1 = padding) per
 /// rank per layout. Tokens of shard d are [offset(d), offset(d) + B_d).
 class RowMap {
  public:
   /// `first_tokens`: the token id of each DP shard's first row (default: the
   /// shards numbered in order); a TBO half keeps the whole batch's ids (tbo.h).
+  /// `local`: how attention rows split into local rows (kPaddedEqual only with kReplicated).
   RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp = CpLayout::kReplicated,
-         const std::vector<int>* first_tokens = nullptr);
+         const std::vector<int>* first_tokens = nullptr, LocalSplit local = LocalSplit::kTensorSplit);
 
   const std::vector<int>& tokens(RowKind kind, int rank) const {
     return rows_[static_cast<int>(kind)][rank];
@@ -84,8 +102,10 @@ class RowMap {
   DpPadding padding() const { return padding_; }
   /// First row of DP shard `d` inside the full rows.
   int fullSlot(int d) const { return full_slot_[d]; }
-  /// First row of the rank's own local slice inside its attention rows.
+  /// First row of the rank's own local slice inside its attention rows
+  /// (kPaddedEqual: inside them padded to attn_tp equal chunks; it may lie past them).
   int localOffset(int rank) const { return local_offset_[rank]; }
+  LocalSplit localSplit() const { return local_split_; }
   /// Whether the rank's DP shard is CP-sharded (its attention rows are its CP shard).
   bool cpSharded(int rank) const { return cp_sharded_[rank] != 0; }
   /// Under a CP-sharded layout: the row of the rank's cp_gathered rows (its
@@ -101,6 +121,7 @@ class RowMap {
   std::vector<int> local_offset_;
   int total_tokens_ = 0;
   DpPadding padding_;
+  LocalSplit local_split_;
 };
 
 /// The number of rows each rank holds in each layout, computed directly
@@ -109,7 +130,7 @@ class RowMap {
 class RowCounts {
  public:
   RowCounts(const ParallelConfig& config, const Batch& batch, DpPadding padding,
-            CpLayout cp = CpLayout::kReplicated);
+            CpLayout cp = CpLayout::kReplicated, LocalSplit local = LocalSplit::kTensorSplit);
   int count(RowKind kind, int rank) const { return counts_[static_cast<size_t>(rank) * kRowKindCount + static_cast<int>(kind)]; }
   int shardTokens(int rank) const { return count(RowKind::kAttention, rank); }
 
