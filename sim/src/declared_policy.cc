@@ -142,6 +142,9 @@ class DeclaredBuilder {
   int axisSize(Axis axis) const { return groupSizeOf(cfg_, axis); }
   int world() const { return cfg_.world(); }
   int ppRank(int rank) const { return rank / cfg_.tp; }
+  /// The pipeline stage of every stage of stack 0: the pattern's cuts, else
+  /// SGLang's even split by decoder layer (the last stage takes the remainder).
+  std::vector<int> ppOfStages() const;
   bool fusable() const;
   /// LayerCommunicator._declared_sides under prefill CP: the GQA CP moves
   /// have no reduce-scatter, so an FFN output may leave its sum (defer it,
@@ -307,6 +310,23 @@ class DeclaredBuilder {
   std::unique_ptr<Halves> halves_;
   DeclaredBuilder& half(int k) { return *halves_->builders[k]; }
 };
+
+std::vector<int> DeclaredBuilder::ppOfStages() const {
+  const int n0 = static_cast<int>(stacks_[0].size());
+  std::vector<int> pp_of(n0, 0);
+  const auto& cuts = c_.model.pattern.cuts;
+  if (!cuts.empty()) {
+    for (int i = 0, k = 0; i < n0; ++i) {
+      while (k < static_cast<int>(cuts.size()) && cuts[k] <= i) ++k;
+      pp_of[i] = k;
+    }
+  } else {
+    // By decoder layer: both stages of a two-stage layer on one pipeline stage.
+    const int per = n0 / spl_ / cfg_.pp;
+    for (int i = 0; i < n0; ++i) pp_of[i] = std::min(i / spl_ / std::max(per, 1), cfg_.pp - 1);
+  }
+  return pp_of;
+}
 
 Status DeclaredBuilder::refuse() {
   if (tbo_flag_) {
@@ -484,11 +504,23 @@ Status DeclaredBuilder::refuse() {
     for (int l = 0; l < layers && fkdr == layers; ++l) {
       if (stacks_[0][l * spl_ + 1] == LayerKind::kMoe) fkdr = l;
     }
-    if (cfg_.pp > 1) {
-      return Status::notModelled("two-batch overlap under pipeline parallelism (pp=" + std::to_string(cfg_.pp) +
-                                 "; the merge of local-row halves before a pipeline send is unverified)");
+    // Each pipeline stage decides its own range (tboLayers). A stage that
+    // starts after fkdr hands layers [0, end) to the TBO path, PPMissingLayer
+    // first, and the engine raises on the first batch that can run TBO
+    // (every batch here); so only the last stage can run split, and its
+    // halves merge before the final norm: no half crosses a pipeline cut.
+    const std::vector<int> pp_of = ppOfStages();
+    int start = 0;  // the first layer of the last pipeline stage
+    while (start < layers && pp_of[start * spl_] != pp_of.back()) ++start;
+    const LayerRange range = tboLayers(fkdr, start, layers);
+    if (!range.empty() && range.first < start) {
+      return Status::refused("two-batch overlap under pipeline parallelism: pipeline stage " +
+                             std::to_string(pp_of.back()) + " starts at layer " + std::to_string(start) +
+                             ", after first_k_dense_replace=" + std::to_string(fkdr) +
+                             ", so DeepseekV2Model.forward hands layers [0, " + std::to_string(layers) +
+                             ") to the TBO path, PPMissingLayer first, and OperationsStrategy.init_new_tbo raises "
+                             "NotImplementedError (sglang issue #12427)");
     }
-    const LayerRange range = tboLayers(fkdr, 0, layers);
     for (int l = range.first; l < range.last; ++l) {
       if (stacks_[0][l * spl_ + 1] != LayerKind::kMoe) {
         return Status::refused("DeepSeek asserts \"dense layer TBO not yet implemented\": layer " + std::to_string(l) +
@@ -496,10 +528,27 @@ Status DeclaredBuilder::refuse() {
                                std::to_string(range.last) + ") has a dense FFN");
       }
     }
-    if (cp_) return Status::notModelled("two-batch overlap under attention CP (attn_cp=" + std::to_string(cfg_.attn_cp) + ")");
-    if (!c_.flags.capture.empty()) return Status::notModelled("EAGLE3 aux capture under two-batch overlap");
-    // can_run_tbo (B2): every split is a number (tbo.h), so every batch runs split.
-    if (!range.empty()) tbo_first_layer_ = range.first;
+    if (cp_ && !cp_batch_) {
+      return Status::notModelled("two-batch overlap of a batch that is not CP-sharded under attn_cp=" +
+                                 std::to_string(cfg_.attn_cp) + " (the engine splits it; seam's halves over CP "
+                                 "replicas are untested)");
+    }
+    // EAGLE3 captures (layers_to_capture) are taken in the whole-batch layer
+    // loop only; the TBO path and its children (aux_hidden_states_buffer =
+    // None in filter_batch) capture nothing.
+    for (int stage : c_.flags.capture) {
+      if (!range.empty() && !cp_batch_ && stage >= range.first * spl_) {
+        return Status::refused("EAGLE3 aux capture before layer " + std::to_string(stage / spl_) +
+                               " inside the two-batch-overlap range [" + std::to_string(range.first) + ", " +
+                               std::to_string(range.last) + "): DeepseekV2Model.forward captures aux hidden states "
+                               "only in its whole-batch layer loop, so the engine never captures it and the "
+                               "EAGLE3 draft reads fewer aux states than it was built for");
+      }
+    }
+    // can_run_tbo (B2): every split is a number (tbo.h), so every batch runs
+    // split, except a CP-sharded batch, which the runtime gate keeps whole
+    // (research note B7).
+    if (!range.empty() && !cp_batch_) tbo_first_layer_ = range.first;
   }
   if (branch_) {
     // Branches run only on ORDINARY batches (serving-boundaries §10).
@@ -1244,21 +1293,7 @@ Status DeclaredBuilder::decide() {
   plan_.boundaries.reserve(stage_count + 2);
   plan_.stages.reserve(stage_count);
 
-  // Pipeline split: the pattern's cuts, else SGLang's even split (the last
-  // stage takes the remainder).
-  const int n0 = static_cast<int>(stacks_[0].size());
-  std::vector<int> pp_of(n0, 0);
-  const auto& cuts = c_.model.pattern.cuts;
-  if (!cuts.empty()) {
-    for (int i = 0, k = 0; i < n0; ++i) {
-      while (k < static_cast<int>(cuts.size()) && cuts[k] <= i) ++k;
-      pp_of[i] = k;
-    }
-  } else {
-    // By decoder layer: both stages of a two-stage layer on one pipeline stage.
-    const int per = n0 / spl_ / cfg_.pp;
-    for (int i = 0; i < n0; ++i) pp_of[i] = std::min(i / spl_ / std::max(per, 1), cfg_.pp - 1);
-  }
+  const std::vector<int> pp_of = ppOfStages();
   const int last_pp = cfg_.pp - 1;
 
   for (int stack = 0; stack < static_cast<int>(stacks_.size()); ++stack) {
@@ -1414,10 +1449,11 @@ void DeclaredBuilder::emitRank(int r) {
   for (size_t i = 0; i < decided_.size(); ++i) {
     const Decided& d = decided_[i];
     if (first >= 0 && d.stack == 0 && d.to == first) {
-      // The TBO layers run to the end of stack 0 (pp == 1): its final boundary.
+      // The TBO layers run to the end of stack 0 on its last pipeline stage
+      // (decide()): its final boundary. Other stages have nothing there.
       size_t last = i;
       while (decided_[last].stack != 0 || decided_[last].to != static_cast<int>(stacks_[0].size())) ++last;
-      emitTbo(r, d, decided_[last]);
+      if (pr == d.consumer_pp) emitTbo(r, d, decided_[last]);
       i = last;
       continue;
     }

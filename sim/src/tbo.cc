@@ -33,7 +33,9 @@ std::vector<int> tboFirstTokens(const Batch& batch, const std::vector<int>& spli
 
 LayerRange tboLayers(int fkdr, int start, int end) {
   if (fkdr > start && fkdr < end) return {fkdr, end};
-  if (fkdr < start) return {start, end};
+  // The engine resets both ends to 0 here, so the TBO path gets layers
+  // [0, end) of the model's list, the PPMissingLayers before `start` first.
+  if (fkdr < start) return {0, end};
   return {start, start};
 }
 

@@ -59,10 +59,12 @@ TEST(TboSplit, GivesChildATheFirstHalfOfEveryShardAndChildBTheRest) {
 }
 
 TEST(TboSplit, RunsTheDeepSeekLayerRangeOfAPipelineStage) {
-  // fkdr inside (start, end): the sparse layers; fkdr before start: all.
+  // fkdr inside (start, end): the sparse layers; fkdr before start: the
+  // engine's [0, end), PPMissingLayers first (the policy refuses it).
   EXPECT_EQ(tboLayers(3, 0, 61).first, 3);
   EXPECT_EQ(tboLayers(3, 0, 61).last, 61);
-  EXPECT_EQ(tboLayers(3, 30, 61).first, 30);
+  EXPECT_EQ(tboLayers(3, 30, 61).first, 0);
+  EXPECT_EQ(tboLayers(3, 30, 61).last, 61);
   // fkdr == start or fkdr >= end: the whole batch (DeepseekV2Model.forward).
   EXPECT_TRUE(tboLayers(0, 0, 4).empty());
   EXPECT_TRUE(tboLayers(4, 0, 4).empty());
@@ -120,15 +122,29 @@ TEST(TboRefusal, OfInputScatteredAttentionSaysTboTurnsItOff) {
   EXPECT_NE(why.find("can_run_tbo"), std::string::npos) << why;
 }
 
-TEST(TboRefusal, OfPipelineStagesAndCaptureIsNotModelledYet) {
-  auto pp = buildPlan(twoStageCase("*-*E*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {4}, tbo()), PolicyKind::kDeclared);
-  ASSERT_FALSE(pp.hasValue());
-  EXPECT_TRUE(isNotModelled(pp.status().message()));
+TEST(TboRefusal, OfAPipelineStageStartingAfterTheFirstSparseLayerIsInitNewTbosNotImplementedError) {
+  // pp 2 splits 4 layers 2 + 2: stage 1 starts at layer 2 > fkdr 1, so
+  // DeepseekV2Model.forward hands layers [0, 4) to the TBO path.
+  const std::string why = refusal(twoStageCase("*-*E*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {4}, tbo()));
+  EXPECT_FALSE(isNotModelled(why)) << why;
+  EXPECT_NE(why.find("PPMissingLayer"), std::string::npos) << why;
+  EXPECT_NE(why.find("NotImplementedError"), std::string::npos) << why;
+}
+
+TEST(TboRefusal, OfACaptureInsideTheRangeSaysOnlyTheWholeBatchLoopCaptures) {
   Flags f = tbo();
-  f.capture = {2};
-  auto capture = buildPlan(twoStageCase("*-*E*E", {.tp = 2, .moe_ep = 2}, {4}, f), PolicyKind::kDeclared);
-  ASSERT_FALSE(capture.hasValue());
-  EXPECT_TRUE(isNotModelled(capture.status().message()));
+  f.capture = {2};  // before layer 1, the first TBO layer
+  const std::string why = refusal(twoStageCase("*-*E*E", {.tp = 2, .moe_ep = 2}, {4}, f));
+  EXPECT_FALSE(isNotModelled(why)) << why;
+  EXPECT_NE(why.find("whole-batch layer loop"), std::string::npos) << why;
+}
+
+TEST(TboRefusal, OfABatchNotShardedOverCpReplicasIsNotModelled) {
+  // Decode under attn_cp 2: the runtime gate lets it split; seam does not model the halves over CP replicas.
+  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {4}, tbo());
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_FALSE(plan.hasValue());
+  EXPECT_TRUE(isNotModelled(plan.status().message())) << plan.status().message();
 }
 
 // ---- the plan ---------------------------------------------------------------
@@ -184,6 +200,41 @@ TEST(TboPlan, RunsTheWholeBatchWhenTheRangeIsEmpty) {
   for (const Op& op : plan.ranks[0]) EXPECT_EQ(op.half, Half::kWhole);
 }
 
+TEST(TboPlan, RunsTheHalvesOnTheLastPipelineStageOnlyAndMergesBeforeTheFinalNorm) {
+  // Layers 0-1 | 2-4, fkdr 3: stage 0 runs whole and sends the whole batch;
+  // stage 1 receives it, runs layer 2 whole, splits before layer 3.
+  const Plan plan = mustBuild(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {5}, tbo()));
+  EXPECT_EQ(plan.tbo_split, (std::vector<int>{2}));
+  for (const Op& op : plan.ranks[0]) EXPECT_EQ(op.half, Half::kWhole);
+  const auto sends = [](const Op& op) { return op.kind == OpKind::kSend; };
+  EXPECT_TRUE(std::any_of(plan.ranks[0].begin(), plan.ranks[0].end(), sends));
+  const std::vector<Op>& ops = plan.ranks[2];
+  ASSERT_FALSE(ops.empty());
+  EXPECT_EQ(ops.front().kind, OpKind::kRecv);
+  EXPECT_EQ(ops.front().half, Half::kWhole);
+  const auto split = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.tbo_move; });
+  ASSERT_NE(split, ops.end());
+  EXPECT_EQ(split->kind, OpKind::kSlice);
+  EXPECT_EQ(split->stage, 6);
+  for (auto it = ops.begin(); it != split; ++it) EXPECT_EQ(it->half, Half::kWhole);
+  const auto crossesACut = [](const Op& op) { return op.kind == OpKind::kSend || op.kind == OpKind::kRecv; };
+  EXPECT_FALSE(std::any_of(split, ops.end(), crossesACut));
+  EXPECT_EQ(ops.back().kind, OpKind::kNorm);
+  EXPECT_EQ(ops.back().half, Half::kWhole);
+}
+
+TEST(TboPlan, KeepsACpShardedBatchWholeLikeTheEnginesRuntimeGate) {
+  Flags f = tbo(A2aBackend::kDeepep, ForwardMode::kExtend);
+  const Case c = twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {6}, f);
+  const Plan plan = mustBuild(c);
+  EXPECT_TRUE(plan.tbo_split.empty());
+  for (const Op& op : plan.ranks[0]) EXPECT_EQ(op.half, Half::kWhole);
+  f.tbo = false;
+  Case plain = c;
+  plain.flags = f;
+  EXPECT_EQ(plan.ranks, mustBuild(plain).ranks);
+}
+
 // ---- properties on TBO plans ----------------------------------------------------
 
 std::vector<Case> tboCases() {
@@ -198,6 +249,12 @@ std::vector<Case> tboCases() {
     dense_dp.dense_tp1 = true;
     out.push_back(twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {6}, dense_dp));
   }
+  // pp 2, the halves on the last stage; a capture before the range.
+  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {5}, tbo()));
+  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_dp = 2}, {3, 2}, tbo(A2aBackend::kNone)));
+  Flags capture = tbo();
+  capture.capture = {2};
+  out.push_back(twoStageCase("*-*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, capture));
   Flags rs = tbo(A2aBackend::kNone);
   rs.reduction = BoundaryReduction::kRsRsv;
   out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 2}, {3, 2}, rs));
@@ -296,6 +353,14 @@ TEST(TboLedger, CatchesOneRankIssuingTheHalvesInTheOtherOrderAsACollectiveMismat
   const auto sequences = properties::checkCollectiveSequences(plan);
   ASSERT_FALSE(sequences.empty());
   EXPECT_NE(sequences.front().detail.find("half"), std::string::npos) << sequences.front().detail;
+}
+
+TEST(TboLedger, CatchesAPipelinedPlanWhoseLastStageDropsHalfBsMergeAsAnIncompleteOutput) {
+  Plan plan = mustBuild(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {5}, tbo()));
+  eraseFirst(plan, [](const Op& op) { return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB; });
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kOutputComplete);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
 }
 
 }  // namespace

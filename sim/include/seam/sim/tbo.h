@@ -1,4 +1,4 @@
-// Two-batch overlap (TBO; docs/research/serving-dp-gather-tbo.md B1-B5,
+// Two-batch overlap (TBO; docs/research/serving-dp-gather-tbo.md B1-B9,
 // serving-boundaries §10.1): which layers run per half, where each DP shard
 // splits, the halves' batches, and the order in which the engine issues the
 // halves' op chunks. The declared policy builds TBO plans from these; the
@@ -33,9 +33,11 @@ struct LayerRange {
   int last = 0;
   bool empty() const { return first >= last; }
 };
-/// B1, DeepseekV2Model.forward: the layers of a pipeline stage [start, end)
-/// that run per half. [fkdr, end) when start < fkdr < end; the whole stage
-/// when fkdr < start; none when fkdr == start or fkdr >= end.
+/// B1, DeepseekV2Model.forward (models/deepseek_v2.py @3e4a39ee): the layers
+/// a pipeline stage [start, end) hands to the TBO path. [fkdr, end) when
+/// start < fkdr < end; none when fkdr == start or fkdr >= end; [0, end) when
+/// fkdr < start, which on a later pipeline stage begins with PPMissingLayers
+/// (init_new_tbo raises NotImplementedError: the caller refuses first < start).
 LayerRange tboLayers(int first_k_dense_replace, int start, int end);
 
 /// B4, operations_strategy.py: YieldOperations per decoder layer (the
