@@ -232,7 +232,8 @@ rc::Gen<FlagLeaves> genFlagLeaves() {
                genOneValueOf<ForwardMode>({ForwardMode::kDecode, ForwardMode::kExtend})),
       gen::set(&Flags::dense_tp1, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
       gen::set(&Flags::input_scattered, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
-      gen::set(&Flags::tbo, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})));
+      gen::set(&Flags::tbo, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
+      gen::set(&Flags::layernorm_sp, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})));
   // Usually no snapshot; sometimes one or two (EAGLE3's aux hidden states).
   auto some = gen::nonEmpty(gen::resize(kMaxCaptures, gen::container<std::vector<int>>(genLeaf())));
   auto capture = genWeighted<std::vector<int>>({{4, gen::just(std::vector<int>{})}, {1, some}});
@@ -251,6 +252,16 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
   f.input_scattered = two && f.input_scattered && config.tp > 1 && config.attn_dp == 1 &&
                       f.a2a == A2aBackend::kNone && !f.dense_tp1;
   if (f.input_scattered) f.mode = ForwardMode::kExtend;
+  // LayerNorm SP where the engine runs it and seam models it: Qwen3 dense,
+  // tp > 1, no DP attention or attention CP, no MTP step or capture, extend.
+  f.layernorm_sp = f.layernorm_sp && isQwen3Dense(model) && config.tp > 1 && config.attn_dp == 1 &&
+                   config.attn_cp == 1 && model.pattern.mtp.empty() && !f.dense_tp1 && !f.input_scattered;
+  if (f.layernorm_sp) {
+    f.mode = ForwardMode::kExtend;
+    f.tbo = false;
+    f.capture.clear();
+    return f;
+  }
   // Two-batch overlap where seam models it: an a2a backend or DP attention,
   // one pipeline stage, no attention CP, no capture (the policy refuses
   // the layers it does not run).
@@ -387,9 +398,21 @@ rc::Gen<Pattern> genTwoStagePattern(int max_layers) {
         return p;
       },
       gen::inRange(1, most + 1), gen::inRange(1, most + 1), mtp);
+  // One in eight is Qwen3 dense (GQA attention, dense MLPs, no MTP step):
+  // the one architecture SGLang runs LayerNorm SP on.
+  const auto qwen3 = gen::map(gen::inRange(1, most + 1), [](int layers) {
+    Pattern p;
+    for (int l = 0; l < layers; ++l) {
+      p.layers.push_back(LayerKind::kAttention);
+      p.layers.push_back(LayerKind::kDenseMlp);
+    }
+    return p;
+  });
   // Drawn by a number that shrinks to 0, the mixed stacks: a failure found
-  // on a DeepSeek stack can still shrink to a mixed one.
-  return gen::mapcat(gen::inRange(0, 4), [mixed, deepseek](int k) { return k == 3 ? deepseek : mixed; });
+  // on a DeepSeek or Qwen3 stack can still shrink to a mixed one.
+  return gen::mapcat(gen::inRange(0, 8), [mixed, deepseek, qwen3](int k) {
+    return k >= 6 ? deepseek : k == 5 ? qwen3 : mixed;
+  });
 }
 
 rc::Gen<ParallelConfig> genConfig(const ModelRef& model, int world) {

@@ -235,6 +235,14 @@ Status validateCase(const Case& c) {
   return Status::ok();
 }
 
+bool isQwen3Dense(const ModelRef& model) {
+  if (model.family != LayerFamily::kTwoStage || model.shape.q_lora_rank > 0) return false;
+  for (LayerKind k : model.pattern.layers) {
+    if (k != LayerKind::kAttention && k != LayerKind::kDenseMlp) return false;
+  }
+  return true;
+}
+
 std::string reproduceCommand(const Case& c, std::string_view policy) {
   std::string out = "seam check";
   if (findPreset(c.model.name).hasValue()) {

@@ -358,11 +358,7 @@ Status DeclaredBuilder::refuse() {
     // so ahead of the per-batch gate: SP_SUPPORTED_ARCHITECTURES is
     // {Qwen3ForCausalLM}; tp > 1; no attention DP; no speculative decoding.
     const std::string sp = "LayerNorm sequence parallel (--enable-layernorm-sp) ";
-    bool qwen3_dense = c_.model.family == LayerFamily::kTwoStage && !mla_;
-    for (LayerKind k : c_.model.pattern.layers) {
-      qwen3_dense = qwen3_dense && (k == LayerKind::kAttention || k == LayerKind::kDenseMlp);
-    }
-    if (!qwen3_dense) {
+    if (!isQwen3Dense(c_.model)) {
       return Status::refused(sp + "is only supported for ['Qwen3ForCausalLM'] (Qwen3 dense: GQA attention and dense "
                              "MLPs); " + (c_.model.name == "pattern" ? "pattern " + c_.model.pattern.text()
                                                                       : c_.model.name) +

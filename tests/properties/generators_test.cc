@@ -46,7 +46,12 @@ RC_GTEST_PROP(Generators, EveryGeneratedCaseIsValidInput, ()) {
   const int most = c.flags.input_scattered ? 9 + c.config.tp : 9;
   for (int t : c.batch.tokens) RC_ASSERT(t >= 0 && t <= most);
   for (int s : c.flags.capture) RC_ASSERT(s >= 0 && s < c.model.pattern.size());
-  RC_ASSERT(!c.flags.layernorm_sp);
+  if (c.flags.layernorm_sp) {
+    // Only where SGLang runs it (validate_layernorm_sp) and seam models it.
+    RC_ASSERT(isQwen3Dense(c.model));
+    RC_ASSERT(c.config.tp > 1 && c.config.attn_dp == 1 && c.config.attn_cp == 1);
+    RC_ASSERT(c.flags.mode == ForwardMode::kExtend && c.flags.capture.empty() && !c.flags.tbo);
+  }
   // The printed reproduce line parses back to the same pattern.
   auto again = modelFromPattern(c.model.pattern.text(), c.model.family);
   RC_ASSERT(again.hasValue());
@@ -206,6 +211,19 @@ TEST(Generators, DrawTwoBatchOverlapCasesSomeOfWhichRunSplit) {
   }
   EXPECT_GT(tbo, 0);
   EXPECT_GT(split, 0) << "some TBO cases reach DeepSeek-like layers (attention mixers, an E) with a range to split";
+}
+
+TEST(Generators, DrawLayerNormSpCasesOnQwen3DenseStacksThatPlan) {
+  int sp = 0, planned = 0;
+  for (const Case& c : sample(genCase(0, 16), kSamples)) {
+    if (!c.flags.layernorm_sp) continue;
+    ++sp;
+    EXPECT_TRUE(isQwen3Dense(c.model)) << reproduceCommand(c, "declared");
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    planned += plan.hasValue();
+  }
+  EXPECT_GT(sp, 0);
+  EXPECT_EQ(planned, sp) << "every drawn LayerNorm SP case is one the engine runs and seam models";
 }
 
 TEST(Generators, ShowValuePrintsTheReproduceCommand) {

@@ -97,6 +97,10 @@ Expected<ModelRef> modelFromPreset(const ModelPreset& preset);
 Expected<ModelRef> modelFromPattern(std::string_view pattern, LayerFamily family = LayerFamily::kSingleStage);
 /// Parses "single-stage" / "two-stage" (the families a bare pattern can have).
 Expected<LayerFamily> parsePatternFamily(std::string_view text);
+/// Qwen3 dense (Qwen3ForCausalLM): two-stage layers of GQA attention (`*`,
+/// no q_lora_rank) and dense MLPs only, the one architecture SGLang runs
+/// LayerNorm SP on (layernorm_sp.SP_SUPPORTED_ARCHITECTURES).
+bool isQwen3Dense(const ModelRef& model);
 
 /// One case. `batch.tokens.size()` must equal `config.attn_dp`.
 struct Case {
