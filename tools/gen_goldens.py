@@ -85,6 +85,8 @@ CASES = [
      f"--pattern '*-*E' {TWO} --tp 2 --cp 2 --tokens 5 --mode extend --reduction rs"),
     ("two_stage_cp_gqa_zigzag", "GQA prefill CP on a CP-sharded extend batch (zigzag, 130 tokens over cp=2: blocks 33,33,32,32, CP rank r holds blocks r and 3-r, shards of 65 padded to 68; attn_tp=2): fused AR(attn_tp)+add+norm on the shard, all-gather over the MoE-CP group (moe_dp, aliased to attn_cp) at each FFN entry, AR(tp) on the gathered rows and the take-back slice at its exit; the model boundary gathers the final output over attn_cp and reorders it onto sequence rows (cp_gather_after_forward)",
      f"--pattern '*-*-' {TWO} --tp 4 --cp 2 --tokens 130 --mode extend"),
+    ("two_stage_cp_gqa_zigzag_dp", "GQA prefill CP under attention DP (tp 8, attn_dp 2, attn_cp 2, attn_tp 2; tokens 130,0): DP shard 0 is CP-sharded, the idle shard 1 stays replicated; the FFN entry's DP gather takes the all-reduce path with cp_shard_counts (each CP shard's token rows at its offset, --lower-dp), the exit all-reduces and dp_cp_take_back_output takes back the own CP shard; the final CP gather lands on cp_gathered rows",
+     f"--pattern '*-*-' {TWO} --tp 8 --dp 2 --cp 2 --tokens 130,0 --mode extend", "--lower-dp"),
     ("two_stage_naive", "naive: every stage completes its own sum at its exit",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --policy naive"),
     # Two-batch overlap (tbo.h; research note B1-B4).
@@ -92,6 +94,8 @@ CASES = [
      f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --ep 4 --a2a deepep --tokens 3,2 --tbo"),
     ("two_stage_tbo_none_dp", "TBO without an a2a backend under DP attention (attn_dp 2), extend (delta 0): each half's DP gathers and returns sized by the half's tokens (--lower-dp)",
      f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --tbo --mode extend", "--lower-dp"),
+    ("two_stage_tbo_pp", "TBO under pp 2: the first stage runs whole and sends; the last stage (first_k_dense_replace inside it) receives the whole batch, splits, runs the halves and merges before the final norm; no half crosses the cut",
+     f"--pattern '*-*-|*-*E*E' {TWO} --pp 2 --tp 2 --ep 2 --a2a deepep --tbo --tokens 5"),
     # The DP ops lowered to SGLang's collectives (seam plan --lower-dp; dp_gather.h).
     ("dp_lowered_max_len_replicate", "MAX_LEN, attn_tp 2, a shard of 3 tokens (aligned to 4) and an idle one: pad, zero on attention-TP rank 1, reduce-scatter over attn_tp into M/a = 2 rows, all-gather over tp into 8; dp_scatter copies the slot and trims the pad rows",
      "--pattern 'M-M' --tp 4 --dp 2 --tokens 3,0", "--lower-dp"),
