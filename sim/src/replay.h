@@ -1270,6 +1270,13 @@ class Replay {
         }
         if (!checkRows(r, s.buf, Expect::kComplete, s.stack, s.stage, Property::kSnapshots)) return;
       }
+      if (st.branch.present) {
+        // A fork (an add on an empty branch) whose contribution no merge ever
+        // added into the hidden state: its terms never reach the output.
+        report(at(r, Property::kOwedOnce, ViolationClass::kNeverCompleted,
+                  "rank " + std::to_string(r) + " ends the plan holding a branch that was forked and never merged"));
+        return;
+      }
       if (topo_->ppRank(r) == last_pp) {
         for (size_t k = 0; k < stacks_.size(); ++k) {
           if (!st.final_done[k]) {

@@ -8,6 +8,8 @@
 // two_stage_policy_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -179,6 +181,22 @@ TEST(BranchLayersA2a, TheMtpLayerIsADenseTwoStageLayerWhoseSumIsCompletedBeforeT
   EXPECT_EQ(stepsAt(plan, 0, 1, Phase::kExit, /*stack=*/1), exit);
   const std::vector<Step> final_norm = {{OpKind::kAddNorm, kH}};
   EXPECT_EQ(stepsAt(plan, 0, 2, Phase::kEntry, /*stack=*/1), final_norm);
+}
+
+TEST(BranchLayersA2a, ABranchForkedAfterTheLastMergeAndNeverMergedIsReportedAtThePlanEnd) {
+  Plan plan = mustBuild(longcatA2a(2, 1, {4}));
+  for (std::vector<Op>& ops : plan.ranks) {
+    auto fork = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+      return op.kind == OpKind::kAdd && op.tensor == Tensor::kBranch;
+    });
+    ASSERT_NE(fork, ops.end());
+    const Op copy = *fork;
+    ops.push_back(copy);  // forks again after the plan's last op; nothing merges it
+  }
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_NE(v.detail.find("never merged"), std::string::npos) << v.detail;
 }
 
 TEST(BranchLayersA2a, TheMtpLayerThatLeavesItsSumForANextLayerNeverCompletesIt) {
