@@ -113,7 +113,7 @@ struct ConfigLeaves {
   int attn_dp = 0;   ///< along divisors(tp); 0: no DP attention
   int attn_cp = 0;   ///< along divisors(tp / attn_dp); 0: no CP
   int ep_split = 0;  ///< along divisors(tp) from the top; 0: moe_ep = tp (SGLang's EP setting)
-  int moe_dp = 0;    ///< along divisors(tp / moe_ep); 0: moe_dp = 1
+  int moe_dp = 0;    ///< 0: moe_dp = 1; else attn_cp where ServerArgs accepts it (serverArgsMoeDp)
 };
 
 rc::Gen<ConfigLeaves> genConfigLeaves() {
@@ -143,7 +143,10 @@ ParallelConfig desiredConfig(const ConfigLeaves& leaves, int world) {
   c.attn_dp = divisorAt(c.tp, leaves.attn_dp);
   c.attn_cp = divisorAt(c.tp / c.attn_dp, leaves.attn_cp);
   c.moe_ep = divisorAt(c.tp, leaves.ep_split, /*from_top=*/true);
-  c.moe_dp = divisorAt(c.tp / c.moe_ep, leaves.moe_dp);
+  if (leaves.moe_dp != 0 && (c.tp / c.moe_ep) % c.attn_cp == 0) {
+    c.moe_dp = c.attn_cp;
+    if (!serverArgsMoeDp(c)) c.moe_dp = 1;
+  }
   return c;
 }
 

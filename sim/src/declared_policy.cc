@@ -65,14 +65,13 @@ bool cpShardsBatch(const Case& c, bool mla) {
 /// The rows a case's batch takes over attention CP on a CP-sharded extend
 /// batch of a two-stage stack: interleaved for MLA with attn_tp = attn_dp = 1
 /// (any other MLA CP batch is refused by attn_cp_gather's assert), zigzag for
-/// GQA with moe_dp <= attn_cp, under attention DP too: there each DP shard
-/// long enough is sharded (rows.h), the others stay replicated (moe_dp >
-/// attn_cp is not modelled: refuse() says so before anything reads the rows).
+/// GQA (moe_dp is 1 or attn_cp: serverArgsMoeDp), under attention DP too: there
+/// each DP shard long enough is sharded (rows.h), the others stay replicated.
 CpLayout cpLayoutOf(const Case& c) {
   const bool mla = c.model.shape.q_lora_rank > 0;
   if (c.model.family == LayerFamily::kSingleStage || !cpShardsBatch(c, mla)) return CpLayout::kReplicated;
   if (mla) return c.config.attnTp() == 1 && c.config.attn_dp == 1 ? CpLayout::kInterleave : CpLayout::kReplicated;
-  return c.config.moe_dp <= c.config.attn_cp ? CpLayout::kZigzag : CpLayout::kReplicated;
+  return CpLayout::kZigzag;
 }
 
 /// One abstract step of an entry or exit, instantiated per rank.
@@ -329,6 +328,7 @@ std::vector<int> DeclaredBuilder::ppOfStages() const {
 }
 
 Status DeclaredBuilder::refuse() {
+  if (Status st = serverArgsMoeDp(cfg_); !st) return st;
   if (tbo_flag_) {
     // Engine refusals of --enable-two-batch-overlap (B1, B5), ahead of the
     // variants TBO turns off.
@@ -472,26 +472,6 @@ Status DeclaredBuilder::refuse() {
     // while attention CP replicates the rows and attention weights over attn_cp.
     return Status::notModelled("LayerNorm sequence parallel under attention CP (attn_cp=" +
                                std::to_string(cfg_.attn_cp) + "): SP's padded shards span the TP group");
-  }
-  if (cp_layout_ == CpLayout::kInterleave && useRs()) {
-    // _select_exit_move, R - P == {CP}: a reduce-scatter only over a sum
-    // group whose ranks are the attn_cp group's, else NotImplementedError.
-    for (const auto& stack : stacks_) {
-      for (LayerKind k : stack) {
-        if (!isFfn(k) || ffnOnLocal(k)) continue;
-        const std::int8_t owed = weightAxis(k);
-        if (owed != kNoAxis && !sameGroup(static_cast<Axis>(owed), Axis::kAttnCp)) {
-          return Status::refused("_select_exit_move raises NotImplementedError: an attn_cp reduce-scatter of an "
-                                 "FFN sum over " + std::string(axisName(static_cast<Axis>(owed))) +
-                                 ", whose ranks are not the attn_cp group's");
-        }
-      }
-    }
-  }
-  if (cp_batch_ && !mla_ && cfg_.moe_dp > cfg_.attn_cp) {
-    return Status::notModelled("GQA zigzag prefill CP with moe_dp=" + std::to_string(cfg_.moe_dp) +
-                               " wider than attn_cp=" + std::to_string(cfg_.attn_cp) +
-                               " (moe_cp_gather over a moe_dp group of several CP groups)");
   }
   if (tbo_flag_) {
     // B1: the DeepSeek model's layer range; a dense FFN inside it asserts.
@@ -859,10 +839,13 @@ DeclaredBuilder::Hand DeclaredBuilder::boundary(int stack, int from, int to, boo
   if (gathersOverCp(producer)) {
     // Exit row R - P == {CP} on a CP-sharded batch (may_leave is false: no
     // deferral): MLA's attn_cp_reduce_scatter_output when the strategy allows
-    // a reduce-scatter (refuse() checked the groups), else AR over the owed
+    // a reduce-scatter, else AR over the owed
     // group and the take-back slice (attn_cp_take_back_output, or GQA's
     // moe_cp_take_back_output: narrow(rank * max, rows[rank]) of the padded
-    // shards, which are all the physical length).
+    // shards, which are all the physical length). _select_exit_move reduce-
+    // scatters only over a sum group whose ranks are attn_cp's, else raises;
+    // under interleave CP (attn_tp = attn_dp = 1, moe_dp = 1: serverArgsMoeDp)
+    // every TP FFN's sum group spans the whole TP group, which is attn_cp.
     h.handoff = {RowKind::kAttention, SumGroup::kNone, Completer::kNone, true};
     const std::int8_t cp = static_cast<std::int8_t>(Axis::kAttnCp);
     if (!naive_ && mla_ && useRs() && owed != kNoAxis) {

@@ -33,6 +33,24 @@ Status validate(const ParallelConfig& c) {
   return Status::ok();
 }
 
+Status serverArgsMoeDp(const ParallelConfig& c) {
+  if (c.moe_dp == 1) return Status::ok();
+  const std::string sizes = " (AssertionError in ServerArgs._handle_context_parallelism; attn_cp=" +
+                            std::to_string(c.attn_cp) + " moe_dp=" + std::to_string(c.moe_dp);
+  if (c.pp > 1) {
+    return Status::refused("PP is not supported with context parallelism" + sizes + " pp=" + std::to_string(c.pp) +
+                           ")");
+  }
+  if (c.moe_ep > 1 && c.moe_ep * c.moe_dp != c.tp) {
+    return Status::refused("ep_size * moe_dp_size must be equal to tp_size" + sizes + " moe_ep=" +
+                           std::to_string(c.moe_ep) + " tp=" + std::to_string(c.tp) + ")");
+  }
+  if (c.attn_cp != c.moe_dp) {
+    return Status::refused("attn_cp_size != moe_dp_size is only supported when moe_dp_size == 1" + sizes + ")");
+  }
+  return Status::ok();
+}
+
 namespace {
 constexpr std::string_view kAxisNames[kAxisCount] = {"tp",     "attn_tp", "attn_cp", "attn_dp",
                                                      "moe_ep", "moe_tp",  "moe_dp",  "pp"};

@@ -40,6 +40,7 @@ struct PlanMutantCase {
   DpPadding padding = DpPadding::kMaxLen;
   LayerFamily family = LayerFamily::kSingleStage;
   bool tbo = false;
+  bool gqa = false;  ///< a two-stage pattern with GQA attention instead of the donor's MLA
 };
 
 class PlanMutant : public ::testing::TestWithParam<PlanMutantCase> {};
@@ -53,6 +54,7 @@ TEST_P(PlanMutant, AppliesToItsCaseChangesThePlanAndIsCaught) {
   f.dp_padding = p.padding;
   f.tbo = p.tbo;
   Case c = patternCase(p.pattern, p.config, p.tokens, f, p.family);
+  if (p.gqa) c.model.shape.q_lora_rank = kNotApplicable;
   auto base = buildPlan(c, PolicyKind::kDeclared);
   ASSERT_TRUE(base.hasValue()) << base.status().message();
   Plan mutated = *base;
@@ -71,7 +73,9 @@ INSTANTIATE_TEST_SUITE_P(
         PlanMutantCase{"plan.reduce-over-tp-not-attn-tp", "M-", {.tp = 4, .attn_dp = 2}, {2, 2}, A2aBackend::kNone},
         PlanMutantCase{"plan.reduce-over-attn-tp-not-tp", "-M", {.tp = 4, .attn_dp = 2}, {2, 2}, A2aBackend::kNone},
         PlanMutantCase{"plan.reduce-over-moe-ep-not-tp", "M-M", {.tp = 2}, {4}, A2aBackend::kNone},
-        PlanMutantCase{"plan.reduce-over-tp-not-moe-group", "MEM", {.tp = 4, .moe_dp = 2}, {4}, A2aBackend::kNone},
+        // moe_dp > 1 only as attn_cp (ServerArgs): a two-stage GQA MoE on moe_tp.
+        PlanMutantCase{"plan.reduce-over-tp-not-moe-group", "*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 2}, {4},
+                       A2aBackend::kNone, DpPadding::kMaxLen, LayerFamily::kTwoStage, false, true},
         PlanMutantCase{"plan.reduce-scatter-without-gather", "*E*", {.tp = 2, .moe_ep = 2}, {4}, A2aBackend::kDeepep},
         PlanMutantCase{"plan.slice-index-off-by-one", "EM", {.tp = 2, .moe_ep = 2}, {3}, A2aBackend::kDeepep},
         PlanMutantCase{"plan.residual-not-sliced", "*E", {.tp = 2, .moe_ep = 2}, {4}, A2aBackend::kDeepep},
@@ -149,6 +153,14 @@ TEST(Campaign, KillsEveryMutantOnSyntheticPatternsThatReachEverySite) {
   deepseek.name = "two-stage *-*E*E";
   deepseek.model = *modelFromPattern("*-*E*E", LayerFamily::kTwoStage);
   spec.models.push_back(std::move(deepseek));
+  // A GQA MoE: the only MoE with moe_dp > 1 the engine runs (moe_dp ==
+  // attn_cp, on CP shards), so the only one summed over a MoE group narrower
+  // than TP.
+  properties::SweepModel gqa;
+  gqa.name = "two-stage GQA *-*E";
+  gqa.model = *modelFromPattern("*-*E", LayerFamily::kTwoStage);
+  gqa.model->shape.q_lora_rank = kNotApplicable;
+  spec.models.push_back(std::move(gqa));
   spec.worlds = {1, 2, 4, 8};
   auto r = runCampaign(spec);
   ASSERT_TRUE(r.hasValue());

@@ -226,7 +226,12 @@ TEST(MoePlans, ShardedOverEpAndMoeTpAreBitIdenticalToTheReference) {
   expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4, .moe_ep = 2}, {5}));   // merged TP group
   expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4}, {3}));                // MoE-TP group
   expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 8, .attn_dp = 2, .moe_ep = 8}, {3, 1}));
-  expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4, .moe_ep = 2, .moe_dp = 2}, {4}));
+  // moe_dp > 1 only as attn_cp (ServerArgs), so on a two-stage GQA stack (an
+  // MLA one refuses it): the EP group inside each moe_dp block, on a decode
+  // batch (CP replicas).
+  Case moe_dp = twoStageCase("*-*E", {.tp = 8, .attn_cp = 2, .moe_ep = 4, .moe_dp = 2}, {4});
+  moe_dp.model.shape.q_lora_rank = kNotApplicable;
+  expectPlanIdenticalToReference(moe_dp);
   Flags deepep;
   deepep.a2a = A2aBackend::kDeepep;
   expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4, .moe_ep = 4}, {6}, deepep));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 #include <vector>
 
 #include "seam/sim/config_space.h"
@@ -36,6 +37,38 @@ TEST(ParallelConfig, RefusesMoeSplitThatDoesNotDivideTp) {
 TEST(ParallelConfig, RefusesNonPositiveLeaves) {
   ParallelConfig c{.tp = 0};
   EXPECT_EQ(validate(c).message(), "tp=0 must be >= 1");
+}
+
+// ServerArgs._handle_context_parallelism: moe_dp is 1 or attn_cp, without PP,
+// tiling TP with an EP group; every config of world 8 the engine starts with
+// a moe_dp > 1 has attn_cp == moe_dp.
+TEST(ParallelConfig, ServerArgsAcceptsAMoeDpOnlyAsTheAttentionCpGroupWithoutPpAndTilingTpWithEp) {
+  auto refused = [](ParallelConfig c) {
+    const Status st = serverArgsMoeDp(c);
+    EXPECT_EQ(st.code(), StatusCode::kRefused) << c.describe();
+    return st.message();
+  };
+  EXPECT_NE(refused({.tp = 4, .attn_cp = 2, .moe_dp = 4}).find("attn_cp_size != moe_dp_size is only supported when "
+                                                                "moe_dp_size == 1"),
+            std::string::npos);
+  EXPECT_NE(refused({.tp = 4, .moe_dp = 2}).find("attn_cp=1 moe_dp=2"), std::string::npos);
+  EXPECT_NE(refused({.tp = 8, .attn_cp = 4, .moe_dp = 2}).find("attn_cp=4 moe_dp=2"), std::string::npos);
+  EXPECT_NE(refused({.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2}).find("PP is not supported"), std::string::npos);
+  EXPECT_NE(refused({.tp = 8, .attn_cp = 2, .moe_ep = 2, .moe_dp = 2}).find("ep_size * moe_dp_size must be equal"),
+            std::string::npos);
+  EXPECT_TRUE(serverArgsMoeDp({.tp = 8, .attn_cp = 2, .moe_ep = 4, .moe_dp = 2}).isOk());
+  EXPECT_TRUE(serverArgsMoeDp({.pp = 2, .tp = 4, .attn_cp = 4, .moe_ep = 2}).isOk());
+  auto space = ConfigSpace::build(8, nullptr, {});
+  ASSERT_TRUE(space.hasValue());
+  int accepted = 0;
+  for (const ParallelConfig& c : space->all()) {
+    if (c.moe_dp > 1 && serverArgsMoeDp(c).isOk()) {
+      ++accepted;
+      EXPECT_EQ(c.attn_cp, c.moe_dp) << c.describe();
+      EXPECT_EQ(c.pp, 1) << c.describe();
+    }
+  }
+  EXPECT_GT(accepted, 0);
 }
 
 // The worked example of SGLang's parallel_state.py docstring (reference §2):

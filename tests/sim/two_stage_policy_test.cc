@@ -435,11 +435,35 @@ TEST(AttentionCp, GqaUnderDpAttentionGathersEachShardIntoItsDpSlotAndTakesTheOwn
   }
 }
 
-TEST(AttentionCp, GqaWithMoeDpWiderThanAttnCpIsNotModelledYetAndTheEnginesCpRefusalsKeepTheirReasons) {
-  auto wide = buildPlan(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 4}, {130}, extend())),
-                        PolicyKind::kDeclared);
-  ASSERT_FALSE(wide.hasValue());
-  EXPECT_TRUE(isNotModelled(wide.status().message()));
+void expectRefusedWith(const Case& c, const std::string& reason) {
+  auto plan = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_FALSE(plan.hasValue()) << c.config.describe();
+  EXPECT_EQ(plan.status().code(), StatusCode::kRefused) << plan.status().message();
+  EXPECT_NE(plan.status().message().find(reason), std::string::npos) << plan.status().message();
+}
+
+TEST(AttentionCp, AMoeDpThatIsNeitherOneNorAttnCpIsRefusedAtStartUpForEveryBatchWithTheEnginesAssertion) {
+  // ServerArgs._handle_context_parallelism: moe_dp wider than attn_cp (the
+  // GQA zigzag case seam used to count as not modelled), narrower but not 1,
+  // and moe_dp without CP at all; on a CP-sharded extend batch and on decode.
+  const std::string unequal = "attn_cp_size != moe_dp_size is only supported when moe_dp_size == 1";
+  expectRefusedWith(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 4}, {130}, extend())), unequal);
+  expectRefusedWith(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 4}, {3}, {})), unequal);
+  expectRefusedWith(gqa(twoStageCase("*-*E", {.tp = 8, .attn_cp = 4, .moe_dp = 2}, {130}, extend())), unequal);
+  expectRefusedWith(gqa(twoStageCase("*-*E", {.tp = 4, .moe_dp = 2}, {3}, {})), unequal);
+  expectRefusedWith(patternCase("MEM", {.tp = 4, .moe_dp = 2}, {4}), unequal);
+  // The same function's other moe_dp asserts.
+  expectRefusedWith(gqa(twoStageCase("*-*E*-*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2}, {3}, {})),
+                    "PP is not supported with context parallelism");
+  expectRefusedWith(gqa(twoStageCase("*-*E", {.tp = 8, .attn_cp = 2, .moe_ep = 2, .moe_dp = 2}, {3}, {})),
+                    "ep_size * moe_dp_size must be equal to tp_size");
+  // moe_dp == attn_cp, with or without an EP group tiling the TP group, plans.
+  expectHolds(mustBuild(gqa(twoStageCase("*-*E", {.tp = 8, .attn_cp = 2, .moe_ep = 4, .moe_dp = 2}, {130},
+                                         extend()))));
+  expectHolds(mustBuild(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 2}, {3}, {}))));
+}
+
+TEST(AttentionCp, TheEnginesCpRefusalsKeepTheirReasons) {
   // _reject_unsupported_cp_moe: an a2a MoE under attention DP and GQA CP.
   Flags deepep = a2a();
   deepep.mode = ForwardMode::kExtend;
@@ -659,6 +683,7 @@ TEST(GqaCp, ZigzagPlansAreBitIdenticalToTheReferenceInExactMode) {
   identical(gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, extend())));
   identical(gqa(twoStageCase("*-*E", {.tp = 8, .attn_cp = 4, .moe_ep = 2}, {135}, extend())));
   identical(gqa(twoStageCase("*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 2}, {130}, extend())));
+  identical(gqa(twoStageCase("*-*E", {.tp = 8, .attn_cp = 2, .moe_ep = 4, .moe_dp = 2}, {133}, extend())));
   identical(gqa(twoStageCase("*E/*E", {.tp = 2, .attn_cp = 2}, {129}, extend())));
   // A wrong take-back block shows in the output.
   const Case c = gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, extend()));
@@ -666,15 +691,18 @@ TEST(GqaCp, ZigzagPlansAreBitIdenticalToTheReferenceInExactMode) {
   EXPECT_FALSE(compareOutputs(runReference(c, numeric::Mode::kExact, {}), run.output).identical);
 }
 
-TEST(AttentionCp, AnInterleavedReduceScatterOverASumGroupThatIsNotTheCpGroupIsRefused) {
-  // moe_dp = 2 < attn_cp = 4: the MoE sums over moe_tp (2 ranks), not attn_cp.
-  auto plan = buildPlan(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_dp = 2}, {9}, rs(extend())),
-                        PolicyKind::kDeclared);
-  ASSERT_FALSE(plan.hasValue());
-  EXPECT_EQ(plan.status().code(), StatusCode::kRefused);
-  EXPECT_NE(plan.status().message().find("NotImplementedError"), std::string::npos);
-  // Without the reduce-scatter strategy it all-reduces and takes back.
-  expectHolds(mustBuild(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_dp = 2}, {9}, extend())));
+TEST(AttentionCp, AnInterleavedFfnSumIsReduceScatteredOverAttnCpWhoseRanksAreEveryTpFfnsSumGroup) {
+  // Interleave CP runs with attn_tp = attn_dp = 1 and moe_dp = 1 (a MoE
+  // sum over moe_tp narrower than attn_cp needs moe_dp > 1, which
+  // ServerArgs refuses unless it is attn_cp), so the sum group of a TP FFN is
+  // the whole TP group, attn_cp's ranks: _select_exit_move's reduce-scatter.
+  for (const ParallelConfig& config : {ParallelConfig{.tp = 4, .attn_cp = 4}, ParallelConfig{.tp = 4, .attn_cp = 4,
+                                                                                              .moe_ep = 2}}) {
+    SCOPED_TRACE(config.describe());
+    const Plan plan = mustBuild(twoStageCase("*-*E", config, {9}, rs(extend())));
+    EXPECT_EQ(kindsAt(plan, 0, 3, Phase::kExit), (std::vector<OpKind>{OpKind::kReduceScatter}));
+    expectHolds(plan);
+  }
 }
 
 // ---- LongCat-Flash branches ------------------------------------------------------------

@@ -44,9 +44,9 @@ rc::Gen<Pattern> genPattern(int max_layers = kDefaultMaxLayers);
 rc::Gen<Pattern> genTwoStagePattern(int max_layers = kDefaultMaxLayers);
 
 /// A config of ConfigSpace::build(world, model's shapes): each leaf (pp,
-/// attn_dp, attn_cp, moe_ep as a split of tp, moe_dp) is drawn along its
-/// divisors, half the time at its simple end, and the nearest valid config is
-/// taken. attn_cp > 1, which the engine refuses for these layers, is drawn one
+/// attn_dp, attn_cp, moe_ep as a split of tp) is drawn along its divisors,
+/// half the time at its simple end, moe_dp as 1 or attn_cp (what ServerArgs
+/// accepts: serverArgsMoeDp), and the nearest valid config is taken. attn_cp > 1, which the engine refuses for these layers, is drawn one
 /// time in ten. Not uniform over the space, so that shrinking another part of
 /// a case leaves the config where it was (generators.cc explains).
 /// world == 0: the world comes from genWorld(). Precondition: 0 <= world <=

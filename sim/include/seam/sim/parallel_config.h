@@ -41,6 +41,15 @@ struct ParallelConfig {
 /// "attn_dp*attn_cp=6 does not divide tp=4".
 Status validate(const ParallelConfig& config);
 
+/// The moe_dp asserts of ServerArgs._handle_context_parallelism
+/// (server_args.py @001067fffe33), at start-up, for every model and batch:
+/// a MoE data-parallel group wider than 1 must be the attention-CP group
+/// itself (attn_cp == moe_dp), without PP, and with an EP group it must tile
+/// the TP group (moe_ep * moe_dp == tp). Status::refused with the engine's
+/// message, else ok. (So parallel_state's MoE-CP alias, _MOE_DP = _ATTN_CP
+/// when attn_cp > moe_dp, is reached only with moe_dp = 1.)
+Status serverArgsMoeDp(const ParallelConfig& config);
+
 /// The process-group axes. kMoeDp is the MoE-CP group (the attn_cp group)
 /// whenever attn_cp > moe_dp, exactly as SGLang aliases it.
 enum class Axis : std::uint8_t { kTp, kAttnTp, kAttnCp, kAttnDp, kMoeEp, kMoeTp, kMoeDp, kPp };
