@@ -255,7 +255,9 @@ TEST(TboPlan, SplitsADecodeBatchEveryCpReplicaHoldsWholeTheSameWayOnEachReplica)
     if (op.half != Half::kWhole && !op.tbo_move) {
       ++halves_ops;
       // The halves' all-to-all runs over moe_ep == tp, both replicas inside.
-      if (op.kind == OpKind::kAllToAll) EXPECT_EQ(groupMembers(c.config, op.groupAxis(), 2), (std::vector<int>{0, 1, 2, 3}));
+      if (op.kind == OpKind::kAllToAll) {
+        EXPECT_EQ(groupMembers(c.config, op.groupAxis(), 2), (std::vector<int>{0, 1, 2, 3}));
+      }
     }
   }
   EXPECT_EQ(splits, 2);
