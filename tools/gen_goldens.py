@@ -96,6 +96,8 @@ CASES = [
      f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --tbo --mode extend", "--lower-dp"),
     ("two_stage_tbo_pp", "TBO under pp 2: the first stage runs whole and sends; the last stage (first_k_dense_replace inside it) receives the whole batch, splits, runs the halves and merges before the final norm; no half crosses the cut",
      f"--pattern '*-*-|*-*E*E' {TWO} --pp 2 --tp 2 --ep 2 --a2a deepep --tbo --tokens 5"),
+    ("two_stage_tbo_cp_dp", "TBO of a decode batch under attention CP and DP attention (tp 4, attn_dp 2, attn_cp 2, attn_tp 1; tokens 3,2: halves 1,1 and 2,1): the CP replicas (ranks 0,1 and 2,3) hold their DP shard whole and split it alike; each half's DP gathers take the all-reduce path, written by attn_cp rank 0 only, every rank of tp in the sum (--lower-dp); no CP move",
+     f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --cp 2 --tokens 3,2 --tbo", "--lower-dp"),
     # The DP ops lowered to SGLang's collectives (seam plan --lower-dp; dp_gather.h).
     ("dp_lowered_max_len_replicate", "MAX_LEN, attn_tp 2, a shard of 3 tokens (aligned to 4) and an idle one: pad, zero on attention-TP rank 1, reduce-scatter over attn_tp into M/a = 2 rows, all-gather over tp into 8; dp_scatter copies the slot and trims the pad rows",
      "--pattern 'M-M' --tp 4 --dp 2 --tokens 3,0", "--lower-dp"),

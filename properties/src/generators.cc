@@ -266,10 +266,11 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
     return f;
   }
   // Two-batch overlap where seam models it: an a2a backend or DP attention,
-  // one pipeline stage, no attention CP, no capture (the policy refuses
-  // the layers it does not run).
+  // one pipeline stage, no capture (the policy refuses the layers it does
+  // not run). Under attention CP a CP-sharded batch runs whole and any other
+  // splits over the CP replicas (research note B7).
   f.tbo = two && f.tbo && !f.input_scattered && (f.a2a != A2aBackend::kNone || config.attn_dp > 1) &&
-          config.pp == 1 && config.attn_cp == 1;
+          config.pp == 1;
   f.capture.clear();
   if (f.tbo) return f;
   // Captures sit before a decoder layer: stage layer * stages-per-layer.

@@ -504,11 +504,6 @@ Status DeclaredBuilder::refuse() {
                                std::to_string(range.last) + ") has a dense FFN");
       }
     }
-    if (cp_ && !cp_batch_) {
-      return Status::notModelled("two-batch overlap of a batch that is not CP-sharded under attn_cp=" +
-                                 std::to_string(cfg_.attn_cp) + " (the engine splits it; seam's halves over CP "
-                                 "replicas are untested)");
-    }
     // EAGLE3 captures (layers_to_capture) are taken in the whole-batch layer
     // loop only; the TBO path and its children (aux_hidden_states_buffer =
     // None in filter_batch) capture nothing.
@@ -523,7 +518,12 @@ Status DeclaredBuilder::refuse() {
     }
     // can_run_tbo (B2): every split is a number (tbo.h), so every batch runs
     // split, except a CP-sharded batch, which the runtime gate keeps whole
-    // (research note B7).
+    // (research note B7). A batch that is not CP-sharded under attn_cp > 1
+    // (decode; an extend batch too short to shard) splits: every attn_cp
+    // replica holds the DP shard's rows whole and cuts them at the same token
+    // (TboDPAttentionPreparer, per rank from its local batch), and each half
+    // runs the whole batch's boundaries on its rows (the halves' builders
+    // decide on their own batches, which are not CP-sharded either).
     if (!range.empty() && !cp_batch_) tbo_first_layer_ = range.first;
   }
   if (branch_) {

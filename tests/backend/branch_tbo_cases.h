@@ -52,7 +52,8 @@ inline std::vector<Case> branchCases(int world) {
 
 /// DeepSeek-style TBO cases of `world` ranks (1 or 2), decode and extend:
 /// the deepep all-to-all, DP attention (the halves' own DP gathers), both,
-/// an idle DP rank, a fully-DP dense layer, SUM_LEN, the MTP step after the merge.
+/// an idle DP rank, a fully-DP dense layer, SUM_LEN, the MTP step after the
+/// merge, attention-CP replicas.
 inline std::vector<Case> tboCases(int world) {
   std::vector<Case> out;
   for (ForwardMode mode : {ForwardMode::kDecode, ForwardMode::kExtend}) {
@@ -79,6 +80,11 @@ inline std::vector<Case> tboCases(int world) {
   sum_len.dp_padding = DpPadding::kSumLen;
   out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_dp = 2}, {3, 2}, sum_len));
   out.push_back(twoStageCase("*-*E*E/*E", {.tp = 2, .moe_ep = 2}, {4}, tboFlags(A2aBackend::kDeepep)));
+  // Attention CP on a batch it does not shard (decode; an extend batch of
+  // fewer tokens than attn_cp): both ranks hold the whole batch and split it alike.
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {5}, tboFlags(A2aBackend::kDeepep)));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {1},
+                             tboFlags(A2aBackend::kDeepep, ForwardMode::kExtend)));
   return out;
 }
 

@@ -1,9 +1,9 @@
-// Two-batch overlap (sim/include/seam/sim/tbo.h; research note B1-B5): the
+// Two-batch overlap (sim/include/seam/sim/tbo.h; research note B1-B9): the
 // split of each DP shard, the layer range, the engine's issue order of the
 // halves' chunks, the refusals with SGLang's reasons, the split and merge
-// ops of a plan, the properties on TBO plans (both ledger domains and the
-// numeric executor), and hand-made wrong TBO plans caught with the right
-// violation class.
+// ops of a plan (a batch held whole by attention-CP replicas included), the
+// properties on TBO plans (both ledger domains and the numeric executor),
+// and hand-made wrong TBO plans caught with the right violation class.
 #include "seam/sim/tbo.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "case_builders.h"
+#include "reference_check.h"
 #include "seam/properties/check.h"
+#include "seam/sim/dp_gather.h"
 #include "seam/sim/ledger.h"
 #include "seam/sim/numeric_executor.h"
 #include "seam/sim/policy.h"
@@ -139,14 +141,6 @@ TEST(TboRefusal, OfACaptureInsideTheRangeSaysOnlyTheWholeBatchLoopCaptures) {
   EXPECT_NE(why.find("whole-batch layer loop"), std::string::npos) << why;
 }
 
-TEST(TboRefusal, OfABatchNotShardedOverCpReplicasIsNotModelled) {
-  // Decode under attn_cp 2: the runtime gate lets it split; seam does not model the halves over CP replicas.
-  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {4}, tbo());
-  auto plan = buildPlan(c, PolicyKind::kDeclared);
-  ASSERT_FALSE(plan.hasValue());
-  EXPECT_TRUE(isNotModelled(plan.status().message())) << plan.status().message();
-}
-
 // ---- the plan ---------------------------------------------------------------
 
 TEST(TboPlan, SplitsOnceBeforeTheFirstSparseLayerAndMergesBeforeTheFinalNorm) {
@@ -235,6 +229,68 @@ TEST(TboPlan, KeepsACpShardedBatchWholeLikeTheEnginesRuntimeGate) {
   EXPECT_EQ(plan.ranks, mustBuild(plain).ranks);
 }
 
+// A batch that is not CP-sharded under attn_cp > 1 (decode): every rank of
+// an attn_cp group holds the DP shard's rows whole (token_axis_sizes with
+// cp_active False), so each replica splits it at the same token and runs the
+// halves as the ranks of an attn_tp group do (research note B7).
+TEST(TboPlan, SplitsADecodeBatchEveryCpReplicaHoldsWholeTheSameWayOnEachReplica) {
+  // tp 4, attn_cp 2: attn_tp groups {0,1} {2,3}, attn_cp groups {0,2} {1,3}.
+  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {5}, tbo());
+  const Plan plan = mustBuild(c);
+  EXPECT_EQ(plan.tbo_split, (std::vector<int>{2}));
+  EXPECT_EQ(plan.cp_layout, CpLayout::kReplicated);
+  // The replicas of an attention-TP position issue the same program.
+  EXPECT_EQ(plan.ranks[0], plan.ranks[2]);
+  EXPECT_EQ(plan.ranks[1], plan.ranks[3]);
+  int splits = 0, halves_ops = 0;
+  for (const Op& op : plan.ranks[2]) {
+    // No CP move: nothing is gathered or reduced over attn_cp.
+    EXPECT_NE(op.axis, static_cast<std::int8_t>(Axis::kAttnCp)) << opName(op.kind);
+    if (op.tbo_move && op.kind == OpKind::kSlice && op.tensor == Tensor::kHidden) {
+      // The split cuts the 5 attention rows the replica holds: 2 for A, 3 for B.
+      EXPECT_EQ(op.rows_in.count, 5);
+      EXPECT_EQ(op.rows_out.count, op.half == Half::kA ? 2 : 3);
+      ++splits;
+    }
+    if (op.half != Half::kWhole && !op.tbo_move) {
+      ++halves_ops;
+      // The halves' all-to-all runs over moe_ep == tp, both replicas inside.
+      if (op.kind == OpKind::kAllToAll) {
+        EXPECT_EQ(groupMembers(c.config, op.groupAxis(), 2), (std::vector<int>{0, 1, 2, 3}));
+      }
+    }
+  }
+  EXPECT_EQ(splits, 2);
+  EXPECT_GT(halves_ops, 0);
+  // The same case without the flag runs the sparse layers on the batch.
+  Case plain = c;
+  plain.flags.tbo = false;
+  EXPECT_TRUE(mustBuild(plain).tbo_split.empty());
+}
+
+TEST(TboPlan, LowersEachHalfsDpGatherUnderCpToAnAllReduceWrittenByCpRankZeroOnly) {
+  // tp 4, attn_dp 2, attn_cp 2 (attn_tp 1): DP shard 0 on ranks {0, 1}, its
+  // CP replicas. _dp_gather takes the all-reduce path under attn_cp > 1;
+  // only attn_cp rank 0 writes its slot, every rank of tp joins the sum.
+  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, tbo(A2aBackend::kNone));
+  const Plan plan = mustBuild(c);
+  EXPECT_EQ(plan.tbo_split, (std::vector<int>{1, 1}));
+  const Batch half_b = tboHalfBatch(c.batch, plan.tbo_split, Half::kB);  // {2, 1}
+  const DpGeometry geometry(c.config, half_b, plan.padding, false, plan.cp_layout);
+  const auto gather = [](const Op& op) { return op.kind == OpKind::kDpGatherReplicate && op.half == Half::kB; };
+  for (int r : {0, 1}) {
+    const auto it = std::find_if(plan.ranks[r].begin(), plan.ranks[r].end(), gather);
+    ASSERT_NE(it, plan.ranks[r].end());
+    const DpLowering steps = lowerDpOp(*it, c.config, geometry, r, activationRowBytes(c.model.shape));
+    const auto writes = std::count_if(steps.begin(), steps.end(), [](const DpStep& s) {
+      return s.kind == DpStepKind::kWriteSlot;
+    });
+    EXPECT_EQ(writes, r == 0 ? 1 : 0) << "rank " << r;
+    EXPECT_EQ(steps[steps.size() - 1].axis, static_cast<std::int8_t>(Axis::kTp));
+    EXPECT_EQ(steps[steps.size() - 1].rows_out, geometry.globalRows());
+  }
+}
+
 // ---- properties on TBO plans ----------------------------------------------------
 
 std::vector<Case> tboCases() {
@@ -285,6 +341,47 @@ TEST(TboProperties, TheNumericExecutorRunsTboPlansBitIdenticalToTheReference) {
     EXPECT_FALSE(run.ranks_disagree);
     const OutputDiff diff = compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output);
     EXPECT_TRUE(diff.identical) << diff.describe();
+  }
+}
+
+/// TBO cases of a batch that is not CP-sharded under attn_cp > 1: decode
+/// (and an extend batch too short to shard: fewer tokens than attn_cp),
+/// deepep and DP attention, attn_tp 1 and 2, an idle DP shard, a fully-DP
+/// dense layer, attn_cp 4, pp 2. The classic tables under CP are not
+/// modelled, so these run under the declared and naive policies.
+std::vector<Case> tboCpCases() {
+  std::vector<Case> out;
+  const Flags deepep = tbo();
+  const Flags none = tbo(A2aBackend::kNone);
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {5}, deepep));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {4}, deepep));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, none));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2, .moe_ep = 2}, {3, 0}, none));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2, .moe_ep = 8}, {3, 1}, deepep));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {6}, deepep));
+  Flags dense_dp = deepep;
+  dense_dp.dense_tp1 = true;
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {6}, dense_dp));
+  Flags sum_len = none;
+  sum_len.dp_padding = DpPadding::kSumLen;
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, sum_len));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {1}, tbo(A2aBackend::kDeepep,
+                                                                                         ForwardMode::kExtend)));
+  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_ep = 4}, {5}, deepep));
+  return out;
+}
+
+TEST(TboProperties, HoldOnTboPlansOverCpReplicasInBothLedgerDomainsAndRunBitIdenticalToTheReference) {
+  Ledger ledger;
+  for (const Case& c : tboCpCases()) {
+    for (PolicyKind policy : {PolicyKind::kDeclared, PolicyKind::kNaive}) {
+      SCOPED_TRACE(reproduceCommand(c, policyName(policy)));
+      const Plan plan = mustBuild(c, policy);
+      EXPECT_FALSE(plan.tbo_split.empty());
+      EXPECT_EQ(plan.cp_layout, CpLayout::kReplicated);
+      seam::testing::expectHoldsAndMatchesTheReference(c, plan);
+      EXPECT_TRUE(ledger.replay(plan, LedgerOptions{.exact = true}).holds());
+    }
   }
 }
 
@@ -361,6 +458,43 @@ TEST(TboLedger, CatchesAPipelinedPlanWhoseLastStageDropsHalfBsMergeAsAnIncomplet
   const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.property, Property::kOutputComplete);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+}
+
+// CP replicas hold the same rows: a sum over attn_cp counts each term once
+// per replica, and a replica that skips a half's DP gather leaves the tp
+// group's all-reduce one member short.
+Plan cpTbo() {
+  return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, tbo(A2aBackend::kNone)));
+}
+
+TEST(TboLedger, CatchesAHalfsMoeSumAlsoReducedOverCpReplicasAsCountedTwice) {
+  Plan plan = cpTbo();
+  for (auto& ops : plan.ranks) {
+    const auto ar = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+      return op.half == Half::kA && op.kind == OpKind::kAllReduce;
+    });
+    ASSERT_NE(ar, ops.end());
+    Op over_cp = *ar;
+    over_cp.axis = static_cast<std::int8_t>(Axis::kAttnCp);
+    ops.insert(std::next(ar), over_cp);
+  }
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kCountedTwice);
+}
+
+TEST(TboLedger, CatchesACpReplicaSkippingAHalfsDpGatherAsACollectiveMismatch) {
+  Plan plan = cpTbo();
+  auto& ops = plan.ranks[1];  // attn_cp rank 1 of DP shard 0: writes nothing, still joins the all-reduce
+  const auto gather = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+    return op.half == Half::kB && op.kind == OpKind::kDpGatherReplicate;
+  });
+  ASSERT_NE(gather, ops.end());
+  ops.erase(gather);
+  const Violation v = firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.property, Property::kCollectivesMatch);
+  EXPECT_EQ(v.cls, ViolationClass::kCollectiveMismatch);
+  EXPECT_FALSE(properties::checkCollectiveSequences(plan).empty());
 }
 
 }  // namespace
