@@ -276,7 +276,9 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
   // Captures sit before a decoder layer: stage layer * stages-per-layer.
   const int spl = model.stagesPerLayer();
   const int layers = std::max(1, model.pattern.size() / spl);
-  if (f.input_scattered) return f;  // the engine does not run it with EAGLE3 captures
+  // The engine does not run input-scattered attention with EAGLE3 captures,
+  // nor speculative decoding under pp > 1 (serverArgsRefusal).
+  if (f.input_scattered || config.pp > 1) return f;
   for (int leaf : leaves.capture) f.capture.push_back(scaledIndex(leaf, layers) * spl);
   std::sort(f.capture.begin(), f.capture.end());
   f.capture.erase(std::unique(f.capture.begin(), f.capture.end()), f.capture.end());
@@ -326,6 +328,9 @@ Case assembleCase(int world, const FamilyPattern& pattern, const ConfigLeaves& c
   // Cuts fall between decoder layers.
   const int spl = c.model.stagesPerLayer();
   c.model.pattern.cuts = cutsFrom(cut_leaves, c.model.pattern.size() / spl, c.config.pp);
+  // ServerArgs refuses speculative decoding under pp > 1 (serverArgsRefusal):
+  // there the stack is served without its MTP step.
+  if (c.config.pp > 1) c.model.pattern.mtp.clear();
   for (int& cut : c.model.pattern.cuts) cut *= spl;
   c.flags = flagsFrom(flag_leaves, c.model, c.config);
   c.batch = batchFrom(shard_leaves, c.config.attn_dp, c.config.tp, c.flags.input_scattered);

@@ -243,6 +243,25 @@ bool isQwen3Dense(const ModelRef& model) {
   return true;
 }
 
+Status serverArgsRefusal(const Case& c) {
+  if (Status st = serverArgsMoeDp(c.config); !st) return st;
+  const bool mtp = !c.model.pattern.mtp.empty();
+  if (c.config.pp > 1 && (mtp || !c.flags.capture.empty())) {
+    // An MTP step runs as the speculative draft (NEXTN/EAGLE), a capture
+    // feeds an EAGLE3 draft: either way speculative_algorithm is set.
+    return Status::refused("Pipeline parallelism is not compatible with overlap schedule, speculative decoding "
+                           "(AssertionError in ServerArgs.check_server_args; pp=" + std::to_string(c.config.pp) +
+                           (mtp ? " with the model's MTP step" : " with EAGLE3 aux capture") + ")");
+  }
+  if (c.flags.tbo && c.flags.a2a == A2aBackend::kNone && c.config.attn_dp == 1) {
+    // cp_tbo (the exemption) needs ROCm and DSA round-robin CP: not seam's.
+    return Status::refused("When enabling two batch overlap without an EP a2a backend (moe_a2a_backend='none'), "
+                           "--enable-dp-attention is required (DeepSeek-V4 non-EP DP TBO path). (ValueError in "
+                           "ServerArgs._check_two_batch_overlap; attn_dp=1)");
+  }
+  return Status::ok();
+}
+
 std::string reproduceCommand(const Case& c, std::string_view policy) {
   std::string out = "seam check";
   if (findPreset(c.model.name).hasValue()) {

@@ -328,10 +328,10 @@ std::vector<int> DeclaredBuilder::ppOfStages() const {
 }
 
 Status DeclaredBuilder::refuse() {
-  if (Status st = serverArgsMoeDp(cfg_); !st) return st;
+  if (Status st = serverArgsRefusal(c_); !st) return st;
   if (tbo_flag_) {
     // Engine refusals of --enable-two-batch-overlap (B1, B5), ahead of the
-    // variants TBO turns off.
+    // variants TBO turns off (the start-up one: serverArgsRefusal).
     bool sparse = false, attention = true;
     for (LayerKind k : stacks_[0]) {
       sparse = sparse || k == LayerKind::kMoe;
@@ -343,10 +343,6 @@ Status DeclaredBuilder::refuse() {
       return Status::refused("two-batch overlap runs DeepSeek-V2/V3, Qwen3-MoE and MiMo-V2 decoder layers only: "
                              "OperationsStrategy.init_new_tbo raises NotImplementedError for " + c_.model.name +
                              "'s layers");
-    }
-    if (c_.flags.a2a == A2aBackend::kNone && D_ == 1) {
-      return Status::refused("two-batch overlap needs an all-to-all MoE backend or DP attention (ValueError in "
-                             "server_args: --enable-two-batch-overlap with --moe-a2a-backend none and attn_dp=1)");
     }
     if (input_scattered_) {
       return Status::refused("input-scattered attention never runs on a two-batch-overlap batch (its per-batch gate "

@@ -323,5 +323,47 @@ TEST(Case, ReproduceCommandQuotesABarePatternAndAddsTheOptionalFlags) {
             " --ln-sp --capture 2,5");
 }
 
+// ServerArgs' start-up asserts (server_args.py @001067fffe33), each by its
+// message, for every model and batch; what the engine starts stays ok.
+TEST(Case, ServerArgsRefusesAtStartUpWhatTheEngineAssertsOnWithItsMessage) {
+  auto refusal = [](const Case& c) {
+    const Status st = serverArgsRefusal(c);
+    EXPECT_EQ(st.code(), StatusCode::kRefused) << c.config.describe();
+    return st.message();
+  };
+  auto caseOf = [](const char* pattern, ParallelConfig config, Flags flags = {}) {
+    Case c;
+    c.model = modelFromPattern(pattern, LayerFamily::kTwoStage).value();
+    c.config = config;
+    c.batch.tokens.assign(config.attn_dp, 4);
+    c.flags = std::move(flags);
+    return c;
+  };
+  // check_server_args: "Pipeline parallelism is not compatible with overlap
+  // schedule, speculative decoding" -- an MTP step or an EAGLE3 capture.
+  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 2})).find("Pipeline parallelism is not compatible with overlap "
+                                                                "schedule, speculative decoding"),
+            std::string::npos);
+  Flags capture;
+  capture.capture = {2};
+  EXPECT_NE(refusal(caseOf("*-*E", {.pp = 2, .tp = 2}, capture)).find("pp=2 with EAGLE3 aux capture"),
+            std::string::npos);
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.pp = 2, .tp = 2})).isOk());
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E/*E", {.tp = 4})).isOk());
+  // _check_two_batch_overlap: TBO without an a2a backend needs DP attention.
+  Flags tbo;
+  tbo.tbo = true;
+  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 2}, tbo)).find("When enabling two batch overlap without an EP a2a backend "
+                                                         "(moe_a2a_backend='none'), --enable-dp-attention is required"),
+            std::string::npos);
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 2, .attn_dp = 2}, tbo)).isOk());
+  tbo.a2a = A2aBackend::kDeepep;
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 2, .moe_ep = 2}, tbo)).isOk());
+  // _handle_context_parallelism's moe_dp asserts come first (serverArgsMoeDp).
+  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2})).find("PP is not supported with "
+                                                                                         "context parallelism"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace seam

@@ -114,6 +114,16 @@ struct Case {
 /// config against the model's shapes; the message names the bad value.
 Status validateCase(const Case& c);
 
+/// ServerArgs' start-up refusals (server_args.py @001067fffe33) of a whole
+/// case, for every batch, ahead of anything a model or a batch refuses:
+/// serverArgsMoeDp; check_server_args' "Pipeline parallelism is not
+/// compatible with overlap schedule, speculative decoding" (pp > 1 with an
+/// MTP step or an EAGLE3 capture; the overlap schedule it also names is
+/// turned off for pp > 1 by _pipeline_parallel_overlap_disable, not refused);
+/// _check_two_batch_overlap (--tbo with moe_a2a_backend none needs DP
+/// attention). Status::refused with the engine's message, else ok.
+Status serverArgsRefusal(const Case& c);
+
 /// The `seam check` command line that reproduces `c` under `policy`.
 std::string reproduceCommand(const Case& c, std::string_view policy);
 
