@@ -176,6 +176,34 @@ ParallelConfig nearestConfig(const std::vector<ParallelConfig>& configs,
   return *best;
 }
 
+bool isMla(const ModelRef& model) {
+  return model.family == LayerFamily::kTwoStage && model.shape.q_lora_rank > 0;
+}
+
+// MLA prefill CP as _deepseek_family_overrides runs it (serverArgsRefusal
+// refuses any other ask): attn_cp = tp / attn_dp (attn_tp 1), ep = tp, moe_dp 1.
+ParallelConfig asEngineRuns(const ModelRef& model, ParallelConfig c) {
+  if (!isMla(model) || c.attn_cp <= 1) return c;
+  c.attn_cp = c.tp / c.attn_dp;
+  c.moe_ep = c.tp;
+  c.moe_dp = 1;
+  return c;
+}
+
+std::vector<ParallelConfig> configsFor(const ModelRef& model, int world);
+
+// The config of the space nearest to what the leaves describe, among those
+// the engine runs as asked (MLA CP only in asEngineRuns' form).
+ParallelConfig configFrom(const ModelRef& model, int world, const ConfigLeaves& leaves) {
+  std::vector<ParallelConfig> configs = configsFor(model, world);
+  std::vector<ParallelConfig> runs;
+  for (const ParallelConfig& c : configs) {
+    if (isMla(model) && c.attn_cp > 1 && !(asEngineRuns(model, c) == c)) continue;
+    runs.push_back(c);
+  }
+  return nearestConfig(runs.empty() ? configs : runs, asEngineRuns(model, desiredConfig(leaves, world)));
+}
+
 // The valid configs of `world` for `model`; a broken precondition (world out
 // of range, nothing fits) fails generation with the reason.
 std::vector<ParallelConfig> configsFor(const ModelRef& model, int world) {
@@ -252,6 +280,11 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
   // the extend batches it runs on (tp > 1, no DP attention, a2a none).
   const bool two = model.family != LayerFamily::kSingleStage;
   f.dense_tp1 = two && f.dense_tp1;
+  if (isMla(model) && config.attn_cp > 1) {
+    // _deepseek_family_overrides: deepep (ep = tp: asEngineRuns) and moe_dense_tp_size 1.
+    if (hasMoe(model.pattern) && config.moe_ep == config.tp) f.a2a = A2aBackend::kDeepep;
+    f.dense_tp1 = true;
+  }
   f.input_scattered = two && f.input_scattered && config.tp > 1 && config.attn_dp == 1 &&
                       f.a2a == A2aBackend::kNone && !f.dense_tp1;
   if (f.input_scattered) f.mode = ForwardMode::kExtend;
@@ -324,7 +357,7 @@ Case assembleCase(int world, const FamilyPattern& pattern, const ConfigLeaves& c
                   const std::vector<int>& shard_leaves) {
   Case c;
   c.model = modelOf(pattern);
-  c.config = nearestConfig(configsFor(c.model, world), desiredConfig(config_leaves, world));
+  c.config = configFrom(c.model, world, config_leaves);
   // Cuts fall between decoder layers.
   const int spl = c.model.stagesPerLayer();
   c.model.pattern.cuts = cutsFrom(cut_leaves, c.model.pattern.size() / spl, c.config.pp);
@@ -428,7 +461,7 @@ rc::Gen<ParallelConfig> genConfig(const ModelRef& model, int world) {
   const rc::Gen<int> worlds = world == 0 ? genWorld() : gen::just(world);
   return gen::apply(
       [model](int w, const ConfigLeaves& leaves) {
-        return nearestConfig(configsFor(model, w), desiredConfig(leaves, w));
+        return configFrom(model, w, leaves);
       },
       worlds, genConfigLeaves());
 }

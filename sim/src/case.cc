@@ -243,7 +243,37 @@ bool isQwen3Dense(const ModelRef& model) {
   return true;
 }
 
+/// _deepseek_family_overrides (arg_groups/overrides.py, the MLA prefill CP
+/// block; server_args.py @001067fffe33 delegates to it): --enable-prefill-cp on
+/// an MLA DeepSeek-family model (seam's MLA presets, deepseek-v3 and
+/// longcat-flash; attn_cp > 1 is that flag) silently sets moe_a2a_backend
+/// deepep, ep_size = tp, moe_dense_tp_size 1 and attn_cp_size = tp // dp (so
+/// attn_tp 1), whatever was asked, for every batch: a start-up rewrite. seam
+/// refuses the asked configuration and names the one the engine runs.
+Status mlaCpOverride(const Case& c) {
+  const ParallelConfig& p = c.config;
+  if (c.model.family != LayerFamily::kTwoStage || c.model.shape.q_lora_rank <= 0 || p.attn_cp <= 1) {
+    return Status::ok();
+  }
+  bool moe = false, dense = false;
+  for (const auto* layers : {&c.model.pattern.layers, &c.model.pattern.mtp}) {
+    for (LayerKind k : *layers) {
+      moe = moe || k == LayerKind::kMoe;
+      dense = dense || k == LayerKind::kDenseMlp;
+    }
+  }
+  const bool a2a_ok = !moe || (c.flags.a2a == A2aBackend::kDeepep && p.moe_ep == p.tp);
+  const bool dense_ok = !dense || c.flags.dense_tp1;
+  if (a2a_ok && dense_ok && p.attn_cp == p.tp / p.attn_dp) return Status::ok();
+  return Status::refused("SGLang's _deepseek_family_overrides runs MLA prefill CP only with --moe-a2a-backend deepep, "
+                         "ep_size = tp, moe_dense_tp_size = 1 and attn_cp_size = tp // dp = " +
+                         std::to_string(p.tp / p.attn_dp) + " (asked: a2a " + std::string(a2aName(c.flags.a2a)) +
+                         ", ep " + std::to_string(p.moe_ep) + ", dense tp " + (c.flags.dense_tp1 ? "1" : "tp") +
+                         ", attn_cp " + std::to_string(p.attn_cp) + ")");
+}
+
 Status serverArgsRefusal(const Case& c) {
+  if (Status st = mlaCpOverride(c); !st) return st;
   if (Status st = serverArgsMoeDp(c.config); !st) return st;
   const bool mtp = !c.model.pattern.mtp.empty();
   if (c.config.pp > 1 && (mtp || !c.flags.capture.empty())) {

@@ -82,9 +82,13 @@ inline std::vector<Case> tboCases(int world) {
   out.push_back(twoStageCase("*-*E*E/*E", {.tp = 2, .moe_ep = 2}, {4}, tboFlags(A2aBackend::kDeepep)));
   // Attention CP on a batch it does not shard (decode; an extend batch of
   // fewer tokens than attn_cp): both ranks hold the whole batch and split it alike.
-  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {5}, tboFlags(A2aBackend::kDeepep)));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {1},
-                             tboFlags(A2aBackend::kDeepep, ForwardMode::kExtend)));
+  // MLA CP as _deepseek_family_overrides runs it: deepep, ep = tp, fully-DP dense FFNs.
+  Flags cp_decode = tboFlags(A2aBackend::kDeepep);
+  cp_decode.dense_tp1 = true;
+  Flags cp_extend = tboFlags(A2aBackend::kDeepep, ForwardMode::kExtend);
+  cp_extend.dense_tp1 = true;
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {5}, cp_decode));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {1}, cp_extend));
   return out;
 }
 

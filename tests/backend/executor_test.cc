@@ -264,16 +264,18 @@ TEST(GpuExecutorOnGpus, WorldOnePlansAreBitIdenticalToTheReference) {
 
 TEST(GpuExecutorOnGpus, MlaPrefillCpOnInterleavedShardsIsBitIdenticalToTheReference) {
   SEAM_NEED_GPUS(2);
-  // MLA (DSA) prefill CP: token g on CP rank g mod 2, shards padded to equal
-  // rows; each FFN gathers the shards over attn_cp and hands them back by an
-  // all-reduce and the take-back slice, or (rs) one attn_cp reduce-scatter.
+  // MLA prefill CP as _deepseek_family_overrides runs it (deepep, ep = tp,
+  // fully-DP dense FFNs): token g on CP rank g mod 2, shards padded to equal
+  // rows; every FFN runs on the shard, the model boundary gathers over attn_cp.
   for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs}) {
     Flags f;
     f.mode = ForwardMode::kExtend;
     f.reduction = red;
+    f.a2a = A2aBackend::kDeepep;
+    f.dense_tp1 = true;
     for (int tokens : {5, 8, 1}) {
       SCOPED_TRACE(std::to_string(tokens) + " tokens, reduction " + std::to_string(static_cast<int>(red)));
-      const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {tokens}, f);
+      const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {tokens}, f);
       auto plan = buildPlan(c, PolicyKind::kDeclared);
       ASSERT_TRUE(plan.hasValue()) << plan.status().message();
       // One token is fewer than the CP ranks: not sharded, the ranks hold replicas.

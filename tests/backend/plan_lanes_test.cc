@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "branch_tbo_cases.h"
@@ -23,8 +24,12 @@ using seam::testing::tboCases;
 
 Plan mustBuild(const Case& c) {
   auto plan = buildPlan(c, PolicyKind::kDeclared);
-  EXPECT_TRUE(plan.hasValue()) << plan.status().message() << "\n" << reproduceCommand(c, "declared");
-  return plan.hasValue() ? std::move(*plan) : Plan{};
+  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
+  if (!plan) {
+    throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()) + "\n" +
+                             reproduceCommand(c, "declared"));
+  }
+  return std::move(*plan);
 }
 
 std::vector<Case> allTboCases() {

@@ -199,6 +199,20 @@ TEST(Generators, TwoStageStacksAreDrawnWithTheirVariantsAndCutsBetweenDecoderLay
   EXPECT_GT(planned_scattered, 0) << "some input-scattered cases reach an MLA-shaped model (an E borrows DeepSeek's)";
 }
 
+TEST(Generators, DrawMlaPrefillCpOnlyAsTheEngineRunsItAndSomeOfItPlans) {
+  int mla_cp = 0, planned = 0;
+  for (const Case& c : sample(genCase(0, 16), kSamples)) {
+    if (c.model.family != LayerFamily::kTwoStage || c.model.shape.q_lora_rank <= 0 || c.config.attn_cp <= 1) continue;
+    ++mla_cp;
+    // _deepseek_family_overrides' configuration: never its refusal.
+    EXPECT_EQ(serverArgsRefusal(c).message().find("_deepseek_family_overrides"), std::string::npos)
+        << reproduceCommand(c, "declared");
+    planned += buildPlan(c, PolicyKind::kDeclared).hasValue();
+  }
+  EXPECT_GT(mla_cp, 0);
+  EXPECT_GT(planned, 0);
+}
+
 TEST(Generators, DrawTwoBatchOverlapCasesSomeOfWhichRunSplit) {
   int tbo = 0, split = 0;
   for (const Case& c : sample(genCase(0, 16), kSamples)) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <string>
 #include <vector>
@@ -49,7 +50,9 @@ Case longcatA2a(int tp, int attn_dp, std::vector<int> tokens, ForwardMode mode =
 Plan mustBuild(const Case& c) {
   auto plan = buildPlan(c, PolicyKind::kDeclared, Schema{});
   EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  return plan ? std::move(plan).value() : Plan{};
+  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
+  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
+  return std::move(plan).value();
 }
 
 void expectHolds(const Plan& plan) {

@@ -359,9 +359,30 @@ TEST(Case, ServerArgsRefusesAtStartUpWhatTheEngineAssertsOnWithItsMessage) {
   EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 2, .attn_dp = 2}, tbo)).isOk());
   tbo.a2a = A2aBackend::kDeepep;
   EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 2, .moe_ep = 2}, tbo)).isOk());
-  // _handle_context_parallelism's moe_dp asserts come first (serverArgsMoeDp).
-  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2})).find("PP is not supported with "
-                                                                                         "context parallelism"),
+  // _handle_context_parallelism's moe_dp asserts come first (serverArgsMoeDp) on a GQA model.
+  Case gqa_pp = caseOf("*-*E/*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2});
+  gqa_pp.model.shape.q_lora_rank = kNotApplicable;
+  EXPECT_NE(refusal(gqa_pp).find("PP is not supported with context parallelism"), std::string::npos);
+  // _deepseek_family_overrides: MLA prefill CP runs only as deepep, ep = tp,
+  // moe_dense_tp_size 1 and attn_cp = tp // dp; it rewrites any other ask
+  // (before the moe_dp asserts read the rewritten values), for every batch.
+  Flags engine;
+  engine.a2a = A2aBackend::kDeepep;
+  engine.dense_tp1 = true;
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, engine)).isOk());
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, engine)).isOk());
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, tbo)).isOk());  // no dense FFN
+  EXPECT_EQ(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 2})),
+            "SGLang's _deepseek_family_overrides runs MLA prefill CP only with --moe-a2a-backend deepep, ep_size = tp, "
+            "moe_dense_tp_size = 1 and attn_cp_size = tp // dp = 4 (asked: a2a none, ep 1, dense tp tp, attn_cp 2)");
+  Flags tp_dense = engine;
+  tp_dense.dense_tp1 = false;
+  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, tp_dense)).find("dense tp tp"),
+            std::string::npos);
+  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 2}, engine)).find("ep 2"), std::string::npos);
+  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, engine)).find("attn_cp 2"),
+            std::string::npos);
+  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2})).find("_deepseek_family_"),
             std::string::npos);
 }
 

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <string>
 #include <vector>
 
@@ -250,7 +252,9 @@ TEST(DpLowering, GathervIsInactiveWhereTheEngineDoesNotApplyIt) {
 Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared) {
   auto plan = buildPlan(c, policy);
   EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  return plan ? std::move(plan).value() : Plan{};
+  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
+  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
+  return std::move(plan).value();
 }
 
 std::string firstViolation(const properties::PlanVerdict& v) {

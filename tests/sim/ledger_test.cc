@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -137,7 +139,9 @@ void expectViolation(const Violation& v, const Want& w) {
 Plan mustBuild(const Case& c, Schema schema = {}) {
   auto plan = buildPlan(c, PolicyKind::kDeclared, schema);
   EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  return plan ? std::move(plan).value() : Plan{};
+  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
+  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
+  return std::move(plan).value();
 }
 
 // A correct plan replays clean in both domains: the baseline every edit below

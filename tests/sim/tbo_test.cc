@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,10 +35,19 @@ Flags tbo(A2aBackend a2a = A2aBackend::kDeepep, ForwardMode mode = ForwardMode::
   return f;
 }
 
+/// TBO flags under MLA prefill CP: deepep and a fully-DP dense FFN, as
+/// _deepseek_family_overrides sets them (with ep = tp and attn_tp = 1).
+Flags cpTboFlags(ForwardMode mode = ForwardMode::kDecode) {
+  Flags f = tbo(A2aBackend::kDeepep, mode);
+  f.dense_tp1 = true;
+  return f;
+}
+
 Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared) {
   auto plan = buildPlan(c, policy);
-  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  return plan.hasValue() ? *plan : Plan{};
+  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
+  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
+  return std::move(plan).value();
 }
 
 std::string refusal(const Case& c) {
@@ -218,8 +228,9 @@ TEST(TboPlan, RunsTheHalvesOnTheLastPipelineStageOnlyAndMergesBeforeTheFinalNorm
 }
 
 TEST(TboPlan, KeepsACpShardedBatchWholeLikeTheEnginesRuntimeGate) {
+  // No dense layer, so no moe_dense_tp_size to set (a fully-DP dense layer changes hands under TBO).
   Flags f = tbo(A2aBackend::kDeepep, ForwardMode::kExtend);
-  const Case c = twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {6}, f);
+  const Case c = twoStageCase("*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {6}, f);
   const Plan plan = mustBuild(c);
   EXPECT_TRUE(plan.tbo_split.empty());
   for (const Op& op : plan.ranks[0]) EXPECT_EQ(op.half, Half::kWhole);
@@ -234,14 +245,13 @@ TEST(TboPlan, KeepsACpShardedBatchWholeLikeTheEnginesRuntimeGate) {
 // cp_active False), so each replica splits it at the same token and runs the
 // halves as the ranks of an attn_tp group do (research note B7).
 TEST(TboPlan, SplitsADecodeBatchEveryCpReplicaHoldsWholeTheSameWayOnEachReplica) {
-  // tp 4, attn_cp 2: attn_tp groups {0,1} {2,3}, attn_cp groups {0,2} {1,3}.
-  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {5}, tbo());
+  // tp 4, attn_cp 4 (attn_tp 1, as MLA prefill CP runs): one attn_cp group {0,1,2,3}.
+  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {5}, cpTboFlags());
   const Plan plan = mustBuild(c);
   EXPECT_EQ(plan.tbo_split, (std::vector<int>{2}));
   EXPECT_EQ(plan.cp_layout, CpLayout::kReplicated);
-  // The replicas of an attention-TP position issue the same program.
-  EXPECT_EQ(plan.ranks[0], plan.ranks[2]);
-  EXPECT_EQ(plan.ranks[1], plan.ranks[3]);
+  // The replicas issue the same program.
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(plan.ranks[0], plan.ranks[r]) << r;
   int splits = 0, halves_ops = 0;
   for (const Op& op : plan.ranks[2]) {
     // No CP move: nothing is gathered or reduced over attn_cp.
@@ -268,27 +278,23 @@ TEST(TboPlan, SplitsADecodeBatchEveryCpReplicaHoldsWholeTheSameWayOnEachReplica)
   EXPECT_TRUE(mustBuild(plain).tbo_split.empty());
 }
 
-TEST(TboPlan, LowersEachHalfsDpGatherUnderCpToAnAllReduceWrittenByCpRankZeroOnly) {
-  // tp 4, attn_dp 2, attn_cp 2 (attn_tp 1): DP shard 0 on ranks {0, 1}, its
-  // CP replicas. _dp_gather takes the all-reduce path under attn_cp > 1;
-  // only attn_cp rank 0 writes its slot, every rank of tp joins the sum.
-  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, tbo(A2aBackend::kNone));
+TEST(TboPlan, UnderDpAttentionAndCpEveryFfnOfAHalfRunsOnItsOwnRowsAsTheEngineConfiguresMlaCp) {
+  // tp 4, attn_dp 2, attn_cp 2 (attn_tp 1): _deepseek_family_overrides runs
+  // the MoE on deepep with ep = tp and the dense FFN fully DP, so no half
+  // gathers over DP or CP; the same case with a2a none is refused at start-up.
+  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, cpTboFlags());
   const Plan plan = mustBuild(c);
   EXPECT_EQ(plan.tbo_split, (std::vector<int>{1, 1}));
-  const Batch half_b = tboHalfBatch(c.batch, plan.tbo_split, Half::kB);  // {2, 1}
-  const DpGeometry geometry(c.config, half_b, plan.padding, false, plan.cp_layout);
-  const auto gather = [](const Op& op) { return op.kind == OpKind::kDpGatherReplicate && op.half == Half::kB; };
-  for (int r : {0, 1}) {
-    const auto it = std::find_if(plan.ranks[r].begin(), plan.ranks[r].end(), gather);
-    ASSERT_NE(it, plan.ranks[r].end());
-    const DpLowering steps = lowerDpOp(*it, c.config, geometry, r, activationRowBytes(c.model.shape));
-    const auto writes = std::count_if(steps.begin(), steps.end(), [](const DpStep& s) {
-      return s.kind == DpStepKind::kWriteSlot;
-    });
-    EXPECT_EQ(writes, r == 0 ? 1 : 0) << "rank " << r;
-    EXPECT_EQ(steps[steps.size() - 1].axis, static_cast<std::int8_t>(Axis::kTp));
-    EXPECT_EQ(steps[steps.size() - 1].rows_out, geometry.globalRows());
+  for (const Op& op : plan.ranks[1]) {
+    EXPECT_NE(op.kind, OpKind::kDpGatherReplicate);
+    EXPECT_NE(op.axis, static_cast<std::int8_t>(Axis::kAttnCp)) << opName(op.kind);
   }
+  EXPECT_TRUE(Ledger().replay(plan, LedgerOptions{.exact = true}).holds());
+  Case asked = c;
+  asked.flags = tbo(A2aBackend::kNone);
+  asked.config.moe_ep = 1;
+  EXPECT_NE(refusal(asked).find("_deepseek_family_overrides runs MLA prefill CP only with --moe-a2a-backend deepep"),
+            std::string::npos);
 }
 
 // ---- properties on TBO plans ----------------------------------------------------
@@ -346,28 +352,24 @@ TEST(TboProperties, TheNumericExecutorRunsTboPlansBitIdenticalToTheReference) {
 
 /// TBO cases of a batch that is not CP-sharded under attn_cp > 1: decode
 /// (and an extend batch too short to shard: fewer tokens than attn_cp),
-/// deepep and DP attention, attn_tp 1 and 2, an idle DP shard, a fully-DP
-/// dense layer, attn_cp 4, pp 2. The classic tables under CP are not
-/// modelled, so these run under the declared and naive policies.
+/// with and without DP attention, an idle DP shard, attn_cp 2 and 4, pp 2,
+/// sum_len padding; all as _deepseek_family_overrides runs MLA prefill CP
+/// (deepep, ep = tp, fully-DP dense FFNs, attn_tp 1). The classic tables
+/// under CP are not modelled, so these run under the declared and naive policies.
 std::vector<Case> tboCpCases() {
   std::vector<Case> out;
-  const Flags deepep = tbo();
-  const Flags none = tbo(A2aBackend::kNone);
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {5}, deepep));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {4}, deepep));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, none));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2, .moe_ep = 2}, {3, 0}, none));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2, .moe_ep = 8}, {3, 1}, deepep));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {6}, deepep));
-  Flags dense_dp = deepep;
-  dense_dp.dense_tp1 = true;
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {6}, dense_dp));
-  Flags sum_len = none;
+  const Flags cp = cpTboFlags();
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {5}, cp));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {4}, cp));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, cp));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 4, .moe_ep = 8}, {3, 0}, cp));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 4, .attn_cp = 2, .moe_ep = 8}, {3, 1, 0, 2}, cp));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {6}, cp));
+  Flags sum_len = cp;
   sum_len.dp_padding = DpPadding::kSumLen;
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, sum_len));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, {1}, tbo(A2aBackend::kDeepep,
-                                                                                         ForwardMode::kExtend)));
-  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_ep = 4}, {5}, deepep));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, sum_len));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {1}, cpTboFlags(ForwardMode::kExtend)));
+  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_cp = 4, .moe_ep = 4}, {5}, cp));
   return out;
 }
 
@@ -463,37 +465,43 @@ TEST(TboLedger, CatchesAPipelinedPlanWhoseLastStageDropsHalfBsMergeAsAnIncomplet
 // CP replicas hold the same rows: a sum over attn_cp counts each term once
 // per replica, and a replica that skips a half's DP gather leaves the tp
 // group's all-reduce one member short.
+/// tp 4, attn_dp 2, attn_cp 2 as MLA prefill CP runs it: DP shard 0 on the CP replicas {0, 1}.
 Plan cpTbo() {
-  return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {3, 2}, tbo(A2aBackend::kNone)));
+  return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, cpTboFlags()));
 }
 
-TEST(TboLedger, CatchesAHalfsMoeSumAlsoReducedOverCpReplicasAsCountedTwice) {
+TEST(TboLedger, CatchesAHalfsMoeOutputAlsoReducedOverCpReplicasAsCountedTwice) {
   Plan plan = cpTbo();
   for (auto& ops : plan.ranks) {
-    const auto ar = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
-      return op.half == Half::kA && op.kind == OpKind::kAllReduce;
+    // The combine all-to-all of half A's first MoE: its rows are complete on every CP replica.
+    const auto combine = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+      return op.half == Half::kA && op.kind == OpKind::kAllToAll && op.rows_out.kind == RowKind::kAttention;
     });
-    ASSERT_NE(ar, ops.end());
-    Op over_cp = *ar;
+    ASSERT_NE(combine, ops.end());
+    Op over_cp = *combine;
+    over_cp.kind = OpKind::kAllReduce;
     over_cp.axis = static_cast<std::int8_t>(Axis::kAttnCp);
-    ops.insert(std::next(ar), over_cp);
+    over_cp.rows_in = over_cp.rows_out;
+    ops.insert(std::next(combine), over_cp);
   }
   const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.property, Property::kOwedOnce);
   EXPECT_EQ(v.cls, ViolationClass::kCountedTwice);
 }
 
-TEST(TboLedger, CatchesACpReplicaSkippingAHalfsDpGatherAsACollectiveMismatch) {
+// The ledger reads the data first: the dispatch's peers receive no rows from rank 1 (a term of
+// another rank's slot in their place); the collective-sequence check names the skipped call.
+TEST(TboLedger, CatchesACpReplicaSkippingAHalfsDispatchAsAForeignTermAndACollectiveSequenceMismatch) {
   Plan plan = cpTbo();
-  auto& ops = plan.ranks[1];  // attn_cp rank 1 of DP shard 0: writes nothing, still joins the all-reduce
-  const auto gather = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
-    return op.half == Half::kB && op.kind == OpKind::kDpGatherReplicate;
+  auto& ops = plan.ranks[1];  // attn_cp rank 1 of DP shard 0: holds the same rows, still joins the dispatch
+  const auto dispatch = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+    return op.half == Half::kB && op.kind == OpKind::kAllToAll;
   });
-  ASSERT_NE(gather, ops.end());
-  ops.erase(gather);
+  ASSERT_NE(dispatch, ops.end());
+  ops.erase(dispatch);
   const Violation v = firstViolationInBothDomains(plan);
-  EXPECT_EQ(v.property, Property::kCollectivesMatch);
-  EXPECT_EQ(v.cls, ViolationClass::kCollectiveMismatch);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kForeignTerm);
   EXPECT_FALSE(properties::checkCollectiveSequences(plan).empty());
 }
 

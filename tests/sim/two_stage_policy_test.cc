@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,10 +29,12 @@ namespace {
 using seam::testing::patternCase;
 using seam::testing::twoStageCase;
 
+/// A refused plan has no ranks: the test stops here with the refusal (gtest
+/// reports the exception as a failure) instead of reading past `ranks` later.
 Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared, Schema schema = {}) {
   auto plan = buildPlan(c, policy, schema);
-  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  return plan ? std::move(plan).value() : Plan{};
+  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
+  return std::move(plan).value();
 }
 
 std::vector<OpKind> kindsAt(const Plan& plan, int rank, int stage, Phase phase) {
@@ -379,6 +382,14 @@ Case gqa(Case c) {
   return c;
 }
 
+/// `f` as _deepseek_family_overrides runs MLA prefill CP: deepep (with ep =
+/// tp in the config) and moe_dense_tp_size 1.
+Flags mlaCp(Flags f) {
+  f.a2a = A2aBackend::kDeepep;
+  f.dense_tp1 = true;
+  return f;
+}
+
 Case deepseekCase(ParallelConfig config, std::vector<int> tokens, Flags flags) {
   return seam::testing::presetCase("deepseek-v3", config, std::move(tokens), std::move(flags));
 }
@@ -474,18 +485,27 @@ TEST(AttentionCp, TheEnginesCpRefusalsKeepTheirReasons) {
   EXPECT_EQ(a2a_dp.status().code(), StatusCode::kRefused);
   EXPECT_NE(a2a_dp.status().message().find("a MoE dispatched per DP shard under attention DP and GQA prefill CP"),
             std::string::npos);
-  // attn_cp_gather asserts attn_tp == 1 and attn_dp == 1 on a sharded batch.
-  auto mla_tp = buildPlan(deepseekCase({.tp = 4, .attn_cp = 2}, {4}, extend()), PolicyKind::kDeclared);
-  ASSERT_FALSE(mla_tp.hasValue());
-  EXPECT_EQ(mla_tp.status().code(), StatusCode::kRefused);
-  EXPECT_NE(mla_tp.status().message().find("attn_cp_gather asserts"), std::string::npos);
-  // _reject_unsupported_cp_moe, for every batch.
-  auto moe_dp = buildPlan(deepseekCase({.tp = 4, .attn_cp = 2, .moe_dp = 2}, {1}, {}), PolicyKind::kDeclared);
-  ASSERT_FALSE(moe_dp.hasValue());
-  EXPECT_NE(moe_dp.status().message().find("moe_dp_size == attn_cp_size under DSA or MLA prefill CP"),
-            std::string::npos);
-  // The same MLA stack on a decode batch plans and holds.
-  expectHolds(mustBuild(deepseekCase({.tp = 4, .attn_cp = 2}, {3}, {})));
+  // attn_cp_gather asserts attn_dp == 1 on a sharded batch: DP attention
+  // under MLA CP as _deepseek_family_overrides configures it (attn_tp 1).
+  Flags engine_extend = mlaCp(extend());
+  auto mla_dp = buildPlan(deepseekCase({.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {4, 4}, engine_extend),
+                          PolicyKind::kDeclared);
+  ASSERT_FALSE(mla_dp.hasValue());
+  EXPECT_EQ(mla_dp.status().code(), StatusCode::kRefused);
+  EXPECT_NE(mla_dp.status().message().find("attn_cp_gather asserts"), std::string::npos);
+  // Any other MLA CP ask (a MoE on the TP group, attn_tp > 1) is rewritten at
+  // start-up, for every batch: refused with what the engine runs instead.
+  for (const ParallelConfig& asked : {ParallelConfig{.tp = 4, .attn_cp = 2}, ParallelConfig{.tp = 4, .attn_cp = 2,
+                                                                                             .moe_dp = 2}}) {
+    auto rewritten = buildPlan(deepseekCase(asked, {1}, {}), PolicyKind::kDeclared);
+    ASSERT_FALSE(rewritten.hasValue());
+    EXPECT_EQ(rewritten.status().code(), StatusCode::kRefused);
+    EXPECT_NE(rewritten.status().message().find("_deepseek_family_overrides runs MLA prefill CP only with "
+                                                "--moe-a2a-backend deepep"),
+              std::string::npos);
+  }
+  // The engine's MLA stack on a decode batch plans and holds.
+  expectHolds(mustBuild(deepseekCase({.tp = 4, .attn_cp = 4, .moe_ep = 4}, {3}, mlaCp({}))));
 }
 
 Flags rs(Flags f) {
@@ -493,55 +513,68 @@ Flags rs(Flags f) {
   return f;
 }
 
-TEST(AttentionCp, AnMlaExtendBatchIsInterleavedOverCpAndEveryFfnGathersItAndHandsItBack) {
+TEST(AttentionCp, AnMlaExtendBatchIsInterleavedOverCpEveryFfnRunsOnTheShardAndTheOutputIsGatheredOverCp) {
   // 5 tokens over cp = 2: CP rank 0 holds tokens 0, 2, 4, rank 1 tokens 1, 3;
   // both shards are padded to ceil(3 / 2) * 2 = 4 rows.
-  const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, extend());
-  const Plan ar = mustBuild(c);
-  EXPECT_EQ(ar.cp_layout, CpLayout::kInterleave);
-  const RowMap rows(Topology(c.config), c.batch, ar.padding, ar.cp_layout);
+  const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {5}, mlaCp(extend()));
+  const Plan plan = mustBuild(c);
+  EXPECT_EQ(plan.cp_layout, CpLayout::kInterleave);
+  const RowMap rows(Topology(c.config), c.batch, plan.padding, plan.cp_layout);
   EXPECT_EQ(rows.tokens(RowKind::kAttention, 0), (std::vector<int>{0, 2, 4, kPaddingRow}));
   EXPECT_EQ(rows.tokens(RowKind::kAttention, 1), (std::vector<int>{1, 3, kPaddingRow, kPaddingRow}));
   EXPECT_EQ(rows.tokens(RowKind::kFull, 1), (std::vector<int>{0, 2, 4, kPaddingRow, 1, 3, kPaddingRow, kPaddingRow}));
-  const std::vector<OpKind> gather = {OpKind::kAddNorm, OpKind::kAllGather};
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(kindsAt(ar, r, 1, Phase::kEntry), gather) << r;
-    EXPECT_EQ(kindsAt(ar, r, 1, Phase::kExit), (std::vector<OpKind>{OpKind::kAllReduce, OpKind::kSlice})) << r;
+    // The fully-DP dense FFN and the deepep MoE run on the shard: nothing gathered, nothing owed.
+    EXPECT_EQ(kindsAt(plan, r, 1, Phase::kEntry), std::vector<OpKind>{OpKind::kAddNorm}) << r;
+    EXPECT_TRUE(kindsAt(plan, r, 1, Phase::kExit).empty()) << r;
+    EXPECT_EQ(kindsAt(plan, r, 3, Phase::kExit), std::vector<OpKind>{OpKind::kAdd}) << r;
+    // The model boundary gathers the interleaved shards over attn_cp and takes the sequence back.
+    EXPECT_EQ(kindsAt(plan, r, 4, Phase::kEntry),
+              (std::vector<OpKind>{OpKind::kNorm, OpKind::kAllGather, OpKind::kSlice})) << r;
   }
-  expectHolds(ar);
-  // With the rs strategy the sum group is the attn_cp group: one reduce-scatter.
-  const Plan scatter = mustBuild(twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, rs(extend())));
-  EXPECT_EQ(kindsAt(scatter, 0, 1, Phase::kExit), std::vector<OpKind>{OpKind::kReduceScatter});
-  EXPECT_EQ(kindsAt(scatter, 0, 3, Phase::kExit), std::vector<OpKind>{OpKind::kReduceScatter});
-  expectHolds(scatter);
-  // An all-to-all MoE runs on the shard itself; first-k dense layers and MTP too.
-  expectHolds(mustBuild(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {9}, [] {
-    Flags f = a2a();
-    f.mode = ForwardMode::kExtend;
-    return f;
-  }())));
-  expectHolds(mustBuild(deepseekCase({.tp = 2, .attn_cp = 2}, {7}, extend())));
+  expectHolds(plan);
+  // The rs strategy has no sum to scatter: the same plan.
+  EXPECT_EQ(mustBuild(twoStageCase("*-*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {5}, rs(mlaCp(extend())))).ranks,
+            plan.ranks);
+  // attn_cp 4, and DeepSeek-V3's first-k dense layers and MTP.
+  expectHolds(mustBuild(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {9}, mlaCp(extend()))));
+  expectHolds(mustBuild(deepseekCase({.tp = 2, .attn_cp = 2, .moe_ep = 2}, {7}, mlaCp(extend()))));
 }
 
 TEST(AttentionCp, TheLedgerCatchesAWrongInterleavedHandBack) {
-  const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, rs(extend()));
+  const Case c = twoStageCase("*-*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {5}, mlaCp(extend()));
   {
-    // The reduce-scatter turned into a take-back: the other rank's share is lost.
+    // The output gather turned into a take-back: the sequence slice reads full rows off a shard.
     Plan plan = mustBuild(c);
-    sliceInsteadEverywhere(plan, 1, Phase::kExit, OpKind::kReduceScatter);
-    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kNeverCompleted);
-  }
-  {
-    // Rank 1 takes back CP rank 0's block: another token's value.
-    const Plan plan = wrongTakeBack(twoStageCase("*-*E", {.tp = 2, .attn_cp = 2}, {5}, extend()), 1, 0);
-    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kForeignTerm);
-  }
-  {
-    // No gather: the FFN computes on the shard where it expects every CP rank's rows.
-    Plan plan = mustBuild(c);
-    eraseEverywhere(plan, 1, Phase::kEntry, OpKind::kAllGather);
+    sliceInsteadEverywhere(plan, 4, Phase::kEntry, OpKind::kAllGather);
     EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kLayoutMismatch);
   }
+
+  {
+    // No gather: the sequence is read from the shard where every CP rank's rows are expected.
+    Plan plan = mustBuild(c);
+    eraseEverywhere(plan, 4, Phase::kEntry, OpKind::kAllGather);
+    EXPECT_EQ(firstViolation(plan).cls, ViolationClass::kLayoutMismatch);
+  }
+}
+
+TEST(AttentionCp, AnInterleavedTpFfnIsNeverPlannedTheEngineRunsEveryMlaCpFfnOnTheShard) {
+  // MLA CP with a TP FFN (a2a none, or a TP dense FFN) is what
+  // _deepseek_family_overrides rewrites: the reduce-scatter over attn_cp a
+  // TP FFN's sum would need is never planned; the engine's configuration owes no sum at all.
+  for (const ParallelConfig& config : {ParallelConfig{.tp = 4, .attn_cp = 4}, ParallelConfig{.tp = 4, .attn_cp = 4,
+                                                                                              .moe_ep = 2}}) {
+    SCOPED_TRACE(config.describe());
+    auto asked = buildPlan(twoStageCase("*-*E", config, {9}, rs(extend())), PolicyKind::kDeclared);
+    ASSERT_FALSE(asked.hasValue());
+    EXPECT_NE(asked.status().message().find("_deepseek_family_overrides"), std::string::npos);
+  }
+  const Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {9}, rs(mlaCp(extend()))));
+  for (const Op& op : plan.ranks[0]) {
+    EXPECT_NE(op.kind, OpKind::kReduceScatter);
+    EXPECT_NE(op.kind, OpKind::kAllReduce);
+  }
+  expectHolds(plan);
 }
 
 // ---- GQA (zigzag) prefill CP ---------------------------------------------------------
@@ -689,20 +722,6 @@ TEST(GqaCp, ZigzagPlansAreBitIdenticalToTheReferenceInExactMode) {
   const Case c = gqa(twoStageCase("*E*E", {.tp = 4, .attn_cp = 2}, {131}, extend()));
   const NumericRun run = runPlanNumeric(wrongTakeBack(c, 2, 0), numeric::Mode::kExact, {});
   EXPECT_FALSE(compareOutputs(runReference(c, numeric::Mode::kExact, {}), run.output).identical);
-}
-
-TEST(AttentionCp, AnInterleavedFfnSumIsReduceScatteredOverAttnCpWhoseRanksAreEveryTpFfnsSumGroup) {
-  // Interleave CP runs with attn_tp = attn_dp = 1 and moe_dp = 1 (a MoE
-  // sum over moe_tp narrower than attn_cp needs moe_dp > 1, which
-  // ServerArgs refuses unless it is attn_cp), so the sum group of a TP FFN is
-  // the whole TP group, attn_cp's ranks: _select_exit_move's reduce-scatter.
-  for (const ParallelConfig& config : {ParallelConfig{.tp = 4, .attn_cp = 4}, ParallelConfig{.tp = 4, .attn_cp = 4,
-                                                                                              .moe_ep = 2}}) {
-    SCOPED_TRACE(config.describe());
-    const Plan plan = mustBuild(twoStageCase("*-*E", config, {9}, rs(extend())));
-    EXPECT_EQ(kindsAt(plan, 0, 3, Phase::kExit), (std::vector<OpKind>{OpKind::kReduceScatter}));
-    expectHolds(plan);
-  }
 }
 
 // ---- LongCat-Flash branches ------------------------------------------------------------
