@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 
 #include "branch_tbo_cases.h"
@@ -20,17 +19,8 @@ namespace seam::backend::detail {
 namespace {
 
 using seam::testing::branchCases;
+using seam::testing::mustBuild;
 using seam::testing::tboCases;
-
-Plan mustBuild(const Case& c) {
-  auto plan = buildPlan(c, PolicyKind::kDeclared);
-  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
-  if (!plan) {
-    throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()) + "\n" +
-                             reproduceCommand(c, "declared"));
-  }
-  return std::move(*plan);
-}
 
 std::vector<Case> allTboCases() {
   std::vector<Case> all = tboCases(1);

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 
 #include <string>
 #include <vector>
@@ -28,6 +27,7 @@ namespace seam {
 namespace {
 
 using seam::testing::firstViolationInBothDomains;
+using seam::testing::mustBuild;
 
 constexpr int kStagesPerLayer = 5;
 /// Two branch layers: the first hands on to another branch layer, the
@@ -45,14 +45,6 @@ Case longcatA2a(int tp, int attn_dp, std::vector<int> tokens, ForwardMode mode =
   c.flags.a2a = A2aBackend::kDeepep;
   c.flags.mode = mode;
   return c;
-}
-
-Plan mustBuild(const Case& c) {
-  auto plan = buildPlan(c, PolicyKind::kDeclared, Schema{});
-  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
-  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
-  return std::move(plan).value();
 }
 
 void expectHolds(const Plan& plan) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "seam/sim/case.h"
 #include "seam/sim/ledger.h"
 #include "seam/sim/model.h"
+#include "seam/sim/policy.h"
 
 namespace seam::testing {
 
@@ -43,6 +46,18 @@ inline Case presetCase(std::string_view preset, ParallelConfig config, std::vect
 inline Case twoStageCase(std::string_view pattern, ParallelConfig config, std::vector<int> tokens,
                          Flags flags = {}) {
   return patternCase(pattern, config, std::move(tokens), std::move(flags), LayerFamily::kTwoStage);
+}
+
+/// The plan of a case the test expects to be planned. A refused case throws
+/// with the refusal and the command that reproduces it, so the test stops
+/// there instead of reading past an empty plan's `ranks`.
+inline Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared, const Schema& schema = {}) {
+  auto plan = buildPlan(c, policy, schema);
+  if (!plan) {
+    throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()) + "\n" +
+                             reproduceCommand(c, policyName(policy)));
+  }
+  return std::move(plan).value();
 }
 
 /// The first violation of a wrong plan, replayed in both ledger domains,

@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include <stdexcept>
 
 #include <string>
 #include <vector>
@@ -24,6 +23,7 @@ namespace {
 
 using seam::testing::patternCase;
 using seam::testing::firstViolationInBothDomains;
+using seam::testing::mustBuild;
 using seam::testing::twoStageCase;
 
 constexpr auto kTp = static_cast<std::int8_t>(Axis::kTp);
@@ -248,14 +248,6 @@ TEST(DpLowering, GathervIsInactiveWhereTheEngineDoesNotApplyIt) {
 }
 
 // ---- correct plans replay clean through the lowering ---------------------------
-
-Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared) {
-  auto plan = buildPlan(c, policy);
-  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
-  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
-  return std::move(plan).value();
-}
 
 std::string firstViolation(const properties::PlanVerdict& v) {
   const auto first = v.firstViolation();

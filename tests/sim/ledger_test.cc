@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <stdexcept>
 
 #include <chrono>
 #include <cstdio>
@@ -27,6 +26,7 @@ namespace seam {
 namespace {
 
 using seam::testing::patternCase;
+using seam::testing::mustBuild;
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -134,14 +134,6 @@ void expectViolation(const Violation& v, const Want& w) {
   if (w.coefficient != -99) {
     EXPECT_EQ(v.coefficient, w.coefficient);
   }
-}
-
-Plan mustBuild(const Case& c, Schema schema = {}) {
-  auto plan = buildPlan(c, PolicyKind::kDeclared, schema);
-  EXPECT_TRUE(plan.hasValue()) << plan.status().message();
-  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
-  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
-  return std::move(plan).value();
 }
 
 // A correct plan replays clean in both domains: the baseline every edit below
@@ -256,7 +248,7 @@ TEST(LedgerViolation, AScatterThatAssumesSumLenSlotsOnAMaxLenBufferLeaksPadding)
 TEST(LedgerViolation, AResidualNotSlicedToLocalRowsIsALayoutMismatch) {
   const Case c = patternCase("*E", {.tp = 2, .moe_ep = 2}, {4}, deepep());
   expectClean(mustBuild(c));
-  const Plan plan = mustBuild(c, Schema::with(Decision::kResidualNotSliced));
+  const Plan plan = mustBuild(c, PolicyKind::kDeclared, Schema::with(Decision::kResidualNotSliced));
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
   expectViolation(r.exact.violations.front(),
@@ -327,7 +319,7 @@ TEST(LedgerViolation, ARankThatSkipsTheFinalNormProducesNoOutput) {
 TEST(LedgerViolation, AMixerThatKeepsTheFusedSumMakesItsBoundaryDisagree) {
   const Case c = patternCase("MM", {.tp = 2}, {4});
   EXPECT_TRUE(properties::checkBoundariesAgree(mustBuild(c)).empty());
-  const Plan plan = mustBuild(c, Schema::with(Decision::kMixerKeepsFusedSum));
+  const Plan plan = mustBuild(c, PolicyKind::kDeclared, Schema::with(Decision::kMixerKeepsFusedSum));
   const auto disagreements = properties::checkBoundariesAgree(plan);
   ASSERT_EQ(disagreements.size(), 1u);
   expectViolation(disagreements.front(), {.property = Property::kBoundariesAgree,
@@ -400,7 +392,7 @@ TEST(LedgerKills, EveryPlannerDecisionHasACaseOnWhichCheckPlanFails) {
     const Plan clean = mustBuild(c);
     const auto baseline = properties::checkPlan(clean, ledger);
     ASSERT_TRUE(baseline.holds()) << describe(*baseline.firstViolation());
-    const Plan mutated = mustBuild(c, Schema::with(k.decision));
+    const Plan mutated = mustBuild(c, PolicyKind::kDeclared, Schema::with(k.decision));
     const auto verdict = properties::checkPlan(mutated, ledger);
     ASSERT_FALSE(verdict.holds()) << "survives: " << reproduceCommand(c, "declared");
     const auto first = verdict.firstViolation();

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@ namespace seam {
 namespace {
 
 using seam::testing::firstViolationInBothDomains;
+using seam::testing::mustBuild;
 using seam::testing::twoStageCase;
 
 Flags tbo(A2aBackend a2a = A2aBackend::kDeepep, ForwardMode mode = ForwardMode::kDecode) {
@@ -41,13 +41,6 @@ Flags cpTboFlags(ForwardMode mode = ForwardMode::kDecode) {
   Flags f = tbo(A2aBackend::kDeepep, mode);
   f.dense_tp1 = true;
   return f;
-}
-
-Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared) {
-  auto plan = buildPlan(c, policy);
-  // A refused plan has no ranks: stop here with the refusal, not in a later read past `ranks`.
-  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
-  return std::move(plan).value();
 }
 
 std::string refusal(const Case& c) {

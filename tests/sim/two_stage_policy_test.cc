@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,16 +26,11 @@ namespace seam {
 namespace {
 
 using seam::testing::patternCase;
+using seam::testing::mustBuild;
 using seam::testing::twoStageCase;
 
 /// A refused plan has no ranks: the test stops here with the refusal (gtest
 /// reports the exception as a failure) instead of reading past `ranks` later.
-Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared, Schema schema = {}) {
-  auto plan = buildPlan(c, policy, schema);
-  if (!plan) throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()));
-  return std::move(plan).value();
-}
-
 std::vector<OpKind> kindsAt(const Plan& plan, int rank, int stage, Phase phase) {
   std::vector<OpKind> out;
   for (const Op& op : plan.ranks[rank]) {
