@@ -129,7 +129,8 @@ class DeclaredBuilder {
         spl_(c.model.stagesPerLayer()),
         cp_(two_stage_ && cfg_.attn_cp > 1),
         mla_(c.model.shape.q_lora_rank > 0),
-        cp_batch_(cp_ && cpShardsBatch(c, mla_)) {}
+        cp_batch_(cp_ && cpShardsBatch(c, mla_)),
+        same_groups_(sameGroups(cfg_)) {}
 
   Expected<Plan> build();
 
@@ -137,7 +138,20 @@ class DeclaredBuilder {
   // ---- facts ------------------------------------------------------------
   Status refuse();
   Axis postExpertsAxis() const;
-  bool sameGroup(Axis x, Axis y) const { return groupMembers(cfg_, x, 0) == groupMembers(cfg_, y, 0); }
+  /// Whether two axes' groups of rank 0 are the same ranks (a table: the
+  /// planner asks at every boundary, and each answer built two groups).
+  bool sameGroup(Axis x, Axis y) const { return (same_groups_[static_cast<int>(x)] >> static_cast<int>(y)) & 1U; }
+  static std::array<std::uint8_t, kAxisCount> sameGroups(const ParallelConfig& cfg) {
+    std::array<std::vector<int>, kAxisCount> groups;
+    for (Axis a : kAllAxes) groups[static_cast<int>(a)] = groupMembers(cfg, a, 0);
+    std::array<std::uint8_t, kAxisCount> same{};
+    for (int x = 0; x < kAxisCount; ++x) {
+      for (int y = 0; y < kAxisCount; ++y) {
+        if (groups[x] == groups[y]) same[x] = static_cast<std::uint8_t>(same[x] | (1U << y));
+      }
+    }
+    return same;
+  }
   int axisSize(Axis axis) const { return groupSizeOf(cfg_, axis); }
   int world() const { return cfg_.world(); }
   int ppRank(int rank) const { return rank / cfg_.tp; }
@@ -290,6 +304,7 @@ class DeclaredBuilder {
   /// The batch is CP-sharded (the CONTEXT_PARALLEL variant); otherwise CP
   /// ranks hold the same rows (token_axis_sizes(cp_active=False)).
   bool cp_batch_;
+  std::array<std::uint8_t, kAxisCount> same_groups_;  ///< sameGroup's table, bit y of entry x
   bool rank0_steps_ = false;  ///< some step runs on attention-TP rank 0 only
   Plan plan_;
   std::vector<std::vector<LayerKind>> stacks_;

@@ -861,9 +861,10 @@ class Replay {
             return;
           }
         }
-        Buffer sum = buf(r0);
+        // Summed into the lowest member's rows, copied into the others' (no new buffer).
+        Buffer& sum = buf(r0);
         for (size_t k = 1; k < members.size(); ++k) addInto(sum, buf(members[k]));
-        for (int m : members) buf(m) = sum;
+        for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
         if (op.kind == OpKind::kArAddNorm) {
           for (int m : members) {
             addNorm(m, op);
