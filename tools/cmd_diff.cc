@@ -51,6 +51,13 @@ Command registerDiff(CLI::App& app) {
                 d = properties::diffPlans(*traced, *other, ledger);
               }
               std::cout << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : ": " + d.detail) << "\n";
+              if (d.cls != properties::DiffClass::kValuesDiffer && d.cls != properties::DiffClass::kOneRefuses &&
+                  d.cls != properties::DiffClass::kBothRefuse) {
+                std::cout << "bits on GPUs (real mode): "
+                          << (d.bit_identical ? "identical, the same roundings in the same order"
+                                              : "may differ: " + d.rounding)
+                          << "\n";
+              }
               return d.cls == properties::DiffClass::kValuesDiffer ? kExitPropertyFailed : kExitOk;
             }
             properties::DiffSpec spec;
@@ -112,13 +119,22 @@ Command registerDiff(CLI::App& app) {
             if (Status st = store->finishRun(run.id); !st) return fail(st);
             std::cout << "diff: " << policyName(spec.a) << " against " << policyName(spec.b) << ", " << r->cases
                       << " cases (" << spec.models.size() << " models, worlds " << o->worlds << ")\n";
-            reports::Table t({"class", "cases", "smallest example"}, {false, true, false});
+            reports::Table t({"class", "cases", "bit-identical", "smallest example"}, {false, true, true, false});
             for (int k = 0; k < properties::kDiffClassCount; ++k) {
               if (r->counts[k] == 0) continue;
-              t.addRow({std::string(properties::diffClassName(static_cast<properties::DiffClass>(k))),
-                        std::to_string(r->counts[k]), r->examples[k].reproduce});
+              const auto cls = static_cast<properties::DiffClass>(k);
+              const bool planned = cls != properties::DiffClass::kValuesDiffer &&
+                                   cls != properties::DiffClass::kOneRefuses && cls != properties::DiffClass::kBothRefuse;
+              t.addRow({std::string(properties::diffClassName(cls)), std::to_string(r->counts[k]),
+                        planned ? std::to_string(r->bit_identical[k]) : "-", r->examples[k].reproduce});
             }
             std::cout << t.render();
+            std::cout << "  bit-identical: predicted to give the same bits on GPUs in real mode (the same roundings "
+                         "in the same order; bit_identity.h)\n";
+            if (r->other_roundings.index >= 0) {
+              std::cout << "  equal values, bits may differ: e.g. " << r->other_roundings.reproduce << ": "
+                        << r->other_roundings.detail << "\n";
+            }
             for (int k = 0; k < properties::kDiffClassCount; ++k) {
               if (r->counts[k] == 0 || r->examples[k].detail.empty()) continue;
               std::cout << "  " << properties::diffClassName(static_cast<properties::DiffClass>(k)) << ": "

@@ -29,6 +29,7 @@
 #include "seam/backend/bench.h"
 #include "seam/backend/device.h"
 #include "seam/backend/executor.h"
+#include "seam/sim/bit_identity.h"
 #include "seam/sim/numeric_executor.h"
 
 namespace seam::tools {
@@ -627,9 +628,11 @@ struct CompareOptions {
 };
 
 /// Two policies' plans of one case on the same GPUs: the simulator predicts
-/// bit-identity when both run the same value-changing calls per rank in the
-/// same order (seam diff's classes identical, moved, zero update dropped,
-/// size-1 reduction dropped); the run observes it.
+/// bit-identity when every output row of both plans is computed by the same
+/// roundings in the same order (predictBitIdentity: two-operand sums commute,
+/// zeros drop out, an NCCL reduction of more operands adds in the call's own
+/// order, a GEMM's rounding follows its size); the run observes it. seam
+/// diff's class says what differs between the plans.
 int runCompare(const CompareOptions& o, const std::string& command_line) {
   if (!o.c.trace.empty()) return failGpu(Status::invalid("--trace: seam-gpu runs a policy's plan; traces are for seam check and seam diff"));
   if (!o.c.decision.empty()) {
@@ -645,13 +648,12 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
   if (!pb) return failGpu(Status::invalid("--against " + pb.status().message().substr(std::string("--policy ").size())));
   Ledger ledger;
   const properties::CaseDiff d = properties::diffCase(*c, *pa, *pb, ledger);
-  const bool predicted = d.cls == properties::DiffClass::kIdentical || d.cls == properties::DiffClass::kMoved ||
-                         d.cls == properties::DiffClass::kZeroUpdateDropped ||
-                         d.cls == properties::DiffClass::kSize1Dropped;
   auto plan_a = buildPlan(*c, *pa);
   auto plan_b = buildPlan(*c, *pb);
   if (!plan_a) return failGpu(plan_a.status());
   if (!plan_b) return failGpu(plan_b.status());
+  const BitIdentityPrediction prediction = predictBitIdentity(*plan_a, *plan_b);
+  const bool predicted = prediction.identical;
   backend::GpuRunOptions options;
   options.mode = *mode;
   options.shape = numeric::Shape{.hidden = o.hidden, .inner = o.inner};
@@ -661,14 +663,17 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
   if (!gb) return failGpu(gb.status());
   if (!mpiWorld().root()) return kExitOk;  // rank 0 holds both results
   const OutputDiff diff = compareOutputs(ga->output, gb->output);
-  const bool agree = predicted == diff.identical;
+  const PredictionVerdict verdict = judgePrediction(predicted, diff.identical);
   std::cout << "seam-gpu compare: " << c->model.name << " " << c->config.describe() << " tokens " << c->batch.describe()
             << "; " << policyName(*pa) << " against " << policyName(*pb) << ", " << o.numeric << " mode, hidden "
             << o.hidden << ", on " << ga->device << "\n";
   std::cout << "simulator: " << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : " (" + d.detail + ")")
-            << "; predicts " << (predicted ? "bit-identical" : "a difference") << "\n";
+            << "; predicts " << (predicted ? "bit-identical" : "a difference: " + prediction.reason) << "\n";
   std::cout << "observed: " << diff.describe() << "\n";
-  std::cout << (agree ? "PREDICTION HOLDS" : "PREDICTION REFUTED") << "\n";
+  std::cout << "PREDICTION " << (verdict == PredictionVerdict::kHolds     ? "HOLDS"
+                                 : verdict == PredictionVerdict::kRefuted ? "REFUTED"
+                                                                          : "UNTESTED: other roundings gave the same bits here")
+            << "\n";
   if (!o.json.empty()) {
     nlohmann::json j = {{"tool", "seam-gpu compare"},
                         {"version", kSeamVersion},
@@ -681,6 +686,8 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
                         {"class", properties::diffClassName(d.cls)},
                         {"detail", d.detail},
                         {"predicted_identical", predicted},
+                        {"prediction", prediction.reason},
+                        {"verdict", predictionVerdictName(verdict)},
                         {"observed_identical", diff.identical},
                         {"max_abs", diff.max_abs},
                         {"max_ulps", diff.max_ulps},
@@ -691,7 +698,7 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
                         {"hash_b", gb->output.hash()}};
     std::ofstream(o.json) << j.dump(2) << "\n";
   }
-  return agree ? kExitOk : kExitPropertyFailed;
+  return verdict == PredictionVerdict::kRefuted ? kExitPropertyFailed : kExitOk;
 }
 
 }  // namespace seam::tools

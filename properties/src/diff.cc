@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "seam/properties/check.h"
+#include "seam/sim/bit_identity.h"
 
 namespace seam::properties {
 
@@ -145,7 +146,33 @@ CaseDiff diffCase(const Case& c, PolicyKind pa, PolicyKind pb, Ledger& ledger) {
   return diffPlans(*a, *b, ledger);
 }
 
-CaseDiff diffPlans(const Plan& pa, const Plan& pb, Ledger& ledger) {
+namespace {
+
+/// The prediction for two plans whose values are equal.
+CaseDiff withRoundings(CaseDiff d, const Plan& a, const Plan& b) {
+  const BitIdentityPrediction p = predictBitIdentity(a, b);
+  d.bit_identical = p.identical;
+  d.rounding = p.reason;
+  return d;
+}
+
+CaseDiff classify(const Plan& pa, const Plan& pb, Ledger& ledger);
+
+}  // namespace
+
+CaseDiff diffPlans(const Plan& a, const Plan& b, Ledger& ledger) {
+  CaseDiff d = classify(a, b, ledger);
+  if (d.cls == DiffClass::kIdentical) {
+    d.bit_identical = true;
+    return d;
+  }
+  if (d.cls == DiffClass::kValuesDiffer) return d;
+  return withRoundings(std::move(d), a, b);
+}
+
+namespace {
+
+CaseDiff classify(const Plan& pa, const Plan& pb, Ledger& ledger) {
   CaseDiff d;
   const Plan* a = &pa;
   const Plan* b = &pb;
@@ -184,6 +211,8 @@ CaseDiff diffPlans(const Plan& pa, const Plan& pb, Ledger& ledger) {
   d.detail = va ? a->policy + ": " + describeViolation(*va) : b->policy + ": " + describeViolation(*vb);
   return d;
 }
+
+}  // namespace
 
 std::vector<SweepModel> syntheticDiffModels() {
   std::vector<SweepModel> out;
@@ -238,6 +267,16 @@ Expected<DiffResult> runDiff(const DiffSpec& spec) {
     if (spec.on_case) spec.on_case(static_cast<std::int64_t>(i), cases[i], diffs[i]);
     const int k = static_cast<int>(diffs[i].cls);
     ++r.counts[k];
+    if (diffs[i].bit_identical) {
+      ++r.bit_identical[k];
+    } else if (k < static_cast<int>(DiffClass::kValuesDiffer)) {
+      DiffExample& ex = r.other_roundings;
+      if (ex.index < 0 || sizeOf(cases[i]) < sizeOf(cases[ex.index])) {
+        ex.index = static_cast<std::int64_t>(i);
+        ex.reproduce = diffCommand(cases[i], spec.a, spec.b);
+        ex.detail = diffs[i].rounding;
+      }
+    }
     DiffExample& ex = r.examples[k];
     if (ex.index < 0 || sizeOf(cases[i]) < sizeOf(cases[ex.index])) {
       ex.index = static_cast<std::int64_t>(i);

@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "seam/sim/bit_identity.h"
+
 namespace seam::reports {
 
 namespace {
@@ -316,7 +318,9 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
     c.group = r.get<std::string>(doc, "class", "");
     const bool predicted = r.get<bool>(doc, "predicted_identical", false);
     const bool observed = r.get<bool>(doc, "observed_identical", false);
-    c.outcome = predicted == observed ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+    // Only a predicted identity can be refuted (bit_identity.h).
+    c.outcome = judgePrediction(predicted, observed) == PredictionVerdict::kRefuted ? CaseOutcome::kViolated
+                                                                                    : CaseOutcome::kHolds;
     // "seam diff ... --policy A --against B": the two sides' names.
     std::string a = "a", b = "b";
     const auto pa = c.reproduce.rfind("--policy ");

@@ -61,10 +61,10 @@ class FastDomain {
   Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
     return t < 0 ? junk(junk_id) : normed(stack, stage, t);
   }
-  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id) const {
+  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : partial(stack, stage, t, j);
   }
-  Value project(const Value&, int stack, int t, std::uint64_t junk_id) const {
+  Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : embed(stack, t);
   }
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
@@ -104,10 +104,10 @@ class ExactDomain {
   Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
     return t < 0 ? junk(junk_id) : normed(stack, stage, t);
   }
-  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id) const {
+  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : partial(stack, stage, t, j);
   }
-  Value project(const Value&, int stack, int t, std::uint64_t junk_id) const {
+  Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : embed(stack, t);
   }
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const { return v == expected(e, stack, stage, t); }

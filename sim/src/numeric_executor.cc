@@ -65,7 +65,7 @@ NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Sha
         const int role = branch ? s % spl : -1;
         const std::vector<float> x = role == 2 ? branch_x : d.norm(residual, stack, s, t, 0);
         // All weight shards at once: one shard covering every inner column.
-        std::vector<float> y = d.compute(x, stack, s, t, 0, 1, 0);
+        std::vector<float> y = d.compute(x, stack, s, t, 0, 1, 0, 1);
         if (role == 1) {
           branch_x = x;
           branch_y = std::move(y);
@@ -76,15 +76,16 @@ NumericOutput runReference(const Case& c, numeric::Mode mode, const numeric::Sha
       }
       const std::vector<float> final_out = d.norm(residual, stack, static_cast<int>(kinds.size()), t, 0);
       std::memcpy(out.rows[stack].data() + static_cast<size_t>(t) * h, final_out.data(), h * sizeof(float));
-      if (stack + 1 < stacks) input = d.project(final_out, stack + 1, t, 0);
+      if (stack + 1 < stacks) input = d.project(final_out, stack + 1, t, 0, 1);
     }
   }
   return out;
 }
 
-NumericRun runPlanNumeric(const Plan& plan, numeric::Mode mode, const numeric::Shape& shape) {
+NumericRun runPlanNumeric(const Plan& plan, numeric::Mode mode, const numeric::Shape& shape, ExecutionOrder order) {
   ledger_detail::Replay<ledger_detail::NumericDomain> replay;
   replay.domain().configure(mode, shape, plan.source);
+  replay.domain().setOrder(order);
   LedgerOptions options;
   options.max_violations = 1;
   LedgerResult r = replay.run(plan, options);
@@ -98,42 +99,26 @@ NumericRun runPlanNumeric(const Plan& plan, numeric::Mode mode, const numeric::S
   out.rows.assign(stacks, std::vector<float>(static_cast<size_t>(out.tokens) * h, 0.0f));
   out.producers.assign(stacks, std::vector<int>(out.tokens, 0));
   if (!run.ran()) return run;
-  const auto& ranks = replay.ranks();
   // Snapshots: every rank's copy of each captured stage must agree.
   for (int s : plan.source.flags.capture) {
     if (std::any_of(out.snapshots.begin(), out.snapshots.end(), [&](const auto& p) { return p.first == s; })) continue;
     out.snapshots.emplace_back(s, std::vector<float>(static_cast<size_t>(out.tokens) * h, 0.0f));
   }
-  for (int rank = 0; rank < plan.world(); ++rank) {
-    for (const auto& snap : ranks[rank].snaps) {
-      if (snap.stack != 0 || snap.stage < 0) continue;
-      auto it = std::find_if(out.snapshots.begin(), out.snapshots.end(),
-                             [&](const auto& p) { return p.first == snap.stage; });
-      if (it == out.snapshots.end()) continue;
-      const auto& toks = replay.rows().tokens(snap.buf.kind, rank);
-      for (size_t i = 0; i < toks.size() && i < snap.buf.v.size(); ++i) {
-        if (toks[i] < 0 || static_cast<int>(snap.buf.v[i].size()) != h) continue;
-        std::memcpy(it->second.data() + static_cast<size_t>(toks[i]) * h, snap.buf.v[i].data(), h * sizeof(float));
-      }
-    }
-  }
-  for (int rank = 0; rank < plan.world(); ++rank) {
-    for (int stack = 0; stack < stacks; ++stack) {
-      if (!ranks[rank].final_done[stack]) continue;
-      const auto& buf = ranks[rank].finals[stack];
-      const auto& toks = replay.rows().tokens(buf.kind, rank);
-      for (size_t i = 0; i < toks.size() && i < buf.v.size(); ++i) {
-        const int t = toks[i];
-        if (t < 0) continue;
+  replay.visitOutputs(
+      [&](int stack, int t, const std::vector<float>& row) {
+        if (stack >= stacks) return;
         float* dst = out.rows[stack].data() + static_cast<size_t>(t) * h;
         if (out.producers[stack][t]++ == 0) {
-          std::memcpy(dst, buf.v[i].data(), h * sizeof(float));
-        } else if (std::memcmp(dst, buf.v[i].data(), h * sizeof(float)) != 0) {
+          std::memcpy(dst, row.data(), h * sizeof(float));
+        } else if (std::memcmp(dst, row.data(), h * sizeof(float)) != 0) {
           run.ranks_disagree = true;
         }
-      }
-    }
-  }
+      },
+      [&](int stage, int t, const std::vector<float>& row) {
+        auto it = std::find_if(out.snapshots.begin(), out.snapshots.end(), [&](const auto& p) { return p.first == stage; });
+        if (it == out.snapshots.end() || static_cast<int>(row.size()) != h) return;
+        std::memcpy(it->second.data() + static_cast<size_t>(t) * h, row.data(), h * sizeof(float));
+      });
   return run;
 }
 

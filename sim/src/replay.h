@@ -36,6 +36,21 @@ inline std::string rankList(const std::vector<int>& g) {
   return s;
 }
 
+/// What decides the order in which an executor adds the members' rows of
+/// one reduction: the call (op or DP step kind and the layout it reduces),
+/// the kind of communicator and its row count. NCCL picks its algorithm and
+/// each element's order of additions from these; two plans issuing the same
+/// call on the same rows get the same bits (the arithmetic domain of
+/// bit_identity.h keys on it; the other domains add in member order). The
+/// groups of one axis are taken to be alike (same size and stride on one
+/// NVSwitch host), so replicas reducing over their own groups agree.
+struct ReduceCall {
+  int kind = 0;          ///< OpKind, or kDpStepTag + DpStepKind, with the input layout
+  int communicator = 0;  ///< the communicator's axis (Topology::communicator / kCommunicatorStride)
+  int rows = 0;          ///< rows per member in the call
+};
+inline constexpr int kDpStepTag = 1 << 12;
+
 template <class Domain>
 class Replay {
  public:
@@ -72,6 +87,32 @@ class Replay {
   Domain& domain() { return domain_; }
   const std::vector<RankState>& ranks() const { return ranks_; }
   const RowMap& rows() const { return *rows_; }
+
+  /// The rows a finished run reports, in rank order: first every snapshot row
+  /// of the main stack, on_snapshot(stage, token, value), then every final
+  /// norm's row, on_final(stack, token, value). Padding rows are skipped.
+  template <class OnFinal, class OnSnapshot>
+  void visitOutputs(OnFinal&& on_final, OnSnapshot&& on_snapshot) const {
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+      for (const Snap& snap : ranks_[rank].snaps) {
+        if (snap.stack != 0 || snap.stage < 0) continue;
+        const auto& toks = rows_->tokens(snap.buf.kind, static_cast<int>(rank));
+        for (size_t i = 0; i < toks.size() && i < snap.buf.v.size(); ++i) {
+          if (toks[i] >= 0) on_snapshot(snap.stage, toks[i], snap.buf.v[i]);
+        }
+      }
+    }
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+      for (int stack = 0; stack < 2; ++stack) {
+        if (!ranks_[rank].final_done[stack]) continue;
+        const Buffer& buf = ranks_[rank].finals[stack];
+        const auto& toks = rows_->tokens(buf.kind, static_cast<int>(rank));
+        for (size_t i = 0; i < toks.size() && i < buf.v.size(); ++i) {
+          if (toks[i] >= 0) on_final(stack, toks[i], buf.v[i]);
+        }
+      }
+    }
+  }
 
   LedgerResult run(const Plan& plan, const LedgerOptions& options) {
     plan_ = &plan;
@@ -557,6 +598,25 @@ class Replay {
     for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], src.v[i]);
   }
 
+  /// One reduction of `n` members' rows: `sum` holds member 0's rows (it may
+  /// be them) and ends as the sum; rows_of(p) are member p's. In member order,
+  /// unless the domain orders reductions by their call (reduceCall).
+  template <class RowsOf>
+  void reduceMembers(std::vector<Value>& sum, size_t n, const RowsOf& rows_of, const ReduceCall& call) {
+    if constexpr (requires(Domain& d) { d.reduceCall(sum, n, rows_of, call); }) {
+      domain_.reduceCall(sum, n, rows_of, call);
+    } else {
+      for (size_t p = 1; p < n; ++p) {
+        const std::vector<Value>& src = rows_of(p);
+        for (size_t i = 0; i < sum.size(); ++i) domain_.add(sum[i], src[i]);
+      }
+    }
+  }
+  ReduceCall reduceCallOf(const Op& op, int rank, int rows) const {
+    return {static_cast<int>(op.kind) * 16 + static_cast<int>(op.rows_in.kind),
+            topo_->communicator(op.groupAxis(), rank) / Topology::kCommunicatorStride, rows};
+  }
+
   /// Rank `src`'s local rows of `attention` (the shard's rows): its slice,
   /// and under LayerNorm SP's padded chunks the rows past the shard are the
   /// zero rows of the pad, which hold no token.
@@ -793,6 +853,7 @@ class Replay {
                                                   " rows labelled " + std::string(rowKindName(h.kind)));
       return;
     }
+    const int gemm_rows = static_cast<int>(toks.size());  // a GEMM's M: cuBLAS picks its kernel by it
     if (op.stage < 0) {
       // A stack's input projection (the MTP eh_proj): reads the previous
       // stack's final output, emits this stack's complete input.
@@ -802,7 +863,7 @@ class Replay {
         return;
       }
       for (size_t i = 0; i < toks.size(); ++i) {
-        h.v[i] = domain_.project(h.v[i], op.stack, toks[i], ++junk_);
+        h.v[i] = domain_.project(h.v[i], op.stack, toks[i], ++junk_, gemm_rows);
       }
       return;
     }
@@ -815,7 +876,7 @@ class Replay {
     // a plan cannot change where the weights live.
     const int j = info.weight_axis == kNoAxis ? 0 : topo_->rankIn(static_cast<Axis>(info.weight_axis), r);
     for (size_t i = 0; i < toks.size(); ++i) {
-      h.v[i] = domain_.compute(h.v[i], op.stack, op.stage, toks[i], j, info.shards, ++junk_);
+      h.v[i] = domain_.compute(h.v[i], op.stack, op.stage, toks[i], j, info.shards, ++junk_, gemm_rows);
     }
   }
 
@@ -863,7 +924,8 @@ class Replay {
         }
         // Summed into the lowest member's rows, copied into the others' (no new buffer).
         Buffer& sum = buf(r0);
-        for (size_t k = 1; k < members.size(); ++k) addInto(sum, buf(members[k]));
+        reduceMembers(sum.v, members.size(), [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
+                      reduceCallOf(op, r0, static_cast<int>(sum.v.size())));
         for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
         if (op.kind == OpKind::kArAddNorm) {
           for (int m : members) {
@@ -889,7 +951,8 @@ class Replay {
         }
         if (in == RowKind::kAttention && !equalChunks(members, op)) return;
         Buffer sum = buf(r0);
-        for (size_t k = 1; k < members.size(); ++k) addInto(sum, buf(members[k]));
+        reduceMembers(sum.v, members.size(), [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
+                      reduceCallOf(op, r0, static_cast<int>(sum.v.size())));
         const bool cp_return = in == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp);
         for (size_t k = 0; k < members.size(); ++k) {
           const int m = members[k];
@@ -1211,11 +1274,12 @@ class Replay {
       }
     }
     dp_sum_ = dp_group_[0]->buf;
+    const ReduceCall dp_call{kDpStepTag + static_cast<int>(s.kind),
+                            topo_->communicator(static_cast<Axis>(s.axis), group.front()) / Topology::kCommunicatorStride,
+                            s.rows_in};
     switch (s.kind) {
       case DpStepKind::kAllReduce:
-        for (size_t p = 1; p < g; ++p) {
-          for (size_t i = 0; i < dp_sum_.size(); ++i) domain_.add(dp_sum_[i], dp_group_[p]->buf[i]);
-        }
+        reduceMembers(dp_sum_, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; }, dp_call);
         for (size_t p = 0; p < g; ++p) dp_group_[p]->buf = dp_sum_;
         break;
       case DpStepKind::kReduceScatter: {
@@ -1225,9 +1289,7 @@ class Replay {
                               std::to_string(g) + " ranks");
           return false;
         }
-        for (size_t p = 1; p < g; ++p) {
-          for (size_t i = 0; i < dp_sum_.size(); ++i) domain_.add(dp_sum_[i], dp_group_[p]->buf[i]);
-        }
+        reduceMembers(dp_sum_, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; }, dp_call);
         for (size_t p = 0; p < g; ++p) {
           const auto first = dp_sum_.begin() + static_cast<std::ptrdiff_t>(p * s.rows_out);
           dp_group_[p]->buf.assign(first, first + s.rows_out);

@@ -33,6 +33,10 @@ std::string_view diffClassName(DiffClass c);
 struct CaseDiff {
   DiffClass cls = DiffClass::kIdentical;
   std::string detail;  ///< what moved past what, which side refuses, the violation
+  /// Both planned and predictBitIdentity holds: the same bits on GPUs in real
+  /// mode (false when a side refuses or the values differ).
+  bool bit_identical = false;
+  std::string rounding;  ///< why the bits may differ (predictBitIdentity's reason)
 };
 
 /// Compares `a` and `b` on one case (`ledger` is scratch).
@@ -61,6 +65,10 @@ struct DiffExample {
 
 struct DiffResult {
   std::array<std::int64_t, kDiffClassCount> counts{};
+  /// Of counts[k], the cases predicted bit-identical on GPUs.
+  std::array<std::int64_t, kDiffClassCount> bit_identical{};
+  /// The smallest case whose values are equal and whose bits may differ.
+  DiffExample other_roundings;
   std::array<DiffExample, kDiffClassCount> examples{};  ///< the smallest case of each class
   std::int64_t cases = 0;
   double seconds = 0;

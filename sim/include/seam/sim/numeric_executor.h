@@ -46,8 +46,22 @@ struct NumericRun {
   bool ran() const { return failures.empty(); }
 };
 
+/// How the CPU executor orders what a GPU's libraries order for themselves.
+enum class ExecutionOrder : std::uint8_t {
+  /// Reductions add the members in group order; a GEMM's rounding does not
+  /// depend on its row count (the default).
+  kMemberOrder,
+  /// As NCCL and cuBLAS may: each element of a reduction adds the members in
+  /// an order that is a fixed function of the call (kind, communicator, rows)
+  /// and the element's row; in real mode a GEMM's result rounds one way or
+  /// another by its row count. Another executor, on the CPU: what
+  /// predictBitIdentity (bit_identity.h) calls identical must stay identical.
+  kCallDependent,
+};
+
 /// Runs `plan` on the CPU: every rank's ops, the same semantics as the ledger.
-NumericRun runPlanNumeric(const Plan& plan, numeric::Mode mode, const numeric::Shape& shape);
+NumericRun runPlanNumeric(const Plan& plan, numeric::Mode mode, const numeric::Shape& shape,
+                          ExecutionOrder order = ExecutionOrder::kMemberOrder);
 
 /// Bitwise comparison of two outputs: the first differing element and the
 /// maximum absolute difference (and in ulps) over all elements.
