@@ -35,12 +35,27 @@ Command registerDiff(CLI::App& app) {
             const bool one_case = sub->count("--tp") + sub->count("--pp") + sub->count("--dp") + sub->count("--tokens") +
                                       sub->count("--cp") + sub->count("--ep") + sub->count("--moe-dp") >
                                   0;
+            if (!o->c.decision.empty() && !o->c.trace.empty()) {
+              return fail(Status::invalid("--decision " + o->c.decision +
+                                          ": a trace is an engine's recording; plant a decision in a policy's plan"));
+            }
+            if (!o->c.decision.empty() && !one_case) {
+              return fail(Status::invalid("--decision " + o->c.decision +
+                                          ": seam diff plants a decision in one case (give its --tp, --tokens, ...)"));
+            }
             if (one_case || !o->c.trace.empty()) {
               auto c = buildCase(o->c);
               if (!c) return fail(c.status());
               Ledger ledger;
               properties::CaseDiff d;
-              if (o->c.trace.empty()) {
+              if (!o->c.decision.empty()) {
+                // A planted planner decision (--policy's plan) against --against.
+                auto planted = buildPolicyPlan(o->c, *c);
+                if (!planted) return fail(planted.status());
+                auto other = buildPlan(*c, *b);
+                if (!other) return fail(other.status());
+                d = properties::diffPlans(*planted, *other, ledger);
+              } else if (o->c.trace.empty()) {
                 d = properties::diffCase(*c, *a, *b, ledger);
               } else {
                 // The recording against the policy named by --against.

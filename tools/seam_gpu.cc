@@ -635,9 +635,6 @@ struct CompareOptions {
 /// diff's class says what differs between the plans.
 int runCompare(const CompareOptions& o, const std::string& command_line) {
   if (!o.c.trace.empty()) return failGpu(Status::invalid("--trace: seam-gpu runs a policy's plan; traces are for seam check and seam diff"));
-  if (!o.c.decision.empty()) {
-    return failGpu(Status::invalid("--decision " + o.c.decision + ": seam-gpu compare runs two policies' plans; plant a decision with seam-gpu run"));
-  }
   auto mode = parseNumeric(o.numeric);
   if (!mode) return failGpu(mode.status());
   auto c = buildCase(o.c);
@@ -646,12 +643,14 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
   if (!pa) return failGpu(pa.status());
   auto pb = parsePolicy(o.against);
   if (!pb) return failGpu(Status::invalid("--against " + pb.status().message().substr(std::string("--policy ").size())));
-  Ledger ledger;
-  const properties::CaseDiff d = properties::diffCase(*c, *pa, *pb, ledger);
-  auto plan_a = buildPlan(*c, *pa);
+  // Plan A is --policy's, with --decision planted when given (a planner bug
+  // against its parent: values differ, and the run shows by how much).
+  auto plan_a = buildPolicyPlan(o.c, *c);
   auto plan_b = buildPlan(*c, *pb);
   if (!plan_a) return failGpu(plan_a.status());
   if (!plan_b) return failGpu(plan_b.status());
+  Ledger ledger;
+  const properties::CaseDiff d = properties::diffPlans(*plan_a, *plan_b, ledger);
   const BitIdentityPrediction prediction = predictBitIdentity(*plan_a, *plan_b);
   const bool predicted = prediction.identical;
   backend::GpuRunOptions options;
@@ -665,7 +664,8 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
   const OutputDiff diff = compareOutputs(ga->output, gb->output);
   const PredictionVerdict verdict = judgePrediction(predicted, diff.identical);
   std::cout << "seam-gpu compare: " << c->model.name << " " << c->config.describe() << " tokens " << c->batch.describe()
-            << "; " << policyName(*pa) << " against " << policyName(*pb) << ", " << o.numeric << " mode, hidden "
+            << "; " << policyName(*pa) << (o.c.decision.empty() ? "" : " with --decision " + o.c.decision)
+            << " against " << policyName(*pb) << ", " << o.numeric << " mode, hidden "
             << o.hidden << ", on " << ga->device << "\n";
   std::cout << "simulator: " << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : " (" + d.detail + ")")
             << "; predicts " << (predicted ? "bit-identical" : "a difference: " + prediction.reason) << "\n";
@@ -680,7 +680,8 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
                         {"command", command_line},
                         {"case", {{"model", c->model.name}, {"config", c->config.describe()},
                                   {"flags", c->flags.describe()}, {"tokens", c->batch.describe()},
-                                  {"reproduce", properties::diffCommand(*c, *pa, *pb)}}},
+                                  {"reproduce", properties::diffCommand(*c, *pa, *pb) +
+                                                    (o.c.decision.empty() ? "" : " --decision " + o.c.decision)}}},
                         {"numeric", {{"mode", o.numeric}, {"hidden", o.hidden}, {"inner", o.inner}}},
                         {"device", ga->device},
                         {"class", properties::diffClassName(d.cls)},
