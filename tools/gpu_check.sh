@@ -4,7 +4,8 @@
 # it never builds. The backend tests (bit-identity with the reference, the
 # reported hang), then `seam-gpu run` on two presets at tp=2 and tp=2 dp=2,
 # exact and real, LongCat-Flash's branch and a two-batch-overlap plan (their
-# logs only: $OUT holds 8 files), and the bare-NCCL all-reduce comparison. Results go to $OUT
+# logs only: $OUT holds 8 files), `seam-gpu compare` (logs only), and the
+# bare-NCCL all-reduce comparison. Results go to $OUT
 # when set (8 files at most: the log, the tests' XML, one JSON per run),
 # otherwise to ./gpu-check-out. Exit status: the number of failed steps.
 # Usage: tools/gpu_check.sh [build-dir]   (default: build/)
@@ -34,6 +35,18 @@ if ((gpus >= 2)); then
   step tbo-tp2-deepep-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --tp 2 --ep 2 \
     --a2a deepep --tokens 5
   step tbo-tp2-dp2-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --tp 2 --dp 2 --tokens 3,2
+  # The bit-identity prediction in real mode (logs only): different
+  # reductions over two members (predicted identical), and a planted planner
+  # bug against its parent (predicted to differ; the difference measured).
+  step compare-qwen3next-dp-legacy "$gpu_bin" compare --model qwen3-next-80b-a3b --tp 2 --dp 2 --tokens 2,2 \
+    --policy legacy --against declared
+  step compare-deepseek-dp-legacy "$gpu_bin" compare --model deepseek-v3 --tp 2 --dp 2 --tokens 3,2 \
+    --policy legacy --against declared
+  step compare-capture-legacy "$gpu_bin" compare --pattern '*E-M' --tp 2 --capture 1,2 --tokens 3 \
+    --policy legacy --against declared
+  step compare-fused-naive "$gpu_bin" compare --pattern '-M' --tp 2 --tokens 3 --policy naive --against declared
+  step compare-planted "$gpu_bin" compare --model nemotron-h-8b --tp 2 --policy declared --decision terminal_defers \
+    --against declared
 else
   # One GPU: the same models, world 1.
   step h8b-exact "$gpu_bin" run --model nemotron-h-8b --json "$out/h8b_exact.json"
@@ -42,6 +55,8 @@ else
     --json "$out/nano_real.json"
   step longcat-exact "$gpu_bin" run --model longcat-flash --tokens 3
   step tbo-deepep-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --a2a deepep --tokens 5
+  step compare-legacy "$gpu_bin" compare --model nemotron-h-8b --policy legacy --against declared
+  step compare-naive "$gpu_bin" compare --model deepseek-v3 --tokens 2 --policy naive --against declared
 fi
 step bench-allreduce "$gpu_bin" bench-allreduce --bytes $((64 << 20)) --iters 20 --json "$out/bench_allreduce.json"
 
