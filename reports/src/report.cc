@@ -10,6 +10,7 @@
 #include <map>
 
 #include "seam/reports/gpu_import.h"
+#include "seam/sim/bit_identity.h"
 #include "svg_plot.h"
 
 namespace seam::reports {
@@ -300,10 +301,12 @@ Expected<std::string> renderReport(Store& store, ReportFormat format, const std:
     if (!eq->empty() && r.command != "gpu bench") {  // a bench's checks are columns of its tables
       std::vector<std::vector<std::string>> rows;
       for (const EquivalenceRecord& e : *eq) {
+        const PredictionVerdict v = judgePrediction(e.predicted_identical, e.observed_identical);
         rows.push_back({e.plan_a, e.plan_b, e.predicted_identical ? "yes" : "no", e.observed_identical ? "yes" : "no",
+                        v == PredictionVerdict::kHolds ? "holds" : v == PredictionVerdict::kRefuted ? "REFUTED" : "untested",
                         fixed(e.max_difference, 6)});
       }
-      d.table({"A", "B", "predicted bit-identical", "observed bit-identical", "max |diff|"}, rows);
+      d.table({"A", "B", "predicted bit-identical", "observed bit-identical", "prediction", "max |diff|"}, rows);
     }
     auto t = store.timings(r.id);
     if (!t) return t.status();
