@@ -35,6 +35,7 @@ if ((gpus >= 2)); then
   step tbo-tp2-deepep-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --tp 2 --ep 2 \
     --a2a deepep --tokens 5
   step tbo-tp2-dp2-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --tp 2 --dp 2 --tokens 3,2
+  step ln-sp-tp2-exact "$gpu_bin" run --model qwen3-8b --tp 2 --tokens 5 --mode extend --ln-sp
   # The bit-identity prediction in real mode (logs only): different
   # reductions over two members (predicted identical), and a planted planner
   # bug against its parent (predicted to differ; the difference measured).

@@ -349,12 +349,6 @@ Expected<GpuRunResult> runPlanOnGpus(const Plan& plan, const GpuRunOptions& opti
     // device reorder (reorderCp) does not read yet; the simulator checks these plans.
     return Status::invalid("GQA prefill CP under attention DP (CP-sharded DP shards) does not run on GPUs yet");
   }
-  if (plan.local_split == LocalSplit::kPaddedEqual) {
-    // The device all_gather / reduce_scatter move the shard's M rows; SP's
-    // equal chunks need buffers of tp * ceil(M / tp) rows and the narrow / pad
-    // around them, which rank_ops.cc does not do yet; the simulator checks these plans.
-    return Status::invalid("LayerNorm SP's padded equal shards (layernorm_sp.shard_token_rows) do not run on GPUs yet");
-  }
   if (plan.source.config.world() != world) {
     return Status::invalid("the plan has " + std::to_string(world) + " ranks but its config a world of " +
                            std::to_string(plan.source.config.world()));

@@ -63,6 +63,12 @@ int capacityRows(const SharedRun& s) {
     }
     for (const Op& op : plan.ranks[r]) {
       cap = std::max({cap, op.rows_in.count, op.rows_out.count});
+      if (plan.local_split == LocalSplit::kPaddedEqual && op.hasGroup() &&
+          (op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter)) {
+        // LayerNorm SP's equal chunks: tp * ceil(M / tp) rows before the narrow, after the pad.
+        const RowMap& rows = s.lanes.front().rows;
+        cap = std::max(cap, s.topo.groupSize(op.groupAxis()) * rows.count(RowKind::kLocal, r));
+      }
       if (op.kind != OpKind::kAllToAll || !op.hasGroup()) continue;
       const RowMap& rows = s.lanes[std::min<int>(static_cast<int>(op.half), static_cast<int>(s.lanes.size()) - 1)].rows;
       const auto& members = s.topo.groupOf(op.groupAxis(), r);

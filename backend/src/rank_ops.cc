@@ -111,6 +111,23 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
     b.present = true;
     return Status::ok();
   }
+  if (rows.localSplit() == LocalSplit::kPaddedEqual && g.size() > 1) {
+    // LayerNorm SP (layernorm_sp.reduce_scatter_token_rows): the shard's M
+    // rows padded with zero rows to tp equal chunks of ceil(M / tp), one
+    // ncclReduceScatter; member i keeps chunk i (padding rows past M included).
+    const int chunk = rows.count(RowKind::kLocal, rank_);
+    expectLayout(b, op.rows_in.kind, rows.count(op.rows_in.kind, rank_), op, index);
+    if (Status st = zeroRows(b.row(b.rows, h_), g.size() * chunk - b.rows); !st) return st;
+    recordNccl("reduce_scatter", static_cast<std::size_t>(chunk) * h_);
+    SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(chunk) * h_,
+                                              ncclFloat, ncclSum, g.comm, stream_->get()));
+    if (Status st = roundIfReal(scratch_.data.get(), chunk); !st) return st;
+    takeScratch(b);
+    b.kind = RowKind::kLocal;
+    b.rows = chunk;
+    b.present = true;
+    return Status::ok();
+  }
   // Attention rows -> this rank's local slice of the sum. ncclReduceScatter
   // hands member i rows [i*c, (i+1)*c): it is the op's semantics exactly when
   // every member's slice has c rows at offset i*c (tensor_split of a shard
@@ -163,6 +180,23 @@ Status RankExecutor::allGather(const Op& op, int index) {
   const int mine = rows.count(RowKind::kLocal, rank_);
   expectLayout(b, RowKind::kLocal, mine, op, index);
   record(index, bytesOf(cnt));
+  if (rows.localSplit() == LocalSplit::kPaddedEqual && g.size() > 1) {
+    // LayerNorm SP (layernorm_sp.all_gather_token_rows): every member's
+    // chunk of ceil(M / tp) rows, one ncclAllGather, narrowed to the op's
+    // rows (output[:total_rows]: the shard's M rows).
+    recordNccl("all_gather", static_cast<std::size_t>(mine) * h_);
+    SEAM_NCCL_ISSUE(g.comm, ncclAllGather(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(mine) * h_,
+                                          ncclFloat, g.comm, stream_->get()));
+    takeScratch(b);
+    b.kind = RowKind::kAttention;
+    b.rows = std::min(g.size() * mine, std::max(cnt, static_cast<int>(op.rows_out.count)));
+    b.present = true;
+    // maybe_exit_gather: the final norm ran on the shards; these rows are the output.
+    if (op.tensor == Tensor::kHidden && op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks) {
+      pending_final_ = op.stack;
+    }
+    return Status::ok();
+  }
   if (Status st = zeroRows(scratch_.data.get(), cnt); !st) return st;
   if (g.size() == 1) {
     if (Status st = copyRows(scratch_.row(rows.localOffset(rank_), h_), b.data.get(), b.rows); !st) return st;
@@ -331,7 +365,10 @@ Status RankExecutor::slice(const Op& op, int index) {
   const int off = rowMap().localOffset(src);
   const int cnt = rowMap().count(RowKind::kLocal, src);
   record(index, bytesOf(cnt));
-  if (Status st = copyRows(scratch_.data.get(), b.row(off, h_), cnt); !st) return st;
+  // LayerNorm SP's last chunks may lie past the shard's rows: padding, zeroed.
+  const int held = std::clamp(b.rows - off, 0, cnt);
+  if (Status st = copyRows(scratch_.data.get(), b.row(off, h_), held); !st) return st;
+  if (Status st = zeroRows(scratch_.row(held, h_), cnt - held); !st) return st;
   takeScratch(b);
   b.kind = RowKind::kLocal;
   b.rows = cnt;
@@ -446,7 +483,10 @@ void RankExecutor::finishNorm(DeviceRows& target, const DeviceRows& source, cons
   // The final norm of a stack writes the stack's output rows (copied after
   // the op's timing event, see run()).
   // Under prefill CP the output is that of the model boundary's reorder.
-  if (op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks && s_.plan.cp_layout == CpLayout::kReplicated) {
+  // Under LayerNorm SP it runs on the padded shards and the exit gather's rows are the output.
+  const bool sp_shards = source.kind == RowKind::kLocal && rowMap().localSplit() == LocalSplit::kPaddedEqual;
+  if (op.stage == s_.plan.stackSize(op.stack) && op.stack < s_.stacks && s_.plan.cp_layout == CpLayout::kReplicated &&
+      !sp_shards) {
     pending_final_ = op.stack;
   }
 }

@@ -1,5 +1,5 @@
-// The LongCat-Flash branch cases and two-batch-overlap cases the GPU tests
-// run (executor_test.cc), shared with the CPU test that checks, without a
+// The LongCat-Flash branch cases, two-batch-overlap and LayerNorm SP cases
+// the GPU tests run (executor_test.cc), shared with the CPU test that checks, without a
 // GPU, that each plans, holds in the ledger and runs bit-identical to the
 // reference on the CPU executor (plan_lanes_test.cc).
 #pragma once
@@ -90,6 +90,17 @@ inline std::vector<Case> tboCases(int world) {
   out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {5}, cp_decode));
   out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {1}, cp_extend));
   return out;
+}
+
+/// LayerNorm SP cases (Qwen3 dense, extend, tp = 2; layernorm_sp.shard_token_rows):
+/// M = 5 (chunks of 3, one padding row), an even M = 4, M = 1 (the second
+/// chunk all padding), and the bare two-stage stack.
+inline std::vector<Case> layerNormSpCases() {
+  Flags sp;
+  sp.mode = ForwardMode::kExtend;
+  sp.layernorm_sp = true;
+  return {presetCase("qwen3-8b", {.tp = 2}, {5}, sp), presetCase("qwen3-8b", {.tp = 2}, {4}, sp),
+          presetCase("qwen3-8b", {.tp = 2}, {1}, sp), twoStageCase("*-*-", {.tp = 2}, {5}, sp)};
 }
 
 }  // namespace seam::testing

@@ -408,6 +408,15 @@ TEST(GpuBranchPlans, LongCatFlashUnderTpAndDpAttentionIsBitIdenticalOnEveryRank)
   for (const Case& c : seam::testing::branchCases(2)) expectIdenticalToReference(c);
 }
 
+// LayerNorm SP: norms on padded equal chunks of the shard's rows, all_gather
+// of the chunks narrowed to M before each mixer and FFN, reduce_scatter of
+// the M rows padded to tp chunks after it, the final norm on the chunks and
+// the exit gather's rows the output.
+TEST(GpuLayerNormSp, PaddedEqualShardsOnTwoGpusAreBitIdenticalOnEveryRank) {
+  SEAM_NEED_GPUS(2);
+  for (const Case& c : seam::testing::layerNormSpCases()) expectIdenticalToReference(c);
+}
+
 // Two-batch overlap: each half runs on its own hidden state and residual and
 // its own rows (its DP buffers too), split from and merged into the batch's;
 // the halves' ops, collectives included, run in the plan's interleaved order.

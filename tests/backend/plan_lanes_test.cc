@@ -114,8 +114,10 @@ TEST(PlanLanes, EveryRowBufferHoldsTheRowsOfEveryLane) {
   }
 }
 
-TEST(PlanLanes, ALayerNormSpPlanBuildsThePaddedShardsAndIsRefusedOnGpusWithAReason) {
-  // M=5 over tp=4: the lane rows are shard_token_rows' chunks of 2, the last all padding.
+TEST(PlanLanes, ALayerNormSpPlanBuildsThePaddedShardsAndItsBuffersHoldTheGatheredChunks) {
+  // M=5 over tp=4: the lane rows are shard_token_rows' chunks of 2, the last
+  // all padding; the all_gather lands tp * 2 = 8 rows before the narrow to 5,
+  // and the reduce_scatter pads the 5 rows to 8.
   Flags f;
   f.mode = ForwardMode::kExtend;
   f.layernorm_sp = true;
@@ -123,9 +125,7 @@ TEST(PlanLanes, ALayerNormSpPlanBuildsThePaddedShardsAndIsRefusedOnGpusWithAReas
   SharedRun s(plan, GpuRunOptions{}, plan.world());
   EXPECT_EQ(s.rows.localSplit(), LocalSplit::kPaddedEqual);
   EXPECT_EQ(s.rows.tokens(RowKind::kLocal, 3), (std::vector<int>{kPaddingRow, kPaddingRow}));
-  auto run = runPlanOnGpus(plan, GpuRunOptions{});
-  ASSERT_FALSE(run.hasValue());
-  EXPECT_NE(run.status().message().find("LayerNorm SP"), std::string::npos) << run.status().message();
+  EXPECT_GE(capacityRows(s), 8);
 }
 
 TEST(PlanLanes, TheCasesTheGpuTestsRunHoldAndAreBitIdenticalOnTheCpuExecutor) {
@@ -135,6 +135,7 @@ TEST(PlanLanes, TheCasesTheGpuTestsRunHoldAndAreBitIdenticalOnTheCpuExecutor) {
   for (int world : {1, 2}) {
     for (const Case& c : branchCases(world)) cases.push_back(c);
   }
+  for (const Case& c : seam::testing::layerNormSpCases()) cases.push_back(c);
   Ledger ledger;
   const GpuRunOptions o;
   for (const Case& c : cases) {
