@@ -56,8 +56,12 @@ else
     --json "$out/nano_real.json"
   step longcat-exact "$gpu_bin" run --model longcat-flash --tokens 3
   step tbo-deepep-exact "$gpu_bin" run --pattern '*-*E*E' --family two-stage --tbo --a2a deepep --tokens 5
-  step compare-legacy "$gpu_bin" compare --model nemotron-h-8b --policy legacy --against declared
+  step compare-legacy "$gpu_bin" compare --model nemotron-h-8b --policy legacy --against declared \
+    --json "$out/compare_legacy.json"
   step compare-naive "$gpu_bin" compare --model deepseek-v3 --tokens 2 --policy naive --against declared
+  # A planted bug that changes values at world 1: predicted to differ, the difference measured.
+  step compare-planted "$gpu_bin" compare --model nemotron-h-8b --policy declared --decision stack_never_entered \
+    --against declared --json "$out/compare_planted.json"
 fi
 step bench-allreduce "$gpu_bin" bench-allreduce --bytes $((64 << 20)) --iters 20 --json "$out/bench_allreduce.json"
 
