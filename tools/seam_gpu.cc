@@ -675,13 +675,15 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
                                                                           : "UNTESTED: other roundings gave the same bits here")
             << "\n";
   if (!o.json.empty()) {
+    // The one-case `seam diff` line, the planted decision (plan A's) before --policy.
+    std::string reproduce = properties::diffCommand(*c, *pa, *pb);
+    if (!o.c.decision.empty()) reproduce.insert(reproduce.rfind(" --policy "), " --decision " + o.c.decision);
     nlohmann::json j = {{"tool", "seam-gpu compare"},
                         {"version", kSeamVersion},
                         {"command", command_line},
                         {"case", {{"model", c->model.name}, {"config", c->config.describe()},
                                   {"flags", c->flags.describe()}, {"tokens", c->batch.describe()},
-                                  {"reproduce", properties::diffCommand(*c, *pa, *pb) +
-                                                    (o.c.decision.empty() ? "" : " --decision " + o.c.decision)}}},
+                                  {"reproduce", reproduce}}},
                         {"numeric", {{"mode", o.numeric}, {"hidden", o.hidden}, {"inner", o.inner}}},
                         {"device", ga->device},
                         {"class", properties::diffClassName(d.cls)},

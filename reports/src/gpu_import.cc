@@ -321,14 +321,21 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
     // Only a predicted identity can be refuted (bit_identity.h).
     c.outcome = judgePrediction(predicted, observed) == PredictionVerdict::kRefuted ? CaseOutcome::kViolated
                                                                                     : CaseOutcome::kHolds;
-    // "seam diff ... --policy A --against B": the two sides' names.
-    std::string a = "a", b = "b";
-    const auto pa = c.reproduce.rfind("--policy ");
-    const auto pb = c.reproduce.rfind("--against ");
-    if (pa != std::string::npos && pb != std::string::npos && pa < pb) {
-      a = c.reproduce.substr(pa + 9, pb - pa - 10);
-      b = c.reproduce.substr(pb + 10);
+    // "seam diff ... [--decision D] --policy A --against B": the two sides'
+    // names; a planted decision belongs to A (seam-gpu compare plants it there).
+    std::string a = "a", b = "b", line = c.reproduce, decision;
+    if (const auto pd = line.find(" --decision "); pd != std::string::npos) {
+      const auto end = line.find(' ', pd + 12);
+      decision = line.substr(pd + 12, end == std::string::npos ? std::string::npos : end - pd - 12);
+      line.erase(pd, end == std::string::npos ? std::string::npos : end - pd);
     }
+    const auto pa = line.rfind("--policy ");
+    const auto pb = line.rfind("--against ");
+    if (pa != std::string::npos && pb != std::string::npos && pa < pb) {
+      a = line.substr(pa + 9, pb - pa - 10);
+      b = line.substr(pb + 10);
+    }
+    if (!decision.empty()) a += " --decision " + decision;
     EquivalenceRecord e;
     e.plan_a = "gpu:" + a;
     e.plan_b = "gpu:" + b;

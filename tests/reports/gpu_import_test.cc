@@ -7,6 +7,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 namespace seam::reports {
 namespace {
@@ -67,6 +70,52 @@ TEST(GpuImport, WritesTheRunTheEquivalenceRowsAndEveryTiming) {
   ASSERT_TRUE(runs.hasValue());
   EXPECT_EQ(runs->back().gpu, "2x NVIDIA H200");
   EXPECT_NE(runs->back().finished_ms, 0);
+  std::remove(file.c_str());
+}
+
+// The shape `seam-gpu compare --json` writes, as the 1x H200 wrote it for a
+// planted decision (tests/gpu_results/bit_identity_2026-12-01/), fields trimmed.
+std::string compareJson(bool predicted, bool observed, const std::string& reproduce) {
+  return std::string(R"({"tool": "seam-gpu compare", "version": "seam 0.1.0", "command": "seam-gpu compare",
+  "case": {"model": "nemotron-h-8b", "config": "pp=1 tp=1 attn_dp=1 attn_cp=1 moe_ep=1 moe_dp=1",
+           "flags": "a2a=none", "tokens": "4", "reproduce": ")") + reproduce + R"("},
+  "numeric": {"mode": "real", "hidden": 512, "inner": 1024}, "device": "1x NVIDIA H200",
+  "class": "values differ", "detail": "", "predicted_identical": )" + (predicted ? "true" : "false") +
+         R"(, "observed_identical": )" + (observed ? "true" : "false") + R"(, "max_abs": 2.51171875,
+  "max_ulps": 32531, "hash_a": 1, "hash_b": 2})";
+}
+
+TEST(GpuImport, ACompareNamesBothPlansAndOnlyARefutedIdentityIsAViolation) {
+  const std::string db = temp("compare.db"), file = temp("compare.json");
+  std::remove(db.c_str());
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue()) << store.status().message();
+  // Plan A carries the planted decision, wherever the line puts it.
+  for (const std::string line : {"seam diff --model nemotron-h-8b --tp 1 --decision stack_never_entered --policy declared --against declared",
+                                 "seam diff --model nemotron-h-8b --tp 1 --policy declared --against declared --decision stack_never_entered"}) {
+    write(file, compareJson(false, false, line));
+    auto r = importGpuJson(*store, file, "test");
+    ASSERT_TRUE(r.hasValue()) << r.status().message();
+    auto eq = store->equivalences(r->run_id);
+    ASSERT_TRUE(eq.hasValue());
+    ASSERT_EQ(eq->size(), 1u);
+    EXPECT_EQ((*eq)[0].plan_a, "gpu:declared --decision stack_never_entered") << line;
+    EXPECT_EQ((*eq)[0].plan_b, "gpu:declared") << line;
+    EXPECT_DOUBLE_EQ((*eq)[0].max_difference, 2.51171875);
+  }
+  // predicted, observed -> the case's outcome: holds unless an identity was refuted.
+  const std::string line = "seam diff --model nemotron-h-8b --tp 2 --policy legacy --against declared";
+  for (const auto& [predicted, observed, violated] :
+       std::vector<std::tuple<bool, bool, bool>>{{true, true, false}, {true, false, true}, {false, false, false},
+                                                 {false, true, false}}) {
+    write(file, compareJson(predicted, observed, line));
+    auto r = importGpuJson(*store, file, "test");
+    ASSERT_TRUE(r.hasValue()) << r.status().message();
+    auto cases = store->cases(r->run_id);
+    ASSERT_TRUE(cases.hasValue());
+    ASSERT_EQ(cases->size(), 1u);
+    EXPECT_EQ((*cases)[0].outcome == CaseOutcome::kViolated, violated) << predicted << observed;
+  }
   std::remove(file.c_str());
 }
 
