@@ -66,9 +66,10 @@ BitIdentityPrediction predictBitIdentity(const Plan& a, const Plan& b) {
       }
     }
   }
-  for (const auto& [stage, rows] : x.snapshots) {
+  for (const auto& snap : x.snapshots) {
+    const int stage = snap.first;
     const auto it = std::find_if(y.snapshots.begin(), y.snapshots.end(), [&](const auto& p) { return p.first == stage; });
-    if (it == y.snapshots.end() || it->second != rows) {
+    if (it == y.snapshots.end() || it->second != snap.second) {
       return {false, "the snapshot before stage " + std::to_string(stage) + " is computed by other roundings"};
     }
   }
