@@ -9,6 +9,7 @@
 
 #include "seam/mutants/campaign.h"
 #include "seam/properties/check.h"
+#include "seam/sim/bit_identity.h"
 #include "seam/sim/numeric_executor.h"
 
 namespace seam::mutants {
@@ -82,6 +83,47 @@ TEST(NumericExecutor, DiffersFromTheReferenceExactlyWhenTheLedgerReportsAViolati
     EXPECT_GT(compared, 0) << m->id() << " applied to none of the sampled cases";
     RecordProperty(std::string(m->id()), std::to_string(violated) + "/" + std::to_string(compared));
   }
+}
+
+TEST(BitIdentityPrediction, UnderEveryMutantAPlanPredictedIdenticalToItsParentHasItsBitsInRealMode) {
+  // The mutants' edits are the other plans a refactor makes. A mutated plan
+  // that predictBitIdentity calls identical to the unmutated one must give
+  // its bits in real mode on the CPU, in member order and in the
+  // call-dependent order; one whose exact-mode output differs must not be
+  // called identical.
+  constexpr int kCasesPerMutant = 240;
+  const std::vector<Case> cases = campaignCases(agreementSpace());
+  const numeric::Shape shape;
+  auto real = [&](const Plan& p, ExecutionOrder order) { return runPlanNumeric(p, numeric::Mode::kReal, shape, order); };
+  int identical = 0, differ = 0;
+  for (const Mutant* m : registry()) {
+    const size_t step = std::max<size_t>(1, cases.size() / kCasesPerMutant);
+    for (size_t i = m->id().size() % step; i < cases.size(); i += step) {
+      const Case& c = cases[i];
+      auto base = buildPlan(c, PolicyKind::kDeclared);
+      if (!base) continue;
+      Expected<Plan> mutated = m->kind() == MutantKind::kDecision ? buildPlan(c, PolicyKind::kDeclared, m->schema())
+                                                                 : Expected<Plan>(*base);
+      if (!mutated) continue;
+      if (m->kind() == MutantKind::kPlan && !m->apply(*mutated)) continue;
+      const std::string repro = std::string(m->id()) + "\n  " + reproduceCommand(c, "declared");
+      const BitIdentityPrediction p = predictBitIdentity(*mutated, *base);
+      if (!p.identical) {
+        ++differ;
+        continue;
+      }
+      ++identical;
+      EXPECT_FALSE(numericDiffers(*mutated, runReference(c, numeric::Mode::kExact, {}))) << repro;
+      for (ExecutionOrder order : {ExecutionOrder::kMemberOrder, ExecutionOrder::kCallDependent}) {
+        const NumericRun x = real(*mutated, order), y = real(*base, order);
+        ASSERT_TRUE(x.ran() && y.ran()) << repro;
+        EXPECT_TRUE(compareOutputs(x.output, y.output).identical) << repro;
+      }
+    }
+  }
+  RecordProperty("predicted", std::to_string(identical) + " identical, " + std::to_string(differ) + " differ");
+  EXPECT_GT(identical, 50);
+  EXPECT_GT(differ, 200);
 }
 
 }  // namespace
