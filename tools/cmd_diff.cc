@@ -66,8 +66,7 @@ Command registerDiff(CLI::App& app) {
                 d = properties::diffPlans(*traced, *other, ledger);
               }
               std::cout << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : ": " + d.detail) << "\n";
-              if (d.cls != properties::DiffClass::kValuesDiffer && d.cls != properties::DiffClass::kOneRefuses &&
-                  d.cls != properties::DiffClass::kBothRefuse) {
+              if (properties::equalValues(d.cls)) {
                 std::cout << "bits on GPUs (real mode): "
                           << (d.bit_identical ? "identical, the same roundings in the same order"
                                               : "may differ: " + d.rounding)
@@ -114,12 +113,15 @@ Command registerDiff(CLI::App& app) {
               rec.flags = c.flags.describe();
               rec.batch = c.batch.describe();
               rec.policy = std::string(policyName(spec.a)) + " vs " + std::string(policyName(spec.b));
-              rec.group = std::string(properties::diffClassName(d.cls));
+              // Planned pairs whose bits may differ on GPUs are a group of their own.
+              const bool planned = properties::equalValues(d.cls);
+              rec.group = std::string(properties::diffClassName(d.cls)) +
+                          (planned && !d.bit_identical ? "; bits may differ" : "");
               rec.outcome = d.cls == properties::DiffClass::kValuesDiffer ? reports::CaseOutcome::kViolated
                             : d.cls == properties::DiffClass::kBothRefuse || d.cls == properties::DiffClass::kOneRefuses
                                 ? reports::CaseOutcome::kRefused
                                 : reports::CaseOutcome::kHolds;
-              rec.refusal = d.detail;
+              rec.refusal = planned && !d.bit_identical ? d.detail + "; bits may differ: " + d.rounding : d.detail;
               rec.reproduce = properties::diffCommand(c, spec.a, spec.b);
               if (!(store_status = store->addCase(run.id, rec, {}))) return;
               if (++in_batch == kBatch) {
@@ -138,8 +140,7 @@ Command registerDiff(CLI::App& app) {
             for (int k = 0; k < properties::kDiffClassCount; ++k) {
               if (r->counts[k] == 0) continue;
               const auto cls = static_cast<properties::DiffClass>(k);
-              const bool planned = cls != properties::DiffClass::kValuesDiffer &&
-                                   cls != properties::DiffClass::kOneRefuses && cls != properties::DiffClass::kBothRefuse;
+              const bool planned = properties::equalValues(cls);
               t.addRow({std::string(properties::diffClassName(cls)), std::to_string(r->counts[k]),
                         planned ? std::to_string(r->bit_identical[k]) : "-", r->examples[k].reproduce});
             }

@@ -269,7 +269,7 @@ Expected<DiffResult> runDiff(const DiffSpec& spec) {
     ++r.counts[k];
     if (diffs[i].bit_identical) {
       ++r.bit_identical[k];
-    } else if (k < static_cast<int>(DiffClass::kValuesDiffer)) {
+    } else if (equalValues(diffs[i].cls)) {
       DiffExample& ex = r.other_roundings;
       if (ex.index < 0 || sizeOf(cases[i]) < sizeOf(cases[ex.index])) {
         ex.index = static_cast<std::int64_t>(i);

@@ -28,6 +28,9 @@ enum class DiffClass : std::uint8_t {
 };
 inline constexpr int kDiffClassCount = 8;
 std::string_view diffClassName(DiffClass c);
+/// Both sides planned and their values are equal (the classes before
+/// kValuesDiffer): the pairs the bit-identity prediction speaks of.
+inline bool equalValues(DiffClass c) { return c < DiffClass::kValuesDiffer; }
 
 /// One case compared.
 struct CaseDiff {
