@@ -660,6 +660,13 @@ Status RankExecutor::roundIfReal(float* p, int rows) {
   return Status::ok();
 }
 
+Status RankExecutor::reduceScatterChunks(const Group& g, const float* in, int chunk) {
+  recordNccl("reduce_scatter", static_cast<std::size_t>(chunk) * h_);
+  SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(in, scratch_.data.get(), static_cast<std::size_t>(chunk) * h_, ncclFloat,
+                                            ncclSum, g.comm, stream_->get()));
+  return roundIfReal(scratch_.data.get(), chunk);
+}
+
 Status RankExecutor::allReduceInPlace(const Group& g, float* p, int rows) {
   if (g.size() <= 1) return Status::ok();  // a group of one: the sum is the value
   recordNccl("all_reduce", static_cast<std::size_t>(rows) * h_);

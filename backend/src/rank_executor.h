@@ -424,6 +424,8 @@ class RankExecutor {
   Status zeroRows(float* dst, int rows);
   Status roundIfReal(float* p, int rows);
   Status allReduceInPlace(const Group& g, float* p, int rows);
+  /// ncclReduceScatter of `chunk` rows per member from `in` into scratch_ (rounded in real mode).
+  Status reduceScatterChunks(const Group& g, const float* in, int chunk);
   /// pynccl's all_gatherv: one ncclBroadcast per member, rooted at it, in a
   /// group; member i's `slice(i)` = (first row, rows) in `out`, its rows
   /// coming from `mine` on the root. Members of no rows are skipped.

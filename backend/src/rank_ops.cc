@@ -85,10 +85,7 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
     // full rows (the CP shards concatenated in rank order, equal in size).
     const int cnt = rows.count(RowKind::kAttention, rank_);
     expectLayout(b, RowKind::kFull, g.size() * cnt, op, index);
-    recordNccl("reduce_scatter", static_cast<std::size_t>(cnt) * h_);
-    SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(cnt) * h_,
-                                              ncclFloat, ncclSum, g.comm, stream_->get()));
-    if (Status st = roundIfReal(scratch_.data.get(), cnt); !st) return st;
+    if (Status st = reduceScatterChunks(g, b.data.get(), cnt); !st) return st;
     takeScratch(b);
     b.kind = RowKind::kAttention;
     b.rows = cnt;
@@ -118,10 +115,7 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
     const int chunk = rows.count(RowKind::kLocal, rank_);
     expectLayout(b, op.rows_in.kind, rows.count(op.rows_in.kind, rank_), op, index);
     if (Status st = zeroRows(b.row(b.rows, h_), g.size() * chunk - b.rows); !st) return st;
-    recordNccl("reduce_scatter", static_cast<std::size_t>(chunk) * h_);
-    SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(chunk) * h_,
-                                              ncclFloat, ncclSum, g.comm, stream_->get()));
-    if (Status st = roundIfReal(scratch_.data.get(), chunk); !st) return st;
+    if (Status st = reduceScatterChunks(g, b.data.get(), chunk); !st) return st;
     takeScratch(b);
     b.kind = RowKind::kLocal;
     b.rows = chunk;
@@ -140,10 +134,7 @@ Status RankExecutor::reduceScatter(const Op& op, int index) {
     uniform = rows.count(RowKind::kLocal, g.members[i]) == cnt && rows.localOffset(g.members[i]) == i * cnt;
   }
   if (uniform) {
-    recordNccl("reduce_scatter", static_cast<std::size_t>(cnt) * h_);
-    SEAM_NCCL_ISSUE(g.comm, ncclReduceScatter(b.data.get(), scratch_.data.get(), static_cast<std::size_t>(cnt) * h_,
-                                              ncclFloat, ncclSum, g.comm, stream_->get()));
-    if (Status st = roundIfReal(scratch_.data.get(), cnt); !st) return st;
+    if (Status st = reduceScatterChunks(g, b.data.get(), cnt); !st) return st;
   } else {
     if (g.size() > 1) note(std::string(opName(op.kind)) + " over slices of unequal size runs as all_reduce + slice");
     if (Status st = allReduceInPlace(g, b.data.get(), b.rows); !st) return st;

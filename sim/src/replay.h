@@ -600,11 +600,12 @@ class Replay {
 
   /// One reduction of `n` members' rows: `sum` holds member 0's rows (it may
   /// be them) and ends as the sum; rows_of(p) are member p's. In member order,
-  /// unless the domain orders reductions by their call (reduceCall).
-  template <class RowsOf>
-  void reduceMembers(std::vector<Value>& sum, size_t n, const RowsOf& rows_of, const ReduceCall& call) {
-    if constexpr (requires(Domain& d) { d.reduceCall(sum, n, rows_of, call); }) {
-      domain_.reduceCall(sum, n, rows_of, call);
+  /// unless the domain orders reductions by their call (reduceCall), which
+  /// call_of() names only then (the ledger's domains never ask).
+  template <class RowsOf, class CallOf>
+  void reduceMembers(std::vector<Value>& sum, size_t n, const RowsOf& rows_of, const CallOf& call_of) {
+    if constexpr (requires(Domain& d) { d.reduceCall(sum, n, rows_of, call_of()); }) {
+      domain_.reduceCall(sum, n, rows_of, call_of());
     } else {
       for (size_t p = 1; p < n; ++p) {
         const std::vector<Value>& src = rows_of(p);
@@ -925,7 +926,7 @@ class Replay {
         // Summed into the lowest member's rows, copied into the others' (no new buffer).
         Buffer& sum = buf(r0);
         reduceMembers(sum.v, members.size(), [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
-                      reduceCallOf(op, r0, static_cast<int>(sum.v.size())));
+                      [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
         for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
         if (op.kind == OpKind::kArAddNorm) {
           for (int m : members) {
@@ -952,7 +953,7 @@ class Replay {
         if (in == RowKind::kAttention && !equalChunks(members, op)) return;
         Buffer sum = buf(r0);
         reduceMembers(sum.v, members.size(), [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
-                      reduceCallOf(op, r0, static_cast<int>(sum.v.size())));
+                      [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
         const bool cp_return = in == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp);
         for (size_t k = 0; k < members.size(); ++k) {
           const int m = members[k];
@@ -1274,9 +1275,11 @@ class Replay {
       }
     }
     dp_sum_ = dp_group_[0]->buf;
-    const ReduceCall dp_call{kDpStepTag + static_cast<int>(s.kind),
-                            topo_->communicator(static_cast<Axis>(s.axis), group.front()) / Topology::kCommunicatorStride,
-                            s.rows_in};
+    const auto dp_call = [&] {
+      return ReduceCall{kDpStepTag + static_cast<int>(s.kind),
+                        topo_->communicator(static_cast<Axis>(s.axis), group.front()) / Topology::kCommunicatorStride,
+                        s.rows_in};
+    };
     switch (s.kind) {
       case DpStepKind::kAllReduce:
         reduceMembers(dp_sum_, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; }, dp_call);

@@ -7,6 +7,8 @@
 // moe_ep = 1: see README, MoE routing).
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "seam/mutants/campaign.h"
 #include "seam/properties/check.h"
 #include "seam/sim/bit_identity.h"
@@ -40,6 +42,19 @@ bool numericDiffers(const Plan& plan, const NumericOutput& reference) {
   return !run.ran() || run.ranks_disagree || !compareOutputs(reference, run.output).identical;
 }
 
+/// The plan `m` makes of case `c` whose unmutated plan is `base`; none when
+/// the mutant does not apply to it.
+std::optional<Plan> mutatedPlan(const Mutant& m, const Case& c, const Plan& base) {
+  if (m.kind() == MutantKind::kDecision) {
+    auto planned = buildPlan(c, PolicyKind::kDeclared, m.schema());
+    if (!planned) return std::nullopt;
+    return std::move(planned).value();
+  }
+  Plan plan = base;
+  if (!m.apply(plan)) return std::nullopt;
+  return plan;
+}
+
 TEST(NumericExecutor, EveryUnmutatedPlanIsBitIdenticalToTheReference) {
   int checked = 0;
   for (const Case& c : campaignCases(agreementSpace())) {
@@ -68,10 +83,8 @@ TEST(NumericExecutor, DiffersFromTheReferenceExactlyWhenTheLedgerReportsAViolati
       const Case& c = cases[i];
       auto base = buildPlan(c, PolicyKind::kDeclared);
       if (!base) continue;
-      Expected<Plan> mutated = m->kind() == MutantKind::kDecision ? buildPlan(c, PolicyKind::kDeclared, m->schema())
-                                                                 : Expected<Plan>(*base);
+      const std::optional<Plan> mutated = mutatedPlan(*m, c, *base);
       if (!mutated) continue;
-      if (m->kind() == MutantKind::kPlan && !m->apply(*mutated)) continue;
       // The ledger's verdict (properties 2-6 by replay), not property 1's
       // declarations: a plan may declare a hand-off its ops do not need.
       const bool ledger_violation = !ledger.replay(*mutated).holds();
@@ -102,10 +115,8 @@ TEST(BitIdentityPrediction, UnderEveryMutantAPlanPredictedIdenticalToItsParentHa
       const Case& c = cases[i];
       auto base = buildPlan(c, PolicyKind::kDeclared);
       if (!base) continue;
-      Expected<Plan> mutated = m->kind() == MutantKind::kDecision ? buildPlan(c, PolicyKind::kDeclared, m->schema())
-                                                                 : Expected<Plan>(*base);
+      const std::optional<Plan> mutated = mutatedPlan(*m, c, *base);
       if (!mutated) continue;
-      if (m->kind() == MutantKind::kPlan && !m->apply(*mutated)) continue;
       const std::string repro = std::string(m->id()) + "\n  " + reproduceCommand(c, "declared");
       const BitIdentityPrediction p = predictBitIdentity(*mutated, *base);
       if (!p.identical) {
