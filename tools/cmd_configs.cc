@@ -4,8 +4,8 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/reports/table.h"
-#include "seam/sim/config_space.h"
-#include "seam/sim/model.h"
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/model/model.h"
 
 namespace seam::tools {
 
@@ -18,7 +18,8 @@ Command registerConfigs(CLI::App& app) {
     std::string format = "text";
   };
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("configs", "List every valid parallel configuration of a world size");
+  CLI::App* sub =
+      app.add_subcommand("configs", "List every valid parallel configuration of a world size");
   sub->add_option("--world", o->world, "world size (pp * tp ranks)")->capture_default_str();
   sub->add_option("--model", o->model, "only configs whose shapes fit this preset");
   addFilterOptions(sub, o->fixed);

@@ -16,43 +16,47 @@ Command registerDb(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("db", "Work on the store");
   sub->require_subcommand(1);
-  CLI::App* import = sub->add_subcommand("import", "Import seam-gpu JSON results (runs, equivalence, timings)");
+  CLI::App* import =
+      sub->add_subcommand("import", "Import seam-gpu JSON results (runs, equivalence, timings)");
   import->add_option("files", o->files, "JSON files written by seam-gpu --json")->required();
   import->add_option("--db", o->db, "SQLite store to write")->capture_default_str();
   CLI::App* merge = sub->add_subcommand(
-      "merge", "Join stores (e.g. the shards of a sweep run with --shard i/n on several machines) into OUT");
+      "merge",
+      "Join stores (e.g. the shards of a sweep run with --shard i/n on several machines) into OUT");
   merge->add_option("out", o->merge_out, "the store to write (created when missing)")->required();
   merge->add_option("inputs", o->merge_inputs, "the stores to merge into it")->required();
-  return {sub, [o, merge]() {
-            if (merge->parsed()) {
-              auto merged = reports::mergeStores(o->merge_out, o->merge_inputs);
-              if (!merged) return fail(merged.status());
-              for (const reports::MergedInput& m : *merged) {
-                std::cout << m.path << ": " << m.runs_added << " runs, " << m.cases << " cases merged";
-                if (m.runs_skipped > 0) std::cout << "; " << m.runs_skipped << " runs already there, skipped";
-                std::cout << "\n";
-              }
-              return kExitOk;
-            }
-            // Every file is read and checked before the store is opened: a bad
-            // file writes nothing.
-            std::vector<reports::GpuResultFile> files;
-            for (const std::string& f : o->files) {
-              auto file = reports::readGpuJson(f, kSeamVersion);
-              if (!file) return fail(file.status());
-              files.push_back(std::move(*file));
-            }
-            auto store = reports::Store::open(o->db);
-            if (!store) return fail(store.status());
-            for (const auto& file : files) {
-              const std::string& f = file.path;
-              auto r = reports::writeGpuResult(*store, file);
-              if (!r) return fail(r.status());
-              std::cout << f << ": run " << r->run_id << " (" << r->tool << "), " << r->equivalences
-                        << " equivalence rows, " << r->timings << " timings: " << r->summary << "\n";
-            }
-            return kExitOk;
-          }};
+  return {
+      sub, [o, merge]() {
+        if (merge->parsed()) {
+          auto merged = reports::mergeStores(o->merge_out, o->merge_inputs);
+          if (!merged) return fail(merged.status());
+          for (const reports::MergedInput& m : *merged) {
+            std::cout << m.path << ": " << m.runs_added << " runs, " << m.cases << " cases merged";
+            if (m.runs_skipped > 0)
+              std::cout << "; " << m.runs_skipped << " runs already there, skipped";
+            std::cout << "\n";
+          }
+          return kExitOk;
+        }
+        // Every file is read and checked before the store is opened: a bad
+        // file writes nothing.
+        std::vector<reports::GpuResultFile> files;
+        for (const std::string& f : o->files) {
+          auto file = reports::readGpuJson(f, kSeamVersion);
+          if (!file) return fail(file.status());
+          files.push_back(std::move(*file));
+        }
+        auto store = reports::Store::open(o->db);
+        if (!store) return fail(store.status());
+        for (const auto& file : files) {
+          const std::string& f = file.path;
+          auto r = reports::writeGpuResult(*store, file);
+          if (!r) return fail(r.status());
+          std::cout << f << ": run " << r->run_id << " (" << r->tool << "), " << r->equivalences
+                    << " equivalence rows, " << r->timings << " timings: " << r->summary << "\n";
+        }
+        return kExitOk;
+      }};
 }
 
 }  // namespace seam::tools

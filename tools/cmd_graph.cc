@@ -13,10 +13,12 @@ Command registerGraph(CLI::App& app) {
     std::string against;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("graph", "Draw the boundary graph of one case (Graphviz: svg, png, dot)");
+  CLI::App* sub =
+      app.add_subcommand("graph", "Draw the boundary graph of one case (Graphviz: svg, png, dot)");
   addCaseOptions(sub, o->c);
   sub->add_option("-o,--output", o->out, "output file: .svg, .png or .dot")->required();
-  sub->add_option("--against", o->against, "also plan with this policy and highlight the boundaries that differ");
+  sub->add_option("--against", o->against,
+                  "also plan with this policy and highlight the boundaries that differ");
   return {sub, [o]() {
             auto c = buildCase(o->c);
             if (!c) return fail(c.status());
@@ -25,14 +27,17 @@ Command registerGraph(CLI::App& app) {
             std::optional<Plan> other;
             if (!o->against.empty()) {
               auto policy = parsePolicy(o->against);
-              if (!policy) return fail(Status::invalid("--against " + policy.status().message().substr(9)));
+              if (!policy)
+                return fail(Status::invalid("--against " + policy.status().message().substr(9)));
               auto p = buildPlan(*c, *policy);
               if (!p) return fail(p.status());
               other = std::move(*p);
             }
-            if (Status st = reports::writeBoundaryGraph(*plan, other ? &*other : nullptr, o->out); !st) return fail(st);
-            std::cout << "wrote " << o->out << " (" << plan->stages.size() << " stages, " << plan->boundaries.size()
-                      << " boundaries)\n";
+            if (Status st = reports::writeBoundaryGraph(*plan, other ? &*other : nullptr, o->out);
+                !st)
+              return fail(st);
+            std::cout << "wrote " << o->out << " (" << plan->stages.size() << " stages, "
+                      << plan->boundaries.size() << " boundaries)\n";
             return kExitOk;
           }};
 }

@@ -8,7 +8,8 @@ namespace seam::tools {
 
 Command registerImport(CLI::App& app) {
   auto o = std::make_shared<CaseOptions>();
-  CLI::App* sub = app.add_subcommand("import", "Read an engine trace (JSON lines) onto a case and summarise it");
+  CLI::App* sub = app.add_subcommand(
+      "import", "Read an engine trace (JSON lines) onto a case and summarise it");
   addCaseOptions(sub, *o);
   sub->get_option("--trace")->required();
   return {sub, [o]() {
@@ -18,8 +19,9 @@ Command registerImport(CLI::App& app) {
             if (!plan) return fail(plan.status());
             std::size_t calls = 0;
             for (const auto& ops : plan->ranks) calls += ops.size();
-            std::cout << "trace " << o->trace << ": " << calls << " calls on " << plan->world() << " ranks of "
-                      << c->model.name << " " << c->config.describe() << " tokens " << c->batch.describe() << "\n";
+            std::cout << "trace " << o->trace << ": " << calls << " calls on " << plan->world()
+                      << " ranks of " << c->model.name << " " << c->config.describe() << " tokens "
+                      << c->batch.describe() << "\n";
             for (int r = 0; r < plan->world(); ++r) {
               std::cout << "  rank " << r << ": " << plan->ranks[r].size() << " calls\n";
             }

@@ -16,50 +16,59 @@ Command registerPlan(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("plan", "Print the plan of one case for one rank");
   addCaseOptions(sub, o->c);
-  sub->add_option("--rank", o->rank, "which rank's ops to print, or all (jsonl: the whole trace)")->capture_default_str();
+  sub->add_option("--rank", o->rank, "which rank's ops to print, or all (jsonl: the whole trace)")
+      ->capture_default_str();
   sub->add_option("--format", o->format, "text|json|jsonl")->capture_default_str();
   sub->add_flag("--lower-dp", o->lower_dp,
-                "text: list under each DP op the collectives and copies it lowers to (SGLang's dp_attention.py)");
-  return {sub, [o]() {
-            auto format = reports::parseFormat(o->format);
-            if (!format) return fail(format.status());
-            if (o->lower_dp && *format != reports::Format::kText) {
-              return fail(Status::invalid("--lower-dp goes with --format text (the JSON views list the plan's ops only)"));
-            }
-            if (isTraining(o->c)) {
-              auto tc = buildTrainingCase(o->c);
-              if (!tc) return fail(tc.status());
-              auto plan = buildTrainingPlan(*tc);
-              if (!plan) return fail(plan.status());
-              if (o->rank == "all") {
-                for (int r = 0; r < plan->world(); ++r) std::cout << reports::renderTrainingPlan(*plan, r, *format);
-                return kExitOk;
-              }
-              if (o->rank.empty() || o->rank.size() > 9 || o->rank.find_first_not_of("0123456789") != std::string::npos ||
-                  std::stoi(o->rank) >= plan->world()) {
-                return fail(Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not in 0.." +
-                                            std::to_string(plan->world() - 1) + " or all"));
-              }
-              std::cout << reports::renderTrainingPlan(*plan, std::stoi(o->rank), *format);
-              return kExitOk;
-            }
-            auto c = buildCase(o->c);
-            if (!c) return fail(c.status());
-            auto plan = buildCasePlan(o->c, *c);
-            if (!plan) return fail(plan.status());
-            if (o->rank == "all") {
-              for (int r = 0; r < plan->world(); ++r) std::cout << reports::renderPlan(*plan, r, *format, o->lower_dp);
-              return kExitOk;
-            }
-            int rank = -1;
-            if (o->rank.empty() || o->rank.size() > 9 || o->rank.find_first_not_of("0123456789") != std::string::npos) {
-              return fail(Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not a rank or all"));
-            }
-            rank = std::stoi(o->rank);
-            if (Status st = reports::checkRank(*plan, rank); !st) return fail(st);
-            std::cout << reports::renderPlan(*plan, rank, *format, o->lower_dp);
+                "text: list under each DP op the collectives and copies it lowers to (SGLang's "
+                "dp_attention.py)");
+  return {
+      sub, [o]() {
+        auto format = reports::parseFormat(o->format);
+        if (!format) return fail(format.status());
+        if (o->lower_dp && *format != reports::Format::kText) {
+          return fail(Status::invalid(
+              "--lower-dp goes with --format text (the JSON views list the plan's ops only)"));
+        }
+        if (isTraining(o->c)) {
+          auto tc = buildTrainingCase(o->c);
+          if (!tc) return fail(tc.status());
+          auto plan = buildTrainingPlan(*tc);
+          if (!plan) return fail(plan.status());
+          if (o->rank == "all") {
+            for (int r = 0; r < plan->world(); ++r)
+              std::cout << reports::renderTrainingPlan(*plan, r, *format);
             return kExitOk;
-          }};
+          }
+          if (o->rank.empty() || o->rank.size() > 9 ||
+              o->rank.find_first_not_of("0123456789") != std::string::npos ||
+              std::stoi(o->rank) >= plan->world()) {
+            return fail(Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not in 0.." +
+                                        std::to_string(plan->world() - 1) + " or all"));
+          }
+          std::cout << reports::renderTrainingPlan(*plan, std::stoi(o->rank), *format);
+          return kExitOk;
+        }
+        auto c = buildCase(o->c);
+        if (!c) return fail(c.status());
+        auto plan = buildCasePlan(o->c, *c);
+        if (!plan) return fail(plan.status());
+        if (o->rank == "all") {
+          for (int r = 0; r < plan->world(); ++r)
+            std::cout << reports::renderPlan(*plan, r, *format, o->lower_dp);
+          return kExitOk;
+        }
+        int rank = -1;
+        if (o->rank.empty() || o->rank.size() > 9 ||
+            o->rank.find_first_not_of("0123456789") != std::string::npos) {
+          return fail(
+              Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not a rank or all"));
+        }
+        rank = std::stoi(o->rank);
+        if (Status st = reports::checkRank(*plan, rank); !st) return fail(st);
+        std::cout << reports::renderPlan(*plan, rank, *format, o->lower_dp);
+        return kExitOk;
+      }};
 }
 
 }  // namespace seam::tools

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "command.h"
-#include "seam/reports/recorders.h"
 #include "seam/properties/prop.h"
+#include "seam/reports/recorders.h"
 
 namespace seam::tools {
 
@@ -67,7 +67,8 @@ Command registerProp(CLI::App& app) {
             if (!result) return fail(result.status());
             auto store = reports::Store::open(o->db);
             if (!store) return fail(store.status());
-            if (Status st = reports::recordProp(*store, spec, *result, kSeamVersion); !st) return fail(st);
+            if (Status st = reports::recordProp(*store, spec, *result, kSeamVersion); !st)
+              return fail(st);
             if (!o->junit.empty()) {
               if (Status st = reports::writePropJunit(*result, o->junit); !st) return fail(st);
             }
@@ -92,7 +93,8 @@ Command registerProp(CLI::App& app) {
             std::cout << "RC_PARAMS=\"" << result->rc_params << "\"\n";
             if (!result->reproduce.empty()) {
               // The same decision flipped, so that `seam check` replays the failure.
-              std::cout << result->reproduce << (o->decision.empty() ? "" : " --decision " + o->decision) << "\n";
+              std::cout << result->reproduce
+                        << (o->decision.empty() ? "" : " --decision " + o->decision) << "\n";
             }
             return kExitPropertyFailed;
           }};

@@ -13,7 +13,8 @@ Command registerReport(CLI::App& app) {
     std::vector<std::string> graphs;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("report", "Write a Markdown or HTML report of every run in the store");
+  CLI::App* sub =
+      app.add_subcommand("report", "Write a Markdown or HTML report of every run in the store");
   sub->add_option("--db", o->db, "the SQLite store to read")->capture_default_str();
   sub->add_option("-o,--output", o->out, "report.html or report.md")->required();
   sub->add_option("--graph", o->graphs, "SVG boundary graphs (seam graph) to embed; repeatable");
@@ -23,7 +24,8 @@ Command registerReport(CLI::App& app) {
             const auto dot = o->out.rfind('.');
             const std::string ext = dot == std::string::npos ? "" : o->out.substr(dot + 1);
             if (ext != "md" && ext != "html") {
-              return fail(Status::invalid("-o \"" + o->out.substr(0, 200) + "\": the extension must be .md or .html"));
+              return fail(Status::invalid("-o \"" + o->out.substr(0, 200) +
+                                          "\": the extension must be .md or .html"));
             }
             if (!std::filesystem::exists(o->db)) {
               return fail(Status::invalid("--db \"" + o->db.substr(0, 200) + "\": no such store"));

@@ -3,13 +3,15 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::tools {
 
@@ -47,6 +49,19 @@ inline int fail(const Status& status) {
   return status.code() == StatusCode::kInternal ? kExitInternal : kExitBadInput;
 }
 
+/// --jobs: worker threads, every core for 0; a negative count is refused.
+inline Expected<int> workerThreads(int jobs) {
+  if (jobs < 0) return Status::invalid("--jobs " + std::to_string(jobs) + " must be >= 1");
+  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+/// --family of the space-wide commands: true for training, false for serving.
+inline Expected<bool> trainingFamily(const std::string& family) {
+  if (family == "training") return true;
+  if (family == "serving") return false;
+  return Status::invalid("--family \"" + family.substr(0, 64) + "\" is not serving or training");
+}
+
 /// A registered subcommand: its CLI11 app and what runs when it was parsed.
 /// The options struct lives behind `run` (captured by the registration).
 struct Command {
@@ -69,13 +84,14 @@ inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::str
     const std::string first = argv[1];
     const bool help = first == "-h" || first == "--help" || first == "--version";
     if (first[0] == '-' && !help) {
-      std::cerr << program << ": unknown option \"" << oneLine(first.substr(0, 64)) << "\" before the command\n";
+      std::cerr << program << ": unknown option \"" << oneLine(first.substr(0, 64))
+                << "\" before the command\n";
       return kExitBadInput;
     }
     // CLI11 answers an unknown command with "A subcommand is required"; name it.
     if (first[0] != '-' && !known) {
-      std::cerr << program << ": unknown command \"" << oneLine(first.substr(0, 64)) << "\" (commands: " << commands
-                << ")\n";
+      std::cerr << program << ": unknown command \"" << oneLine(first.substr(0, 64))
+                << "\" (commands: " << commands << ")\n";
       return kExitBadInput;
     }
   }

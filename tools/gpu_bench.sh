@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs issue 12's GPU checks and measurements on a machine with 2 GPUs, using
+# Runs the fused-kernel and graph checks and measurements on a machine with 2 GPUs, using
 # only binaries built elsewhere and carried here (tests/backend_test and
 # tools/seam-gpu under the build dir): it never builds. In order: the backend
 # tests (fused ar_add_norm and graph capture included), `seam-gpu run` with

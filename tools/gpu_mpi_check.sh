@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12 part 4 on a machine with 2 GPUs and no MPI of its own, with carried
+# seam-gpu under mpirun on a machine with 2 GPUs and no MPI of its own, with carried
 # binaries and a carried Open MPI (tools/mpi_carry.sh): `mpirun -np 2
 # seam-gpu run` (one process per GPU, NCCL's unique id broadcast over MPI)
 # against the one-process run of the same cases, exact mode (the output

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Kills stored runs at random points and checks that resuming them loses and
-# changes nothing (issue #11: a crash at any point loses at most the work in
-# flight). For `seam mutate` and `seam sweep` (--no-sweep leaves it out):
+# changes nothing (a crash at any point loses at most the work in flight). For `seam mutate` and `seam sweep` (--no-sweep leaves it out):
 #   1. runs it uninterrupted into one store, noting T (its wall time) and B
 #      (when its first row was stored: a campaign's baseline comes first);
 #   2. runs it into a second store and SIGKILLs it after a random delay,
@@ -38,8 +37,7 @@
 # Exit 0 when every store and output compared is identical and every run
 # after a kill in store creation succeeded; 1 otherwise (with the
 # difference and the seed); 2 on usage.
-# The per-command helpers (dump_NAME, rows_NAME, ...) are called by name.
-# shellcheck disable=SC2317
+# The helpers (launching, killing, comparing) are in kill_resume_lib.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SEAM_BUILD:-$root/build}"
@@ -75,118 +73,11 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/seam-kill-resume.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 state=$seed
-next_random() { state=$(( (state * 1103515245 + 12345) % 2147483648 )); }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
-query() { sqlite3 -readonly "$1" "$2"; }
-
-# What a run is compared by (each store holds one run).
-dump_mutate() {
-  query "$1" "SELECT id, kind, status, argument, cases_run FROM mutants ORDER BY id;
-              SELECT mutant_id, case_idx, property, violation_class, text, reproduce FROM kills ORDER BY mutant_id;
-              SELECT count(*), sum(finished_ms > 0) FROM runs;"
-}
-dump_sweep() {
-  query "$1" "SELECT idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, reproduce, plan_hash
-                FROM cases ORDER BY idx;
-              SELECT case_idx, property, seq, holds, violation_class, text FROM verdicts ORDER BY case_idx, property;
-              SELECT count(*), sum(finished_ms > 0) FROM runs;"
-}
-# Output without what differs between runs by nature: wall times and rates,
-# and the line only a resumed run prints. A sweep's rate column widens with
-# its widest rate (a resumed run that reran a few cases of a model shows a
-# huge one), which moves the header's words: runs of spaces count as one.
-stable_mutate() { grep -v -e '^campaign took' -e 'resumed' "$1" || true; }
-stable_sweep() {
-  grep -v -e '^checked ' -e 'resumed' "$1" |
-    sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//; s/ +/ /g' || true
-}
-rows_mutate() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM mutants" 2>/dev/null || echo 0; }
-rows_sweep() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM cases" 2>/dev/null || echo 0; }
-# The work a store holds, in cases checked: a campaign's mutants differ a lot
-# (a killed one stops at its first kill, an equivalent one runs every case).
-cost_mutate() { [[ -s "$1" ]] && query "$1" "SELECT coalesce(sum(cases_run), 0) FROM mutants" 2>/dev/null || echo 0; }
-cost_sweep() { rows_sweep "$1"; }
-runs_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs" 2>/dev/null || echo 0; }
-finished_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs WHERE finished_ms > 0" 2>/dev/null || echo 0; }
-
-# launch NP ARGS...: starts `seam ARGS` in the background, under `mpirun -np
-# NP` when NP > 1 in a session of its own (setsid: Open MPI puts each rank in
-# a process group of its own, but all stay in mpirun's session); sets pid.
-launch() {
-  local ranks=$1
-  shift
-  if ((ranks > 1)); then
-    setsid "$mpirun" --allow-run-as-root --oversubscribe -np "$ranks" "$seam" "$@" &
-  else
-    "$seam" "$@" &
-  fi
-  pid=$!
-}
-# The live (not zombie) processes of session $1.
-session_pids() { ps -o pid=,stat= -s "$1" 2>/dev/null | awk '$2 !~ /^Z/ { print $1 }' || true; }
-# kill_session SID: SIGKILLs every process of the session until none is left
-# (mpirun may fork a rank between listing and killing).
-kill_session() {
-  local pids
-  while pids=$(session_pids "$1") && [[ -n "$pids" ]]; do
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null || true
-    sleep 0.01
-  done
-}
-# stop NP: SIGKILLs the run `launch NP` started; true when it was still
-# running. Under mpirun every other stop kills one rank alone (at random),
-# then waits (at most 60 s) until mpirun has ended the rest; kill_note says
-# which kind of kill it was.
-stops=0
-stop() {
-  local ranks=$1 victims waited=0
-  kill_note=""
-  if ((ranks == 1)); then
-    ((np > 1)) && kill_note=":np1"
-    kill -KILL "$pid" 2>/dev/null
-    return
-  fi
-  [[ -n "$(session_pids "$pid")" ]] || return 1
-  stops=$((stops + 1))
-  mapfile -t victims < <(ps -o pid= --ppid "$pid" 2>/dev/null | tr -d ' ')
-  if ((stops % 2 == 0 && ${#victims[@]} > 0)); then
-    next_random
-    kill -KILL "${victims[state % ${#victims[@]}]}" 2>/dev/null || true
-    kill_note=":one-rank"
-    while [[ -n "$(session_pids "$pid")" ]] && ((waited < 6000)); do
-      sleep 0.01
-      waited=$((waited + 1))
-    done
-    [[ -z "$(session_pids "$pid")" ]] || { kill_note+="(mpirun left ranks running; killed)"; kill_session "$pid"; }
-  else
-    kill_session "$pid"
-    kill_note=":np$ranks"
-  fi
-  return 0
-}
+# shellcheck source=tools/kill_resume_lib.sh
+source "$root/tools/kill_resume_lib.sh"
 
 failed=0
 fail() { echo "kill_resume $1 (seed $seed)" >&2; failed=1; }
-
-# compare NAME WHOLE_STORE CUT_STORE CUT_OUTPUT|-: one resumed run against
-# the uninterrupted one (its output too, unless it was killed after it had
-# finished its run and so printed nothing).
-compare() {
-  local name=$1 whole=$2 cut=$3 out=$4
-  if ! diff <("dump_$name" "$whole") <("dump_$name" "$cut") >"$work/$name.diff"; then
-    fail "$name: the resumed store $(basename "$cut") differs from the uninterrupted one:"
-    head -20 "$work/$name.diff" >&2
-    return 1
-  fi
-  if [[ "$out" != - ]] && ! diff <("stable_$name" "$work/$name-whole.out") <("stable_$name" "$out") >"$work/$name.diff"; then
-    fail "$name: the output of the run that finished $(basename "$cut") differs:"
-    head -20 "$work/$name.diff" >&2
-    return 1
-  fi
-  compared=$((compared + 1))
-}
 
 # resume_check NAME "ARGS"
 resume_check() {

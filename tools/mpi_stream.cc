@@ -39,13 +39,15 @@ std::vector<std::string> Outbox::take(std::optional<std::chrono::milliseconds> w
   } else {
     wake_.wait(lock, ready);
   }
-  std::vector<std::string> batches(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+  std::vector<std::string> batches(std::make_move_iterator(queue_.begin()),
+                                   std::make_move_iterator(queue_.end()));
   queue_.clear();
   closed = closed_;  // posts come before close, so nothing is left behind
   return batches;
 }
 
-std::vector<std::string> streamToRoot(const MpiWorld& mpi, const std::function<std::string(Outbox&)>& work,
+std::vector<std::string> streamToRoot(const MpiWorld& mpi,
+                                      const std::function<std::string(Outbox&)>& work,
                                       const std::function<void(const std::string&)>& store) {
   Outbox outbox;
   std::string mine;
@@ -59,7 +61,8 @@ std::vector<std::string> streamToRoot(const MpiWorld& mpi, const std::function<s
   while (!closed || others_left > 0) {
     if (!closed) {
       // Rank 0 wakes at least every poll interval to look for the others' batches.
-      for (std::string& batch : outbox.take(mpi.root() ? std::optional(kPollInterval) : std::nullopt, closed)) {
+      for (std::string& batch :
+           outbox.take(mpi.root() ? std::optional(kPollInterval) : std::nullopt, closed)) {
         if (mpi.root()) {
           store(batch);
         } else {
@@ -85,6 +88,17 @@ std::vector<std::string> streamToRoot(const MpiWorld& mpi, const std::function<s
   }
   last_words[0] = std::move(mine);
   return last_words;
+}
+
+bool runOpened(const MpiWorld& mpi, const Status& open_status) {
+  return mpi.broadcast(static_cast<std::int64_t>(open_status ? 1 : 0)) != 0;
+}
+
+Status lastWordsStatus(const std::vector<std::string>& last_words) {
+  for (const std::string& word : last_words) {
+    if (word[0] == 'E') return Status::invalid(word.substr(1));
+  }
+  return Status::ok();
 }
 
 }  // namespace seam::tools

@@ -1,7 +1,6 @@
-// The processes mpirun started, seen from one of them (DESIGN §7, issue 12
-// part 4). MPI sits at this edge only: tools/ moves bytes between ranks with
-// it; the libraries produce and consume the bytes. Built with MPI when CMake
-// finds it (mpi_world_mpi.cc), otherwise as a world of one (mpi_world_none.cc).
+// The processes mpirun started, seen from one of them (DESIGN §7). MPI sits at this edge only:
+// tools/ moves bytes between ranks with it; the libraries produce and consume the bytes. Built with
+// MPI when CMake finds it (mpi_world_mpi.cc), otherwise as a world of one (mpi_world_none.cc).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::tools {
 

@@ -18,7 +18,8 @@ MpiWorld gWorld;
 
 std::vector<std::string> MpiWorld::gather(const std::string& mine) const {
   if (size_ == 1) return {mine};
-  assert(mine.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) && "a shard over 2 GiB");
+  assert(mine.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
+         "a shard over 2 GiB");
   const int count = static_cast<int>(mine.size());
   std::vector<int> counts(rank_ == 0 ? size_ : 0);
   MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -33,7 +34,8 @@ std::vector<std::string> MpiWorld::gather(const std::string& mine) const {
     assert(total <= std::numeric_limits<int>::max() && "gathered rows over 2 GiB");
     all.resize(static_cast<std::size_t>(total));
   }
-  MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, 0,
+              MPI_COMM_WORLD);
   std::vector<std::string> out;
   for (int r = 0; rank_ == 0 && r < size_; ++r) out.push_back(all.substr(offsets[r], counts[r]));
   return out;
@@ -56,9 +58,11 @@ std::int64_t MpiWorld::broadcast(std::int64_t value) const {
 
 void MpiWorld::sendToRoot(int tag, const std::string& bytes) const {
   assert(rank_ != 0 && "rank 0 does not send to itself");
-  assert(bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) && "a message over 2 GiB");
+  assert(bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
+         "a message over 2 GiB");
   MPI_Request request;
-  MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, tag, MPI_COMM_WORLD, &request);
+  MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, tag, MPI_COMM_WORLD,
+            &request);
   // A blocking MPI_Send of a large message spins until rank 0 receives it.
   for (int done = 0;;) {
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);

@@ -35,13 +35,15 @@ namespace {
 int runSeam(int argc, char** argv) {
   using namespace seam::tools;
   try {
-    CLI::App app{"seam: simulate and verify the collectives at the boundaries of distributed LLM decoder layers"};
+    CLI::App app{
+        "seam: simulate and verify the collectives at the boundaries of distributed LLM decoder "
+        "layers"};
     app.require_subcommand(1);
     app.set_version_flag("--version", kSeamVersion);
     std::vector<Command> commands = {registerModels(app), registerConfigs(app), registerPlan(app),
-                                     registerCheck(app), registerSweep(app), registerProp(app), registerMutate(app),
-                                     registerDiff(app), registerImport(app), registerGraph(app), registerReport(app),
-                                     registerDb(app)};
+                                     registerCheck(app),  registerSweep(app),   registerProp(app),
+                                     registerMutate(app), registerDiff(app),    registerImport(app),
+                                     registerGraph(app),  registerReport(app),  registerDb(app)};
 
     if (const int code = parseCommandLine(app, argc, argv, "seam"); code >= 0) return code;
     for (const Command& c : commands) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Sets up (tools/setup.sh) and runs every test through ctest. Tests labelled
-# `slow` are skipped unless SEAM_SLOW=1; `gpu` tests skip themselves without a GPU.
+# Sets up (tools/setup.sh), checks formatting (tools/check_format.sh) and the
+# sizes and layering of the sources (tools/check_structure.py), then runs
+# every test through ctest. Tests labelled `slow` are skipped unless
+# SEAM_SLOW=1; `gpu` tests skip themselves without a GPU.
 # Then, on the Release build, every fuzz target for SEAM_FUZZ_SECONDS each
 # (default 15; 0 skips them; tools/fuzz.sh, clang, in build-fuzz/) and the
 # kill/resume check (tools/kill_resume.sh; SEAM_KILL_RESUME=0 skips it).
@@ -24,6 +26,8 @@ case "${1:-}" in
   *) echo "tools/test.sh: unknown option \"$1\" (only --sanitize)" >&2; exit 2 ;;
 esac
 SEAM_CMAKE_ARGS="${extra[*]:-}" "$root/tools/setup.sh" "${setup_flags[@]}" "$build"
+"$root/tools/check_format.sh"
+python3 "$root/tools/check_structure.py"
 exclude=(-LE slow)
 [[ "${SEAM_SLOW:-0}" == 1 ]] && exclude=()
 ctest --test-dir "$build" --output-on-failure -j 2 "${exclude[@]}"

@@ -34,9 +34,9 @@ Status cuptiStatus(CUptiResult r, const char* call) {
   return Status::internal(std::string(call) + " failed: " + (text ? text : "unknown CUPTI error"));
 }
 
-#define SEAM_CUPTI_CHECK(call)                               \
-  do {                                                       \
-    const CUptiResult seam_cupti_r_ = (call);                \
+#define SEAM_CUPTI_CHECK(call)                                                    \
+  do {                                                                            \
+    const CUptiResult seam_cupti_r_ = (call);                                     \
     if (seam_cupti_r_ != CUPTI_SUCCESS) return cuptiStatus(seam_cupti_r_, #call); \
   } while (0)
 
@@ -75,8 +75,8 @@ void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   std::free(buffer);
 }
 
-constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET};
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                         CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
 }  // namespace
 
@@ -109,7 +109,8 @@ DeviceBusy deviceBusy(const std::vector<DeviceActivity>& records, int device) {
 
 Expected<ActivityTrace> ActivityTrace::start() {
   Collector& c = collector();
-  if (c.busy.exchange(true)) return Status::internal("a CUPTI activity trace is already running in this process");
+  if (c.busy.exchange(true))
+    return Status::internal("a CUPTI activity trace is already running in this process");
   ActivityTrace trace;
   trace.running_ = true;  // from here the destructor releases `busy`
   if (!c.callbacks_registered) {
@@ -164,7 +165,8 @@ std::vector<DeviceActivity> SharedTrace::recordsOf(int device) const {
   for (const DeviceActivity& a : records_) {
     if (a.device == device) out.push_back(a);
   }
-  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.start_ns < y.start_ns; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& x, const auto& y) { return x.start_ns < y.start_ns; });
   return out;
 }
 

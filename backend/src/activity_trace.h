@@ -1,6 +1,6 @@
 // Private to backend/: what the devices ran, kernel by kernel, through
 // CUPTI's activity API: the "sum of its kernels" of a captured decode step
-// (issue 12) is the sum of the durations of the kernels, copies and memsets
+// is the sum of the durations of the kernels, copies and memsets
 // CUPTI records while one replay runs, per device. CUDA events around a
 // stream's ops also count the launch gaps between kernels, which a graph
 // hides; CUPTI's records do not.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::backend::detail {
 
@@ -36,7 +36,9 @@ DeviceBusy deviceBusy(const std::vector<DeviceActivity>& records, int device);
 class ActivityTrace {
  public:
   static Expected<ActivityTrace> start();
-  ActivityTrace(ActivityTrace&& other) noexcept : running_(other.running_) { other.running_ = false; }
+  ActivityTrace(ActivityTrace&& other) noexcept : running_(other.running_) {
+    other.running_ = false;
+  }
   ActivityTrace& operator=(ActivityTrace&&) = delete;
   ActivityTrace(const ActivityTrace&) = delete;
   ActivityTrace& operator=(const ActivityTrace&) = delete;

@@ -7,13 +7,13 @@
 namespace seam::backend {
 
 Status cudaStatus(cudaError_t err, const char* call, const char* file, int line) {
-  return Status::internal(std::string(call) + " failed: " + cudaGetErrorString(err) + " (" + file + ":" +
-                          std::to_string(line) + ")");
+  return Status::internal(std::string(call) + " failed: " + cudaGetErrorString(err) + " (" + file +
+                          ":" + std::to_string(line) + ")");
 }
 
 Status ncclStatus(ncclResult_t res, const char* call, const char* file, int line) {
-  return Status::internal(std::string(call) + " failed: " + ncclGetErrorString(res) + " (" + file + ":" +
-                          std::to_string(line) + ")");
+  return Status::internal(std::string(call) + " failed: " + ncclGetErrorString(res) + " (" + file +
+                          ":" + std::to_string(line) + ")");
 }
 
 namespace {

@@ -13,24 +13,24 @@
 #include <utility>
 
 #include "seam/backend/check.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::backend {
 
 /// A cuBLAS call's failure as a Status with the call and file:line.
 inline Status cublasStatus(cublasStatus_t st, const char* call, const char* file, int line) {
-  return Status::internal(std::string(call) + " failed: " + cublasGetStatusString(st) + " (" + file + ":" +
-                          std::to_string(line) + ")");
+  return Status::internal(std::string(call) + " failed: " + cublasGetStatusString(st) + " (" +
+                          file + ":" + std::to_string(line) + ")");
 }
 
 }  // namespace seam::backend
 
 /// Evaluates a cuBLAS call; on failure returns a Status from the enclosing function.
-#define SEAM_CUBLAS_CHECK(call)                                                          \
-  do {                                                                                   \
-    const cublasStatus_t seam_cublas_st_ = (call);                                       \
-    if (seam_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                        \
-      return ::seam::backend::cublasStatus(seam_cublas_st_, #call, __FILE__, __LINE__);  \
+#define SEAM_CUBLAS_CHECK(call)                                                         \
+  do {                                                                                  \
+    const cublasStatus_t seam_cublas_st_ = (call);                                      \
+    if (seam_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                       \
+      return ::seam::backend::cublasStatus(seam_cublas_st_, #call, __FILE__, __LINE__); \
   } while (0)
 
 namespace seam::backend {
@@ -46,7 +46,8 @@ class DeviceArray {
     SEAM_CUDA_CHECK(cudaMalloc(&p, sizeof(T) * (count ? count : 1)));
     return DeviceArray(p, count);
   }
-  DeviceArray(DeviceArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceArray(DeviceArray&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   DeviceArray& operator=(DeviceArray&& o) noexcept {
     if (this != &o) {
       reset();

@@ -2,12 +2,11 @@
 // intrinsics (__fadd_rn, __fmul_rn, ...) so that nvcc cannot contract a
 // multiply and an add into an FMA: each kernel performs, per element, the
 // same IEEE operations as its CPU twin in numeric.cc / numeric_domain.h.
-#include "kernels.h"
-
 #include <algorithm>
 
+#include "kernels.h"
 #include "norm_device.cuh"
-#include "seam/sim/moe_routing.h"
+#include "seam/sim/replay/moe_routing.h"
 
 namespace seam::backend::kernels {
 
@@ -31,7 +30,8 @@ __global__ void roundKernel(float* p, std::size_t n) {
   }
 }
 
-__global__ void topKGatesKernel(const float* scores, int rows, int experts, int k, bool real, float* gates) {
+__global__ void topKGatesKernel(const float* scores, int rows, int experts, int k, bool real,
+                                float* gates) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
   int chosen[numeric::kNumericTopK];
@@ -42,8 +42,8 @@ __global__ void topKGatesKernel(const float* scores, int rows, int experts, int 
   for (int r = 0; r < k; ++r) out[chosen[r]] = g[r];
 }
 
-__global__ void gatedAccumulateKernel(float* acc, const float* y, const float* gates, int experts, int expert,
-                                      std::size_t n, int h) {
+__global__ void gatedAccumulateKernel(float* acc, const float* y, const float* gates, int experts,
+                                      int expert, std::size_t n, int h) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const float g = gates[(i / h) * experts + expert];
@@ -84,8 +84,8 @@ __global__ void normKernel(const float* in, float* out, int h, bool real, const 
 /// One block per row: r = residual + x (x itself when there is no residual),
 /// rounded as the add kernel rounds, stored as the new residual, then
 /// out = norm(r). The same operations as an add followed by a norm.
-__global__ void addNormKernel(const float* x, float* residual, float* out, int h, bool has_residual, bool real,
-                              const float* weight) {
+__global__ void addNormKernel(const float* x, float* residual, float* out, int h, bool has_residual,
+                              bool real, const float* weight) {
   __shared__ double partial[kRowThreads];
   const std::size_t row = blockIdx.x;
   const float* xr = x + row * h;
@@ -117,10 +117,10 @@ __global__ void addNormKernel(const float* x, float* residual, float* out, int h
   device::normRow(rr, out + row * h, h, real, weight, partial);
 }
 
-__global__ void sumSegmentsKernel(const float* staging, int segments, std::size_t segment_elems, float* out,
-                                  bool round) {
-  for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; e < segment_elems;
-       e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+__global__ void sumSegmentsKernel(const float* staging, int segments, std::size_t segment_elems,
+                                  float* out, bool round) {
+  for (std::size_t e = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+       e < segment_elems; e += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float acc = 0.0f;
     for (int s = 0; s < segments; ++s) {
       acc = __fadd_rn(acc, staging[s * segment_elems + e]);
@@ -177,15 +177,17 @@ cudaError_t topKGates(const float* scores, int rows, int experts, int k, bool re
                       cudaStream_t stream) {
   if (rows == 0 || experts == 0) return cudaSuccess;
   if (k < 1 || k > numeric::kNumericTopK || k > experts) return cudaErrorInvalidValue;
-  topKGatesKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(scores, rows, experts, k, real, gates);
+  topKGatesKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, stream>>>(scores, rows, experts,
+                                                                             k, real, gates);
   return cudaGetLastError();
 }
 
-cudaError_t gatedAccumulate(float* acc, const float* y, const float* gates, int experts, int expert, int rows, int h,
-                            cudaStream_t stream) {
+cudaError_t gatedAccumulate(float* acc, const float* y, const float* gates, int experts, int expert,
+                            int rows, int h, cudaStream_t stream) {
   const std::size_t n = static_cast<std::size_t>(rows) * h;
   if (n == 0) return cudaSuccess;
-  gatedAccumulateKernel<<<blocksFor(n), kThreads, 0, stream>>>(acc, y, gates, experts, expert, n, h);
+  gatedAccumulateKernel<<<blocksFor(n), kThreads, 0, stream>>>(acc, y, gates, experts, expert, n,
+                                                               h);
   return cudaGetLastError();
 }
 
@@ -202,8 +204,8 @@ cudaError_t normRows(const float* in, float* out, int rows, int h, bool real, co
   return cudaGetLastError();
 }
 
-cudaError_t addNormRows(const float* x, float* residual, float* out, int rows, int h, bool has_residual, bool real,
-                        const float* weight, cudaStream_t stream) {
+cudaError_t addNormRows(const float* x, float* residual, float* out, int rows, int h,
+                        bool has_residual, bool real, const float* weight, cudaStream_t stream) {
   if (rows == 0 || h == 0) return cudaSuccess;
   addNormKernel<<<rows, kThreads, 0, stream>>>(x, residual, out, h, has_residual, real, weight);
   return cudaGetLastError();
@@ -215,10 +217,11 @@ cudaError_t relu(float* p, std::size_t n, bool round, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t sumSegments(const float* staging, int segments, std::size_t segment_elems, float* out, bool round,
-                        cudaStream_t stream) {
+cudaError_t sumSegments(const float* staging, int segments, std::size_t segment_elems, float* out,
+                        bool round, cudaStream_t stream) {
   if (segment_elems == 0) return cudaSuccess;
-  sumSegmentsKernel<<<blocksFor(segment_elems), kThreads, 0, stream>>>(staging, segments, segment_elems, out, round);
+  sumSegmentsKernel<<<blocksFor(segment_elems), kThreads, 0, stream>>>(staging, segments,
+                                                                       segment_elems, out, round);
   return cudaGetLastError();
 }
 

@@ -29,8 +29,8 @@ cudaError_t normRows(const float* in, float* out, int rows, int h, bool real, co
 /// when !has_residual), stored into `residual`, then out = norm(r) as normRows
 /// computes it: the add and norm kernels' operations in one launch (the
 /// residual add + RMSNorm after an all-reduce). `x` may equal `out`.
-cudaError_t addNormRows(const float* x, float* residual, float* out, int rows, int h, bool has_residual, bool real,
-                        const float* weight, cudaStream_t stream);
+cudaError_t addNormRows(const float* x, float* residual, float* out, int rows, int h,
+                        bool has_residual, bool real, const float* weight, cudaStream_t stream);
 
 /// p[i] = relu(p[i]) as std::max(p, 0.0f) computes it, then roundBf16 when `round`.
 cudaError_t relu(float* p, std::size_t n, bool round, cudaStream_t stream);
@@ -43,14 +43,14 @@ cudaError_t topKGates(const float* scores, int rows, int experts, int k, bool re
 /// acc[r][c] = acc[r][c] + gates[r][expert] * y[r][c] (one rounded multiply,
 /// one rounded add, as numeric::moeShard) on the rows whose gate for
 /// `expert` is not -1 (the rows routed to it); acc and y are rows x h.
-cudaError_t gatedAccumulate(float* acc, const float* y, const float* gates, int experts, int expert, int rows, int h,
-                            cudaStream_t stream);
+cudaError_t gatedAccumulate(float* acc, const float* y, const float* gates, int experts, int expert,
+                            int rows, int h, cudaStream_t stream);
 
 /// out[e] = (((0 + seg_0[e]) + seg_1[e]) + ...) over `segments` consecutive
 /// segments of `segment_elems` floats in `staging`, rounding after every add
 /// when `round` (the all-to-all combine, in member order).
-cudaError_t sumSegments(const float* staging, int segments, std::size_t segment_elems, float* out, bool round,
-                        cudaStream_t stream);
+cudaError_t sumSegments(const float* staging, int segments, std::size_t segment_elems, float* out,
+                        bool round, cudaStream_t stream);
 
 /// p[0, n) = value (a DP gather's pad rows: numeric::kPaddingValue).
 cudaError_t fill(float* p, std::size_t n, float value, cudaStream_t stream);

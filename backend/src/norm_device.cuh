@@ -57,7 +57,8 @@ __device__ inline float invRms(double total, int h) {
 /// The exact-mode norm surrogate of one value and its stage's weight
 /// (numeric::normRow).
 __device__ inline float exactNorm(float v, float w) {
-  const long long x = static_cast<long long>(__fmul_rn(v, w));  // truncation, as static_cast on the CPU
+  const long long x =
+      static_cast<long long>(__fmul_rn(v, w));  // truncation, as static_cast on the CPU
   return static_cast<float>(((x % 5) + 5) % 5 - 2);
 }
 
@@ -73,7 +74,8 @@ __device__ inline float exactNorm(float v, float w) {
 __device__ inline void normRow(const float* v, float* out, int h, bool real, const float* weight,
                                double* partial) {
   if (!real) {
-    for (int k = threadIdx.x; k < h; k += kRowThreads) out[k] = exactNorm(v[k], weight ? weight[k] : 1.0f);
+    for (int k = threadIdx.x; k < h; k += kRowThreads)
+      out[k] = exactNorm(v[k], weight ? weight[k] : 1.0f);
     return;
   }
   double ss = 0;

@@ -5,11 +5,10 @@
 // (norm_device.cuh), so exact mode is bit-identical to NCCL + add + norm, and
 // real mode is too whenever NCCL adds the members in the same order (always
 // for two members: fp32 addition commutes).
-#include "peer_kernels.h"
-
 #include <algorithm>
 
 #include "norm_device.cuh"
+#include "peer_kernels.h"
 
 namespace seam::backend::kernels {
 
@@ -101,7 +100,8 @@ __device__ inline void awaitRow(const FusedArAddNormArgs& a, std::size_t half, i
 }
 
 /// Slot `p`'s copy of a row: this member's own rows are read where they are.
-__device__ inline const float* slotRow(const FusedArAddNormArgs& a, std::size_t half, int p, std::size_t off) {
+__device__ inline const float* slotRow(const FusedArAddNormArgs& a, std::size_t half, int p,
+                                       std::size_t off) {
   if (p == a.me) return a.x + off;
   return a.workspace[a.me] + (half * a.ranks + p) * a.slot_elems + off;
 }
@@ -117,7 +117,9 @@ __device__ inline float addResidual(const FusedArAddNormArgs& a, float sum, floa
 
 /// This call's number: the previous call finished before this one started
 /// (stream order), so its count is settled; every block reads the same value.
-__device__ inline unsigned callNumber(PeerSignals* mine) { return *static_cast<volatile unsigned*>(&mine->calls) + 1; }
+__device__ inline unsigned callNumber(PeerSignals* mine) {
+  return *static_cast<volatile unsigned*>(&mine->calls) + 1;
+}
 
 /// The last block of a call to finish advances the call count for the next.
 /// Every thread of the block calls it.
@@ -218,8 +220,9 @@ __global__ void __launch_bounds__(kRowThreads, kPeerBlocksPerSm)
     if (vec) {
       float4* r4 = reinterpret_cast<float4*>(rr);
       for (int k = t; k < h / 4; k += kRowThreads) {
-        float4 s = a.me == 0 ? reinterpret_cast<const float4*>(slotRow(a, half, 0, off))[k]
-                             : __ldcg(reinterpret_cast<const float4*>(slotRow(a, half, 0, off)) + k);
+        float4 s = a.me == 0
+                       ? reinterpret_cast<const float4*>(slotRow(a, half, 0, off))[k]
+                       : __ldcg(reinterpret_cast<const float4*>(slotRow(a, half, 0, off)) + k);
         for (int p = 1; p < a.ranks; ++p) {
           const float4* src = reinterpret_cast<const float4*>(slotRow(a, half, p, off)) + k;
           const float4 v = p == a.me ? *src : __ldcg(src);
@@ -229,8 +232,8 @@ __global__ void __launch_bounds__(kRowThreads, kPeerBlocksPerSm)
           s.w = __fadd_rn(s.w, v.w);
         }
         const float4 old = a.has_residual ? r4[k] : make_float4(0, 0, 0, 0);
-        r4[k] = make_float4(addResidual(a, s.x, old.x), addResidual(a, s.y, old.y), addResidual(a, s.z, old.z),
-                            addResidual(a, s.w, old.w));
+        r4[k] = make_float4(addResidual(a, s.x, old.x), addResidual(a, s.y, old.y),
+                            addResidual(a, s.z, old.z), addResidual(a, s.w, old.w));
       }
     } else {
       for (int k = t; k < h; k += kRowThreads) {
@@ -316,11 +319,13 @@ bool llFits(int rows, int h) {
 }
 
 cudaError_t fusedArAddNorm(const FusedArAddNormArgs& args, cudaStream_t stream) {
-  if (args.ranks < 1 || args.ranks > kPeerMaxRanks || args.blocks < 1 || args.blocks > kPeerMaxBlocks ||
-      args.me < 0 || args.me >= args.ranks || (args.ll && !llFits(args.rows, args.h))) {
+  if (args.ranks < 1 || args.ranks > kPeerMaxRanks || args.blocks < 1 ||
+      args.blocks > kPeerMaxBlocks || args.me < 0 || args.me >= args.ranks ||
+      (args.ll && !llFits(args.rows, args.h))) {
     return cudaErrorInvalidValue;
   }
-  const int grid = std::max(1, std::min(args.rows, args.blocks));  // the same on every member: equal rows
+  const int grid =
+      std::max(1, std::min(args.rows, args.blocks));  // the same on every member: equal rows
   if (args.ll) {
     fusedArAddNormLlKernel<<<grid, kRowThreads, 0, stream>>>(args);
   } else {

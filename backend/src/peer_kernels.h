@@ -55,22 +55,23 @@ bool llFits(int rows, int h);
 /// member's device memory, zeroed before the first call.
 struct PeerSignals {
   unsigned flags[kPeerMaxBlocks][kPeerMaxRanks];  ///< [block][sender]: the sender's call number
-  unsigned calls;     ///< calls this member has completed
-  unsigned finished;  ///< blocks of the current call that have finished
+  unsigned calls;                                 ///< calls this member has completed
+  unsigned finished;                              ///< blocks of the current call that have finished
 };
 
 /// One call of the fused kernel on one member.
 struct FusedArAddNormArgs {
-  int ranks = 0;   ///< members of the group
-  int me = 0;      ///< this member's place in the group
-  int blocks = 0;  ///< most blocks a call uses (the same on every member): a call uses min(rows, blocks)
+  int ranks = 0;  ///< members of the group
+  int me = 0;     ///< this member's place in the group
+  int blocks =
+      0;  ///< most blocks a call uses (the same on every member): a call uses min(rows, blocks)
   PeerSignals* signals[kPeerMaxRanks] = {};  ///< every member's, by place
   /// Every member's workspace: 2 halves x `ranks` slots x slot_elems floats.
   float* workspace[kPeerMaxRanks] = {};
   std::size_t slot_elems = 0;
-  const float* x = nullptr;  ///< this member's partial rows (rows x h)
-  float* residual = nullptr; ///< the residual rows: read when has_residual, written always
-  float* out = nullptr;      ///< the normed rows; may equal x
+  const float* x = nullptr;   ///< this member's partial rows (rows x h)
+  float* residual = nullptr;  ///< the residual rows: read when has_residual, written always
+  float* out = nullptr;       ///< the normed rows; may equal x
   int rows = 0, h = 0;
   bool has_residual = false;
   bool real = false;              ///< round to bf16 as the unfused ops do

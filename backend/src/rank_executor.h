@@ -1,9 +1,7 @@
 // Private to backend/: one rank of a GPU run (executor.h) and the state its
-// thread shares with the others. A RankExecutor owns its device's stream,
-// communicators, cuBLAS handle and buffers; it runs the rank's ops in plan
-// order (rank_ops.cc: what each op kind does, transcribed from
-// sim/src/replay.h) and publishes its progress for the watchdog
-// (rank_executor.cc: setup, the gated run loop, waiting without blocking).
+// thread shares with the others (SharedRun). A RankExecutor owns its device's
+// stream, communicators, cuBLAS handle and buffers, runs the rank's ops in plan
+// order as the replay does (sim/src/replay/replay.h) and publishes its progress.
 //
 // The host tracks every buffer's layout (row kind, row count, padding mode)
 // exactly as the replay does, so each op knows which rows to read and where
@@ -12,10 +10,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
-#include <utility>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +21,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "activity_trace.h"
@@ -31,9 +29,10 @@
 #include "peer_kernels.h"
 #include "seam/backend/executor.h"
 #include "seam/backend/raii.h"
-#include "seam/sim/dp_gather.h"
-#include "seam/sim/rows.h"
-#include "seam/sim/tbo.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/lane_rows.h"
+#include "seam/sim/plan/rows.h"
+#include "seam/sim/plan/tbo.h"
 
 namespace seam::backend::detail {
 
@@ -64,11 +63,11 @@ constexpr const char* kAborted = "aborted";
 /// What the watchdog reads of each rank thread.
 struct RankProgress {
   std::atomic<std::int64_t> counter{0};  ///< bumps on every setup step and completed op
-  std::atomic<int> op_index{0};          ///< first op of the current iteration not completed on the device
+  std::atomic<int> op_index{0};  ///< first op of the current iteration not completed on the device
   std::atomic<int> iteration{0};
   std::atomic<bool> setting_up{true};
-  std::atomic<bool> done{false};         ///< the thread has returned (finished, failed or aborted)
-  std::atomic<bool> finished{false};     ///< every iteration completed
+  std::atomic<bool> done{false};      ///< the thread has returned (finished, failed or aborted)
+  std::atomic<bool> finished{false};  ///< every iteration completed
 };
 
 /// A barrier of the rank threads that gives up when the run is aborted (a
@@ -116,30 +115,6 @@ struct PeerGroup {
   std::vector<float*> workspace;
 };
 
-/// The padding mode a full-rows op of `count` rows assumes, as
-/// Replay::modeOfCount reads it; nullopt when it is neither mode's size.
-std::optional<DpPadding> modeOfCount(const RowMap& rows, const RowMap& other, DpPadding plan_mode, int count,
-                                     int rank);
-
-/// The rows of one lane of a plan (Replay's lanes): the batch (lane 0) or,
-/// in a two-batch-overlap plan, one half (lanes 1 and 2, tbo.h), its tokens
-/// numbered as in the batch.
-struct LaneRows {
-  LaneRows(const Topology& topo, const Plan& p, const Batch& batch, const std::vector<int>* first_tokens)
-      : rows(topo, batch, p.padding, p.cp_layout, first_tokens, p.local_split),
-        other_rows(topo, batch, p.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen,
-                   p.cp_layout, first_tokens, p.local_split),
-        dp(p.source.config, batch, p.padding, p.source.flags.dp_gatherv, p.cp_layout) {}
-  RowMap rows;        ///< full rows in the plan's padding mode
-  RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
-  DpLayouts dp;       ///< the DP buffers of both padding modes (the lowering's geometry)
-  const RowMap& fullMap(DpPadding mode, DpPadding plan_mode) const { return mode == plan_mode ? rows : other_rows; }
-};
-
-/// The lanes of `plan`: the batch, then under TBO (plan.tbo_split set) its
-/// halves A and B, as Replay::run builds them.
-std::vector<LaneRows> laneRowsOf(const Plan& plan, const Topology& topo);
-
 /// State every rank thread reads: the plan, its groups and rows, the weights.
 struct SharedRun {
   /// `local_ranks`: the rank threads of this process (the plan's world, or 1
@@ -159,8 +134,9 @@ struct SharedRun {
         step_barrier(local_ranks) {
     // The ranks meet before releasing each window only when they have the
     // same number of windows (a plan with pipeline stages need not).
-    barrier_windows = std::all_of(p.ranks.begin(), p.ranks.end(),
-                                  [&](const std::vector<Op>& ops) { return ops.size() == p.ranks.front().size(); });
+    barrier_windows = std::all_of(p.ranks.begin(), p.ranks.end(), [&](const std::vector<Op>& ops) {
+      return ops.size() == p.ranks.front().size();
+    });
   }
 
   const Plan& plan;
@@ -170,7 +146,7 @@ struct SharedRun {
   std::vector<LaneRows> lanes;
   const RowMap& rows;        ///< lane 0's: full rows in the plan's padding mode
   const RowMap& other_rows;  ///< lane 0's: full rows in the other mode (a plan may read either)
-  const DpLayouts& dp;       ///< lane 0's DP buffers of both padding modes (the lowering's geometry)
+  const DpLayouts& dp;  ///< lane 0's DP buffers of both padding modes (the lowering's geometry)
   int stacks;
   int capacity_rows = 1;  ///< rows every row buffer holds: the most any op reads or writes
   /// First op index of each gate window, the same on every rank (their
@@ -201,7 +177,7 @@ struct SharedRun {
   int first_local_rank = 0;
   int local_device = -1;
 
-  const RowMap& fullMap(DpPadding mode) const { return mode == plan.padding ? rows : other_rows; }
+  const RowMap& fullMap(DpPadding mode) const { return lanes.front().fullMap(mode); }
   bool real() const { return options.mode == numeric::Mode::kReal; }
 
   /// Records the first failure and stops every rank.
@@ -220,14 +196,7 @@ struct SharedRun {
   Status first_error_;
 };
 
-/// Where a TBO half's attention rows lie inside the batch's on one rank
-/// (Replay::tboMove): child A holds rows [0, split), B the rest.
-struct HalfRows {
-  int offset = 0;  ///< first row of the half inside the batch's attention rows
-  int count = 0;   ///< the half's attention rows
-  int total = 0;   ///< the batch's attention rows
-};
-HalfRows halfRows(const SharedRun& s, int rank, Half half);
+// ---- the run's plan, before the rank threads start (shared_run.cc) -----------
 
 /// The largest row count any op of any rank may touch, so that every row
 /// buffer can be allocated once, before the first op, and no op (even of a
@@ -285,8 +254,12 @@ struct Group {
 class RankExecutor {
  public:
   RankExecutor(SharedRun& shared, int rank)
-      : s_(shared), rank_(rank), h_(shared.options.shape.hidden), ops_(shared.plan.ranks[rank]),
-        progress_(shared.progress[rank]), tbo_(shared.lanes.size() > 1) {}
+      : s_(shared),
+        rank_(rank),
+        h_(shared.options.shape.hidden),
+        ops_(shared.plan.ranks[rank]),
+        progress_(shared.progress[rank]),
+        tbo_(shared.lanes.size() > 1) {}
 
   ~RankExecutor() { releaseGate(); }
 
@@ -335,7 +308,7 @@ class RankExecutor {
   const std::vector<HostSnapshot>& snapshotsHost() const { return snapshots_host_; }
 
  private:
-  // ---- waiting -------------------------------------------------------------
+  // ---- waiting (rank_executor.cc) ----------------------------------------------
   void publishDeviceProgress();
   Status waitComm(ncclComm_t comm);
   Status issued(ncclComm_t comm, ncclResult_t res, const char* call, const char* file, int line);
@@ -354,12 +327,12 @@ class RankExecutor {
   /// (numeric::moeSlice): the router and its EP slice's experts on its
   /// moe_tp columns.
   struct MoeShard {
-    DeviceArray<float> router;        ///< hidden x experts, row-major
-    int first_expert = 0;             ///< experts[i] is expert first_expert + i
+    DeviceArray<float> router;  ///< hidden x experts, row-major
+    int first_expert = 0;       ///< experts[i] is expert first_expert + i
     std::vector<StageShard> experts;
   };
 
-  // ---- setup -----------------------------------------------------------------
+  // ---- setup (rank_setup.cc) ---------------------------------------------------
   Status createComms();
   Status allocate();
   Status uploadWeights();
@@ -367,22 +340,50 @@ class RankExecutor {
   Status setUpPeers();
   Expected<DeviceArray<float>> upload(const std::vector<float>& host);
 
-  // ---- ops ---------------------------------------------------------------------
+  // ---- the run (rank_executor.cc) ----------------------------------------------
   Status resetState();
   /// Enqueues op i (and the copy of a final norm's rows); `timed`: between
   /// its start and stop events, counted for the watchdog.
   Status enqueueOp(int i, bool timed);
-  Status exec(const Op& op, int index);
+
+  // ---- graph steps (rank_graph.cc) ---------------------------------------------
+  /// Eager steps, graph capture and replays, CUPTI's trace of a replay, the
+  /// replayed finals against the eager ones: GraphStep.
   Status runGraphSteps();
+  /// Waits for what is queued and lets the watchdog see the step complete.
+  Status drain();
+  /// Eager steps, each op launched as the host gets to it; the timed ones'
+  /// microseconds into `eager` (events' pairs reused).
+  Status runEagerSteps(const EventPairs& events, std::vector<double>* eager);
+  /// One whole step captured into `graph`, NCCL calls included, instantiated.
+  Expected<GraphExec> captureStep(CudaGraph* graph);
+  /// Warm-up replays, then the timed ones back to back from a common start.
+  Status replayGraph(const GraphExec& exec, const EventPairs& events);
+  /// kTracedReplays more replays while CUPTI records every kernel, copy and memset.
+  Status traceReplays(const GraphExec& exec);
+  /// GraphStep::identical: the replayed step's final rows against the eager timed iterations'.
+  Status compareReplayedFinals();
+
+  // ---- ops (rank_ops.cc, rank_dp.cc) -------------------------------------------
+  Status exec(const Op& op, int index);
   Status allReduce(const Op& op, int index);
   Status reduceScatter(const Op& op, int index);
   Status allGather(const Op& op, int index);
   Status dispatch(const Op& op, int index);
   Status combine(const Op& op, int index);
   /// A DP op (dp_gather_*, dp_scatter, dp_reduce_scatter) as SGLang runs
-  /// it: the steps of its lowering (sim/dp_gather.h), one NCCL call per
+  /// it: the steps of its lowering (sim/plan/dp_gather.h), one NCCL call per
   /// collective step (rank_dp.cc).
   Status dpOp(const Op& op, int index);
+  struct DpFlight;
+  /// "rank 3 op 12 (dp_gather_partial, lowered all_reduce)".
+  std::string dpWhere(const Op& op, int index, const DpStep& s) const;
+  /// A local step of the lowering (pad, zero, slot copies, trim) on the rows in flight.
+  Status dpLocalStep(const Op& op, int index, const DpStep& s, DpFlight* f);
+  /// A collective step: one NCCL call on the step's group (all_gatherv: a
+  /// broadcast per member into its slot of `geometry`).
+  Status dpCollectiveStep(const Op& op, int index, const DpGeometry& geometry, const DpStep& s,
+                          DpFlight* f);
   Status slice(const Op& op, int index);
   Status zeroFill(const Op& op, int index);
   Status add(const Op& op, int index);
@@ -408,11 +409,11 @@ class RankExecutor {
   Status send(const Op& op, int index);
   Status recv(const Op& op, int index);
 
-  // ---- helpers -------------------------------------------------------------------
+  // ---- helpers (rank_executor.cc) -----------------------------------------------
   /// The current lane's rows (the batch's, or under TBO the current op's half's).
   const LaneRows& lane() const { return s_.lanes[lane_]; }
   const RowMap& rowMap() const { return lane().rows; }
-  const RowMap& fullMap(DpPadding mode) const { return lane().fullMap(mode, s_.plan.padding); }
+  const RowMap& fullMap(DpPadding mode) const { return lane().fullMap(mode); }
   Group groupOf(const Op& op) const;
   Group groupOnAxis(Axis axis) const;
   ncclComm_t commOf(Axis axis) const;
@@ -431,6 +432,12 @@ class RankExecutor {
   /// coming from `mine` on the root. Members of no rows are skipped.
   Status broadcastEach(const Group& g, const float* mine, float* out,
                        const std::function<std::pair<int, int>(int)>& slice);
+  /// Member i's rows to send it, and where its rows to this member land (first row, rows).
+  using RowsToSend = std::function<std::pair<const float*, int>(int)>;
+  using RowsToReceive = std::function<std::pair<float*, int>(int)>;
+  /// One NCCL group of a send to and a receive from every other member (the
+  /// all-to-all's dispatch and combine), empty messages skipped.
+  Status exchangeEach(const Group& g, const RowsToSend& send, const RowsToReceive& recv);
   /// Notes the NCCL primitive the current op calls (first iteration only).
   void recordNccl(const char* call, std::size_t count);
   /// The index of the peer group with exactly these members, or -1.
@@ -441,7 +448,9 @@ class RankExecutor {
   void note(std::string text);
   /// The bytes an op's timing is reported against (OpTiming::bytes).
   void record(int index, std::int64_t bytes) { op_bytes_[index] = bytes; }
-  std::int64_t bytesOf(int rows) const { return static_cast<std::int64_t>(rows) * h_ * sizeof(float); }
+  std::int64_t bytesOf(int rows) const {
+    return static_cast<std::int64_t>(rows) * h_ * sizeof(float);
+  }
 
   SharedRun& s_;
   const int rank_;
@@ -459,10 +468,10 @@ class RankExecutor {
   BlasHandle blas_;
   DeviceArray<char> blas_workspace_;
   NcclComm world_comm_;
-  std::vector<NcclComm> axis_comms_;               ///< by Axis; empty where not created
-  ncclComm_t split_slots_[kAxisCount] = {};        ///< where a pending ncclCommSplit writes its child
-  std::vector<Event> start_, stop_;                ///< per op
-  std::optional<Event> end_;  ///< after the last op and the copies that follow it
+  std::vector<NcclComm> axis_comms_;         ///< by Axis; empty where not created
+  ncclComm_t split_slots_[kAxisCount] = {};  ///< where a pending ncclCommSplit writes its child
+  std::vector<Event> start_, stop_;          ///< per op
+  std::optional<Event> end_;                 ///< after the last op and the copies that follow it
 
   /// This rank's signals and workspace of each fused peer group (peers write
   /// into them), and the kernel arguments of each, by peer group index.
@@ -475,8 +484,9 @@ class RankExecutor {
   /// hidden state and residual is either here or in hidden_ / residual_.
   DeviceRows parked_hidden_[kHalfLanes], parked_residual_[kHalfLanes];
   int lane_ = 0;
-  const bool tbo_;       ///< the plan runs TBO halves (it has their lanes)
-  DeviceRows branch_;    ///< a branch's copy of its input, then its contribution until merged (allocated if used)
+  const bool tbo_;     ///< the plan runs TBO halves (it has their lanes)
+  DeviceRows branch_;  ///< a branch's copy of its input, then its contribution until merged
+                       ///< (allocated if used)
   std::vector<DeviceRows> snapshot_pool_;
   std::vector<Snapshot> snapshots_;
   size_t snapshots_taken_ = 0;  ///< snapshot ops run in this iteration
@@ -490,14 +500,14 @@ class RankExecutor {
   DeviceArray<float> embed0_;
   /// Stack s's embedding rows for the MTP projection, per (stack, kind, full mode).
   std::map<std::tuple<int, RowKind, DpPadding>, DeviceArray<float>> project_embed_;
-  std::map<int, StageShard> shards_;                      ///< by stage index (a MoE stage: its shared expert)
-  std::map<int, MoeShard> moe_shards_;                    ///< by stage index, MoE stages only
+  std::map<int, StageShard> shards_;    ///< by stage index (a MoE stage: its shared expert)
+  std::map<int, MoeShard> moe_shards_;  ///< by stage index, MoE stages only
   std::map<std::pair<int, int>, DeviceArray<float>> norm_weights_;  ///< real mode
 
   int iteration_ = 0;
-  int current_op_ = 0;      ///< the op exec() runs
-  bool capturing_ = false;  ///< the stream is being captured: no event queries
-  int enqueued_ = 0, completed_ = 0;  ///< ops of the current iteration
+  int current_op_ = 0;                        ///< the op exec() runs
+  bool capturing_ = false;                    ///< the stream is being captured: no event queries
+  int enqueued_ = 0, completed_ = 0;          ///< ops of the current iteration
   std::vector<std::vector<double>> samples_;  ///< per op, us per timed iteration
   std::vector<std::int64_t> op_bytes_;
   std::vector<int> op_group_size_;
@@ -513,11 +523,11 @@ class RankExecutor {
 };
 
 /// Issues an NCCL call on `comm` and waits until the communicator is ready.
-#define SEAM_NCCL_ISSUE(comm, call)                                                        \
-  do {                                                                                     \
-    if (Status seam_st_ = issued((comm), (call), #call, __FILE__, __LINE__); !seam_st_) {  \
-      return seam_st_;                                                                     \
-    }                                                                                      \
+#define SEAM_NCCL_ISSUE(comm, call)                                                       \
+  do {                                                                                    \
+    if (Status seam_st_ = issued((comm), (call), #call, __FILE__, __LINE__); !seam_st_) { \
+      return seam_st_;                                                                    \
+    }                                                                                     \
   } while (0)
 
 }  // namespace seam::backend::detail

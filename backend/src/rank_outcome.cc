@@ -1,6 +1,6 @@
 #include "rank_outcome.h"
 
-#include "seam/sim/bytes.h"
+#include "seam/sim/base/bytes.h"
 
 namespace seam::backend::detail {
 
@@ -38,10 +38,13 @@ RankOutcome outcomeOf(const SharedRun& s, const RankExecutor& rank, int r) {
 
 Status statusOf(StatusCode code, std::string message) {
   switch (code) {
-    case StatusCode::kInvalidInput: return Status::invalid(std::move(message));
-    case StatusCode::kRefused: return Status::refused(std::move(message));
+    case StatusCode::kInvalidInput:
+      return Status::invalid(std::move(message));
+    case StatusCode::kRefused:
+      return Status::refused(std::move(message));
     case StatusCode::kOk:
-    case StatusCode::kInternal: break;
+    case StatusCode::kInternal:
+      break;
   }
   return Status::internal(std::move(message));
 }
@@ -91,8 +94,9 @@ std::string encodeReport(const ProcessReport& p) {
   }
   const GraphStep& g = o.graph;
   w.put(std::int64_t{g.rank});
-  for (double v : {g.eager_median_us, g.eager_p10_us, g.eager_p90_us, g.graph_median_us, g.graph_p10_us,
-                   g.graph_p90_us, g.kernel_sum_us, g.kernel_busy_us, g.op_sum_us}) {
+  for (double v :
+       {g.eager_median_us, g.eager_p10_us, g.eager_p90_us, g.graph_median_us, g.graph_p10_us,
+        g.graph_p90_us, g.kernel_sum_us, g.kernel_busy_us, g.op_sum_us}) {
     w.put(v);
   }
   w.put(std::int64_t{g.kernels});
@@ -154,8 +158,9 @@ Expected<ProcessReport> decodeReport(const std::string& bytes) {
   }
   GraphStep& g = o.graph;
   g.rank = static_cast<int>(r.int64());
-  for (double* v : {&g.eager_median_us, &g.eager_p10_us, &g.eager_p90_us, &g.graph_median_us, &g.graph_p10_us,
-                    &g.graph_p90_us, &g.kernel_sum_us, &g.kernel_busy_us, &g.op_sum_us}) {
+  for (double* v :
+       {&g.eager_median_us, &g.eager_p10_us, &g.eager_p90_us, &g.graph_median_us, &g.graph_p10_us,
+        &g.graph_p90_us, &g.kernel_sum_us, &g.kernel_busy_us, &g.op_sum_us}) {
     *v = r.real();
   }
   g.kernels = static_cast<int>(r.int64());
@@ -164,7 +169,8 @@ Expected<ProcessReport> decodeReport(const std::string& bytes) {
   g.identical = r.int64() != 0;
   const std::int64_t notes = r.count(8);
   for (std::int64_t i = 0; i < notes && r.ok(); ++i) o.notes.push_back(r.text());
-  if (!r.ok() || !r.atEnd()) return Status::internal("a rank's report sent by its process is malformed");
+  if (!r.ok() || !r.atEnd())
+    return Status::internal("a rank's report sent by its process is malformed");
   return p;
 }
 

@@ -1,7 +1,7 @@
 // Private to backend/: what one rank of a GPU run leaves behind, as plain
 // data (RankOutcome), and, when each rank is its own process (executor.h's
 // ProcessGroup), the report a process sends rank 0 as bytes (sim/bytes.h).
-// executor.cc assembles a run's output from the outcomes of every rank,
+// run_output.h assembles a run's output from the outcomes of every rank,
 // whether they were read from the executors of this process or decoded.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 #include "rank_executor.h"
 #include "seam/backend/executor.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::backend::detail {
 

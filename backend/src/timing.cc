@@ -21,8 +21,8 @@ double busBandwidthFactor(OpKind kind, int group_size) {
   switch (kind) {
     case OpKind::kAllReduce:
     case OpKind::kArAddNorm:
-    // The DP gathers and the full-rows reduce-scatters run as an all-reduce
-    // of the full rows (see executor.cc), so they move what an all-reduce moves.
+    // The DP gathers and reduce-scatter are counted as an all-reduce of the
+    // full rows (what SUM_LEN's lowering runs, rank_dp.cc).
     case OpKind::kDpGatherPartial:
     case OpKind::kDpGatherReplicate:
     case OpKind::kDpReduceScatter:

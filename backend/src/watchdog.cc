@@ -35,8 +35,8 @@ std::string fixed1(double v) {
 
 }  // namespace
 
-std::string formatHangReport(const Plan& plan, const std::vector<RankPosition>& positions, double idle_seconds,
-                             int total_iterations) {
+std::string formatHangReport(const Plan& plan, const std::vector<RankPosition>& positions,
+                             double idle_seconds, int total_iterations) {
   const Topology topo(plan.source.config);
   std::string out = "no progress for " + fixed1(idle_seconds) + " s:";
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -54,11 +54,13 @@ std::string formatHangReport(const Plan& plan, const std::vector<RankPosition>& 
     const Op& op = ops[p.op_index];
     out += " waits in op " + std::to_string(p.op_index) + " (" + std::string(opName(op.kind));
     if (op.hasGroup()) {
-      out += " on " + std::string(axisName(op.groupAxis())) + " " + rankList(topo.groupOf(op.groupAxis(), p.rank));
+      out += " on " + std::string(axisName(op.groupAxis())) + " " +
+             rankList(topo.groupOf(op.groupAxis(), p.rank));
     }
-    out += ", stack " + std::to_string(op.stack) + " layer " + std::to_string(op.layer) + " stage " +
-           std::to_string(op.stage) + " " + std::string(phaseName(op.phase)) + ") in iteration " +
-           std::to_string(p.iteration + 1) + " of " + std::to_string(total_iterations);
+    out += ", stack " + std::to_string(op.stack) + " layer " + std::to_string(op.layer) +
+           " stage " + std::to_string(op.stage) + " " + std::string(phaseName(op.phase)) +
+           ") in iteration " + std::to_string(p.iteration + 1) + " of " +
+           std::to_string(total_iterations);
   }
   return out;
 }

@@ -2,13 +2,14 @@
 // planner would, consistently on every rank it concerns. A site is found on
 // the first rank that has one, in op order, and edited on the ranks of that
 // op's group (a planner bug is the same on every member).
+#include "plan_mutants.h"
+
 #include <algorithm>
 #include <optional>
 #include <type_traits>
 
-#include "plan_mutants.h"
-#include "seam/sim/dp_gather.h"
-#include "seam/sim/tbo.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/tbo.h"
 
 namespace seam::mutants {
 
@@ -40,8 +41,8 @@ struct Site {
 };
 
 bool sameSlot(const Op& a, const Op& b) {
-  return a.stack == b.stack && a.stage == b.stage && a.phase == b.phase && a.kind == b.kind && a.tensor == b.tensor &&
-         a.axis == b.axis && a.half == b.half && a.tbo_move == b.tbo_move;
+  return a.stack == b.stack && a.stage == b.stage && a.phase == b.phase && a.kind == b.kind &&
+         a.tensor == b.tensor && a.axis == b.axis && a.half == b.half && a.tbo_move == b.tbo_move;
 }
 
 template <class Pred>
@@ -91,7 +92,8 @@ int axisSize(const Plan& plan, Axis axis) { return Topology(plan.source.config).
 }  // namespace
 
 bool DropCompletingCollective::apply(Plan& plan) const {
-  auto s = firstSite(plan, [&](const Op& op, int) { return completes(op) && axisSize(plan, op.groupAxis()) > 1; });
+  auto s = firstSite(
+      plan, [&](const Op& op, int) { return completes(op) && axisSize(plan, op.groupAxis()) > 1; });
   if (!s) return false;
   return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) {
     if (ops[i].kind == OpKind::kArAddNorm) {
@@ -105,7 +107,8 @@ bool DropCompletingCollective::apply(Plan& plan) const {
 
 bool DuplicateCompletingCollective::apply(Plan& plan) const {
   auto s = firstSite(plan, [&](const Op& op, int) {
-    return (op.kind == OpKind::kAllReduce || op.kind == OpKind::kArAddNorm) && axisSize(plan, op.groupAxis()) > 1;
+    return (op.kind == OpKind::kAllReduce || op.kind == OpKind::kArAddNorm) &&
+           axisSize(plan, op.groupAxis()) > 1;
   });
   if (!s) return false;
   return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) {
@@ -127,15 +130,17 @@ bool RegroupReduction::apply(Plan& plan) const {
   });
   if (!s) return false;
   // Every rank that runs this reduction now runs it over the other group.
-  return editEverywhere(plan, *s, [this](std::vector<Op>& ops, int i) { ops[i].axis = static_cast<std::int8_t>(to_); });
+  return editEverywhere(plan, *s, [this](std::vector<Op>& ops, int i) {
+    ops[i].axis = static_cast<std::int8_t>(to_);
+  });
 }
 
 bool ReduceScatterWithoutGather::apply(Plan& plan) const {
   // The all-gather that brings local rows back to attention rows after a
   // reduce-scatter to local rows.
   auto s = firstSite(plan, [](const Op& op, int) {
-    return (op.kind == OpKind::kAllGather || op.kind == OpKind::kAllGatherv) && op.tensor == Tensor::kHidden &&
-           op.rows_in.kind == RowKind::kLocal;
+    return (op.kind == OpKind::kAllGather || op.kind == OpKind::kAllGatherv) &&
+           op.tensor == Tensor::kHidden && op.rows_in.kind == RowKind::kLocal;
   });
   if (!s) return false;
   return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
@@ -147,12 +152,15 @@ bool SliceIndexOffByOne::apply(Plan& plan) const {
   auto s = firstSite(plan, [](const Op& op, int) { return op.kind == OpKind::kSlice; });
   if (!s) return false;
   return editEverywhere(plan, *s, [&](std::vector<Op>& ops, int i, int r) {
-    ops[i].slice_of = static_cast<std::int8_t>((topo.attnTpRank(r) + 1) % topo.groupSize(Axis::kAttnTp));
+    ops[i].slice_of =
+        static_cast<std::int8_t>((topo.attnTpRank(r) + 1) % topo.groupSize(Axis::kAttnTp));
   });
 }
 
 bool ResidualNotSliced::apply(Plan& plan) const {
-  auto s = firstSite(plan, [](const Op& op, int) { return op.kind == OpKind::kSlice && op.tensor == Tensor::kResidual; });
+  auto s = firstSite(plan, [](const Op& op, int) {
+    return op.kind == OpKind::kSlice && op.tensor == Tensor::kResidual;
+  });
   if (!s) return false;
   return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
 }
@@ -176,18 +184,20 @@ bool PaddingModeMismatch::apply(Plan& plan) const {
   if (max_rows == sum_rows) return false;  // the two modes coincide
   auto s = firstSite(plan, [](const Op& op, int) {
     return op.rows_in.kind == RowKind::kFull && op.rows_out.kind == RowKind::kAttention &&
-           (op.kind == OpKind::kDpScatter || op.kind == OpKind::kDpReduceScatter || op.kind == OpKind::kReduceScatterv);
+           (op.kind == OpKind::kDpScatter || op.kind == OpKind::kDpReduceScatter ||
+            op.kind == OpKind::kReduceScatterv);
   });
   if (!s) return false;
   const int other = plan.padding == DpPadding::kMaxLen ? sum_rows : max_rows;
-  return editEverywhere(plan, *s, [other](std::vector<Op>& ops, int i) { ops[i].rows_in.count = other; });
+  return editEverywhere(plan, *s,
+                        [other](std::vector<Op>& ops, int i) { ops[i].rows_in.count = other; });
 }
 
 bool IdleRankSkipsCollective::apply(Plan& plan) const {
   const RowMap rows(Topology(plan.source.config), plan.source.batch, plan.padding);
   auto s = firstSite(plan, [&](const Op& op, int r) {
-    return rows.shardTokens(r) == 0 && communicates(op.kind) && op.kind != OpKind::kSend && op.kind != OpKind::kRecv &&
-           op.hasGroup() && axisSize(plan, op.groupAxis()) > 1;
+    return rows.shardTokens(r) == 0 && communicates(op.kind) && op.kind != OpKind::kSend &&
+           op.kind != OpKind::kRecv && op.hasGroup() && axisSize(plan, op.groupAxis()) > 1;
   });
   if (!s) return false;
   plan.ranks[s->rank].erase(plan.ranks[s->rank].begin() + s->index);
@@ -202,7 +212,8 @@ bool SwapCollectivesOnOneRank::apply(Plan& plan) const {
     int prev = -1;
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
-      const bool coll = communicates(op.kind) && op.kind != OpKind::kSend && op.kind != OpKind::kRecv && op.hasGroup() &&
+      const bool coll = communicates(op.kind) && op.kind != OpKind::kSend &&
+                        op.kind != OpKind::kRecv && op.hasGroup() &&
                         axisSize(plan, op.groupAxis()) > 1;
       if (!coll) continue;
       if (prev >= 0 && !(ops[prev] == op)) {
@@ -228,7 +239,8 @@ bool PlantDpFault::apply(Plan& plan) const {
       if (!isDpOp(op.kind)) continue;
       std::optional<DpLayouts>& layouts = lanes[static_cast<int>(op.half)];
       if (!layouts) {
-        layouts.emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
+        layouts.emplace(plan.source.config,
+                        tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
                         plan.source.flags.dp_gatherv, plan.cp_layout);
       }
       const DpGeometry* geometry = layouts->ofFullRows(dpFullRowsOf(op));
@@ -249,8 +261,8 @@ bool PlantDpFault::apply(Plan& plan) const {
 namespace {
 
 bool isCollectiveOn(const Plan& plan, const Op& op) {
-  return communicates(op.kind) && op.kind != OpKind::kSend && op.kind != OpKind::kRecv && op.hasGroup() &&
-         axisSize(plan, op.groupAxis()) > 1;
+  return communicates(op.kind) && op.kind != OpKind::kSend && op.kind != OpKind::kRecv &&
+         op.hasGroup() && axisSize(plan, op.groupAxis()) > 1;
 }
 
 }  // namespace
@@ -285,7 +297,8 @@ bool TboHalvesSwappedOnOneRank::apply(Plan& plan) const {
 
 bool TboSplitSkipsResidual::apply(Plan& plan) const {
   auto s = firstSite(plan, [](const Op& op, int) {
-    return op.tbo_move && op.kind == OpKind::kSlice && op.half == Half::kB && op.tensor == Tensor::kResidual;
+    return op.tbo_move && op.kind == OpKind::kSlice && op.half == Half::kB &&
+           op.tensor == Tensor::kResidual;
   });
   if (!s) return false;
   return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });
@@ -293,7 +306,8 @@ bool TboSplitSkipsResidual::apply(Plan& plan) const {
 
 bool TboMergeDropsHalf::apply(Plan& plan) const {
   auto s = firstSite(plan, [](const Op& op, int) {
-    return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB && op.tensor == Tensor::kHidden;
+    return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB &&
+           op.tensor == Tensor::kHidden;
   });
   if (!s) return false;
   return editEverywhere(plan, *s, [](std::vector<Op>& ops, int i) { ops.erase(ops.begin() + i); });

@@ -16,10 +16,12 @@ namespace seam::mutants {
     bool apply(Plan& plan) const override;                                \
   }
 
-SEAM_PLAN_MUTANT(DropCompletingCollective, "plan.drop-completing-collective",
-                 "drop the first collective that completes a sum (a fused one loses its all-reduce)");
-SEAM_PLAN_MUTANT(DuplicateCompletingCollective, "plan.duplicate-completing-collective",
-                 "run the first completing all-reduce twice (the producer also reduces before a fused kernel)");
+SEAM_PLAN_MUTANT(
+    DropCompletingCollective, "plan.drop-completing-collective",
+    "drop the first collective that completes a sum (a fused one loses its all-reduce)");
+SEAM_PLAN_MUTANT(
+    DuplicateCompletingCollective, "plan.duplicate-completing-collective",
+    "run the first completing all-reduce twice (the producer also reduces before a fused kernel)");
 SEAM_PLAN_MUTANT(ReduceScatterWithoutGather, "plan.reduce-scatter-without-gather",
                  "reduce-scatter to local rows but never all-gather back to attention rows");
 SEAM_PLAN_MUTANT(SliceIndexOffByOne, "plan.slice-index-off-by-one",
@@ -35,12 +37,14 @@ SEAM_PLAN_MUTANT(IdleRankSkipsCollective, "plan.idle-rank-skips-collective",
 SEAM_PLAN_MUTANT(SwapCollectivesOnOneRank, "plan.swap-collectives-on-one-rank",
                  "one rank issues two consecutive collectives in the other order");
 
-SEAM_PLAN_MUTANT(TboHalvesSwappedOnOneRank, "plan.tbo-halves-swapped-on-one-rank",
-                 "one rank issues a two-batch-overlap chunk of half B before the chunk of half A it follows");
+SEAM_PLAN_MUTANT(
+    TboHalvesSwappedOnOneRank, "plan.tbo-halves-swapped-on-one-rank",
+    "one rank issues a two-batch-overlap chunk of half B before the chunk of half A it follows");
 SEAM_PLAN_MUTANT(TboSplitSkipsResidual, "plan.tbo-split-skips-residual",
                  "the two-batch-overlap split gives half B no residual rows");
-SEAM_PLAN_MUTANT(TboMergeDropsHalf, "plan.tbo-merge-drops-half",
-                 "the two-batch-overlap merge does not copy half B's hidden rows back into the batch");
+SEAM_PLAN_MUTANT(
+    TboMergeDropsHalf, "plan.tbo-merge-drops-half",
+    "the two-batch-overlap merge does not copy half B's hidden rows back into the batch");
 
 #undef SEAM_PLAN_MUTANT
 

@@ -1,12 +1,14 @@
 // The registry: every mutation operator, in a fixed order. Ids are stable;
 // append new operators, never rename or reuse an id.
 #include "plan_mutants.h"
-#include "training_mutants.h"
 #include "seam/mutants/mutant.h"
+#include "training_mutants.h"
 
 namespace seam::mutants {
 
-std::string_view kindName(MutantKind kind) { return kind == MutantKind::kPlan ? "plan" : "decision"; }
+std::string_view kindName(MutantKind kind) {
+  return kind == MutantKind::kPlan ? "plan" : "decision";
+}
 
 namespace {
 
@@ -27,16 +29,18 @@ class DecisionMutant final : public Mutant {
 
 const DropCompletingCollective kDrop;
 const DuplicateCompletingCollective kDuplicate;
-const RegroupReduction kAttnTpToTp("plan.reduce-over-tp-not-attn-tp",
-                                   "an all-reduce owed over attention TP runs over the whole TP group",
-                                   Axis::kAttnTp, Axis::kTp);
+const RegroupReduction kAttnTpToTp(
+    "plan.reduce-over-tp-not-attn-tp",
+    "an all-reduce owed over attention TP runs over the whole TP group", Axis::kAttnTp, Axis::kTp);
 const RegroupReduction kTpToAttnTp("plan.reduce-over-attn-tp-not-tp",
-                                   "an all-reduce owed over TP runs over attention TP only", Axis::kTp, Axis::kAttnTp);
-const RegroupReduction kTpToMoeEp("plan.reduce-over-moe-ep-not-tp",
-                                  "an all-reduce owed over TP runs over the MoE expert-parallel group", Axis::kTp,
-                                  Axis::kMoeEp);
+                                   "an all-reduce owed over TP runs over attention TP only",
+                                   Axis::kTp, Axis::kAttnTp);
+const RegroupReduction kTpToMoeEp(
+    "plan.reduce-over-moe-ep-not-tp",
+    "an all-reduce owed over TP runs over the MoE expert-parallel group", Axis::kTp, Axis::kMoeEp);
 const RegroupReduction kMoeToTp("plan.reduce-over-tp-not-moe-group",
-                                "an all-reduce owed over the MoE output group runs over TP", Axis::kMoeTp, Axis::kTp);
+                                "an all-reduce owed over the MoE output group runs over TP",
+                                Axis::kMoeTp, Axis::kTp);
 const ReduceScatterWithoutGather kNoGather;
 const SliceIndexOffByOne kSliceOff;
 const ResidualNotSliced kResNotSliced;
@@ -45,46 +49,56 @@ const PaddingModeMismatch kPadding;
 const IdleRankSkipsCollective kIdleSkips;
 const SwapCollectivesOnOneRank kSwap;
 
-const DecisionMutant kMixerKeeps("decision.mixer-keeps-fused-sum",
-                                 "a mixer->mixer exit reduces its sum and still hands it on as carried",
-                                 Decision::kMixerKeepsFusedSum);
-const DecisionMutant kResidualNotFollow("decision.residual-not-following-slice",
-                                        "the planner does not move the residual to the FFN's local rows",
-                                        Decision::kResidualNotSliced);
-const DecisionMutant kFfnKeeps("decision.ffn-not-leaving-sum-to-mixer",
-                               "an FFN exit completes its sum although the next mixer was told to complete it",
-                               Decision::kFfnKeepsSumFromMixer);
+const DecisionMutant kMixerKeeps(
+    "decision.mixer-keeps-fused-sum",
+    "a mixer->mixer exit reduces its sum and still hands it on as carried",
+    Decision::kMixerKeepsFusedSum);
+const DecisionMutant kResidualNotFollow(
+    "decision.residual-not-following-slice",
+    "the planner does not move the residual to the FFN's local rows", Decision::kResidualNotSliced);
+const DecisionMutant kFfnKeeps(
+    "decision.ffn-not-leaving-sum-to-mixer",
+    "an FFN exit completes its sum although the next mixer was told to complete it",
+    Decision::kFfnKeepsSumFromMixer);
 const DecisionMutant kSnapshot("decision.snapshot-not-completing",
                                "an aux snapshot is taken before the carried sum is completed",
                                Decision::kSnapshotNotCompleted);
-const DecisionMutant kStackStart("decision.stack-start-ffn-with-residual",
-                                 "an FFN at the stack start reads a residual that does not exist yet",
-                                 Decision::kStackStartFfnWithResidual);
+const DecisionMutant kStackStart(
+    "decision.stack-start-ffn-with-residual",
+    "an FFN at the stack start reads a residual that does not exist yet",
+    Decision::kStackStartFfnWithResidual);
 const DecisionMutant kNeverEntered("decision.stack-never-entered",
-                                   "layer 0 never sets residual := embedding", Decision::kStackNeverEntered);
-const DecisionMutant kDownProj("decision.ffn-down-proj-over-attn-tp",
-                               "a dense FFN's down projection reduces over attention TP only (use_dp_attention_reduce)",
-                               Decision::kFfnReducesOverAttnTp);
-const DecisionMutant kTerminal("decision.terminal-defers", "the terminal stage defers its sum past the final norm",
+                                   "layer 0 never sets residual := embedding",
+                                   Decision::kStackNeverEntered);
+const DecisionMutant kDownProj(
+    "decision.ffn-down-proj-over-attn-tp",
+    "a dense FFN's down projection reduces over attention TP only (use_dp_attention_reduce)",
+    Decision::kFfnReducesOverAttnTp);
+const DecisionMutant kTerminal("decision.terminal-defers",
+                               "the terminal stage defers its sum past the final norm",
                                Decision::kTerminalDefers);
-const DecisionMutant kMtp("decision.mtp-not-marked-last", "the MTP step's last layer is not marked last",
+const DecisionMutant kMtp("decision.mtp-not-marked-last",
+                          "the MTP step's last layer is not marked last",
                           Decision::kMtpNotMarkedLast);
 const DecisionMutant kDpResidual("decision.dp-gather-sum-residual-every-rank",
                                  "a DP gather-sum adds the residual on every attention-TP rank",
                                  Decision::kDpGatherSumResidualEveryRank);
 
 // Faults in the DP ops' implementation (dp_attention.py, research note A4-A5).
-const PlantDpFault kDpZeroFill("plan.dp-gather-skips-zero-fill",
-                               "a replicate DP gather (MAX_LEN, attn_tp > 1) does not zero the rows of attention-TP "
-                               "ranks != 0 before the attn_tp reduce-scatter",
-                               DpFault::kSkipZeroFill);
-const PlantDpFault kDpWriters("plan.dp-gather-writer-rule-swapped",
-                              "the all-reduce DP gather (SUM_LEN, or attn_cp > 1) swaps its writer rule: a partial "
-                              "gather is written by attention-TP rank 0 only, a replicate one by every rank",
-                              DpFault::kWriterRuleSwapped);
-const PlantDpFault kDpUnaligned("plan.dp-slots-unaligned",
-                                "DP slot offsets from the raw token counts, not the counts aligned to attn_tp",
-                                DpFault::kUnalignedSlots);
+const PlantDpFault kDpZeroFill(
+    "plan.dp-gather-skips-zero-fill",
+    "a replicate DP gather (MAX_LEN, attn_tp > 1) does not zero the rows of attention-TP "
+    "ranks != 0 before the attn_tp reduce-scatter",
+    DpFault::kSkipZeroFill);
+const PlantDpFault kDpWriters(
+    "plan.dp-gather-writer-rule-swapped",
+    "the all-reduce DP gather (SUM_LEN, or attn_cp > 1) swaps its writer rule: a partial "
+    "gather is written by attention-TP rank 0 only, a replicate one by every rank",
+    DpFault::kWriterRuleSwapped);
+const PlantDpFault kDpUnaligned(
+    "plan.dp-slots-unaligned",
+    "DP slot offsets from the raw token counts, not the counts aligned to attn_tp",
+    DpFault::kUnalignedSlots);
 
 // Two-batch overlap (tbo.h; research note B3-B4).
 const TboHalvesSwappedOnOneRank kTboSwap;
@@ -92,74 +106,90 @@ const TboSplitSkipsResidual kTboSplit;
 const TboMergeDropsHalf kTboMerge;
 
 const Mutant* const kRegistry[] = {
-    &kDrop,      &kDuplicate,   &kAttnTpToTp,    &kTpToAttnTp,      &kTpToMoeEp,   &kMoeToTp,
-    &kNoGather,  &kSliceOff,    &kResNotSliced,  &kResNotGathered,  &kPadding,     &kIdleSkips,
-    &kSwap,      &kMixerKeeps,  &kResidualNotFollow, &kFfnKeeps,    &kSnapshot,    &kStackStart,
-    &kNeverEntered, &kDownProj, &kTerminal,      &kMtp,             &kDpResidual,  &kDpZeroFill,
-    &kDpWriters,    &kDpUnaligned, &kTboSwap,    &kTboSplit,        &kTboMerge,
+    &kDrop,        &kDuplicate, &kAttnTpToTp, &kTpToAttnTp,   &kTpToMoeEp,
+    &kMoeToTp,     &kNoGather,  &kSliceOff,   &kResNotSliced, &kResNotGathered,
+    &kPadding,     &kIdleSkips, &kSwap,       &kMixerKeeps,   &kResidualNotFollow,
+    &kFfnKeeps,    &kSnapshot,  &kStackStart, &kNeverEntered, &kDownProj,
+    &kTerminal,    &kMtp,       &kDpResidual, &kDpZeroFill,   &kDpWriters,
+    &kDpUnaligned, &kTboSwap,   &kTboSplit,   &kTboMerge,
 };
 
-// The training family (issue 8; reference training-layouts.md §4-§5).
-const TrainingMutant kTrGradNotReduced("training.grad-not-reduced",
-                                       "a replicated weight's gradient is not reduced over a group whose ranks saw other "
-                                       "tokens (first gradient reduction of the backward dropped)",
-                                       &dropGradReduction);
-const TrainingMutant kTrGradTwice("training.grad-reduced-twice",
-                                  "a replicated weight's gradient is reduced twice (AReno #496: gradient x group)",
-                                  &duplicateGradReduction);
-const TrainingMutant kTrLocalDocs("training.local-doc-boundaries",
-                                  "conv/SSD/attention get the local shard's document boundaries, not the global ones",
-                                  TrainingDecision::kLocalDocBoundaries);
-const TrainingMutant kTrNoDocs("training.no-doc-boundaries",
-                               "conv/SSD run over the packed row without resets (seq_idx=None; PrimeRL #3001, SkyRL #2056)",
-                               TrainingDecision::kNoDocBoundaries);
+// The training family (reference training-layouts.md §4-§5).
+const TrainingMutant kTrGradNotReduced(
+    "training.grad-not-reduced",
+    "a replicated weight's gradient is not reduced over a group whose ranks saw other "
+    "tokens (first gradient reduction of the backward dropped)",
+    &dropGradReduction);
+const TrainingMutant kTrGradTwice(
+    "training.grad-reduced-twice",
+    "a replicated weight's gradient is reduced twice (AReno #496: gradient x group)",
+    &duplicateGradReduction);
+const TrainingMutant kTrLocalDocs(
+    "training.local-doc-boundaries",
+    "conv/SSD/attention get the local shard's document boundaries, not the global ones",
+    TrainingDecision::kLocalDocBoundaries);
+const TrainingMutant kTrNoDocs(
+    "training.no-doc-boundaries",
+    "conv/SSD run over the packed row without resets (seq_idx=None; PrimeRL #3001, SkyRL #2056)",
+    TrainingDecision::kNoDocBoundaries);
 const TrainingMutant kTrZigzagRedo("training.zigzag-not-restored",
                                    "the load-balance (zigzag) order is not redone after Mamba",
                                    TrainingDecision::kZigzagNotRestored);
-const TrainingMutant kTrZigzagUndo("training.zigzag-not-undone",
-                                   "conv/SSD run on the zigzag order (load balancing not undone before Mamba)",
-                                   TrainingDecision::kZigzagNotUndone);
-const TrainingMutant kTrKvGrads("training.kv-replica-grads-not-summed",
-                                "KV heads replicated for Ulysses but only one replica's gradient kept (copies not summed)",
-                                &kvReplicaGradsNotSummed);
-const TrainingMutant kTrSwap("training.backward-collectives-swapped-on-one-rank",
-                             "one rank issues two adjacent backward collectives in the other order (PrimeRL #3195)",
-                             &swapBackwardCollectivesOnOneRank);
-const TrainingMutant kTrSpNorm("training.sp-norm-grad-not-tp-summed",
-                               "an SP-replicated weight's gradient (norm, router, latent) is not all-reduced over tp "
-                               "(Megatron #1446, TE #435)",
-                               &dropSpNormGradSum);
-const TrainingMutant kTrSplits("training.ep-combine-splits-not-swapped",
-                               "the EP combine reuses the dispatch's split sizes instead of swapping them",
-                               &combineSplitsNotSwapped);
-const TrainingMutant kTrSlice("training.mamba-param-slice-other-heads",
-                              "A_log/D/dt_bias/conv are sliced to another rank's heads (ownership after seq->head)",
-                              &headSliceOffByOne);
-const TrainingMutant kTrDgrad("training.sp-dgrad-also-all-reduced",
-                              "the dgrad into a TP block is all-reduced (f) and also reduce-scattered (SP)",
-                              &dgradAlsoAllReduced);
+const TrainingMutant kTrZigzagUndo(
+    "training.zigzag-not-undone",
+    "conv/SSD run on the zigzag order (load balancing not undone before Mamba)",
+    TrainingDecision::kZigzagNotUndone);
+const TrainingMutant kTrKvGrads(
+    "training.kv-replica-grads-not-summed",
+    "KV heads replicated for Ulysses but only one replica's gradient kept (copies not summed)",
+    &kvReplicaGradsNotSummed);
+const TrainingMutant kTrSwap(
+    "training.backward-collectives-swapped-on-one-rank",
+    "one rank issues two adjacent backward collectives in the other order (PrimeRL #3195)",
+    &swapBackwardCollectivesOnOneRank);
+const TrainingMutant kTrSpNorm(
+    "training.sp-norm-grad-not-tp-summed",
+    "an SP-replicated weight's gradient (norm, router, latent) is not all-reduced over tp "
+    "(Megatron #1446, TE #435)",
+    &dropSpNormGradSum);
+const TrainingMutant kTrSplits(
+    "training.ep-combine-splits-not-swapped",
+    "the EP combine reuses the dispatch's split sizes instead of swapping them",
+    &combineSplitsNotSwapped);
+const TrainingMutant kTrSlice(
+    "training.mamba-param-slice-other-heads",
+    "A_log/D/dt_bias/conv are sliced to another rank's heads (ownership after seq->head)",
+    &headSliceOffByOne);
+const TrainingMutant kTrDgrad(
+    "training.sp-dgrad-also-all-reduced",
+    "the dgrad into a TP block is all-reduced (f) and also reduce-scattered (SP)",
+    &dgradAlsoAllReduced);
 
-const TrainingMutant kTrGatherSlices("training.gather-backward-slices",
-                                     "the backward of an SP all-gather slices the rank's rows instead of reduce-scattering "
-                                     "the partial gradient (Automodel #1260)",
-                                     &gatherBackwardSlices);
-const TrainingMutant kTrKvTiled("training.kv-repeat-tiled",
-                                "KV heads replicated by tiling, not repeat_interleave: q heads meet another group's KV "
-                                "head (GQA ratio broken, vllm-omni #5716)",
-                                &kvRepeatTiled);
-const TrainingMutant kTrEarly("training.grad-reduced-before-last-contribution",
-                              "a gradient is reduced before the backward kernel that adds the last contribution "
-                              "(a hook registered too early, gpt-neox #1259)",
-                              &gradReducedBeforeLastContribution);
+const TrainingMutant kTrGatherSlices(
+    "training.gather-backward-slices",
+    "the backward of an SP all-gather slices the rank's rows instead of reduce-scattering "
+    "the partial gradient (Automodel #1260)",
+    &gatherBackwardSlices);
+const TrainingMutant kTrKvTiled(
+    "training.kv-repeat-tiled",
+    "KV heads replicated by tiling, not repeat_interleave: q heads meet another group's KV "
+    "head (GQA ratio broken, vllm-omni #5716)",
+    &kvRepeatTiled);
+const TrainingMutant kTrEarly(
+    "training.grad-reduced-before-last-contribution",
+    "a gradient is reduced before the backward kernel that adds the last contribution "
+    "(a hook registered too early, gpt-neox #1259)",
+    &gradReducedBeforeLastContribution);
 
-const TrainingMutant kTrWeights("training.routing-weights-applied-twice",
-                                "the routing weights (x routed_scaling_factor) are applied twice to the expert outputs",
-                                &routingWeightsTwice);
+const TrainingMutant kTrWeights(
+    "training.routing-weights-applied-twice",
+    "the routing weights (x routed_scaling_factor) are applied twice to the expert outputs",
+    &routingWeightsTwice);
 
 const Mutant* const kTrainingRegistry[] = {
-    &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs, &kTrZigzagRedo,   &kTrZigzagUndo, &kTrKvGrads,
-    &kTrSwap,           &kTrSpNorm,    &kTrSplits,    &kTrSlice,  &kTrDgrad,        &kTrGatherSlices,
-    &kTrKvTiled,        &kTrEarly,     &kTrWeights,
+    &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs,  &kTrZigzagRedo, &kTrZigzagUndo,
+    &kTrKvGrads,        &kTrSwap,      &kTrSpNorm,    &kTrSplits,  &kTrSlice,      &kTrDgrad,
+    &kTrGatherSlices,   &kTrKvTiled,   &kTrEarly,     &kTrWeights,
 };
 
 }  // namespace

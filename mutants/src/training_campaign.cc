@@ -1,27 +1,14 @@
 // Training campaigns: the baseline over the training case space, then every
 // training mutant, each stopped at its first kill (first in case order).
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
-#include <thread>
 
+#include "campaign_run.h"
 #include "seam/mutants/campaign.h"
+#include "seam/sim/training/training_ledger.h"
 
 namespace seam::mutants {
-
-int TrainingCampaignResult::killed() const {
-  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
-                                        [](const auto& o) { return o.status == MutantStatus::kKilled; }));
-}
-int TrainingCampaignResult::survived() const {
-  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
-                                        [](const auto& o) { return o.status == MutantStatus::kSurvived; }));
-}
-int TrainingCampaignResult::equivalent() const {
-  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
-                                        [](const auto& o) { return o.status == MutantStatus::kEquivalent; }));
-}
 
 std::vector<TrainingCase> trainingCampaignCases(const TrainingCampaignSpec& spec) {
   std::vector<const ModelPreset*> models = spec.models.empty() ? trainingPresets() : spec.models;
@@ -43,114 +30,104 @@ std::vector<TrainingCase> trainingCampaignCases(const TrainingCampaignSpec& spec
 
 namespace {
 
-constexpr std::int64_t kNone = INT64_MAX;
-
-/// Runs body(i) for i in [0, n) on `jobs` threads, skipping indices for which skip(i) holds.
-template <class Body, class Skip>
-void parallelFor(std::int64_t n, int jobs, Body body, Skip skip) {
-  std::atomic<std::int64_t> next{0};
-  auto worker = [&]() {
-    for (;;) {
-      const std::int64_t i = next.fetch_add(1);
-      if (i >= n) return;
-      if (skip(i)) continue;
-      body(i);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads) t.join();
-}
+/// Training cases are few and slow: handed out one at a time.
+constexpr std::int64_t kChunk = 1;
 
 bool samePlan(const TrainingPlan& a, const TrainingPlan& b) { return a.ranks == b.ranks; }
 
+/// Plans and checks every case with no mutant; false (and the first failing
+/// case, in case order, in `result`) when one fails.
+bool runTrainingBaseline(const TrainingCampaignSpec& spec, const std::vector<TrainingCase>& cases,
+                         CampaignResult& result) {
+  std::atomic<std::int64_t> first{kNoCase};
+  std::mutex mu;
+  std::optional<Violation> v;
+  parallelFor(
+      static_cast<std::int64_t>(cases.size()), spec.jobs, kChunk,
+      [&](std::int64_t i, Ledger&) {
+        auto plan = buildTrainingPlan(cases[i]);
+        LedgerResult r = plan ? checkTrainingPlan(*plan) : LedgerResult{};
+        if (!plan) {
+          Violation x;
+          x.detail = "the planner fails: " + plan.status().message();
+          r.violations.push_back(x);
+        }
+        if (r.holds()) return;
+        std::lock_guard<std::mutex> lock(mu);
+        if (i < first.load()) {
+          first = i;
+          v = r.violations.front();
+        }
+      },
+      [&](std::int64_t i) { return i > first.load(); });
+  if (first.load() == kNoCase) return true;
+  result.baseline_holds = false;
+  result.baseline_reproduce = reproduceTrainingCommand(cases[first.load()]);
+  result.baseline_violation = v;
+  return false;
+}
+
+/// One training mutant against the space, stopped at its first kill in case order.
+MutantOutcome runTrainingMutant(const TrainingCampaignSpec& spec, const Mutant& m,
+                                const std::vector<TrainingCase>& cases) {
+  const std::int64_t n = static_cast<std::int64_t>(cases.size());
+  MutantFindings found;
+  parallelFor(
+      n, spec.jobs, kChunk,
+      [&](std::int64_t i, Ledger&) {
+        auto base = buildTrainingPlan(cases[i]);
+        if (!base) return;
+        Expected<TrainingPlan> mutated = m.kind() == MutantKind::kDecision
+                                             ? buildTrainingPlan(cases[i], m.trainingDecision())
+                                             : Expected<TrainingPlan>(*base);
+        if (!mutated) return;
+        if (!m.applyTraining(*mutated)) return;
+        found.applied();
+        if (samePlan(*base, *mutated)) return;
+        found.differed();
+        LedgerResult r = checkTrainingPlan(*mutated);
+        if (!r.holds()) {
+          found.killed(i, r.violations.front());
+        } else {
+          found.survived(i, [&](std::int64_t a, std::int64_t b) {
+            return cases[a].config.world() < cases[b].config.world();
+          });
+        }
+      },
+      [&](std::int64_t i) { return found.decidedBefore(i); });
+  MutantOutcome o = found.outcome(&m, n);
+  if (o.status == MutantStatus::kKilled) {
+    o.kill_reproduce = reproduceTrainingCommand(cases[o.kill_index]);
+  } else if (o.status == MutantStatus::kEquivalent) {
+    o.argument = "its site occurs in none of the " + std::to_string(n) +
+                 " cases (or its plans equal the unmutated ones)";
+  } else {
+    o.argument = "its plans differ on " + std::to_string(o.differed) +
+                 " cases and every property holds; smallest: " +
+                 reproduceTrainingCommand(cases[found.smallest()]);
+  }
+  return o;
+}
+
 }  // namespace
 
-Expected<TrainingCampaignResult> runTrainingCampaign(const TrainingCampaignSpec& spec) {
+Expected<CampaignResult> runTrainingCampaign(const TrainingCampaignSpec& spec) {
   if (spec.jobs < 1) return Status::invalid("--jobs must be >= 1");
   const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&]() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const std::vector<TrainingCase> cases = trainingCampaignCases(spec);
-  TrainingCampaignResult result;
+  CampaignResult result;
   result.cases = static_cast<std::int64_t>(cases.size());
-  const std::int64_t n = result.cases;
-  {
-    std::atomic<std::int64_t> first{kNone};
-    std::mutex mu;
-    std::optional<Violation> v;
-    parallelFor(n, spec.jobs, [&](std::int64_t i) {
-      auto plan = buildTrainingPlan(cases[i]);
-      LedgerResult r = plan ? checkTrainingPlan(*plan) : LedgerResult{};
-      if (!plan) {
-        Violation x;
-        x.detail = "the planner fails: " + plan.status().message();
-        r.violations.push_back(x);
-      }
-      if (r.holds()) return;
-      std::lock_guard<std::mutex> lock(mu);
-      if (i < first.load()) {
-        first = i;
-        v = r.violations.front();
-      }
-    }, [&](std::int64_t i) { return i > first.load(); });
-    if (first.load() != kNone) {
-      result.baseline_holds = false;
-      result.baseline_case = reproduceTrainingCommand(cases[first.load()]);
-      result.baseline_violation = v;
-      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      return result;
-    }
+  if (!runTrainingBaseline(spec, cases, result)) {
+    result.seconds = elapsed();
+    return result;
   }
   std::vector<const Mutant*> mutants = spec.mutants;
   if (mutants.empty()) mutants.assign(trainingRegistry().begin(), trainingRegistry().end());
-  for (const Mutant* m : mutants) {
-    TrainingMutantOutcome o;
-    o.mutant = m;
-    std::atomic<std::int64_t> first{kNone}, applied{0}, differed{0};
-    std::int64_t smallest = kNone;
-    std::mutex mu;
-    std::optional<Violation> kill;
-    parallelFor(n, spec.jobs, [&](std::int64_t i) {
-      auto base = buildTrainingPlan(cases[i]);
-      if (!base) return;
-      Expected<TrainingPlan> mutated = m->kind() == MutantKind::kDecision
-                                           ? buildTrainingPlan(cases[i], m->trainingDecision())
-                                           : Expected<TrainingPlan>(*base);
-      if (!mutated) return;
-      if (!m->applyTraining(*mutated)) return;
-      applied.fetch_add(1);
-      if (samePlan(*base, *mutated)) return;
-      differed.fetch_add(1);
-      LedgerResult r = checkTrainingPlan(*mutated);
-      std::lock_guard<std::mutex> lock(mu);
-      if (!r.holds()) {
-        if (i < first.load()) {
-          first = i;
-          kill = r.violations.front();
-        }
-      } else if (smallest == kNone || cases[i].config.world() < cases[smallest].config.world()) {
-        smallest = i;
-      }
-    }, [&](std::int64_t i) { return i > first.load(); });
-    o.cases_run = first.load() != kNone ? first.load() + 1 : n;
-    o.applied = applied.load();
-    o.differed = differed.load();
-    if (first.load() != kNone) {
-      o.status = MutantStatus::kKilled;
-      o.kill_index = first.load();
-      o.kill_case = reproduceTrainingCommand(cases[o.kill_index]);
-      o.kill_violation = kill;
-    } else if (o.differed == 0) {
-      o.status = MutantStatus::kEquivalent;
-      o.argument = "its site occurs in none of the " + std::to_string(n) + " cases (or its plans equal the unmutated ones)";
-    } else {
-      o.status = MutantStatus::kSurvived;
-      o.argument = "its plans differ on " + std::to_string(o.differed) + " cases and every property holds; smallest: " +
-                   reproduceTrainingCommand(cases[smallest]);
-    }
-    result.outcomes.push_back(std::move(o));
-  }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const Mutant* m : mutants) result.outcomes.push_back(runTrainingMutant(spec, *m, cases));
+  result.seconds = elapsed();
   return result;
 }
 

@@ -1,19 +1,19 @@
 // The training plan edits: each finds the first site (by pass, layer, kind,
 // step, occurrence) and edits it on every rank that has it, the way a planner
 // bug would be the same everywhere; the collective swap is on one rank only.
+#include "training_mutants.h"
+
 #include <algorithm>
 #include <functional>
 #include <optional>
-
-#include "training_mutants.h"
 
 namespace seam::mutants {
 
 namespace {
 
 bool sameSlot(const TrainingOp& a, const TrainingOp& b) {
-  return a.pass == b.pass && a.layer == b.layer && a.kind == b.kind && a.step == b.step && a.axis == b.axis &&
-         a.transform == b.transform;
+  return a.pass == b.pass && a.layer == b.layer && a.kind == b.kind && a.step == b.step &&
+         a.axis == b.axis && a.transform == b.transform;
 }
 
 struct Site {
@@ -21,7 +21,8 @@ struct Site {
   int occurrence = 0;
 };
 
-std::optional<Site> firstSite(const TrainingPlan& plan, const std::function<bool(const TrainingOp&)>& pred) {
+std::optional<Site> firstSite(const TrainingPlan& plan,
+                              const std::function<bool(const TrainingOp&)>& pred) {
   for (const auto& ops : plan.ranks) {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (!pred(ops[i])) continue;
@@ -34,7 +35,8 @@ std::optional<Site> firstSite(const TrainingPlan& plan, const std::function<bool
 }
 
 /// Edits the site on every rank; edit(ops, index) returns nothing.
-bool editEverywhere(TrainingPlan& plan, const Site& s, const std::function<void(std::vector<TrainingOp>&, int)>& edit) {
+bool editEverywhere(TrainingPlan& plan, const Site& s,
+                    const std::function<void(std::vector<TrainingOp>&, int)>& edit) {
   bool any = false;
   for (auto& ops : plan.ranks) {
     int seen = 0;
@@ -50,7 +52,8 @@ bool editEverywhere(TrainingPlan& plan, const Site& s, const std::function<void(
 }
 
 bool isGradReduction(const TrainingOp& op) {
-  return op.pass == Pass::kBackward && op.reads.empty() && !op.params.empty() && op.ranks.size() > 1 &&
+  return op.pass == Pass::kBackward && op.reads.empty() && !op.params.empty() &&
+         op.ranks.size() > 1 &&
          (op.kind == OpKind::kReduceScatter || op.kind == OpKind::kAllReduce);
 }
 
@@ -63,20 +66,21 @@ bool dropGradReduction(TrainingPlan& plan) {
 
 bool duplicateGradReduction(TrainingPlan& plan) {
   auto s = firstSite(plan, isGradReduction);
-  return s && editEverywhere(plan, *s, [](auto& ops, int i) { ops.insert(ops.begin() + i + 1, ops[i]); });
+  return s && editEverywhere(plan, *s,
+                             [](auto& ops, int i) { ops.insert(ops.begin() + i + 1, ops[i]); });
 }
 
 bool dropSpNormGradSum(TrainingPlan& plan) {
-  auto s = firstSite(plan, [](const TrainingOp& op) {
-    return isGradReduction(op) && op.axis == TrainAxis::kTp;
-  });
+  auto s = firstSite(
+      plan, [](const TrainingOp& op) { return isGradReduction(op) && op.axis == TrainAxis::kTp; });
   return s && editEverywhere(plan, *s, [](auto& ops, int i) { ops.erase(ops.begin() + i); });
 }
 
 bool kvReplicaGradsNotSummed(TrainingPlan& plan) {
   const TrainingPlan* p = &plan;
   auto s = firstSite(plan, [p](const TrainingOp& op) {
-    return op.transform == Transform::kSumRepeats && p->tensors[op.writes[0]].name.find(".kv") != std::string::npos;
+    return op.transform == Transform::kSumRepeats &&
+           p->tensors[op.writes[0]].name.find(".kv") != std::string::npos;
   });
   return s && editEverywhere(plan, *s, [](auto& ops, int i) { ops[i].perm = {0}; });
 }
@@ -92,7 +96,9 @@ bool swapBackwardCollectivesOnOneRank(TrainingPlan& plan) {
   for (int i = 0; i + 1 < static_cast<int>(ops.size()); ++i) {
     const TrainingOp& a = ops[i];
     const TrainingOp& b = ops[i + 1];
-    if (a.pass != Pass::kBackward || !a.hasGroup() || !b.hasGroup() || a.ranks.size() < 2 || b.ranks.size() < 2) continue;
+    if (a.pass != Pass::kBackward || !a.hasGroup() || !b.hasGroup() || a.ranks.size() < 2 ||
+        b.ranks.size() < 2)
+      continue;
     if (a == b) continue;
     if (a.ranks != b.ranks) {
       std::swap(ops[i], ops[i + 1]);
@@ -107,9 +113,12 @@ bool swapBackwardCollectivesOnOneRank(TrainingPlan& plan) {
 
 bool combineSplitsNotSwapped(TrainingPlan& plan) {
   auto s = firstSite(plan, [](const TrainingOp& op) {
-    return op.pass == Pass::kForward && op.a2a == A2aMode::kToSource && op.in_splits != op.out_splits;
+    return op.pass == Pass::kForward && op.a2a == A2aMode::kToSource &&
+           op.in_splits != op.out_splits;
   });
-  return s && editEverywhere(plan, *s, [](auto& ops, int i) { std::swap(ops[i].in_splits, ops[i].out_splits); });
+  return s && editEverywhere(plan, *s, [](auto& ops, int i) {
+           std::swap(ops[i].in_splits, ops[i].out_splits);
+         });
 }
 
 bool headSliceOffByOne(TrainingPlan& plan) {
@@ -127,8 +136,8 @@ bool dgradAlsoAllReduced(TrainingPlan& plan) {
   // Invariant 4.2.4: the dgrad entering a TP-sharded block is reduced by f
   // (an all-reduce) or by the SP reduce-scatter, never both.
   auto s = firstSite(plan, [](const TrainingOp& op) {
-    return op.pass == Pass::kBackward && op.kind == OpKind::kReduceScatter && op.axis == TrainAxis::kTp &&
-           !op.reads.empty();
+    return op.pass == Pass::kBackward && op.kind == OpKind::kReduceScatter &&
+           op.axis == TrainAxis::kTp && !op.reads.empty();
   });
   return s && editEverywhere(plan, *s, [](auto& ops, int i) {
            TrainingOp ar = ops[i];
@@ -144,7 +153,8 @@ bool gatherBackwardSlices(TrainingPlan& plan) {
   // Automodel #1260: the backward of an all-gather slices the rank's piece
   // instead of reduce-scattering the partial gradient.
   auto s = firstSite(plan, [](const TrainingOp& op) {
-    return op.pass == Pass::kBackward && op.kind == OpKind::kReduceScatter && !op.reads.empty() && op.conj_of >= 0;
+    return op.pass == Pass::kBackward && op.kind == OpKind::kReduceScatter && !op.reads.empty() &&
+           op.conj_of >= 0;
   });
   return s && editEverywhere(plan, *s, [](auto& ops, int i) {
            TrainingOp& op = ops[i];

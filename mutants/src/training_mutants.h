@@ -1,4 +1,4 @@
-// Private to mutants/: the training family's operators (issue 8): plan-level
+// Private to mutants/: the training family's operators: plan-level
 // edits of a built TrainingPlan and planner decisions flipped through
 // TrainingDecision. Each is one small object with a stable id.
 #pragma once
@@ -14,7 +14,8 @@ class TrainingMutant final : public Mutant {
  public:
   constexpr TrainingMutant(std::string_view id, std::string_view description, TrainingEdit edit)
       : id_(id), description_(description), edit_(edit) {}
-  constexpr TrainingMutant(std::string_view id, std::string_view description, TrainingDecision decision)
+  constexpr TrainingMutant(std::string_view id, std::string_view description,
+                           TrainingDecision decision)
       : id_(id), description_(description), decision_(decision) {}
   std::string_view id() const override { return id_; }
   std::string_view description() const override { return description_; }

@@ -6,8 +6,8 @@
 #include <string>
 #include <tuple>
 
-#include "seam/sim/dp_gather.h"
-#include "seam/sim/tbo.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/tbo.h"
 
 namespace seam::properties {
 
@@ -33,7 +33,9 @@ std::string handoffText(const Handoff& h) {
          (h.residual ? ", with residual" : ", no residual");
 }
 
-int communicatorOf(const Topology& topo, Axis axis, int rank) { return topo.communicator(axis, rank); }
+int communicatorOf(const Topology& topo, Axis axis, int rank) {
+  return topo.communicator(axis, rank);
+}
 
 }  // namespace
 
@@ -48,8 +50,9 @@ std::vector<Violation> checkBoundariesAgree(const Plan& plan) {
     v.stage = b.to;
     v.layer = b.to;
     v.phase = Phase::kEntry;
-    v.detail = "boundary " + std::to_string(b.from) + " -> " + std::to_string(b.to) + ": the exit hands on " +
-               handoffText(b.exit) + " but the entry expects " + handoffText(b.entry);
+    v.detail = "boundary " + std::to_string(b.from) + " -> " + std::to_string(b.to) +
+               ": the exit hands on " + handoffText(b.exit) + " but the entry expects " +
+               handoffText(b.entry);
     out.push_back(std::move(v));
   }
   return out;
@@ -78,19 +81,23 @@ void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
       const int call = lane * kOpKindCount;
       if (isDpOp(op.kind) && communicates(op.kind)) {
         if (!dp[lane]) {
-          dp[lane].emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
-                         plan.source.flags.dp_gatherv, plan.cp_layout);
+          dp[lane].emplace(plan.source.config,
+                           tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
+                           plan.source.flags.dp_gatherv, plan.cp_layout);
         }
         const DpGeometry* geometry = dp[lane]->ofFullRows(dpFullRowsOf(op));
         if (geometry == nullptr) continue;
         lowerDpOp(op, plan.source.config, *geometry, place, row_bytes, &steps);
         for (const DpStep& s : steps) {
           if (!isCollectiveStep(s.kind) || topo.groupSize(static_cast<Axis>(s.axis)) == 1) continue;
-          fn(r, communicatorOf(topo, static_cast<Axis>(s.axis), r), call + static_cast<int>(s.opKind()), s.bytes, i);
+          fn(r, communicatorOf(topo, static_cast<Axis>(s.axis), r),
+             call + static_cast<int>(s.opKind()), s.bytes, i);
         }
         continue;
       }
-      if (!communicates(op.kind) || !op.hasGroup() || op.kind == OpKind::kSend || op.kind == OpKind::kRecv) continue;
+      if (!communicates(op.kind) || !op.hasGroup() || op.kind == OpKind::kSend ||
+          op.kind == OpKind::kRecv)
+        continue;
       if (topo.groupSize(op.groupAxis()) == 1) continue;
       fn(r, communicatorOf(topo, op.groupAxis(), r), call + static_cast<int>(op.kind), op.bytes, i);
     }
@@ -152,19 +159,23 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
       const auto& seq = it == by_rank.end() ? empty : it->second;
       const size_t n = std::max(seq.size(), ref.size());
       for (size_t k = 0; k < n; ++k) {
-        const bool same = k < seq.size() && k < ref.size() && std::get<0>(seq[k]) == std::get<0>(ref[k]) &&
+        const bool same = k < seq.size() && k < ref.size() &&
+                          std::get<0>(seq[k]) == std::get<0>(ref[k]) &&
                           std::get<1>(seq[k]) == std::get<1>(ref[k]);
         if (same) continue;
         Violation v;
         v.property = Property::kCollectivesMatch;
         v.cls = ViolationClass::kCollectiveMismatch;
         v.rank = m;
-        const auto describe = [&plan](const std::vector<std::tuple<int, std::int64_t, int>>& s, size_t k, int rank) {
+        const auto describe = [&plan](const std::vector<std::tuple<int, std::int64_t, int>>& s,
+                                      size_t k, int rank) {
           if (k >= s.size()) return std::string("nothing");
           const Op& from = plan.ranks[rank][std::get<2>(s[k])];
           const int call = std::get<0>(s[k]);
           const std::string half =
-              call >= kOpKindCount ? "half " + std::string(halfName(static_cast<Half>(call / kOpKindCount))) + "'s " : "";
+              call >= kOpKindCount
+                  ? "half " + std::string(halfName(static_cast<Half>(call / kOpKindCount))) + "'s "
+                  : "";
           return half + std::string(opName(static_cast<OpKind>(call % kOpKindCount))) + " of " +
                  std::to_string(std::get<1>(s[k])) + " bytes" +
                  (isDpOp(from.kind) ? " (of " + std::string(opName(from.kind)) + ")" : "");
@@ -178,9 +189,10 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
           v.phase = op.phase;
           v.op = op.kind;
         }
-        v.detail = "collective #" + std::to_string(k) + " on " + std::string(axisName(static_cast<Axis>(axis))) +
-                   ": rank " + std::to_string(rep) + " issues " + describe(ref, k, rep) + ", rank " + std::to_string(m) +
-                   " issues " + describe(seq, k, m);
+        v.detail = "collective #" + std::to_string(k) + " on " +
+                   std::string(axisName(static_cast<Axis>(axis))) + ": rank " +
+                   std::to_string(rep) + " issues " + describe(ref, k, rep) + ", rank " +
+                   std::to_string(m) + " issues " + describe(seq, k, m);
         out.push_back(std::move(v));
         break;
       }

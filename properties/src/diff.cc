@@ -8,20 +8,28 @@
 #include <tuple>
 
 #include "seam/properties/check.h"
-#include "seam/sim/bit_identity.h"
+#include "seam/sim/replay/bit_identity.h"
 
 namespace seam::properties {
 
 std::string_view diffClassName(DiffClass c) {
   switch (c) {
-    case DiffClass::kIdentical: return "identical";
-    case DiffClass::kMoved: return "same ops, another order";
-    case DiffClass::kZeroUpdateDropped: return "a reduction of a zero update dropped";
-    case DiffClass::kSize1Dropped: return "a reduction over a size-1 group dropped";
-    case DiffClass::kEqualValues: return "different reductions, equal ledger values";
-    case DiffClass::kValuesDiffer: return "values differ";
-    case DiffClass::kOneRefuses: return "one side refuses";
-    case DiffClass::kBothRefuse: return "both refuse";
+    case DiffClass::kIdentical:
+      return "identical";
+    case DiffClass::kMoved:
+      return "same ops, another order";
+    case DiffClass::kZeroUpdateDropped:
+      return "a reduction of a zero update dropped";
+    case DiffClass::kSize1Dropped:
+      return "a reduction over a size-1 group dropped";
+    case DiffClass::kEqualValues:
+      return "different reductions, equal ledger values";
+    case DiffClass::kValuesDiffer:
+      return "values differ";
+    case DiffClass::kOneRefuses:
+      return "one side refuses";
+    case DiffClass::kBothRefuse:
+      return "both refuse";
   }
   return "?";
 }
@@ -49,9 +57,10 @@ std::vector<Call> calls(const std::vector<Op>& ops, const Topology& topo, int ra
   std::vector<Call> out;
   out.reserve(ops.size());
   for (const Op& op : ops) {
-    const int comm = op.hasGroup() && communicates(op.kind) ? topo.communicator(op.groupAxis(), rank) : -1;
-    out.push_back({op.kind, op.tensor, comm, op.rows_in.kind, op.rows_out.kind, op.rows_in.count, op.rows_out.count,
-                   op.bytes});
+    const int comm =
+        op.hasGroup() && communicates(op.kind) ? topo.communicator(op.groupAxis(), rank) : -1;
+    out.push_back({op.kind, op.tensor, comm, op.rows_in.kind, op.rows_out.kind, op.rows_in.count,
+                   op.rows_out.count, op.bytes});
   }
   return out;
 }
@@ -59,7 +68,8 @@ std::vector<Call> calls(const std::vector<Op>& ops, const Topology& topo, int ra
 /// Drops what a refactor may drop without changing a value: a zero update's
 /// fold-and-reduce (add residual, zero_fill hidden, its all-reduce, then the
 /// add+norm = one add_norm), and reductions over a group of one rank.
-std::vector<Op> normalise(const std::vector<Op>& ops, const Topology& topo, bool* zero_update, bool* size1) {
+std::vector<Op> normalise(const std::vector<Op>& ops, const Topology& topo, bool* zero_update,
+                          bool* size1) {
   std::vector<Op> out;
   out.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -68,7 +78,8 @@ std::vector<Op> normalise(const std::vector<Op>& ops, const Topology& topo, bool
         ops[i + 1].kind == OpKind::kZeroFill && ops[i + 1].tensor == Tensor::kHidden) {
       size_t j = i + 2;
       Op add_norm = ops[j];
-      if (add_norm.kind == OpKind::kAllReduce && j + 1 < ops.size() && ops[j + 1].kind == OpKind::kAddNorm) {
+      if (add_norm.kind == OpKind::kAllReduce && j + 1 < ops.size() &&
+          ops[j + 1].kind == OpKind::kAddNorm) {
         add_norm = ops[++j];
       }
       if (add_norm.kind == OpKind::kArAddNorm || add_norm.kind == OpKind::kAddNorm) {
@@ -80,7 +91,8 @@ std::vector<Op> normalise(const std::vector<Op>& ops, const Topology& topo, bool
         continue;
       }
     }
-    if (op.hasGroup() && reduces(op.kind) && op.kind != OpKind::kArAddNorm && topo.groupSize(op.groupAxis()) == 1) {
+    if (op.hasGroup() && reduces(op.kind) && op.kind != OpKind::kArAddNorm &&
+        topo.groupSize(op.groupAxis()) == 1) {
       *size1 = true;
       continue;
     }
@@ -94,17 +106,20 @@ std::vector<Op> normalise(const std::vector<Op>& ops, const Topology& topo, bool
     if (out[i + 1].kind != OpKind::kAdd || out[i + 1].tensor != Tensor::kSnapshot) continue;
     Op capture = out[i];
     capture.tensor = Tensor::kSnapshot;
-    out.erase(out.begin() + static_cast<std::ptrdiff_t>(i), out.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(i),
+              out.begin() + static_cast<std::ptrdiff_t>(i) + 2);
     size_t j = i;
-    while (j < out.size() && !(out[j].kind == OpKind::kCompute && out[j].stage == capture.stage)) ++j;
+    while (j < out.size() && !(out[j].kind == OpKind::kCompute && out[j].stage == capture.stage))
+      ++j;
     out.insert(out.begin() + static_cast<std::ptrdiff_t>(j), capture);
   }
   return out;
 }
 
 std::string opText(const Op& op) {
-  return std::string(opName(op.kind)) + (op.hasGroup() ? "[" + std::string(axisName(op.groupAxis())) + "]" : "") +
-         " (layer " + std::to_string(op.layer) + " " + std::string(phaseName(op.phase)) + ")";
+  return std::string(opName(op.kind)) +
+         (op.hasGroup() ? "[" + std::string(axisName(op.groupAxis())) + "]" : "") + " (layer " +
+         std::to_string(op.layer) + " " + std::string(phaseName(op.phase)) + ")";
 }
 
 /// Same calls on every rank? If the labels differ, say which call moved.
@@ -118,8 +133,9 @@ bool sameCalls(const Plan& a, const Plan& b, const std::vector<std::vector<Op>>&
       const Op& x = ra[r][i];
       const Op& y = rb[r][i];
       if (x.layer != y.layer || x.phase != y.phase) {
-        *moved = opText(x) + " in " + a.policy + " runs as " + opText(y) + " in " + b.policy + " (rank " +
-                 std::to_string(r) + "): moved across the boundary into layer " + std::to_string(y.layer);
+        *moved = opText(x) + " in " + a.policy + " runs as " + opText(y) + " in " + b.policy +
+                 " (rank " + std::to_string(r) + "): moved across the boundary into layer " +
+                 std::to_string(y.layer);
         break;
       }
     }
@@ -140,7 +156,8 @@ CaseDiff diffCase(const Case& c, PolicyKind pa, PolicyKind pb, Ledger& ledger) {
   }
   if (!a || !b) {
     d.cls = DiffClass::kOneRefuses;
-    d.detail = std::string(policyName(!a ? pa : pb)) + " refuses: " + (!a ? a.status() : b.status()).message();
+    d.detail = std::string(policyName(!a ? pa : pb)) +
+               " refuses: " + (!a ? a.status() : b.status()).message();
     return d;
   }
   return diffPlans(*a, *b, ledger);
@@ -208,7 +225,8 @@ CaseDiff classify(const Plan& pa, const Plan& pb, Ledger& ledger) {
     return d;
   }
   d.cls = DiffClass::kValuesDiffer;
-  d.detail = va ? a->policy + ": " + describeViolation(*va) : b->policy + ": " + describeViolation(*vb);
+  d.detail =
+      va ? a->policy + ": " + describeViolation(*va) : b->policy + ": " + describeViolation(*vb);
   return d;
 }
 
@@ -230,23 +248,27 @@ std::string diffCommand(const Case& c, PolicyKind a, PolicyKind b) {
   const auto pos = line.find(policy);
   if (pos != std::string::npos) line.erase(pos, policy.size());
   line.replace(0, std::string("seam check").size(), "seam diff");
-  return line + " --policy " + std::string(policyName(a)) + " --against " + std::string(policyName(b));
+  return line + " --policy " + std::string(policyName(a)) + " --against " +
+         std::string(policyName(b));
 }
 
 namespace {
 std::tuple<int, int, int> sizeOf(const Case& c) {
-  return {c.model.pattern.size() + static_cast<int>(c.model.pattern.mtp.size()), c.config.world(), c.batch.total()};
+  return {c.model.pattern.size() + static_cast<int>(c.model.pattern.mtp.size()), c.config.world(),
+          c.batch.total()};
 }
 }  // namespace
 
 Expected<DiffResult> runDiff(const DiffSpec& spec) {
-  if (spec.jobs < 1) return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
+  if (spec.jobs < 1)
+    return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
   const auto start = std::chrono::steady_clock::now();
   std::vector<Case> cases;
   for (const auto& m : spec.models) {
     if (!m.model) continue;
     for (int w : spec.worlds) {
-      if (w < 1 || w > kMaxWorld) return Status::invalid("world " + std::to_string(w) + " is out of range");
+      if (w < 1 || w > kMaxWorld)
+        return Status::invalid("world " + std::to_string(w) + " is out of range");
       for (Case& c : enumerateCases(*m.model, w)) cases.push_back(std::move(c));
     }
   }
@@ -254,7 +276,8 @@ Expected<DiffResult> runDiff(const DiffSpec& spec) {
   std::atomic<size_t> next{0};
   auto worker = [&]() {
     Ledger ledger;
-    for (size_t i; (i = next.fetch_add(1)) < cases.size();) diffs[i] = diffCase(cases[i], spec.a, spec.b, ledger);
+    for (size_t i; (i = next.fetch_add(1)) < cases.size();)
+      diffs[i] = diffCase(cases[i], spec.a, spec.b, ledger);
   };
   std::vector<std::thread> threads;
   for (int j = 1; j < spec.jobs; ++j) threads.emplace_back(worker);

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "seam/sim/model.h"
+#include "seam/sim/model/model.h"
 
 namespace seam::properties {
 
@@ -201,7 +201,8 @@ ParallelConfig configFrom(const ModelRef& model, int world, const ConfigLeaves& 
     if (isMla(model) && c.attn_cp > 1 && !(asEngineRuns(model, c) == c)) continue;
     runs.push_back(c);
   }
-  return nearestConfig(runs.empty() ? configs : runs, asEngineRuns(model, desiredConfig(leaves, world)));
+  return nearestConfig(runs.empty() ? configs : runs,
+                       asEngineRuns(model, desiredConfig(leaves, world)));
 }
 
 // The valid configs of `world` for `model`; a broken precondition (world out
@@ -262,9 +263,11 @@ rc::Gen<FlagLeaves> genFlagLeaves() {
       gen::set(&Flags::mode,
                genOneValueOf<ForwardMode>({ForwardMode::kDecode, ForwardMode::kExtend})),
       gen::set(&Flags::dense_tp1, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
-      gen::set(&Flags::input_scattered, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
+      gen::set(&Flags::input_scattered,
+               genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
       gen::set(&Flags::tbo, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})),
-      gen::set(&Flags::layernorm_sp, genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})));
+      gen::set(&Flags::layernorm_sp,
+               genWeighted<bool>({{3, gen::just(false)}, {1, gen::just(true)}})));
   // Usually no snapshot; sometimes one or two (EAGLE3's aux hidden states).
   auto some = gen::nonEmpty(gen::resize(kMaxCaptures, gen::container<std::vector<int>>(genLeaf())));
   auto capture = genWeighted<std::vector<int>>({{4, gen::just(std::vector<int>{})}, {1, some}});
@@ -291,7 +294,8 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
   // LayerNorm SP where the engine runs it and seam models it: Qwen3 dense,
   // tp > 1, no DP attention or attention CP, no MTP step or capture, extend.
   f.layernorm_sp = f.layernorm_sp && isQwen3Dense(model) && config.tp > 1 && config.attn_dp == 1 &&
-                   config.attn_cp == 1 && model.pattern.mtp.empty() && !f.dense_tp1 && !f.input_scattered;
+                   config.attn_cp == 1 && model.pattern.mtp.empty() && !f.dense_tp1 &&
+                   !f.input_scattered;
   if (f.layernorm_sp) {
     f.mode = ForwardMode::kExtend;
     f.tbo = false;
@@ -302,8 +306,8 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
   // one pipeline stage, no capture (the policy refuses the layers it does
   // not run). Under attention CP a CP-sharded batch runs whole and any other
   // splits over the CP replicas (research note B7).
-  f.tbo = two && f.tbo && !f.input_scattered && (f.a2a != A2aBackend::kNone || config.attn_dp > 1) &&
-          config.pp == 1;
+  f.tbo = two && f.tbo && !f.input_scattered &&
+          (f.a2a != A2aBackend::kNone || config.attn_dp > 1) && config.pp == 1;
   f.capture.clear();
   if (f.tbo) return f;
   // Captures sit before a decoder layer: stage layer * stages-per-layer.
@@ -406,17 +410,23 @@ rc::Gen<Pattern> genPattern(int max_layers) {
 
 rc::Gen<Pattern> genTwoStagePattern(int max_layers) {
   assert(max_layers >= 2 && "a two-stage pattern has at least one decoder layer");
-  const auto mixer = genOneValueOf<LayerKind>(
-      {LayerKind::kAttention, LayerKind::kGatedDeltaNet, LayerKind::kMamba, LayerKind::kParallelMixer});
+  const auto mixer = genOneValueOf<LayerKind>({LayerKind::kAttention, LayerKind::kGatedDeltaNet,
+                                               LayerKind::kMamba, LayerKind::kParallelMixer});
   const auto ffn = genOneValueOf<LayerKind>({LayerKind::kDenseMlp, LayerKind::kMoe});
-  const auto layer = gen::apply([](LayerKind m, LayerKind f) { return std::vector<LayerKind>{m, f}; }, mixer, ffn);
+  const auto layer = gen::apply(
+      [](LayerKind m, LayerKind f) {
+        return std::vector<LayerKind>{m, f};
+      },
+      mixer, ffn);
   const auto layers = gen::withSize([=](int size) {
     const int bound = std::clamp(size * (max_layers / 2) / rc::kNominalSize, 1, max_layers / 2);
-    return gen::nonEmpty(gen::resize(bound, gen::container<std::vector<std::vector<LayerKind>>>(layer)));
+    return gen::nonEmpty(
+        gen::resize(bound, gen::container<std::vector<std::vector<LayerKind>>>(layer)));
   });
   // DeepSeek's nextn layer: attention then MoE.
   auto mtp = genWeighted<std::vector<LayerKind>>(
-      {{9, gen::just(std::vector<LayerKind>{})}, {1, gen::just(std::vector<LayerKind>{LayerKind::kAttention, LayerKind::kMoe})}});
+      {{9, gen::just(std::vector<LayerKind>{})},
+       {1, gen::just(std::vector<LayerKind>{LayerKind::kAttention, LayerKind::kMoe})}});
   const auto mixed = gen::apply(
       [](const std::vector<std::vector<LayerKind>>& pairs, std::vector<LayerKind> tail) {
         Pattern p;
@@ -460,10 +470,8 @@ rc::Gen<Pattern> genTwoStagePattern(int max_layers) {
 rc::Gen<ParallelConfig> genConfig(const ModelRef& model, int world) {
   const rc::Gen<int> worlds = world == 0 ? genWorld() : gen::just(world);
   return gen::apply(
-      [model](int w, const ConfigLeaves& leaves) {
-        return configFrom(model, w, leaves);
-      },
-      worlds, genConfigLeaves());
+      [model](int w, const ConfigLeaves& leaves) { return configFrom(model, w, leaves); }, worlds,
+      genConfigLeaves());
 }
 
 rc::Gen<Flags> genFlags(const ModelRef& model, const ParallelConfig& config) {
@@ -493,8 +501,8 @@ rc::Gen<Case> genCase(int world, int max_layers) {
   const auto two = gen::map(genTwoStagePattern(std::max(2, max_layers)), [](Pattern p) {
     return FamilyPattern{LayerFamily::kTwoStage, std::move(p)};
   });
-  return gen::apply(&assembleCase, worlds, genWeighted<FamilyPattern>({{3, single}, {1, two}}), genConfigLeaves(),
-                    genCutLeaves(), genFlagLeaves(), genShardLeaves());
+  return gen::apply(&assembleCase, worlds, genWeighted<FamilyPattern>({{3, single}, {1, two}}),
+                    genConfigLeaves(), genCutLeaves(), genFlagLeaves(), genShardLeaves());
 }
 
 rc::Gen<TrainingCase> genTrainingCase(int max_world) {
@@ -515,20 +523,20 @@ rc::Gen<TrainingCase> genTrainingCase(int max_world) {
       const bool megatron = k.layout == TrainingLayout::kMegatron;
       const int unit = megatron ? (k.cp > 1 ? 2 * k.cp : 1) * (k.sp ? k.tp : 1) : 1;
       auto lengths = rc::gen::mapcat(rc::gen::inRange(1, 5), [](int n) {
-        return rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(1, 13));
+        return rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n),
+                                                    rc::gen::inRange(1, 13));
       });
-      return rc::gen::map(lengths,
-                          [tc, unit, megatron](std::vector<int> lengths) {
-                            TrainingCase out = tc;
-                            out.docs.clear();
-                            for (int n : lengths) out.docs.push_back(megatron ? n * unit : n);
-                            if (out.docs.empty()) out.docs.push_back(unit);
-                            if (!megatron) {  // pad the row to a multiple of cp with a last document
-                              const int s = out.tokens();
-                              if (s % out.config.cp != 0) out.docs.push_back(out.config.cp - s % out.config.cp);
-                            }
-                            return out;
-                          });
+      return rc::gen::map(lengths, [tc, unit, megatron](std::vector<int> lengths) {
+        TrainingCase out = tc;
+        out.docs.clear();
+        for (int n : lengths) out.docs.push_back(megatron ? n * unit : n);
+        if (out.docs.empty()) out.docs.push_back(unit);
+        if (!megatron) {  // pad the row to a multiple of cp with a last document
+          const int s = out.tokens();
+          if (s % out.config.cp != 0) out.docs.push_back(out.config.cp - s % out.config.cp);
+        }
+        return out;
+      });
     });
   });
 }

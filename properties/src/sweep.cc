@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "sweep_tally.h"
+
 namespace seam::properties {
 
 std::vector<SweepModel> defaultSweepModels() {
@@ -43,11 +45,21 @@ Expected<SweepModel> sweepModel(std::string_view preset, std::string_view patter
   return m;
 }
 
+Expected<std::vector<SweepModel>> sweepModels(std::string_view preset, std::string_view pattern) {
+  if (!preset.empty() && !pattern.empty())
+    return Status::invalid("give --model or --pattern, not both");
+  if (preset.empty() && pattern.empty()) return defaultSweepModels();
+  auto m = sweepModel(preset, pattern);
+  if (!m) return m.status();
+  return std::vector<SweepModel>{std::move(*m)};
+}
+
 namespace {
 
 bool hasMoe(const Pattern& p) {
   auto moe = [](LayerKind k) { return k == LayerKind::kMoe; };
-  return std::any_of(p.layers.begin(), p.layers.end(), moe) || std::any_of(p.mtp.begin(), p.mtp.end(), moe);
+  return std::any_of(p.layers.begin(), p.layers.end(), moe) ||
+         std::any_of(p.mtp.begin(), p.mtp.end(), moe);
 }
 
 // A few batch shapes per config: every shard with one token; a shard split
@@ -77,7 +89,8 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
     Flags f;
     for (int layer : {1, n / 2, n - 3}) {
       const int s = layer * spl;
-      if (std::find(f.capture.begin(), f.capture.end(), s) == f.capture.end()) f.capture.push_back(s);
+      if (std::find(f.capture.begin(), f.capture.end(), s) == f.capture.end())
+        f.capture.push_back(s);
     }
     out.push_back(f);
   }
@@ -95,8 +108,8 @@ std::vector<Flags> flagsFor(const ModelRef& m, const ParallelConfig& c) {
       // Decode batches with either padding mode; extend batches, whose padding
       // SGLang picks itself (resolvePadding).
       for (int variant = 0; variant < 3; ++variant) {
-        for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs, BoundaryReduction::kRsv,
-                                      BoundaryReduction::kRsRsv}) {
+        for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs,
+                                      BoundaryReduction::kRsv, BoundaryReduction::kRsRsv}) {
           Flags f;
           f.a2a = b;
           f.fusion = fusion;
@@ -193,18 +206,21 @@ std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigF
   auto space = ConfigSpace::build(world, &probe, filter);
   if (!space) return out;
   for (const ParallelConfig& config : space->all()) {
-    if (!model.pattern.cuts.empty() && static_cast<int>(model.pattern.cuts.size()) + 1 != config.pp) continue;
+    if (!model.pattern.cuts.empty() && static_cast<int>(model.pattern.cuts.size()) + 1 != config.pp)
+      continue;
     for (const Flags& f : flagsFor(model, config)) {
       // tp_reduce_scatter asserts tokens % tp == 0: an input-scattered batch
       // has two tokens per TP rank.
-      std::vector<Batch> batches = f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config);
+      std::vector<Batch> batches =
+          f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config);
       if (config.attn_cp > 1 && f.mode == ForwardMode::kExtend && !f.input_scattered) {
         // Prefill CP shards a batch only when its strategy applies: the
         // interleave (MLA) strategy from cp tokens on (2cp + 1: uneven over
         // CP, so the shards are padded), zigzag (GQA) from max(128, 2cp)
         // tokens per sequence.
         batches.push_back(Batch{std::vector<int>(config.attn_dp, 2 * config.attn_cp + 1)});
-        batches.push_back(Batch{std::vector<int>(config.attn_dp, std::max(kZigzagMinTokens, 2 * config.attn_cp) + 3)});
+        batches.push_back(Batch{
+            std::vector<int>(config.attn_dp, std::max(kZigzagMinTokens, 2 * config.attn_cp) + 3)});
       }
       for (Batch& b : batches) {
         Case c;
@@ -232,32 +248,39 @@ std::uint64_t planHash(const Plan& plan) {
     for (const Op& op : ops) {
       mixIn(static_cast<std::uint64_t>(static_cast<std::uint16_t>(op.layer)) |
             static_cast<std::uint64_t>(static_cast<std::uint16_t>(op.stage)) << 16 |
-            static_cast<std::uint64_t>(op.stack) << 32 | static_cast<std::uint64_t>(op.phase) << 36 |
-            static_cast<std::uint64_t>(op.kind) << 40 | static_cast<std::uint64_t>(op.tensor) << 48 |
+            static_cast<std::uint64_t>(op.stack) << 32 |
+            static_cast<std::uint64_t>(op.phase) << 36 | static_cast<std::uint64_t>(op.kind) << 40 |
+            static_cast<std::uint64_t>(op.tensor) << 48 |
             static_cast<std::uint64_t>(static_cast<std::uint8_t>(op.axis)) << 52 |
             static_cast<std::uint64_t>(static_cast<std::uint8_t>(op.slice_of)) << 56);
-      mixIn(static_cast<std::uint64_t>(op.rows_in.kind) | static_cast<std::uint64_t>(op.rows_out.kind) << 8 |
+      mixIn(static_cast<std::uint64_t>(op.rows_in.kind) |
+            static_cast<std::uint64_t>(op.rows_out.kind) << 8 |
             static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_in.count)) << 16 ^
                 static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_out.count)) << 40);
       // A planted DP fault changes the op (kNone leaves the hash as before).
       mixIn(static_cast<std::uint64_t>(op.bytes) ^ (static_cast<std::uint64_t>(op.dp_fault) << 56) ^
-            (static_cast<std::uint64_t>(op.half) << 60) ^ (static_cast<std::uint64_t>(op.tbo_move) << 62));
+            (static_cast<std::uint64_t>(op.half) << 60) ^
+            (static_cast<std::uint64_t>(op.tbo_move) << 62));
     }
   }
   return h;
 }
 
-std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(const std::map<std::string, std::int64_t>& counts) {
+std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(
+    const std::map<std::string, std::int64_t>& counts) {
   std::vector<std::pair<std::string, std::int64_t>> out(counts.begin(), counts.end());
-  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
   return out;
 }
 
 Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
   if (spec.world < 1 || spec.world > kMaxWorld) {
-    return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." + std::to_string(kMaxWorld));
+    return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." +
+                           std::to_string(kMaxWorld));
   }
-  if (spec.jobs < 1) return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
+  if (spec.jobs < 1)
+    return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
   const auto start = std::chrono::steady_clock::now();
 
   // The case list of this shard, in sweep order, less what a resumed run did.
@@ -344,25 +367,10 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
     ModelTally& tally = result.per_model[items[i].model];
     tally.seconds += seconds[i];
     ++tally.run_here;
-    if (o.refused) {
-      ++tally.refused;
-      ++result.refused;
-      if (isNotModelled(o.refusal)) {
-        ++tally.not_modelled;
-        ++result.not_modelled;
-      }
-      ++refusals[o.refusal];
-      continue;
-    }
-    ++tally.checked;
-    ++result.checked;
-    if (o.violation) {
-      ++tally.violated;
-      ++result.violated;
-      if (static_cast<int>(result.failures.size()) < spec.max_failures) {
-        result.failures.push_back(
-            {items[i].index, describeViolation(*o.violation), reproduceCommand(items[i].c, policyName(spec.policy))});
-      }
+    if (countCase(result, tally, refusals, o.refused, o.refusal, o.violation.has_value(),
+                  spec.max_failures)) {
+      result.failures.push_back({items[i].index, describeViolation(*o.violation),
+                                 reproduceCommand(items[i].c, policyName(spec.policy))});
     }
   }
   result.cases = result.checked + result.refused;

@@ -6,13 +6,16 @@
 #include <map>
 #include <thread>
 
-#include "seam/properties/sweep.h"
-#include "seam/sim/config_space.h"
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/training/training_ledger.h"
+#include "sweep_tally.h"
 
 namespace seam::properties {
 
-std::vector<TrainingCase> trainingSweepCases(const TrainingSweepSpec& spec, std::vector<int>* tally_of) {
-  const std::vector<const ModelPreset*> models = spec.models.empty() ? trainingPresets() : spec.models;
+std::vector<TrainingCase> trainingSweepCases(const TrainingSweepSpec& spec,
+                                             std::vector<int>* tally_of) {
+  const std::vector<const ModelPreset*> models =
+      spec.models.empty() ? trainingPresets() : spec.models;
   std::vector<TrainingCase> out;
   int tally = 0;
   for (const ModelPreset* m : models) {
@@ -29,17 +32,23 @@ std::vector<TrainingCase> trainingSweepCases(const TrainingSweepSpec& spec, std:
   return out;
 }
 
-Expected<TrainingSweepResult> runTrainingSweep(const TrainingSweepSpec& spec) {
+Expected<SweepResult> runTrainingSweep(const TrainingSweepSpec& spec) {
   if (spec.world < 1 || spec.world > kMaxWorld) {
-    return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." + std::to_string(kMaxWorld));
+    return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." +
+                           std::to_string(kMaxWorld));
   }
-  if (spec.jobs < 1) return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
+  if (spec.jobs < 1)
+    return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
   const auto start = std::chrono::steady_clock::now();
   std::vector<int> tally_of;
   const std::vector<TrainingCase> cases = trainingSweepCases(spec, &tally_of);
-  TrainingSweepResult result;
+  SweepResult result;
   for (const ModelPreset* m : spec.models.empty() ? trainingPresets() : spec.models) {
-    for (TrainingLayout layout : spec.layouts) result.per_model.push_back({std::string(m->name), layout});
+    for (TrainingLayout layout : spec.layouts) {
+      ModelTally& t = result.per_model.emplace_back();
+      t.model = std::string(m->name);
+      t.layout = layout;
+    }
   }
   struct Outcome {
     bool refused = false;
@@ -79,29 +88,17 @@ Expected<TrainingSweepResult> runTrainingSweep(const TrainingSweepSpec& spec) {
   std::map<std::string, std::int64_t> refusals;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Outcome& o = outcomes[i];
-    TrainingTally& t = result.per_model[tally_of[i]];
+    ModelTally& t = result.per_model[tally_of[i]];
     t.seconds += o.seconds;
-    if (o.refused) {
-      ++t.refused;
-      ++result.refused;
-      if (isNotModelled(o.refusal)) {
-        ++t.not_modelled;
-        ++result.not_modelled;
-      }
-      ++refusals[o.refusal];
-      continue;
-    }
-    ++t.checked;
-    ++result.checked;
-    if (o.violation) {
-      ++t.violated;
-      ++result.violated;
-      if (static_cast<int>(result.failures.size()) < spec.max_failures) {
-        result.failures.emplace_back(describeViolation(*o.violation), reproduceTrainingCommand(cases[i]));
-      }
+    ++t.run_here;
+    if (countCase(result, t, refusals, o.refused, o.refusal, o.violation.has_value(),
+                  spec.max_failures)) {
+      result.failures.push_back({static_cast<std::int64_t>(i), describeViolation(*o.violation),
+                                 reproduceTrainingCommand(cases[i])});
     }
   }
   result.cases = result.checked + result.refused;
+  result.run_here = result.cases;
   result.refusals = sortedRefusals(refusals);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -1,73 +1,20 @@
 #include "seam/reports/gpu_import.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
-#include <type_traits>
 #include <utility>
 
-#include "seam/sim/bit_identity.h"
+#include "seam/properties/gpu_json.h"
+#include "seam/sim/replay/bit_identity.h"
 
 namespace seam::reports {
 
 namespace {
 
-using nlohmann::json;
-
-/// The hash `key` of an object of hex strings (0 when absent).
-std::uint64_t parseHash(const json& hashes, const char* key) {
-  if (!hashes.is_object() || !hashes.contains(key) || !hashes.at(key).is_string()) return 0;
-  return std::strtoull(hashes.at(key).get<std::string>().c_str(), nullptr, 16);
-}
-
-// Reads a required field; records the first missing one.
-struct Reader {
-  const std::string& path;
-  std::string missing;
-  const json& at(const json& j, const char* key) {
-    static const json kNull;
-    if (!j.is_object() || !j.contains(key)) {
-      if (missing.empty()) missing = key;
-      return kNull;
-    }
-    return j.at(key);
-  }
-  template <class T>
-  T get(const json& j, const char* key, T fallback) {
-    const json& v = at(j, key);
-    if (v.is_null()) return fallback;
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      // nlohmann converts a float, or an integer out of T's range, with a
-      // plain cast (undefined for 1e300 into an int): only an integer that
-      // fits is this field's value.
-      const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<std::uint64_t>())
-                        : v.is_number_integer() ? std::in_range<T>(v.get<std::int64_t>())
-                                                : false;
-      if (fits) return v.is_number_unsigned() ? static_cast<T>(v.get<std::uint64_t>())
-                                              : static_cast<T>(v.get<std::int64_t>());
-      if (missing.empty()) missing = std::string(key) + " (not an integer in range)";
-      return fallback;
-    }
-    try {
-      return v.get<T>();
-    } catch (const json::exception&) {
-      if (missing.empty()) missing = std::string(key) + " (wrong type)";
-      return fallback;
-    }
-  }
-};
-
-
-/// Median, p10 and p90 of a {"median_us", "p10_us", "p90_us"} object.
-TimingRecord summaryTiming(Reader& r, const json& j) {
-  TimingRecord t;
-  t.median_us = r.get<double>(j, "median_us", 0);
-  t.p10_us = r.get<double>(j, "p10_us", 0);
-  t.p90_us = r.get<double>(j, "p90_us", 0);
-  return t;
-}
+using properties::GpuResult;
 
 std::string fixed2(double v) {
   char buf[32];
@@ -75,149 +22,281 @@ std::string fixed2(double v) {
   return buf;
 }
 
-/// `seam-gpu bench`: one case per compared row, in the file's order.
-std::vector<GpuResultCase> readBench(Reader& r, const json& doc, std::string* summary) {
-  const json& cs = r.at(doc, "case");
-  CaseRecord base;
-  base.model = r.get<std::string>(cs, "model", "");
-  base.pattern = r.get<std::string>(cs, "pattern", "");
-  base.config = r.get<std::string>(cs, "config", "");
-  base.flags = r.get<std::string>(cs, "flags", "");
-  base.batch = r.get<std::string>(cs, "tokens", "");
-  base.policy = r.get<std::string>(cs, "policy", "");
-  base.reproduce = r.get<std::string>(cs, "reproduce", "");
-  std::vector<GpuResultCase> out;
-  auto add = [&](CaseRecord c) -> GpuResultCase& {
+/// A diff's max |a - b| as a row keeps it: a non-finite one (null in the file) as 0.
+double maxDifference(double max_abs) { return std::isnan(max_abs) ? 0.0 : max_abs; }
+
+CaseRecord caseOf(const properties::GpuCaseRecord& c) {
+  CaseRecord out;
+  out.model = c.model;
+  out.pattern = c.pattern;
+  out.config = c.config;
+  out.flags = c.flags;
+  out.batch = c.tokens;
+  out.policy = c.policy;
+  out.reproduce = c.reproduce;
+  return out;
+}
+
+TimingRecord timingOf(const properties::GpuSummaryRecord& s) {
+  TimingRecord t;
+  t.median_us = s.median_us;
+  t.p10_us = s.p10_us;
+  t.p90_us = s.p90_us;
+  return t;
+}
+
+/// `seam-gpu run`: one case, its two equivalence rows and every op's timing.
+void addRun(const properties::GpuRunRecord& run, GpuResultFile* file) {
+  GpuResultCase gc;
+  gc.c = caseOf(run.c);
+  gc.c.group = "gpu";
+  gc.c.outcome = run.verdict == "identical" || run.verdict == "completed" ? CaseOutcome::kHolds
+                                                                          : CaseOutcome::kViolated;
+  const bool exact = run.numeric.mode == "exact";
+  const std::pair<const OutputDiff*, std::uint64_t> sides[] = {
+      {&run.vs_cpu, run.cpu_hash}, {&run.vs_reference, run.reference_hash}};
+  for (const auto& [vs, hash] : sides) {
+    EquivalenceRecord e;
+    e.plan_a = "gpu:" + run.c.policy;
+    e.plan_a_hash = run.gpu_device_hash;
+    e.plan_b = vs == &run.vs_cpu ? "cpu:" + run.c.policy : "reference";
+    e.plan_b_hash = hash;
+    // Exact mode: any correct plan is bit-identical on any machine (DESIGN §6).
+    e.predicted_identical = exact;
+    e.observed_identical = vs->identical;
+    e.max_difference = maxDifference(vs->max_abs);
+    gc.equivalences.push_back(e);
+  }
+  for (const properties::GpuTimingRecord& t : run.timings) {
+    TimingRecord rec;
+    rec.rank = t.rank;
+    rec.op_index = t.op_index;
+    rec.op_kind = t.op;
+    rec.group = t.group ? *t.group + "/" + std::to_string(t.group_size) : "-";
+    rec.bytes = t.bytes;
+    rec.median_us = t.median_us;
+    rec.p10_us = t.p10_us;
+    rec.p90_us = t.p90_us;
+    rec.algbw_gbps = t.algbw_gbs;
+    rec.busbw_gbps = t.busbw_gbs;
+    gc.timings.push_back(rec);
+  }
+  file->summary = run.c.model + " " + run.c.config + ": " + run.verdict;
+  file->cases.push_back(std::move(gc));
+}
+
+/// The two sides' names of a compare's "seam diff ... [--decision D] --policy
+/// A --against B" line; a planted decision belongs to A (seam-gpu compare
+/// plants it there).
+std::pair<std::string, std::string> comparedPlans(std::string line) {
+  std::string a = "a", b = "b", decision;
+  if (const auto pd = line.find(" --decision "); pd != std::string::npos) {
+    const auto end = line.find(' ', pd + 12);
+    decision = line.substr(pd + 12, end == std::string::npos ? std::string::npos : end - pd - 12);
+    line.erase(pd, end == std::string::npos ? std::string::npos : end - pd);
+  }
+  const auto pa = line.rfind("--policy ");
+  const auto pb = line.rfind("--against ");
+  if (pa != std::string::npos && pb != std::string::npos && pa < pb) {
+    a = line.substr(pa + 9, pb - pa - 10);
+    b = line.substr(pb + 10);
+  }
+  if (!decision.empty()) a += " --decision " + decision;
+  return {a, b};
+}
+
+/// `seam-gpu compare`: two policies' plans on the GPUs against the simulator's prediction.
+void addCompare(const properties::GpuCompareRecord& cmp, GpuResultFile* file) {
+  GpuResultCase gc;
+  gc.c = caseOf(cmp.c);
+  gc.c.group = cmp.diff_class;
+  const bool predicted = cmp.predicted_identical;
+  const bool observed = cmp.observed.identical;
+  // Only a predicted identity can be refuted (bit_identity.h).
+  gc.c.outcome = judgePrediction(predicted, observed) == PredictionVerdict::kRefuted
+                     ? CaseOutcome::kViolated
+                     : CaseOutcome::kHolds;
+  const auto [a, b] = comparedPlans(cmp.c.reproduce);
+  EquivalenceRecord e;
+  e.plan_a = "gpu:" + a;
+  e.plan_b = "gpu:" + b;
+  e.plan_a_hash = cmp.hash_a;
+  e.plan_b_hash = cmp.hash_b;
+  e.predicted_identical = predicted;
+  e.observed_identical = observed;
+  e.max_difference = maxDifference(cmp.observed.max_abs);
+  gc.equivalences.push_back(e);
+  file->summary = cmp.c.model + " " + cmp.c.config + ": " + cmp.diff_class + "; predicted " +
+                  (predicted ? "identical" : "different") + ", observed " +
+                  (observed ? "identical" : "different");
+  file->cases.push_back(std::move(gc));
+}
+
+/// `seam-gpu bench` adds one case per compared row, in the file's order.
+struct BenchCases {
+  const CaseRecord& base;
+  std::vector<GpuResultCase>& out;
+  GpuResultCase& add(const char* group) {
+    CaseRecord c = base;
     c.index = static_cast<std::int64_t>(out.size());
+    c.group = group;
     out.push_back({std::move(c), {}, {}});
     return out.back();
-  };
-  double worst_ratio = 0, best_speedup = 0;
-  int collectives = 0, fused = 0;
-  if (doc.contains("collectives")) {
-    for (const json& b : r.at(doc, "collectives")) {
-      CaseRecord c = base;
-      c.group = kBenchCollectives;
-      const std::string op = r.get<std::string>(b, "op", "");
-      const std::string call = r.get<std::string>(b, "nccl_call", "");
-      c.batch = std::to_string(r.get<std::int64_t>(b, "bytes", 0)) + " bytes, " +
-                std::to_string(r.get<int>(b, "occurrences", 0)) + " ops";
-      GpuResultCase& gc = add(c);
-      const char* sides[] = {"bare", "plan"};
-      for (int i = 0; i < 2; ++i) {
-        TimingRecord t = summaryTiming(r, r.at(b, sides[i]));
-        t.case_index = gc.c.index;
-        t.op_index = i;
-        t.op_kind = i == 0 ? "bare nccl " + call : op + " in plan";
-        t.group = r.get<std::string>(b, "group", "-");
-        t.bytes = r.get<std::int64_t>(b, "bytes", 0);
-        t.algbw_gbps = r.get<double>(b, (std::string(sides[i]) + "_algbw_gbs").c_str(), 0);
-        t.busbw_gbps = r.get<double>(b, (std::string(sides[i]) + "_busbw_gbs").c_str(), 0);
-        gc.timings.push_back(t);
-      }
-      const double ratio = r.get<double>(b, "plan_over_bare_busbw", 0);
-      worst_ratio = collectives++ == 0 ? ratio : std::min(worst_ratio, ratio);
-    }
   }
-  if (doc.contains("fused")) {
-    for (const json& b : r.at(doc, "fused")) {
-      CaseRecord c = base;
-      c.group = kBenchFused;
-      const int tokens = r.get<int>(b, "tokens", 0);
-      const int hidden = r.get<int>(b, "hidden", 0);
-      c.batch = std::to_string(tokens) + " tokens x " + std::to_string(hidden);
-      c.outcome = r.get<bool>(b, "exact_identical", false) ? CaseOutcome::kHolds : CaseOutcome::kViolated;
-      GpuResultCase& gc = add(c);
-      const char* sides[] = {"unfused",         "fused",         "nccl_all_reduce",
-                             "unfused_kernels", "fused_kernels", "nccl_all_reduce_kernels"};
-      const char* names[] = {"nccl all_reduce + add_norm",         "fused ar_add_norm",
-                             "nccl all_reduce",                    "nccl all_reduce + add_norm (kernels)",
-                             "fused ar_add_norm (kernels)",        "nccl all_reduce (kernels)"};
-      // The fused kernel's protocol (bench JSON from before it existed: none).
-      const std::string protocol =
-          b.contains("protocol") ? r.get<std::string>(b, "protocol", "") : "";
-      for (int i = 0; i < 6; ++i) {
-        TimingRecord t = summaryTiming(r, r.at(b, sides[i]));
-        t.case_index = gc.c.index;
-        t.op_index = i;
-        t.op_kind = names[i];
-        if ((i == 1 || i == 4) && !protocol.empty()) t.op_kind += " [" + protocol + "]";
-        t.group = "tp/" + std::to_string(r.get<int>(b, "ranks", 0));
-        t.bytes = r.get<std::int64_t>(b, "bytes", 0);
-        t.algbw_gbps = t.median_us > 0 ? static_cast<double>(t.bytes) / (t.median_us * 1e3) : 0;
-        gc.timings.push_back(t);
-      }
-      for (const char* mode : {"exact", "real"}) {
-        EquivalenceRecord e;
-        e.case_index = gc.c.index;
-        e.plan_a = std::string("fused:") + mode;
-        e.plan_b = std::string("nccl+add_norm:") + mode;
-        // Exact mode: any summation order is exact. Real mode with two
-        // members: NCCL adds the same two floats.
-        e.predicted_identical = mode == std::string("exact") || r.get<int>(b, "ranks", 0) == 2;
-        e.observed_identical = r.get<bool>(b, (std::string(mode) + "_identical").c_str(), false);
-        e.max_difference = mode == std::string("real") ? r.get<double>(b, "real_max_abs", 0) : 0.0;
-        gc.equivalences.push_back(e);
-      }
-      if (tokens <= 64) best_speedup = std::max(best_speedup, r.get<double>(b, "speedup", 0));
-      ++fused;
-    }
+};
+
+/// A collective of the plan: timings 0 bare NCCL, 1 inside the plan.
+void addCollective(BenchCases& cases, const properties::GpuCollectiveRecord& b) {
+  GpuResultCase& gc = cases.add(kBenchCollectives);
+  gc.c.batch = std::to_string(b.bytes) + " bytes, " + std::to_string(b.occurrences) + " ops";
+  for (int i = 0; i < 2; ++i) {
+    TimingRecord t = timingOf(i == 0 ? b.bare : b.plan);
+    t.case_index = gc.c.index;
+    t.op_index = i;
+    t.op_kind = i == 0 ? "bare nccl " + b.nccl_call : b.op + " in plan";
+    t.group = b.group;
+    t.bytes = b.bytes;
+    t.algbw_gbps = i == 0 ? b.bare_algbw_gbs : b.plan_algbw_gbs;
+    t.busbw_gbps = i == 0 ? b.bare_busbw_gbs : b.plan_busbw_gbs;
+    gc.timings.push_back(t);
   }
-  if (doc.contains("graph")) {
-    CaseRecord c = base;
-    c.group = kBenchGraph;
-    GpuResultCase& gc = add(c);
-    bool identical = true;
-    for (const json& g : r.at(doc, "graph")) {
-      const int rank = r.get<int>(g, "rank", 0);
-      const char* keys[] = {"eager", "graph"};
-      const char* names[] = {"eager step", "graph replay"};
-      for (int i = 0; i < 2; ++i) {
-        TimingRecord t;
-        t.case_index = gc.c.index;
-        t.rank = rank;
-        t.op_index = i;
-        t.op_kind = names[i];
-        t.median_us = r.get<double>(g, (std::string(keys[i]) + "_median_us").c_str(), 0);
-        t.p10_us = r.get<double>(g, (std::string(keys[i]) + "_p10_us").c_str(), 0);
-        t.p90_us = r.get<double>(g, (std::string(keys[i]) + "_p90_us").c_str(), 0);
-        gc.timings.push_back(t);
-      }
-      // The sums: of the kernels CUPTI saw in one replay, of the ops' event times.
-      const std::string sums[] = {"sum of " + std::to_string(r.get<int>(g, "kernels", 0)) + " kernels",
-                                  "sum of " + std::to_string(r.get<int>(g, "ops", 0)) + " ops"};
-      const char* sum_keys[] = {"kernel_sum_us", "op_sum_us"};
-      for (int i = 0; i < 2; ++i) {
-        TimingRecord sum;
-        sum.case_index = gc.c.index;
-        sum.rank = rank;
-        sum.op_index = 2 + i;
-        sum.op_kind = sums[i];
-        sum.median_us = sum.p10_us = sum.p90_us = r.get<double>(g, sum_keys[i], 0);
-        gc.timings.push_back(sum);
-      }
-      EquivalenceRecord e;
-      e.case_index = gc.c.index;
-      e.plan_a = "graph replay:rank " + std::to_string(rank);
-      e.plan_b = "eager step:rank " + std::to_string(rank);
-      e.predicted_identical = true;
-      e.observed_identical = r.get<bool>(g, "identical", false);
-      identical = identical && e.observed_identical;
-      gc.equivalences.push_back(e);
-    }
-    gc.c.outcome = identical ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+}
+
+/// A size of the fused kernel: six timings (gpu_import.h) and the exact and
+/// real equivalences with NCCL all-reduce + add+norm.
+void addFused(BenchCases& cases, const properties::GpuFusedRecord& b) {
+  GpuResultCase& gc = cases.add(kBenchFused);
+  gc.c.batch = std::to_string(b.tokens) + " tokens x " + std::to_string(b.hidden);
+  gc.c.outcome = b.exact_identical ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+  const std::pair<const char*, const properties::GpuSummaryRecord*> sides[] = {
+      {"nccl all_reduce + add_norm", &b.unfused},
+      {"fused ar_add_norm", &b.fused},
+      {"nccl all_reduce", &b.nccl_all_reduce},
+      {"nccl all_reduce + add_norm (kernels)", &b.unfused_kernels},
+      {"fused ar_add_norm (kernels)", &b.fused_kernels},
+      {"nccl all_reduce (kernels)", &b.nccl_all_reduce_kernels}};
+  // The fused kernel's protocol (bench JSON from before it existed: none).
+  const std::string protocol = b.protocol.value_or("");
+  for (int i = 0; i < 6; ++i) {
+    TimingRecord t = timingOf(*sides[i].second);
+    t.case_index = gc.c.index;
+    t.op_index = i;
+    t.op_kind = sides[i].first;
+    if ((i == 1 || i == 4) && !protocol.empty()) t.op_kind += " [" + protocol + "]";
+    t.group = "tp/" + std::to_string(b.ranks);
+    t.bytes = b.bytes;
+    t.algbw_gbps = t.median_us > 0 ? static_cast<double>(t.bytes) / (t.median_us * 1e3) : 0;
+    gc.timings.push_back(t);
   }
+  for (const bool exact : {true, false}) {
+    const std::string mode = exact ? "exact" : "real";
+    EquivalenceRecord e;
+    e.case_index = gc.c.index;
+    e.plan_a = "fused:" + mode;
+    e.plan_b = "nccl+add_norm:" + mode;
+    // Exact mode: any summation order is exact. Real mode with two
+    // members: NCCL adds the same two floats.
+    e.predicted_identical = exact || b.ranks == 2;
+    e.observed_identical = exact ? b.exact_identical : b.real_identical;
+    e.max_difference = exact ? 0.0 : b.real_max_abs;
+    gc.equivalences.push_back(e);
+  }
+}
+
+/// The captured step: per rank the eager step, the replay and the two sums
+/// (of the kernels CUPTI saw in one replay, of the ops' event times).
+void addGraph(BenchCases& cases, const std::vector<properties::GpuGraphRecord>& steps) {
+  GpuResultCase& gc = cases.add(kBenchGraph);
+  bool identical = true;
+  for (const properties::GpuGraphRecord& g : steps) {
+    const double kernels = g.kernel_sum_us, ops = g.op_sum_us;
+    const std::pair<std::string, properties::GpuSummaryRecord> rows[] = {
+        {"eager step", {g.eager_median_us, g.eager_p10_us, g.eager_p90_us}},
+        {"graph replay", {g.graph_median_us, g.graph_p10_us, g.graph_p90_us}},
+        {"sum of " + std::to_string(g.kernels) + " kernels", {kernels, kernels, kernels}},
+        {"sum of " + std::to_string(g.ops) + " ops", {ops, ops, ops}}};
+    for (int i = 0; i < 4; ++i) {
+      TimingRecord t = timingOf(rows[i].second);
+      t.case_index = gc.c.index;
+      t.rank = g.rank;
+      t.op_index = i;
+      t.op_kind = rows[i].first;
+      gc.timings.push_back(t);
+    }
+    EquivalenceRecord e;
+    e.case_index = gc.c.index;
+    e.plan_a = "graph replay:rank " + std::to_string(g.rank);
+    e.plan_b = "eager step:rank " + std::to_string(g.rank);
+    e.predicted_identical = true;
+    e.observed_identical = g.identical;
+    identical = identical && e.observed_identical;
+    gc.equivalences.push_back(e);
+  }
+  gc.c.outcome = identical ? CaseOutcome::kHolds : CaseOutcome::kViolated;
+}
+
+/// One line for the console: what each section holds.
+std::string benchSummary(const properties::GpuBenchRecord& bench) {
   std::vector<std::string> parts;
-  if (collectives > 0) {
-    parts.push_back(std::to_string(collectives) + " collectives (worst plan/bare busbw " + fixed2(worst_ratio) + ")");
+  if (bench.collectives && !bench.collectives->empty()) {
+    double worst = bench.collectives->front().plan_over_bare_busbw;
+    for (const auto& b : *bench.collectives) worst = std::min(worst, b.plan_over_bare_busbw);
+    parts.push_back(std::to_string(bench.collectives->size()) +
+                    " collectives (worst plan/bare busbw " + fixed2(worst) + ")");
   }
-  if (fused > 0) {
-    parts.push_back(std::to_string(fused) + " fused sizes (best speedup up to 64 tokens " + fixed2(best_speedup) + "x)");
+  if (bench.fused && !bench.fused->empty()) {
+    double best = 0;
+    for (const auto& b : *bench.fused) {
+      if (b.tokens <= 64) best = std::max(best, b.speedup);
+    }
+    parts.push_back(std::to_string(bench.fused->size()) +
+                    " fused sizes (best speedup up to 64 tokens " + fixed2(best) + "x)");
   }
-  if (doc.contains("graph")) parts.push_back("a captured step");
-  for (const std::string& p : parts) *summary += (summary->empty() ? "" : ", ") + p;
-  if (summary->empty()) *summary = "no rows";
-  return out;
+  if (bench.graph) parts.push_back("a captured step");
+  std::string summary;
+  for (const std::string& p : parts) summary += (summary.empty() ? "" : ", ") + p;
+  return summary.empty() ? "no rows" : summary;
+}
+
+void addBench(const properties::GpuBenchRecord& bench, GpuResultFile* file) {
+  const CaseRecord base = caseOf(bench.c);
+  BenchCases cases{base, file->cases};
+  if (bench.collectives) {
+    for (const auto& b : *bench.collectives) addCollective(cases, b);
+  }
+  if (bench.fused) {
+    for (const auto& b : *bench.fused) addFused(cases, b);
+  }
+  if (bench.graph) addGraph(cases, *bench.graph);
+  file->summary = benchSummary(bench);
+}
+
+/// `seam-gpu bench-allreduce`: one case, the bare and the in-plan timing.
+void addAllReduce(const properties::GpuAllReduceRecord& bench, GpuResultFile* file) {
+  GpuResultCase gc;
+  gc.c.model = "all_reduce";
+  gc.c.config = std::to_string(bench.devices) + " GPUs";
+  gc.c.batch = std::to_string(bench.bytes) + " bytes";
+  gc.c.group = "gpu";
+  const std::pair<const char*, const double*> sides[] = {
+      {"all_reduce (bare NCCL)", &bench.bare_median_us},
+      {"all_reduce (inside a plan)", &bench.plan_median_us}};
+  for (int op = 0; op < 2; ++op) {
+    TimingRecord t;
+    t.op_index = op;
+    t.op_kind = sides[op].first;
+    t.group = "tp/" + std::to_string(bench.devices);
+    t.bytes = bench.bytes;
+    t.median_us = *sides[op].second;
+    t.p10_us = t.p90_us = t.median_us;
+    t.busbw_gbps = op == 0 ? bench.bare_busbw_gbs : bench.plan_busbw_gbs;
+    t.algbw_gbps = t.median_us > 0 ? static_cast<double>(bench.bytes) / (t.median_us * 1e3) : 0;
+    gc.timings.push_back(t);
+  }
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.3f", bench.plan_over_bare);
+  file->summary = "all_reduce of " + gc.c.batch + ": plan/bare busbw " + ratio;
+  file->cases.push_back(std::move(gc));
 }
 
 }  // namespace
@@ -227,164 +306,30 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
   if (!in) return Status::invalid("\"" + path.substr(0, 200) + "\": cannot read it");
   std::stringstream buf;
   buf << in.rdbuf();
-  const json doc = json::parse(buf.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Status::invalid("\"" + path.substr(0, 200) + "\": not JSON (expected the object seam-gpu --json writes)");
-  }
-  Reader r{path, {}};
-  GpuImport out;
-  out.tool = r.get<std::string>(doc, "tool", "");
-  if (out.tool != "seam-gpu run" && out.tool != "seam-gpu bench-allreduce" && out.tool != "seam-gpu compare" &&
-      out.tool != "seam-gpu bench") {
-    return Status::invalid("\"" + path.substr(0, 200) + "\": not a seam-gpu result (\"tool\" is \"" +
-                           out.tool.substr(0, 64) + "\")");
-  }
-  RunRecord run;
-  run.command = out.tool == "seam-gpu run"       ? "gpu run"
-                : out.tool == "seam-gpu compare" ? "gpu compare"
-                : out.tool == "seam-gpu bench"   ? "gpu bench"
-                                                 : "gpu bench-allreduce";
-  run.args = doc.contains("command") && doc.at("command").is_string() ? doc.at("command").get<std::string>()
-                                                                      : out.tool;
-  run.version = r.get<std::string>(doc, "version", version);
-  run.gpu = out.tool != "seam-gpu bench-allreduce" ? r.get<std::string>(doc, "device", "")
-                                       : std::to_string(r.get<int>(doc, "devices", 0)) + " GPUs";
-  if (doc.contains("versions")) run.cuda = r.get<std::string>(doc.at("versions"), "text", "");
-  run.nccl = run.cuda;
-
-  // Validate everything before writing anything.
-  std::vector<EquivalenceRecord> eqs;
-  std::vector<TimingRecord> timings;
-  CaseRecord c;
-  std::vector<GpuResultCase> bench_cases;
-  if (out.tool == "seam-gpu bench") {
-    bench_cases = readBench(r, doc, &out.summary);
-  } else if (out.tool == "seam-gpu run") {
-    const json& cs = r.at(doc, "case");
-    c.model = r.get<std::string>(cs, "model", "");
-    c.pattern = r.get<std::string>(cs, "pattern", "");
-    c.config = r.get<std::string>(cs, "config", "");
-    c.flags = r.get<std::string>(cs, "flags", "");
-    c.batch = r.get<std::string>(cs, "tokens", "");
-    c.policy = r.get<std::string>(cs, "policy", "");
-    c.reproduce = r.get<std::string>(cs, "reproduce", "");
-    c.group = "gpu";
-    const std::string verdict = r.get<std::string>(doc, "verdict", "");
-    c.outcome = verdict == "identical" || verdict == "completed" ? CaseOutcome::kHolds : CaseOutcome::kViolated;
-    const json& numeric = r.at(doc, "numeric");
-    const bool exact = r.get<std::string>(numeric, "mode", "") == "exact";
-    const json& hashes = r.at(doc, "hashes");
-    const std::uint64_t gpu_hash = parseHash(hashes, "gpu_device");
-    for (const char* other : {"cpu", "reference"}) {
-      const json& vs = r.at(doc, other == std::string("cpu") ? "vs_cpu" : "vs_reference");
-      EquivalenceRecord e;
-      e.plan_a = "gpu:" + c.policy;
-      e.plan_a_hash = gpu_hash;
-      e.plan_b = other == std::string("cpu") ? "cpu:" + c.policy : "reference";
-      e.plan_b_hash = parseHash(hashes, other);
-      // Exact mode: any correct plan is bit-identical on any machine (DESIGN §6).
-      e.predicted_identical = exact;
-      e.observed_identical = r.get<bool>(vs, "identical", false);
-      e.max_difference = vs.is_object() && vs.contains("max_abs") && vs.at("max_abs").is_number()
-                             ? vs.at("max_abs").get<double>()
-                             : 0.0;
-      eqs.push_back(e);
-    }
-    const json& all_timings = r.at(doc, "timings");
-    for (const json& t : all_timings.is_array() ? all_timings : json::array()) {
-      TimingRecord rec;
-      rec.rank = r.get<int>(t, "rank", 0);
-      rec.op_index = r.get<int>(t, "op_index", 0);
-      rec.op_kind = r.get<std::string>(t, "op", "");
-      const json& g = r.at(t, "group");
-      rec.group = g.is_string() ? g.get<std::string>() + "/" + std::to_string(r.get<int>(t, "group_size", 1)) : "-";
-      rec.bytes = r.get<std::int64_t>(t, "bytes", 0);
-      rec.median_us = r.get<double>(t, "median_us", 0);
-      rec.p10_us = r.get<double>(t, "p10_us", 0);
-      rec.p90_us = r.get<double>(t, "p90_us", 0);
-      rec.algbw_gbps = r.get<double>(t, "algbw_gbs", 0);
-      rec.busbw_gbps = r.get<double>(t, "busbw_gbs", 0);
-      timings.push_back(rec);
-    }
-    out.summary = c.model + " " + c.config + ": " + verdict;
-  } else if (out.tool == "seam-gpu compare") {
-    // Two policies' plans on the GPUs against the simulator's prediction.
-    const json& cs = r.at(doc, "case");
-    c.model = r.get<std::string>(cs, "model", "");
-    c.config = r.get<std::string>(cs, "config", "");
-    c.flags = r.get<std::string>(cs, "flags", "");
-    c.batch = r.get<std::string>(cs, "tokens", "");
-    c.reproduce = r.get<std::string>(cs, "reproduce", "");
-    c.group = r.get<std::string>(doc, "class", "");
-    const bool predicted = r.get<bool>(doc, "predicted_identical", false);
-    const bool observed = r.get<bool>(doc, "observed_identical", false);
-    // Only a predicted identity can be refuted (bit_identity.h).
-    c.outcome = judgePrediction(predicted, observed) == PredictionVerdict::kRefuted ? CaseOutcome::kViolated
-                                                                                    : CaseOutcome::kHolds;
-    // "seam diff ... [--decision D] --policy A --against B": the two sides'
-    // names; a planted decision belongs to A (seam-gpu compare plants it there).
-    std::string a = "a", b = "b", line = c.reproduce, decision;
-    if (const auto pd = line.find(" --decision "); pd != std::string::npos) {
-      const auto end = line.find(' ', pd + 12);
-      decision = line.substr(pd + 12, end == std::string::npos ? std::string::npos : end - pd - 12);
-      line.erase(pd, end == std::string::npos ? std::string::npos : end - pd);
-    }
-    const auto pa = line.rfind("--policy ");
-    const auto pb = line.rfind("--against ");
-    if (pa != std::string::npos && pb != std::string::npos && pa < pb) {
-      a = line.substr(pa + 9, pb - pa - 10);
-      b = line.substr(pb + 10);
-    }
-    if (!decision.empty()) a += " --decision " + decision;
-    EquivalenceRecord e;
-    e.plan_a = "gpu:" + a;
-    e.plan_b = "gpu:" + b;
-    e.plan_a_hash = r.get<std::uint64_t>(doc, "hash_a", 0);
-    e.plan_b_hash = r.get<std::uint64_t>(doc, "hash_b", 0);
-    e.predicted_identical = predicted;
-    e.observed_identical = observed;
-    e.max_difference = r.get<double>(doc, "max_abs", 0);
-    eqs.push_back(e);
-    out.summary = c.model + " " + c.config + ": " + c.group + "; predicted " + (predicted ? "identical" : "different") +
-                  ", observed " + (observed ? "identical" : "different");
-  } else {
-    c.model = "all_reduce";
-    c.config = std::to_string(r.get<int>(doc, "devices", 0)) + " GPUs";
-    c.batch = std::to_string(r.get<std::int64_t>(doc, "bytes", 0)) + " bytes";
-    c.group = "gpu";
-    const std::int64_t bytes = r.get<std::int64_t>(doc, "bytes", 0);
-    int op = 0;
-    for (const char* side : {"bare", "plan"}) {
-      TimingRecord t;
-      t.op_index = op++;
-      t.op_kind = std::string("all_reduce (") + (side == std::string("bare") ? "bare NCCL" : "inside a plan") + ")";
-      t.group = "tp/" + std::to_string(r.get<int>(doc, "devices", 0));
-      t.bytes = bytes;
-      t.median_us = r.get<double>(doc, (std::string(side) + "_median_us").c_str(), 0);
-      t.p10_us = t.p90_us = t.median_us;
-      t.busbw_gbps = r.get<double>(doc, (std::string(side) + "_busbw_gbs").c_str(), 0);
-      t.algbw_gbps = t.median_us > 0 ? static_cast<double>(bytes) / (t.median_us * 1e3) : 0;
-      timings.push_back(t);
-    }
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.3f", r.get<double>(doc, "plan_over_bare", 0));
-    out.summary = "all_reduce of " + c.batch + ": plan/bare busbw " + ratio;
-  }
-  if (!r.missing.empty()) {
-    return Status::invalid("\"" + path.substr(0, 200) + "\": not a seam-gpu result (field \"" + r.missing +
-                           "\" is missing)");
-  }
-
+  auto result = properties::parseGpuResult(buf.str());
+  if (!result)
+    return Status::invalid("\"" + path.substr(0, 200) + "\": " + result.status().message());
   GpuResultFile file;
   file.path = path;
-  file.tool = out.tool;
-  file.run = std::move(run);
-  if (out.tool == "seam-gpu bench") {
-    file.cases = std::move(bench_cases);
+  file.tool = properties::gpuToolName(*result);
+  const properties::GpuOrigin& origin = std::visit(
+      [](const auto& record) -> const properties::GpuOrigin& { return record.origin; }, *result);
+  RunRecord& run = file.run;
+  run.command = "gpu " + file.tool.substr(std::string("seam-gpu ").size());
+  run.args = origin.command.value_or(file.tool);
+  run.version = origin.version.value_or(version);
+  if (const auto* bench = std::get_if<properties::GpuAllReduceRecord>(&*result)) {
+    run.gpu = std::to_string(bench->devices) + " GPUs";
   } else {
-    file.cases.push_back({std::move(c), std::move(eqs), std::move(timings)});
+    run.gpu = origin.device.value_or("");
   }
-  file.summary = out.summary;
+  if (origin.versions) run.cuda = origin.versions->text;
+  run.nccl = run.cuda;
+  if (const auto* r = std::get_if<properties::GpuRunRecord>(&*result)) addRun(*r, &file);
+  if (const auto* c = std::get_if<properties::GpuCompareRecord>(&*result)) addCompare(*c, &file);
+  if (const auto* b = std::get_if<properties::GpuBenchRecord>(&*result)) addBench(*b, &file);
+  if (const auto* a = std::get_if<properties::GpuAllReduceRecord>(&*result))
+    addAllReduce(*a, &file);
   return file;
 }
 
@@ -422,7 +367,8 @@ Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file) {
   return out;
 }
 
-Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const std::string& version) {
+Expected<GpuImport> importGpuJson(Store& store, const std::string& path,
+                                  const std::string& version) {
   auto file = readGpuJson(path, version);
   if (!file) return file.status();
   return writeGpuResult(store, *file);

@@ -37,7 +37,8 @@ std::string quotedPath(const std::string& path) { return "\"" + path.substr(0, 2
 Expected<InputContents> readInput(const std::string& path) {
   // Store::open creates a missing file: an input must exist first.
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status::invalid("db merge: input " + quotedPath(path) + ": no such store");
+  if (::stat(path.c_str(), &st) != 0)
+    return Status::invalid("db merge: input " + quotedPath(path) + ": no such store");
   auto store = Store::open(path);
   if (!store) return store.status();
   InputContents in;
@@ -77,7 +78,8 @@ Status writeRun(Store& out, RunContents& c) {
   static const std::vector<VerdictRecord> kNone;
   for (const CaseRecord& rec : c.cases) {
     const auto it = c.verdicts.find(rec.index);
-    if (Status st = out.addCase(run.id, rec, it == c.verdicts.end() ? kNone : it->second); !st) return st;
+    if (Status st = out.addCase(run.id, rec, it == c.verdicts.end() ? kNone : it->second); !st)
+      return st;
   }
   for (const MutantRecord& m : c.mutants) {
     if (Status st = out.putMutant(run.id, m); !st) return st;
@@ -100,7 +102,8 @@ void removeStoreFiles(const std::string& path) {
 
 }  // namespace
 
-Expected<std::vector<MergedInput>> mergeStores(const std::string& out, const std::vector<std::string>& inputs) {
+Expected<std::vector<MergedInput>> mergeStores(const std::string& out,
+                                               const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   if (inputs.empty()) return Status::invalid("db merge: give the stores to merge after OUT");
   std::error_code ec;
@@ -145,16 +148,18 @@ Expected<std::vector<MergedInput>> mergeStores(const std::string& out, const std
       const auto it = present.find(keyOf(c.run));
       if (it != present.end()) {
         const auto& [had, cases] = it->second;
-        if (had.finished_ms == c.run.finished_ms && cases == static_cast<std::int64_t>(c.cases.size())) {
+        if (had.finished_ms == c.run.finished_ms &&
+            cases == static_cast<std::int64_t>(c.cases.size())) {
           ++m.runs_skipped;
           continue;
         }
-        return fail(Status::invalid("db merge: run " + std::to_string(c.run.id) + " of " + quotedPath(in.path) +
-                                    " (" + c.run.command + ", started at " + std::to_string(c.run.started_ms) +
-                                    " ms) is already in " + quotedPath(out) + " in another state (" +
-                                    std::to_string(cases) + " cases there, " + std::to_string(c.cases.size()) +
-                                    " here; " + (had.finished_ms == 0 ? "unfinished" : "finished") + " there, " +
-                                    (c.run.finished_ms == 0 ? "unfinished" : "finished") + " here)"));
+        return fail(Status::invalid(
+            "db merge: run " + std::to_string(c.run.id) + " of " + quotedPath(in.path) + " (" +
+            c.run.command + ", started at " + std::to_string(c.run.started_ms) +
+            " ms) is already in " + quotedPath(out) + " in another state (" +
+            std::to_string(cases) + " cases there, " + std::to_string(c.cases.size()) + " here; " +
+            (had.finished_ms == 0 ? "unfinished" : "finished") + " there, " +
+            (c.run.finished_ms == 0 ? "unfinished" : "finished") + " here)"));
       }
       if (Status st = writeRun(*store, c); !st) return fail(st);
       present[keyOf(c.run)] = {c.run, static_cast<std::int64_t>(c.cases.size())};

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 #include <vector>
 
-#include "seam/sim/dp_gather.h"
-#include "seam/sim/tbo.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/tbo.h"
 
 namespace seam::reports {
 
@@ -86,7 +86,8 @@ std::map<std::string, int> countKinds(const std::vector<Op>& ops) {
 std::string rankList(const std::vector<int>& ranks) {
   if (ranks.empty()) return "-";
   bool consecutive = true;
-  for (size_t i = 1; i < ranks.size(); ++i) consecutive = consecutive && ranks[i] == ranks[i - 1] + 1;
+  for (size_t i = 1; i < ranks.size(); ++i)
+    consecutive = consecutive && ranks[i] == ranks[i - 1] + 1;
   if (ranks.size() == 1) return std::to_string(ranks.front());
   if (consecutive) return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
   std::string out;
@@ -108,8 +109,8 @@ void addLoweredRows(Table& t, const Plan& plan, const Op& op, int rank, const To
     t.addRow({"", "", "", "", "  > (rows name no padding mode)", "", "-", "-", "-", "-", ""});
     return;
   }
-  const DpLowering steps =
-      lowerDpOp(op, plan.source.config, *geometry, rank, activationRowBytes(plan.source.model.shape));
+  const DpLowering steps = lowerDpOp(op, plan.source.config, *geometry, rank,
+                                     activationRowBytes(plan.source.model.shape));
   for (const DpStep& s : steps) {
     std::string group = "-", ranks = "-";
     if (s.axis != kNoAxis) {
@@ -117,8 +118,9 @@ void addLoweredRows(Table& t, const Plan& plan, const Op& op, int rank, const To
       ranks = rankList(topology.groupOf(static_cast<Axis>(s.axis), rank));
     }
     const bool slot = s.kind == DpStepKind::kWriteSlot || s.kind == DpStepKind::kReadSlot;
-    t.addRow({"", "", "", "", "  > " + std::string(dpStepName(s.kind)), "", std::move(group), std::move(ranks),
-              std::to_string(s.rows_in), std::to_string(s.rows_out) + (slot ? " @" + std::to_string(s.offset) : ""),
+    t.addRow({"", "", "", "", "  > " + std::string(dpStepName(s.kind)), "", std::move(group),
+              std::move(ranks), std::to_string(s.rows_in),
+              std::to_string(s.rows_out) + (slot ? " @" + std::to_string(s.offset) : ""),
               std::to_string(s.bytes)});
   }
 }
@@ -127,14 +129,16 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
   const std::vector<Op>& ops = plan.ranks[rank];
   Flags shown = plan.source.flags;
   shown.dp_padding = plan.padding;
-  std::string out = "plan: model " + plan.source.model.name + "  policy " + plan.policy + "  rank " +
-                    std::to_string(rank) + " of " + std::to_string(plan.world()) + "  (" +
-                    plan.source.config.describe() + "; " + shown.describe() + "; tokens " +
+  std::string out = "plan: model " + plan.source.model.name + "  policy " + plan.policy +
+                    "  rank " + std::to_string(rank) + " of " + std::to_string(plan.world()) +
+                    "  (" + plan.source.config.describe() + "; " + shown.describe() + "; tokens " +
                     plan.source.batch.describe() + ")\n";
 
-  Table t({"#", "layer", "stage", "phase", "op", "tensor", "group", "ranks", "rows in", "rows out", "bytes"},
+  Table t({"#", "layer", "stage", "phase", "op", "tensor", "group", "ranks", "rows in", "rows out",
+           "bytes"},
           {true, true, true, false, false, false, false, false, false, false, true});
-  std::optional<DpLayouts> layouts[kHalfLanes];  // built at the first DP op shown lowered, per TBO lane
+  std::optional<DpLayouts>
+      layouts[kHalfLanes];  // built at the first DP op shown lowered, per TBO lane
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     // The MTP step restarts its layer numbering; mark it so its layer 0 is
@@ -152,13 +156,15 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
       const std::string move = !op.tbo_move ? "" : op.kind == OpKind::kSlice ? "split " : "merge ";
       name += " [" + move + std::string(halfName(op.half)) + "]";
     }
-    t.addRow({std::to_string(i), std::move(layer), std::to_string(op.stage), std::string(phaseName(op.phase)),
-              std::move(name), std::string(tensorName(op.tensor)), std::move(group),
-              std::move(ranks), rowsCell(op.rows_in), rowsCell(op.rows_out), std::to_string(op.bytes)});
+    t.addRow({std::to_string(i), std::move(layer), std::to_string(op.stage),
+              std::string(phaseName(op.phase)), std::move(name), std::string(tensorName(op.tensor)),
+              std::move(group), std::move(ranks), rowsCell(op.rows_in), rowsCell(op.rows_out),
+              std::to_string(op.bytes)});
     if (lower_dp && isDpOp(op.kind)) {
       std::optional<DpLayouts>& lane = layouts[static_cast<int>(op.half)];
-      if (!lane) lane.emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
-                   plan.source.flags.dp_gatherv, plan.cp_layout);
+      if (!lane)
+        lane.emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half),
+                     plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
       addLoweredRows(t, plan, op, rank, topology, *lane);
     }
   }
@@ -180,8 +186,8 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
 Status checkRank(const Plan& plan, int rank) {
   const int world = plan.world();
   if (rank < 0 || rank >= world) {
-    return Status::invalid("--rank " + std::to_string(rank) + " is not in 0.." + std::to_string(world - 1) +
-                           " (world " + std::to_string(world) + ")");
+    return Status::invalid("--rank " + std::to_string(rank) + " is not in 0.." +
+                           std::to_string(world - 1) + " (world " + std::to_string(world) + ")");
   }
   return Status::ok();
 }

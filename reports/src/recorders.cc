@@ -1,10 +1,10 @@
 #include "seam/reports/recorders.h"
 
-#include "seam/reports/shard_rows.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
+
+#include "seam/reports/shard_rows.h"
 
 namespace seam::reports {
 
@@ -14,8 +14,8 @@ Expected<RunRecord> startRun(Store& store, const std::string& command, const std
     auto found = store.findUnfinished(command, args);
     if (!found) return found.status();
     if (!*found) {
-      return Status::invalid("--resume: no unfinished " + command + " with these arguments in --db \"" + store.path() +
-                             "\"");
+      return Status::invalid("--resume: no unfinished " + command +
+                             " with these arguments in --db \"" + store.path() + "\"");
     }
     return **found;
   }
@@ -27,17 +27,28 @@ Expected<RunRecord> startRun(Store& store, const std::string& command, const std
   return run;
 }
 
-Expected<StoredRun> openRun(const std::string& db, const std::string& command, const std::string& args,
-                            const std::string& version, bool resume) {
+Expected<StoredRun> openRun(const std::string& db, const std::string& command,
+                            const std::string& args, const std::string& version, bool resume) {
   if (resume && !std::filesystem::exists(db)) {
-    return Status::invalid("--resume: no unfinished " + command + " with these arguments in --db \"" + db +
-                           "\" (there is no such file)");
+    return Status::invalid("--resume: no unfinished " + command +
+                           " with these arguments in --db \"" + db + "\" (there is no such file)");
   }
   auto store = Store::open(db);
   if (!store) return store.status();
   auto run = startRun(*store, command, args, version, resume);
   if (!run) return run.status();
   return StoredRun{std::move(*store), std::move(*run)};
+}
+
+Expected<StoredRun> openSweepRun(const std::string& db, properties::SweepSpec* spec,
+                                 const std::string& version, bool resume) {
+  auto run = openRun(db, "sweep", sweepArgs(*spec), version, resume);
+  if (!run || !resume) return run;
+  auto done = run->store.caseIndices(run->run.id);
+  if (!done) return done.status();
+  spec->skip = std::move(*done);
+  std::sort(spec->skip.begin(), spec->skip.end());
+  return run;
 }
 
 std::string sweepArgs(const properties::SweepSpec& spec) {
@@ -48,9 +59,10 @@ std::string sweepArgs(const properties::SweepSpec& spec) {
   };
   const ConfigFilter& f = spec.filter;
   return "world=" + std::to_string(spec.world) + " policy=" + std::string(policyName(spec.policy)) +
-         " shard=" + std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) + leaf("pp", f.pp) +
-         leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) + leaf("ep", f.moe_ep) +
-         leaf("moe_dp", f.moe_dp) + " schema=" + std::to_string(spec.schema.flipped) + " models=" + models;
+         " shard=" + std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) +
+         leaf("pp", f.pp) + leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) +
+         leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) +
+         " schema=" + std::to_string(spec.schema.flipped) + " models=" + models;
 }
 
 std::string campaignArgs(const mutants::CampaignSpec& spec) {
@@ -59,8 +71,8 @@ std::string campaignArgs(const mutants::CampaignSpec& spec) {
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   for (const auto* m : spec.mutants) ids += (ids.empty() ? "" : ",") + std::string(m->id());
   return "worlds=" + worlds + " policy=" + std::string(policyName(spec.policy)) +
-         " schema=" + std::to_string(spec.schema.flipped) + " mutants=" + (ids.empty() ? "all" : ids) +
-         " models=" + models;
+         " schema=" + std::to_string(spec.schema.flipped) +
+         " mutants=" + (ids.empty() ? "all" : ids) + " models=" + models;
 }
 
 SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
@@ -77,9 +89,13 @@ SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties
 
 SweepRecorder::~SweepRecorder() { (void)flush(); }
 
-void SweepRecorder::onProgress(std::int64_t done, std::int64_t total) { batcher_.onProgress(done, total); }
+void SweepRecorder::onProgress(std::int64_t done, std::int64_t total) {
+  batcher_.onProgress(done, total);
+}
 
-void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) { batcher_.onCases(chunk); }
+void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) {
+  batcher_.onCases(chunk);
+}
 
 void SweepRecorder::write(std::vector<CaseRows> batch) {
   // A failed batch is rolled back: the sweep goes on to its end, and holding
@@ -128,7 +144,8 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
   r.per_model = live.per_model;
   for (auto& m : r.per_model) m.checked = m.refused = m.not_modelled = m.violated = 0;
   std::map<std::string, int> model_row;
-  for (size_t i = 0; i < r.per_model.size(); ++i) model_row[r.per_model[i].model] = static_cast<int>(i);
+  for (size_t i = 0; i < r.per_model.size(); ++i)
+    model_row[r.per_model[i].model] = static_cast<int>(i);
   std::map<std::string, std::int64_t> refusals;
   for (const CaseRecord& c : *cases) {
     auto it = model_row.find(c.group);
@@ -155,12 +172,26 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
   }
   r.cases = r.checked + r.refused;
   for (auto& [why, n] : refusals) r.refusals.emplace_back(why, n);
-  std::sort(r.refusals.begin(), r.refusals.end(),
-            [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+  std::sort(r.refusals.begin(), r.refusals.end(), [](const auto& x, const auto& y) {
+    return x.second != y.second ? x.second > y.second : x.first < y.first;
+  });
   return r;
 }
 
-Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite, const std::string& path) {
+Expected<properties::SweepResult> finishSweepRun(StoredRun& run, const properties::SweepSpec& spec,
+                                                 const properties::SweepResult& live,
+                                                 const std::string& junit) {
+  if (Status st = run.store.finishRun(run.run.id); !st) return st;
+  auto result = sweepResultFromStore(run.store, run.run.id, spec, live);
+  if (!result) return result.status();
+  if (!junit.empty()) {
+    if (Status st = writeRunJunit(run.store, run.run.id, "sweep", junit); !st) return st;
+  }
+  return result;
+}
+
+Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite,
+                     const std::string& path) {
   auto cases = store.cases(run_id);
   if (!cases) return cases.status();
   auto failures = store.firstFailures(run_id);
@@ -182,7 +213,8 @@ Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite
   return writeJunit(path, suite, out);
 }
 
-CampaignRecorder::CampaignRecorder(Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
+CampaignRecorder::CampaignRecorder(Store& store, std::int64_t run_id,
+                                   const mutants::CampaignSpec& spec,
                                    mutants::CampaignListener* next)
     : store_(store), run_id_(run_id), spec_(spec), next_(next) {
   auto stored = store_.mutants(run_id_);
@@ -207,7 +239,9 @@ void CampaignRecorder::onMutant(const mutants::MutantOutcome& o, int done, int t
   if (next_) next_->onMutant(o, done, total);
   if (!status_) return;
   // Already stored (recalled): nothing to write.
-  if (std::any_of(stored_.begin(), stored_.end(), [&](const MutantRecord& m) { return m.id == o.mutant->id(); })) return;
+  if (std::any_of(stored_.begin(), stored_.end(),
+                  [&](const MutantRecord& m) { return m.id == o.mutant->id(); }))
+    return;
   if (Status st = store_.beginBatch(); !st) {
     status_ = st;
     return;
@@ -238,13 +272,59 @@ std::optional<mutants::MutantOutcome> CampaignRecorder::recalled(const mutants::
   return std::nullopt;
 }
 
-Status recordProp(Store& store, const properties::PropSpec& spec, const properties::PropResult& result,
-                  const std::string& version) {
+DiffRecorder::DiffRecorder(Store& store, std::int64_t run_id, const properties::DiffSpec& spec)
+    : store_(store), run_id_(run_id), a_(spec.a), b_(spec.b) {}
+
+void DiffRecorder::onCase(std::int64_t index, const Case& c, const properties::CaseDiff& d) {
+  if (!status_) return;
+  if (in_batch_ == 0 && !(status_ = store_.beginBatch())) return;
+  CaseRecord rec;
+  rec.index = index;
+  rec.model = c.model.name;
+  rec.pattern = c.model.pattern.text();
+  rec.config = c.config.describe();
+  rec.flags = c.flags.describe();
+  rec.batch = c.batch.describe();
+  rec.policy = std::string(policyName(a_)) + " vs " + std::string(policyName(b_));
+  // Planned pairs whose bits may differ on GPUs are a group of their own.
+  const bool planned = properties::equalValues(d.cls);
+  rec.group = std::string(properties::diffClassName(d.cls)) +
+              (planned && !d.bit_identical ? "; bits may differ" : "");
+  rec.outcome =
+      d.cls == properties::DiffClass::kValuesDiffer ? CaseOutcome::kViolated
+      : d.cls == properties::DiffClass::kBothRefuse || d.cls == properties::DiffClass::kOneRefuses
+          ? CaseOutcome::kRefused
+          : CaseOutcome::kHolds;
+  rec.refusal =
+      planned && !d.bit_identical ? d.detail + "; bits may differ: " + d.rounding : d.detail;
+  rec.reproduce = properties::diffCommand(c, a_, b_);
+  if (!(status_ = store_.addCase(run_id_, rec, {}))) return;
+  if (++in_batch_ == kBatchCases) {
+    in_batch_ = 0;
+    status_ = store_.commitBatch();
+  }
+}
+
+Status DiffRecorder::finish() {
+  if (status_ && in_batch_ > 0) status_ = store_.commitBatch();
+  in_batch_ = 0;
+  return status_;
+}
+
+std::string diffArgs(const properties::DiffSpec& spec, const std::string& worlds) {
+  return "policy=" + std::string(policyName(spec.a)) +
+         " against=" + std::string(policyName(spec.b)) + " worlds=" + worlds +
+         " models=" + std::to_string(spec.models.size());
+}
+
+Status recordProp(Store& store, const properties::PropSpec& spec,
+                  const properties::PropResult& result, const std::string& version) {
   RunRecord run;
   run.command = "prop";
-  run.args = "cases=" + std::to_string(spec.cases) + " seed=" + std::to_string(spec.seed) +
-             " world=" + std::to_string(spec.world) + " max_layers=" + std::to_string(spec.max_layers) +
-             " schema=" + std::to_string(spec.schema.flipped) + " rc_params=\"" + result.rc_params + "\"";
+  run.args =
+      "cases=" + std::to_string(spec.cases) + " seed=" + std::to_string(spec.seed) +
+      " world=" + std::to_string(spec.world) + " max_layers=" + std::to_string(spec.max_layers) +
+      " schema=" + std::to_string(spec.schema.flipped) + " rc_params=\"" + result.rc_params + "\"";
   run.version = version;
   if (Status st = store.beginRun(run); !st) return st;
   if (!result.passed && result.shrunk) {

@@ -4,11 +4,12 @@
 #include <map>
 
 #include "seam/reports/recorders.h"
-#include "seam/sim/bytes.h"
+#include "seam/sim/base/bytes.h"
 
 namespace seam::reports {
 
-std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk, const properties::SweepSpec& spec) {
+std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
+                               const properties::SweepSpec& spec) {
   std::vector<CaseRows> out;
   out.reserve(chunk.size());
   for (const auto& r : chunk) {
@@ -21,14 +22,16 @@ std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
     rec.batch = r.c->batch.describe();
     rec.policy = std::string(policyName(spec.policy));
     rec.group = spec.models[r.model].name;
-    rec.outcome = r.refused ? CaseOutcome::kRefused : (r.violation ? CaseOutcome::kViolated : CaseOutcome::kHolds);
+    rec.outcome = r.refused ? CaseOutcome::kRefused
+                            : (r.violation ? CaseOutcome::kViolated : CaseOutcome::kHolds);
     rec.refusal = r.refusal;
     rec.reproduce = reproduceCommand(*r.c, policyName(spec.policy));
     rec.plan_hash = r.plan_hash;
     std::vector<VerdictRecord> failing;
     if (r.violation) {
       failing.push_back({static_cast<int>(r.violation->property), false,
-                         std::string(violationClassName(r.violation->cls)), describeViolation(*r.violation)});
+                         std::string(violationClassName(r.violation->cls)),
+                         describeViolation(*r.violation)});
     }
     out.emplace_back(std::move(rec), std::move(failing));
   }
@@ -69,12 +72,14 @@ Status inOneBatch(Store& store, Body&& body) {
 }  // namespace
 
 Status writeCaseRows(Store& store, std::int64_t run_id, std::vector<CaseRows> rows) {
-  std::sort(rows.begin(), rows.end(), [](const CaseRows& a, const CaseRows& b) { return a.first.index < b.first.index; });
+  std::sort(rows.begin(), rows.end(),
+            [](const CaseRows& a, const CaseRows& b) { return a.first.index < b.first.index; });
   for (std::size_t begin = 0; begin < rows.size(); begin += SweepRecorder::kBatchCases) {
     const std::size_t end = std::min(rows.size(), begin + SweepRecorder::kBatchCases);
     Status st = inOneBatch(store, [&] {
       for (std::size_t i = begin; i < end; ++i) {
-        if (Status added = store.addCase(run_id, rows[i].first, rows[i].second); !added) return added;
+        if (Status added = store.addCase(run_id, rows[i].first, rows[i].second); !added)
+          return added;
       }
       return Status::ok();
     });
@@ -119,10 +124,12 @@ mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const Muta
   if (rows.kill) {
     const KillRecord& k = *rows.kill;
     o.kill_index = k.case_index;
+    o.kill_reproduce = k.reproduce;
     Violation v;
     v.property = static_cast<Property>(k.property);
     for (int c = 0; c <= static_cast<int>(ViolationClass::kResetLeak); ++c) {  // the last class
-      if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class) v.cls = static_cast<ViolationClass>(c);
+      if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class)
+        v.cls = static_cast<ViolationClass>(c);
     }
     v.detail = k.text;
     o.kill_violation = v;
@@ -163,8 +170,8 @@ Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<Muta
   return inOneBatch(store, [&] { return putMutantRows(store, run_id, rows); });
 }
 
-Expected<std::vector<MutantRows>> putMutantRowsInOrder(Store& store, std::int64_t run_id,
-                                                       const std::vector<const mutants::Mutant*>& order) {
+Expected<std::vector<MutantRows>> putMutantRowsInOrder(
+    Store& store, std::int64_t run_id, const std::vector<const mutants::Mutant*>& order) {
   auto stored = store.mutants(run_id);
   if (!stored) return stored.status();
   auto kills = store.kills(run_id);
@@ -181,8 +188,8 @@ Expected<std::vector<MutantRows>> putMutantRowsInOrder(Store& store, std::int64_
   for (const mutants::Mutant* m : order) {
     const auto it = by_id.find(std::string(m->id()));
     if (it == by_id.end() || it->second.mutant.id.empty()) {
-      return Status::internal("mutant " + std::string(m->id()) + " has no row in run " + std::to_string(run_id) +
-                              " of --db \"" + store.path() + "\"");
+      return Status::internal("mutant " + std::string(m->id()) + " has no row in run " +
+                              std::to_string(run_id) + " of --db \"" + store.path() + "\"");
     }
     wanted.push_back(it->first);
     rows.push_back(it->second);
@@ -199,10 +206,43 @@ Expected<std::vector<MutantRows>> putMutantRowsInOrder(Store& store, std::int64_
 namespace {
 
 Status malformed(const char* what) {
-  return Status::internal(std::string("the rows of a ") + what + " shard sent by another process are malformed");
+  return Status::internal(std::string("the rows of a ") + what +
+                          " shard sent by another process are malformed");
 }
 
 }  // namespace
+
+SweepShardRows sweepTotals(const properties::SweepResult& result) {
+  SweepShardRows totals;
+  totals.run_here = result.run_here;
+  totals.seconds = result.seconds;
+  for (const auto& m : result.per_model) {
+    totals.model_seconds.push_back(m.seconds);
+    totals.model_run_here.push_back(m.run_here);
+  }
+  return totals;
+}
+
+properties::SweepResult mergeSweepTotals(const properties::SweepResult& root,
+                                         const std::vector<SweepShardRows>& ranks) {
+  properties::SweepResult total = root;
+  total.run_here = 0;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const SweepShardRows& shard = ranks[r];
+    total.run_here += shard.run_here;
+    total.seconds = std::max(total.seconds, shard.seconds);
+    // Rank 0's own per-model totals are `root`'s already.
+    for (std::size_t m = 0; r > 0 && m < total.per_model.size() && m < shard.model_seconds.size();
+         ++m) {
+      total.per_model[m].seconds += shard.model_seconds[m];
+    }
+    for (std::size_t m = 0; r > 0 && m < total.per_model.size() && m < shard.model_run_here.size();
+         ++m) {
+      total.per_model[m].run_here += shard.model_run_here[m];
+    }
+  }
+  return total;
+}
 
 std::string encodeSweepShard(const SweepShardRows& shard) {
   ByteWriter w;
@@ -215,8 +255,8 @@ std::string encodeSweepShard(const SweepShardRows& shard) {
   w.put(static_cast<std::int64_t>(shard.cases.size()));
   for (const auto& [c, verdicts] : shard.cases) {
     w.put(c.index);
-    for (const std::string* s : {&c.model, &c.pattern, &c.config, &c.flags, &c.batch, &c.policy, &c.group, &c.refusal,
-                                 &c.reproduce}) {
+    for (const std::string* s : {&c.model, &c.pattern, &c.config, &c.flags, &c.batch, &c.policy,
+                                 &c.group, &c.refusal, &c.reproduce}) {
       w.put(*s);
     }
     w.put(static_cast<std::int64_t>(c.outcome));
@@ -245,12 +285,13 @@ Expected<SweepShardRows> decodeSweepShard(const std::string& bytes) {
   for (std::int64_t i = 0; i < cases && r.ok(); ++i) {
     CaseRecord c;
     c.index = r.int64();
-    for (std::string* s : {&c.model, &c.pattern, &c.config, &c.flags, &c.batch, &c.policy, &c.group, &c.refusal,
-                           &c.reproduce}) {
+    for (std::string* s : {&c.model, &c.pattern, &c.config, &c.flags, &c.batch, &c.policy, &c.group,
+                           &c.refusal, &c.reproduce}) {
       *s = r.text();
     }
     const std::int64_t outcome = r.int64();
-    if (outcome < 0 || outcome > static_cast<std::int64_t>(CaseOutcome::kRefused)) return malformed("sweep");
+    if (outcome < 0 || outcome > static_cast<std::int64_t>(CaseOutcome::kRefused))
+      return malformed("sweep");
     c.outcome = static_cast<CaseOutcome>(outcome);
     c.plan_hash = static_cast<std::uint64_t>(r.int64());
     std::vector<VerdictRecord> verdicts;
@@ -276,8 +317,8 @@ std::string encodeCampaignShard(const CampaignShardRows& shard) {
   w.put(static_cast<std::int64_t>(shard.baseline_holds));
   w.put(static_cast<std::int64_t>(shard.mutants.size()));
   for (const MutantRows& m : shard.mutants) {
-    for (const std::string* s : {&m.mutant.id, &m.mutant.kind, &m.mutant.description, &m.mutant.status,
-                                 &m.mutant.argument}) {
+    for (const std::string* s : {&m.mutant.id, &m.mutant.kind, &m.mutant.description,
+                                 &m.mutant.status, &m.mutant.argument}) {
       w.put(*s);
     }
     w.put(m.mutant.cases_run);

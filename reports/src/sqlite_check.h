@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::reports::detail {
 

@@ -13,7 +13,8 @@ constexpr double kLeft = 70, kRight = 270, kTop = 34, kBottom = 56;
 constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
 constexpr int kYTicks = 5;
 // Colour-blind-safe palette (Okabe-Ito), in series order.
-constexpr const char* kColours[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"};
+constexpr const char* kColours[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
+                                    "#CC79A7", "#56B4E9", "#F0E442", "#000000"};
 constexpr int kColourCount = sizeof kColours / sizeof kColours[0];
 
 std::string num(double v, int digits = 1) {
@@ -22,15 +23,15 @@ std::string num(double v, int digits = 1) {
   return buf;
 }
 
-std::string text(double x, double y, const std::string& s, const char* anchor = "middle", int size = 11,
-                 const std::string& extra = "") {
-  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\" font-size=\"" +
-         std::to_string(size) + "\"" + extra + ">" + escapeXml(s) + "</text>\n";
+std::string text(double x, double y, const std::string& s, const char* anchor = "middle",
+                 int size = 11, const std::string& extra = "") {
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor +
+         "\" font-size=\"" + std::to_string(size) + "\"" + extra + ">" + escapeXml(s) + "</text>\n";
 }
 
 std::string line(double x1, double y1, double x2, double y2, const std::string& style) {
-  return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\" " + style +
-         "/>\n";
+  return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" +
+         num(y2) + "\" " + style + "/>\n";
 }
 
 /// A round upper bound for the y axis: 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times
@@ -55,11 +56,13 @@ std::string byteLabel(double v) {
 }
 
 /// The frame: title, y grid with labels, axis labels; returns the y scale max.
-std::string frame(const std::string& title, const std::string& y_label, const std::string& x_label, double y_max) {
-  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth, 0) + "\" height=\"" +
-                  num(kHeight, 0) + "\" viewBox=\"0 0 " + num(kWidth, 0) + " " + num(kHeight, 0) +
-                  "\" font-family=\"sans-serif\" class=\"plot\">\n";
-  s += "<rect x=\"0\" y=\"0\" width=\"" + num(kWidth, 0) + "\" height=\"" + num(kHeight, 0) + "\" fill=\"white\"/>\n";
+std::string frame(const std::string& title, const std::string& y_label, const std::string& x_label,
+                  double y_max) {
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kWidth, 0) +
+                  "\" height=\"" + num(kHeight, 0) + "\" viewBox=\"0 0 " + num(kWidth, 0) + " " +
+                  num(kHeight, 0) + "\" font-family=\"sans-serif\" class=\"plot\">\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + num(kWidth, 0) + "\" height=\"" + num(kHeight, 0) +
+       "\" fill=\"white\"/>\n";
   s += text(kLeft + kPlotW / 2, 18, title, "middle", 13, " font-weight=\"bold\"");
   for (int i = 0; i <= kYTicks; ++i) {
     const double v = y_max * i / kYTicks;
@@ -94,11 +97,20 @@ std::string escapeXml(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -127,7 +139,9 @@ std::string renderLinePlot(const LinePlot& plot) {
     x_max += 1;
   }
   y_max = niceMax(y_max * 1.05);
-  auto px = [&](double x) { return kLeft + kPlotW * ((plot.log2_x ? std::log2(x) : x) - x_min) / (x_max - x_min); };
+  auto px = [&](double x) {
+    return kLeft + kPlotW * ((plot.log2_x ? std::log2(x) : x) - x_min) / (x_max - x_min);
+  };
   auto py = [&](double y) { return kTop + kPlotH - kPlotH * y / y_max; };
 
   std::string s = frame(plot.title, plot.y_label, plot.x_label, y_max);
@@ -155,18 +169,20 @@ std::string renderLinePlot(const LinePlot& plot) {
     for (const auto& p : series.points) {
       if (!plot.log2_x || p.first > 0) pts.push_back(p);
     }
-    std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(pts.begin(), pts.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     const char* colour = kColours[i % kColourCount];
     std::string path;
-    for (const auto& [x, y] : pts) path += (path.empty() ? "" : " ") + num(px(x)) + "," + num(py(y));
+    for (const auto& [x, y] : pts)
+      path += (path.empty() ? "" : " ") + num(px(x)) + "," + num(py(y));
     if (pts.size() > 1) {
       s += "<polyline fill=\"none\" stroke=\"" + std::string(colour) + "\" stroke-width=\"2\"" +
            (series.dashed ? " stroke-dasharray=\"5,3\"" : "") + " points=\"" + path + "\"/>\n";
     }
     for (const auto& [x, y] : pts) {
-      s += "<circle cx=\"" + num(px(x)) + "\" cy=\"" + num(py(y)) + "\" r=\"3\" fill=\"" + colour + "\"><title>" +
-           escapeXml(series.name) + ": " + (plot.byte_ticks ? byteLabel(x) : num(x, 0)) + ", " + num(y, 2) +
-           "</title></circle>\n";
+      s += "<circle cx=\"" + num(px(x)) + "\" cy=\"" + num(py(y)) + "\" r=\"3\" fill=\"" + colour +
+           "\"><title>" + escapeXml(series.name) + ": " +
+           (plot.byte_ticks ? byteLabel(x) : num(x, 0)) + ", " + num(y, 2) + "</title></circle>\n";
     }
     names.push_back(series.name);
     dashed.push_back(series.dashed);
@@ -185,17 +201,20 @@ std::string renderBarPlot(const BarPlot& plot) {
   auto py = [&](double y) { return kTop + kPlotH - kPlotH * y / y_max; };
   std::string s = frame(plot.title, plot.y_label, "", y_max);
   const double group_w = kPlotW / static_cast<double>(plot.groups.size());
-  const double bar_w = group_w * 0.8 / static_cast<double>(std::max<std::size_t>(1, plot.bar_names.size()));
+  const double bar_w =
+      group_w * 0.8 / static_cast<double>(std::max<std::size_t>(1, plot.bar_names.size()));
   for (std::size_t g = 0; g < plot.groups.size(); ++g) {
     const double x0 = kLeft + group_w * static_cast<double>(g) + group_w * 0.1;
     for (std::size_t b = 0; b < plot.groups[g].values.size() && b < plot.bar_names.size(); ++b) {
       const double v = plot.groups[g].values[b];
       const double x = x0 + bar_w * static_cast<double>(b);
-      s += "<rect x=\"" + num(x) + "\" y=\"" + num(py(v)) + "\" width=\"" + num(bar_w * 0.92) + "\" height=\"" +
-           num(kTop + kPlotH - py(v)) + "\" fill=\"" + kColours[b % kColourCount] + "\"><title>" +
-           escapeXml(plot.groups[g].label + ", " + plot.bar_names[b]) + ": " + num(v, 1) + "</title></rect>\n";
+      s += "<rect x=\"" + num(x) + "\" y=\"" + num(py(v)) + "\" width=\"" + num(bar_w * 0.92) +
+           "\" height=\"" + num(kTop + kPlotH - py(v)) + "\" fill=\"" + kColours[b % kColourCount] +
+           "\"><title>" + escapeXml(plot.groups[g].label + ", " + plot.bar_names[b]) + ": " +
+           num(v, 1) + "</title></rect>\n";
     }
-    s += text(kLeft + group_w * (static_cast<double>(g) + 0.5), kTop + kPlotH + 16, plot.groups[g].label, "middle", 10);
+    s += text(kLeft + group_w * (static_cast<double>(g) + 0.5), kTop + kPlotH + 16,
+              plot.groups[g].label, "middle", 10);
   }
   s += legend(plot.bar_names, std::vector<bool>(plot.bar_names.size(), false));
   return s + "</svg>\n";

@@ -21,8 +21,8 @@ struct LinePlot {
   std::string title;
   std::string x_label;
   std::string y_label;
-  bool log2_x = false;       ///< x ticks at powers of two
-  bool byte_ticks = false;   ///< x tick labels as 4K, 2M, ... (sizes in bytes)
+  bool log2_x = false;      ///< x ticks at powers of two
+  bool byte_ticks = false;  ///< x tick labels as 4K, 2M, ... (sizes in bytes)
   std::vector<PlotSeries> series;
 };
 

@@ -29,7 +29,8 @@ std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t
       if (isNotModelled(why) == gap) lines += "  " + std::to_string(n) + " x " + why + "\n";
     }
     if (lines.empty()) continue;
-    out += gap ? "not modelled (the engine runs these; seam does not model them yet; not counted as checked):\n"
+    out += gap ? "not modelled (the engine runs these; seam does not model them yet; not counted "
+                 "as checked):\n"
                : "refused (the engine refuses these combinations; not counted as checked):\n";
     out += lines;
   }
@@ -38,8 +39,9 @@ std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t
 
 std::string renderSweep(const properties::SweepSpec& spec, const properties::SweepResult& r) {
   std::string out = "sweep: world " + std::to_string(spec.world) + ", policy " +
-                    std::string(policyName(spec.policy)) + ", shard " + std::to_string(spec.shard.index) + "/" +
-                    std::to_string(spec.shard.count) + ", " + std::to_string(spec.jobs) + " jobs\n";
+                    std::string(policyName(spec.policy)) + ", shard " +
+                    std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) +
+                    ", " + std::to_string(spec.jobs) + " jobs\n";
   // "refused": the engine refuses the combination; "not modelled": the
   // engine runs it, seam does not model it yet. Both are counted apart from
   // the checked cases.
@@ -63,9 +65,12 @@ std::string renderSweep(const properties::SweepSpec& spec, const properties::Swe
   }
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", r.seconds);
-  out += "checked " + std::to_string(r.checked) + ", refused " + std::to_string(r.refused - r.not_modelled) +
-         ", not modelled " + std::to_string(r.not_modelled);
-  if (r.run_here != r.cases) out += " (" + std::to_string(r.cases - r.run_here) + " of them by the interrupted run resumed here)";
+  out += "checked " + std::to_string(r.checked) + ", refused " +
+         std::to_string(r.refused - r.not_modelled) + ", not modelled " +
+         std::to_string(r.not_modelled);
+  if (r.run_here != r.cases)
+    out += " (" + std::to_string(r.cases - r.run_here) +
+           " of them by the interrupted run resumed here)";
   out += "; this process ran " + std::to_string(r.run_here) + " in " + secs + " s\n";
   out += sweepSummaryLine(r) + "\n";
   return out;

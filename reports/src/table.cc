@@ -62,9 +62,9 @@ nlohmann::json jsonShape(int v) {
 }
 
 nlohmann::json configJson(const ParallelConfig& c) {
-  return {{"world", c.world()}, {"pp", c.pp},           {"tp", c.tp},
+  return {{"world", c.world()},    {"pp", c.pp},           {"tp", c.tp},
           {"attn_tp", c.attnTp()}, {"attn_dp", c.attn_dp}, {"attn_cp", c.attn_cp},
-          {"moe_ep", c.moe_ep}, {"moe_tp", c.moeTp()},   {"moe_dp", c.moe_dp}};
+          {"moe_ep", c.moe_ep},    {"moe_tp", c.moeTp()},  {"moe_dp", c.moe_dp}};
 }
 
 }  // namespace
@@ -74,25 +74,27 @@ std::string renderModels(Format format) {
     nlohmann::json all = nlohmann::json::array();
     for (const ModelPreset& p : presets()) {
       const ModelShape& s = p.shape;
-      nlohmann::json j = {{"name", p.name},
-                          {"display_name", p.display_name},
-                          {"family", familyName(p.family)},
-                          {"layers", p.layers},
-                          {"pattern", p.pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.pattern)},
-                          {"mtp_pattern", p.mtp_pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.mtp_pattern)},
-                          {"hidden", jsonShape(s.hidden)},
-                          {"heads", jsonShape(s.heads)},
-                          {"kv_heads", jsonShape(s.kv_heads)},
-                          {"head_dim", jsonShape(s.head_dim)},
-                          {"mamba_heads", jsonShape(s.mamba_heads)},
-                          {"mamba_head_dim", jsonShape(s.mamba_head_dim)},
-                          {"mamba_groups", jsonShape(s.mamba_groups)},
-                          {"ssm_state", jsonShape(s.ssm_state)},
-                          {"ffn_intermediate", jsonShape(s.ffn_intermediate)},
-                          {"moe_experts", jsonShape(s.moe_experts)},
-                          {"moe_top_k", jsonShape(s.moe_top_k)},
-                          {"moe_shared_intermediate", jsonShape(s.moe_shared_intermediate)},
-                          {"source", p.source}};
+      nlohmann::json j = {
+          {"name", p.name},
+          {"display_name", p.display_name},
+          {"family", familyName(p.family)},
+          {"layers", p.layers},
+          {"pattern", p.pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.pattern)},
+          {"mtp_pattern",
+           p.mtp_pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.mtp_pattern)},
+          {"hidden", jsonShape(s.hidden)},
+          {"heads", jsonShape(s.heads)},
+          {"kv_heads", jsonShape(s.kv_heads)},
+          {"head_dim", jsonShape(s.head_dim)},
+          {"mamba_heads", jsonShape(s.mamba_heads)},
+          {"mamba_head_dim", jsonShape(s.mamba_head_dim)},
+          {"mamba_groups", jsonShape(s.mamba_groups)},
+          {"ssm_state", jsonShape(s.ssm_state)},
+          {"ffn_intermediate", jsonShape(s.ffn_intermediate)},
+          {"moe_experts", jsonShape(s.moe_experts)},
+          {"moe_top_k", jsonShape(s.moe_top_k)},
+          {"moe_shared_intermediate", jsonShape(s.moe_shared_intermediate)},
+          {"source", p.source}};
       all.push_back(std::move(j));
     }
     if (format == Format::kJsonl) {
@@ -102,26 +104,30 @@ std::string renderModels(Format format) {
     }
     return all.dump(2) + "\n";
   }
-  Table t({"name", "family", "layers", "hidden", "heads/kv", "hd", "mamba", "groups", "ffn", "moe", "shared",
-           "mtp", "pattern"},
+  Table t({"name", "family", "layers", "hidden", "heads/kv", "hd", "mamba", "groups", "ffn", "moe",
+           "shared", "mtp", "pattern"},
           {false, false, true, true, false, true, false, true, true, false, true, false, false});
   for (const ModelPreset& p : presets()) {
     const ModelShape& s = p.shape;
-    std::string mamba = s.mamba_heads > 0 ? std::to_string(s.mamba_heads) + "x" + shapeValue(s.mamba_head_dim)
-                                          : shapeValue(s.mamba_heads);
-    std::string moe = s.moe_experts > 0 ? std::to_string(s.moe_experts) + "/" + shapeValue(s.moe_top_k)
-                                        : shapeValue(s.moe_experts);
+    std::string mamba = s.mamba_heads > 0
+                            ? std::to_string(s.mamba_heads) + "x" + shapeValue(s.mamba_head_dim)
+                            : shapeValue(s.mamba_heads);
+    std::string moe = s.moe_experts > 0
+                          ? std::to_string(s.moe_experts) + "/" + shapeValue(s.moe_top_k)
+                          : shapeValue(s.moe_experts);
     t.addRow({std::string(p.name), std::string(familyName(p.family)), std::to_string(p.layers),
-              shapeValue(s.hidden), shapeValue(s.heads) + "/" + shapeValue(s.kv_heads), shapeValue(s.head_dim),
-              mamba, shapeValue(s.mamba_groups), shapeValue(s.ffn_intermediate), moe,
-              shapeValue(s.moe_shared_intermediate), p.mtp_pattern.empty() ? "-" : std::string(p.mtp_pattern),
+              shapeValue(s.hidden), shapeValue(s.heads) + "/" + shapeValue(s.kv_heads),
+              shapeValue(s.head_dim), mamba, shapeValue(s.mamba_groups),
+              shapeValue(s.ffn_intermediate), moe, shapeValue(s.moe_shared_intermediate),
+              p.mtp_pattern.empty() ? "-" : std::string(p.mtp_pattern),
               // Two-stage stacks stage by stage (mixer, FFN per layer; P = attention || Mamba-2).
               p.stages.empty() ? std::string(p.pattern) : std::string(p.stages)});
   }
   return t.render() + std::to_string(presets().size()) + " models\n";
 }
 
-std::string renderConfigs(const ConfigSpace& space, const std::vector<int>& indices, Format format) {
+std::string renderConfigs(const ConfigSpace& space, const std::vector<int>& indices,
+                          Format format) {
   if (format == Format::kJsonl) {
     std::string out;
     for (int i : indices) {
@@ -138,16 +144,17 @@ std::string renderConfigs(const ConfigSpace& space, const std::vector<int>& indi
       j["index"] = i;
       list.push_back(std::move(j));
     }
-    nlohmann::json doc = {{"world", space.world()}, {"count", indices.size()}, {"configs", std::move(list)}};
+    nlohmann::json doc = {
+        {"world", space.world()}, {"count", indices.size()}, {"configs", std::move(list)}};
     return doc.dump(2) + "\n";
   }
   Table t({"#", "pp", "tp", "attn_tp", "attn_dp", "attn_cp", "moe_ep", "moe_tp", "moe_dp"},
           std::vector<bool>(9, true));
   for (int i : indices) {
     const ParallelConfig& c = space[i];
-    t.addRow({std::to_string(i), std::to_string(c.pp), std::to_string(c.tp), std::to_string(c.attnTp()),
-              std::to_string(c.attn_dp), std::to_string(c.attn_cp), std::to_string(c.moe_ep),
-              std::to_string(c.moeTp()), std::to_string(c.moe_dp)});
+    t.addRow({std::to_string(i), std::to_string(c.pp), std::to_string(c.tp),
+              std::to_string(c.attnTp()), std::to_string(c.attn_dp), std::to_string(c.attn_cp),
+              std::to_string(c.moe_ep), std::to_string(c.moeTp()), std::to_string(c.moe_dp)});
   }
   return t.render() + std::to_string(indices.size()) + " configs\n";
 }

@@ -14,7 +14,8 @@ struct LineError {
   const std::string& path;
   int line;
   Status operator()(const std::string& what) const {
-    return Status::invalid("trace \"" + path.substr(0, 200) + "\", line " + std::to_string(line) + ": " + what);
+    return Status::invalid("trace \"" + path.substr(0, 200) + "\", line " + std::to_string(line) +
+                           ": " + what);
   }
 };
 
@@ -31,12 +32,14 @@ bool integer(const json& j, const char* key, std::int64_t* out) {
 }
 
 Status readRows(const json& j, const char* key, Rows* rows, const LineError& err) {
-  if (!j.contains(key) || !j.at(key).is_object()) return err(std::string("\"") + key + "\" is missing or not an object");
+  if (!j.contains(key) || !j.at(key).is_object())
+    return err(std::string("\"") + key + "\" is missing or not an object");
   const json& r = j.at(key);
   std::string layout;
   std::int64_t count = 0;
   if (!str(r, "layout", &layout) || !parseRowKind(layout, &rows->kind)) {
-    return err(std::string("\"") + key + ".layout\" is not one of none, attention, local, full, dispatched");
+    return err(std::string("\"") + key +
+               ".layout\" is not one of none, attention, local, full, dispatched");
   }
   if (!integer(r, "count", &count) || count < 0 || count > kMaxTokensPerShard * 64LL) {
     return err(std::string("\"") + key + ".count\" is not a row count");
@@ -52,12 +55,14 @@ Status readRows(const json& j, const char* key, Rows* rows, const LineError& err
 /// a stage's weights, so the final norm has none.
 Status checkStage(const Plan& plan, const Op& op, const LineError& err) {
   const int n = plan.stackSize(op.stack);
-  const std::string where = "\"stage\" " + std::to_string(op.stage) + " of stack " + std::to_string(op.stack);
+  const std::string where =
+      "\"stage\" " + std::to_string(op.stage) + " of stack " + std::to_string(op.stack);
   if (n == 0) return err("\"stack\" 1, but the case has no MTP step");
   if (op.stage < -1 || op.stage > n) {
     return err(where + " is not a stage of the case (-1.." + std::to_string(n) + ")");
   }
-  const bool norm = op.kind == OpKind::kNorm || op.kind == OpKind::kAddNorm || op.kind == OpKind::kArAddNorm;
+  const bool norm =
+      op.kind == OpKind::kNorm || op.kind == OpKind::kAddNorm || op.kind == OpKind::kArAddNorm;
   if (op.stage == -1 && (op.stack == 0 || norm)) {
     return err(where + ": stage -1 is the MTP input projection (stack 1, no norm)");
   }
@@ -73,7 +78,8 @@ Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::invalid("trace \"" + path.substr(0, 200) + "\": cannot read it");
   if (!skeleton.tbo_split.empty()) {
-    return Status::invalid("trace \"" + path.substr(0, 200) + "\": the case runs two-batch overlap (--tbo), and a "
+    return Status::invalid("trace \"" + path.substr(0, 200) +
+                           "\": the case runs two-batch overlap (--tbo), and a "
                            "trace line does not say which half of the batch its op runs on");
   }
   Plan plan = skeleton;
@@ -91,7 +97,8 @@ Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
     if (!j.is_object()) return err("not a JSON object");
     std::int64_t rank = 0, layer = 0, stage = 0, stack = 0, bytes = 0;
     if (!integer(j, "rank", &rank) || rank < 0 || rank >= plan.world()) {
-      return err("\"rank\" is missing or not a rank of the world of " + std::to_string(plan.world()));
+      return err("\"rank\" is missing or not a rank of the world of " +
+                 std::to_string(plan.world()));
     }
     if (!integer(j, "layer", &layer) || !integer(j, "stage", &stage) || layer < -1 || stage < -1 ||
         layer > 32767 || stage > 32767) {
@@ -107,13 +114,17 @@ Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
       return err("\"phase\" is not one of entry, compute, exit");
     }
     op.phase = s == "entry" ? Phase::kEntry : s == "compute" ? Phase::kCompute : Phase::kExit;
-    if (!str(j, "op", &s) || !parseOpKind(s, &op.kind)) return err("\"op\" \"" + s.substr(0, 40) + "\" is not an op kind");
-    if (!str(j, "tensor", &s) || !parseTensor(s, &op.tensor)) return err("\"tensor\" is not one of hidden, residual, snapshot");
+    if (!str(j, "op", &s) || !parseOpKind(s, &op.kind))
+      return err("\"op\" \"" + s.substr(0, 40) + "\" is not an op kind");
+    if (!str(j, "tensor", &s) || !parseTensor(s, &op.tensor))
+      return err("\"tensor\" is not one of hidden, residual, snapshot");
     if (!j.contains("group")) return err("\"group\" is missing (null when the op has none)");
     if (!j.at("group").is_null()) {
       Axis axis;
       if (!j.at("group").is_string() || !parseAxis(j.at("group").get<std::string>(), &axis)) {
-        return err("\"group\" is not an axis (tp, attn_tp, attn_cp, attn_dp, moe_ep, moe_tp, moe_dp, pp) or null");
+        return err(
+            "\"group\" is not an axis (tp, attn_tp, attn_cp, attn_dp, moe_ep, moe_tp, moe_dp, pp) "
+            "or null");
       }
       op.axis = static_cast<std::int8_t>(axis);
       const auto& members = topo.groupOf(axis, static_cast<int>(rank));
@@ -125,7 +136,8 @@ Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
           listed.push_back(m.get<int>());
         }
         if (listed != members) {
-          return err("the " + std::string(axisName(axis)) + " group of rank " + std::to_string(rank) +
+          return err("the " + std::string(axisName(axis)) + " group of rank " +
+                     std::to_string(rank) +
                      " is not the group seam's topology gives for this config");
         }
       }

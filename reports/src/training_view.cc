@@ -1,10 +1,10 @@
 #include "seam/reports/training_view.h"
 
-#include "seam/reports/sweep_view.h"
-
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "seam/reports/sweep_view.h"
 
 namespace seam::reports {
 
@@ -34,8 +34,9 @@ nlohmann::ordered_json opJson(const TrainingPlan& plan, const TrainingOp& op) {
   j["stage"] = op.layer;
   j["phase"] = op.pass == Pass::kForward ? "forward" : "backward";
   j["op"] = std::string(opName(op.kind));
-  j["tensor"] = op.writes.empty() ? (op.reads.empty() ? names(plan, op.params) : names(plan, op.reads))
-                                  : names(plan, op.writes);
+  j["tensor"] = op.writes.empty()
+                    ? (op.reads.empty() ? names(plan, op.params) : names(plan, op.reads))
+                    : names(plan, op.writes);
   if (op.hasGroup()) {
     j["group"] = std::string(trainAxisName(op.axis));
     j["group_size"] = op.ranks.size();
@@ -103,15 +104,19 @@ std::string renderTrainingPlan(const TrainingPlan& plan, int rank, Format format
     return j.dump(2) + "\n";
   }
   std::string out = "model " + std::string(c.model->name) + ", policy training-" +
-                    std::string(layoutName(c.config.layout)) + ", rank " + std::to_string(rank) + ", " +
-                    describeConfig(c.config) + ", docs " + ints(c.docs) + "\n";
-  Table t({"#", "pass", "layer", "op", "step", "group", "reads", "writes", "bytes"}, {true, false, true, false, false, false, false, false, true});
+                    std::string(layoutName(c.config.layout)) + ", rank " + std::to_string(rank) +
+                    ", " + describeConfig(c.config) + ", docs " + ints(c.docs) + "\n";
+  Table t({"#", "pass", "layer", "op", "step", "group", "reads", "writes", "bytes"},
+          {true, false, true, false, false, false, false, false, true});
   for (size_t i = 0; i < ops.size(); ++i) {
     const TrainingOp& op = ops[i];
-    std::string group = op.hasGroup() ? std::string(trainAxisName(op.axis)) + "[" + ints(op.ranks) + "]" : "-";
-    t.addRow({std::to_string(i), op.pass == Pass::kForward ? "fwd" : "bwd", std::to_string(op.layer),
-              std::string(opName(op.kind)), op.step, group, names(plan, op.reads),
-              op.writes.empty() ? names(plan, op.params) : names(plan, op.writes), std::to_string(op.bytes)});
+    std::string group =
+        op.hasGroup() ? std::string(trainAxisName(op.axis)) + "[" + ints(op.ranks) + "]" : "-";
+    t.addRow({std::to_string(i), op.pass == Pass::kForward ? "fwd" : "bwd",
+              std::to_string(op.layer), std::string(opName(op.kind)), op.step, group,
+              names(plan, op.reads),
+              op.writes.empty() ? names(plan, op.params) : names(plan, op.writes),
+              std::to_string(op.bytes)});
   }
   out += t.render();
   out += std::to_string(ops.size()) + " ops:";
@@ -119,7 +124,8 @@ std::string renderTrainingPlan(const TrainingPlan& plan, int rank, Format format
   return out + "\n";
 }
 
-std::string renderTrainingVerdict(const TrainingPlan& plan, const LedgerResult& result, Format format) {
+std::string renderTrainingVerdict(const TrainingPlan& plan, const LedgerResult& result,
+                                  Format format) {
   if (format == Format::kJson) {
     nlohmann::ordered_json j;
     j["case"] = reproduceTrainingCommand(plan.source);
@@ -139,42 +145,54 @@ std::string renderTrainingVerdict(const TrainingPlan& plan, const LedgerResult& 
   }
   std::string out = "case: " + reproduceTrainingCommand(plan.source) + "\n";
   if (result.holds()) {
-    out += "collectives-match holds (every group's members issue the same collectives; backward = conjugates)\n";
-    out += "owed-once holds (forward and backward values complete, in order, documents reset; every gradient once)\n";
+    out +=
+        "collectives-match holds (every group's members issue the same collectives; backward = "
+        "conjugates)\n";
+    out +=
+        "owed-once holds (forward and backward values complete, in order, documents reset; every "
+        "gradient once)\n";
   } else {
     out += describeViolation(result.violations.front()) + "\n";
   }
   return out;
 }
 
-std::string renderTrainingSweep(const properties::TrainingSweepSpec& spec, const properties::TrainingSweepResult& r) {
-  std::string out = "sweep: family training, world " + std::to_string(spec.world) + ", " + std::to_string(spec.jobs) + " jobs\n";
+std::string renderTrainingSweep(const properties::TrainingSweepSpec& spec,
+                                const properties::SweepResult& r) {
+  std::string out = "sweep: family training, world " + std::to_string(spec.world) + ", " +
+                    std::to_string(spec.jobs) + " jobs\n";
   Table t({"model", "layout", "checked", "refused", "not modelled", "violated", "cases/s"},
           {false, false, true, true, true, true, true});
   for (const auto& m : r.per_model) {
-    t.addRow({m.model, std::string(layoutName(m.layout)), std::to_string(m.checked), std::to_string(m.refused - m.not_modelled),
-              std::to_string(m.not_modelled), std::to_string(m.violated), rate(m.checked + m.refused, m.seconds)});
+    t.addRow({m.model, std::string(layoutName(*m.layout)), std::to_string(m.checked),
+              std::to_string(m.refused - m.not_modelled), std::to_string(m.not_modelled),
+              std::to_string(m.violated), rate(m.checked + m.refused, m.seconds)});
   }
   out += t.render();
   out += renderRefusals(r.refusals);
-  for (const auto& [text, repro] : r.failures) out += "FAIL: " + text + "\n  reproduce: " + repro + "\n";
-  out += std::to_string(r.cases) + " cases, " + std::to_string(r.violated) + " violations, " + rate(r.cases, r.seconds) +
-         " cases/s\n";
+  for (const auto& f : r.failures)
+    out += "FAIL: " + f.text + "\n  reproduce: " + f.reproduce + "\n";
+  out += std::to_string(r.cases) + " cases, " + std::to_string(r.violated) + " violations, " +
+         rate(r.cases, r.seconds) + " cases/s\n";
   return out;
 }
 
-std::string renderTrainingCampaign(const mutants::TrainingCampaignSpec& spec, const mutants::TrainingCampaignResult& r) {
+std::string renderTrainingCampaign(const mutants::TrainingCampaignSpec& spec,
+                                   const mutants::CampaignResult& r) {
   std::string worlds;
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", r.seconds);
-  std::string out = "mutate: family training, worlds " + worlds + ", " + std::to_string(r.cases) + " cases, " + secs + " s\n";
+  std::string out = "mutate: family training, worlds " + worlds + ", " + std::to_string(r.cases) +
+                    " cases, " + secs + " s\n";
   if (!r.baseline_holds) {
-    out += "BASELINE FAILS: " + (r.baseline_violation ? describeViolation(*r.baseline_violation) : std::string()) +
-           "\n  reproduce: " + r.baseline_case + "\n";
+    out += "BASELINE FAILS: " +
+           (r.baseline_violation ? describeViolation(*r.baseline_violation) : std::string()) +
+           "\n  reproduce: " + r.baseline_reproduce + "\n";
     return out;
   }
-  Table t({"mutant", "kind", "status", "cases", "property", "class"}, {false, false, false, true, false, false});
+  Table t({"mutant", "kind", "status", "cases", "property", "class"},
+          {false, false, false, true, false, false});
   for (const auto& o : r.outcomes) {
     const bool k = o.status == mutants::MutantStatus::kKilled && o.kill_violation;
     t.addRow({std::string(o.mutant->id()), std::string(mutants::kindName(o.mutant->kind())),
@@ -185,17 +203,19 @@ std::string renderTrainingCampaign(const mutants::TrainingCampaignSpec& spec, co
   out += t.render();
   for (const auto& o : r.outcomes) {
     if (o.status == mutants::MutantStatus::kKilled) {
-      out += std::string(o.mutant->id()) + " killed by: " + o.kill_case + "\n";
+      out += std::string(o.mutant->id()) + " killed by: " + o.kill_reproduce + "\n";
       if (o.kill_violation) out += "  " + describeViolation(*o.kill_violation) + "\n";
     } else {
-      out += std::string(o.mutant->id()) + " " + std::string(mutants::statusName(o.status)) + ": " + o.argument + "\n";
+      out += std::string(o.mutant->id()) + " " + std::string(mutants::statusName(o.status)) + ": " +
+             o.argument + "\n";
     }
   }
   const int n = static_cast<int>(r.outcomes.size()), k = r.killed(), e = r.equivalent();
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.0f", n - e > 0 ? 100.0 * k / (n - e) : 100.0);
-  out += "mutation score: " + std::to_string(k) + "/" + std::to_string(n - e) + " (" + pct + "%), " +
-         std::to_string(r.survived()) + " survivors, " + std::to_string(e) + " equivalent\n";
+  out += "mutation score: " + std::to_string(k) + "/" + std::to_string(n - e) + " (" + pct +
+         "%), " + std::to_string(r.survived()) + " survivors, " + std::to_string(e) +
+         " equivalent\n";
   return out;
 }
 

@@ -30,29 +30,28 @@ std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdi
   if (format != Format::kText) {
     nlohmann::json props = nlohmann::json::array();
     for (const auto& p : verdict.properties) {
-      props.push_back({{"property", propertyName(p.property)},
-                       {"number", static_cast<int>(p.property)},
-                       {"holds", p.holds},
-                       {"judged", p.judged},
-                       {"first_violation", p.first ? violationJson(*p.first) : nlohmann::json(nullptr)}});
+      props.push_back(
+          {{"property", propertyName(p.property)},
+           {"number", static_cast<int>(p.property)},
+           {"holds", p.holds},
+           {"judged", p.judged},
+           {"first_violation", p.first ? violationJson(*p.first) : nlohmann::json(nullptr)}});
     }
-    nlohmann::json doc = {{"model", c.model.name},
-                          {"pattern", c.model.pattern.text()},
-                          {"policy", plan.policy},
-                          {"config", c.config.describe()},
-                          {"flags", c.flags.describe()},
-                          {"tokens", c.batch.describe()},
-                          {"holds", verdict.holds()},
-                          {"ops_executed", verdict.ops_executed},
+    nlohmann::json doc = {{"model", c.model.name},         {"pattern", c.model.pattern.text()},
+                          {"policy", plan.policy},         {"config", c.config.describe()},
+                          {"flags", c.flags.describe()},   {"tokens", c.batch.describe()},
+                          {"holds", verdict.holds()},      {"ops_executed", verdict.ops_executed},
                           {"properties", std::move(props)}};
     return format == Format::kJsonl ? doc.dump() + "\n" : doc.dump(2) + "\n";
   }
-  std::string out = "case: " + c.model.name + " '" + c.model.pattern.text() + "'  " + c.config.describe() + "  " +
-                    c.flags.describe() + "  tokens " + c.batch.describe() + "  policy " + plan.policy + "\n";
+  std::string out = "case: " + c.model.name + " '" + c.model.pattern.text() + "'  " +
+                    c.config.describe() + "  " + c.flags.describe() + "  tokens " +
+                    c.batch.describe() + "  policy " + plan.policy + "\n";
   Table t({"#", "property", "verdict", "what it says"}, {true, false, false, false});
   for (const auto& p : verdict.properties) {
     t.addRow({std::to_string(static_cast<int>(p.property)), std::string(propertyName(p.property)),
-              !p.judged ? "not judged" : (p.holds ? "holds" : "VIOLATED"), std::string(propertySentence(p.property))});
+              !p.judged ? "not judged" : (p.holds ? "holds" : "VIOLATED"),
+              std::string(propertySentence(p.property))});
   }
   out += t.render();
   if (auto v = verdict.firstViolation()) {

@@ -1,5 +1,5 @@
 // The LongCat-Flash branch cases, two-batch-overlap and LayerNorm SP cases
-// the GPU tests run (executor_test.cc), shared with the CPU test that checks, without a
+// the GPU tests run (executor_plans_test.cc), shared with the CPU test that checks, without a
 // GPU, that each plans, holds in the ledger and runs bit-identical to the
 // reference on the CPU executor (plan_lanes_test.cc).
 #pragma once
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../sim/case_builders.h"
-#include "seam/sim/case.h"
+#include "seam/sim/model/case.h"
 
 namespace seam::testing {
 
@@ -79,7 +79,8 @@ inline std::vector<Case> tboCases(int world) {
   Flags sum_len = tboFlags(A2aBackend::kNone);
   sum_len.dp_padding = DpPadding::kSumLen;
   out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_dp = 2}, {3, 2}, sum_len));
-  out.push_back(twoStageCase("*-*E*E/*E", {.tp = 2, .moe_ep = 2}, {4}, tboFlags(A2aBackend::kDeepep)));
+  out.push_back(
+      twoStageCase("*-*E*E/*E", {.tp = 2, .moe_ep = 2}, {4}, tboFlags(A2aBackend::kDeepep)));
   // Attention CP on a batch it does not shard (decode; an extend batch of
   // fewer tokens than attn_cp): both ranks hold the whole batch and split it alike.
   // MLA CP as _deepseek_family_overrides runs it: deepep, ep = tp, fully-DP dense FFNs.

@@ -27,7 +27,8 @@ TEST(Backend, ListsDevicesOrNoneWithoutFailing) {
 TEST(Backend, TimesAnEmptyStreamWithEvents) {
   auto devices = listDevices();
   ASSERT_TRUE(devices.hasValue());
-  if (devices->empty()) GTEST_SKIP() << "no CUDA device on this machine (GPU tests run on the lent GPU machine)";
+  if (devices->empty())
+    GTEST_SKIP() << "no CUDA device on this machine (GPU tests run on the lent GPU machine)";
   auto stream = Stream::create();
   ASSERT_TRUE(stream.hasValue()) << stream.status().message();
   auto start = Event::create();

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "rank_executor.h"
-#include "seam/sim/model.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/model/model.h"
+#include "seam/sim/policy/policy.h"
 
 namespace seam::backend::detail {
 namespace {
@@ -21,7 +21,8 @@ Case nano(ParallelConfig config, std::vector<int> tokens) {
 }
 
 TEST(GateWindows, ARoutedMoeStackIsSplitSoNoWindowQueuesMoreThanTheLaunchBound) {
-  for (const Case& c : {nano({}, {3}), nano({.tp = 2, .attn_dp = 2}, {3, 2}), nano({.tp = 2, .moe_ep = 2}, {4})}) {
+  for (const Case& c :
+       {nano({}, {3}), nano({.tp = 2, .attn_dp = 2}, {3, 2}), nano({.tp = 2, .moe_ep = 2}, {4})}) {
     auto plan = buildPlan(c, PolicyKind::kDeclared);
     ASSERT_TRUE(plan.hasValue()) << plan.status().message();
     GpuRunOptions o;
@@ -40,7 +41,8 @@ TEST(GateWindows, ARoutedMoeStackIsSplitSoNoWindowQueuesMoreThanTheLaunchBound) 
       int launches = 0;
       for (int i = w[k]; i < end; ++i) {
         const Op& op = plan->ranks[0][i];
-        launches += op.kind == OpKind::kCompute && s.isMoe(op.stack, op.stage) ? routed : kOpLaunchesBound;
+        launches +=
+            op.kind == OpKind::kCompute && s.isMoe(op.stack, op.stage) ? routed : kOpLaunchesBound;
       }
       EXPECT_LE(launches, kGateWindowLaunches) << "window " << k;
     }

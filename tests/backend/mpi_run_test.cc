@@ -5,7 +5,6 @@
 // them. SEAM_GPU_BIN and SEAM_MPIRUN in the environment name carried
 // binaries (tools/gpu_mpi_check.sh sets them).
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <array>
@@ -63,7 +62,8 @@ TEST(GpuMpiRun, OneProcessPerGpuGivesTheOneProcessOutputBitForBit) {
   ASSERT_EQ(one.code, 0) << one.out;
   ASSERT_EQ(two.code, 0) << two.out;
   EXPECT_NE(two.out.find("IDENTICAL"), std::string::npos) << two.out;
-  EXPECT_NE(two.out.find("NCCL all-reduce + add+norm kernel (its members are different processes"), std::string::npos)
+  EXPECT_NE(two.out.find("NCCL all-reduce + add+norm kernel (its members are different processes"),
+            std::string::npos)
       << two.out;
   ASSERT_FALSE(outputLine(one.out).empty()) << one.out;
   EXPECT_EQ(outputLine(two.out), outputLine(one.out));

@@ -11,9 +11,9 @@
 
 #include "branch_tbo_cases.h"
 #include "rank_executor.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/numeric_executor.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam::backend::detail {
 namespace {
@@ -33,7 +33,7 @@ TEST(PlanLanes, ABranchPlanOrAPlanWithoutTboHasTheBatchsLaneOnly) {
   SharedRun s(plan, GpuRunOptions{}, plan.world());
   EXPECT_EQ(s.lanes.size(), 1u);
   EXPECT_EQ(&s.rows, &s.lanes.front().rows);
-  const HalfRows whole = halfRows(s, 0, Half::kWhole);
+  const HalfRows whole = halfRows(s.lanes, 0, Half::kWhole);
   EXPECT_EQ(whole.offset, 0);
   EXPECT_EQ(whole.count, whole.total);
 }
@@ -59,8 +59,9 @@ TEST(PlanLanes, EveryOpOfAHalfFindsTheRowCountsThePlanNamesInItsLane) {
                                     rows.count == lane.other_rows.count(RowKind::kFull, r)
                               : rows.count == lane.rows.count(rows.kind, r);
           EXPECT_TRUE(ok) << "rank " << r << " op " << i << " (" << opName(op.kind) << " on half "
-                          << halfName(op.half) << ") names " << rows.count << " " << rowKindName(rows.kind)
-                          << " rows; its lane has " << lane.rows.count(rows.kind, r);
+                          << halfName(op.half) << ") names " << rows.count << " "
+                          << rowKindName(rows.kind) << " rows; its lane has "
+                          << lane.rows.count(rows.kind, r);
           ++checked;
         }
       }
@@ -75,8 +76,8 @@ TEST(PlanLanes, TheHalvesSplitAndMergeRowsTileTheBatchsAttentionRows) {
     const Plan plan = mustBuild(c);
     SharedRun s(plan, GpuRunOptions{}, plan.world());
     for (int r = 0; r < plan.world(); ++r) {
-      const HalfRows a = halfRows(s, r, Half::kA);
-      const HalfRows b = halfRows(s, r, Half::kB);
+      const HalfRows a = halfRows(s.lanes, r, Half::kA);
+      const HalfRows b = halfRows(s.lanes, r, Half::kB);
       EXPECT_EQ(a.offset, 0);
       EXPECT_EQ(b.offset, a.count);
       EXPECT_EQ(a.count + b.count, a.total) << "rank " << r;
@@ -85,7 +86,7 @@ TEST(PlanLanes, TheHalvesSplitAndMergeRowsTileTheBatchsAttentionRows) {
       for (const Op& op : plan.ranks[r]) {
         if (!op.tbo_move) continue;
         ++moves;
-        const HalfRows h = halfRows(s, r, op.half);
+        const HalfRows h = halfRows(s.lanes, r, op.half);
         // The split reads the batch's rows into the half's, the merge the other way.
         const Rows& batch = op.kind == OpKind::kSlice ? op.rows_in : op.rows_out;
         const Rows& half = op.kind == OpKind::kSlice ? op.rows_out : op.rows_in;
@@ -107,7 +108,8 @@ TEST(PlanLanes, EveryRowBufferHoldsTheRowsOfEveryLane) {
     const int cap = capacityRows(s);
     for (int r = 0; r < plan.world(); ++r) {
       for (const LaneRows& lane : s.lanes) {
-        for (int k = 0; k < kRowKindCount; ++k) EXPECT_LE(lane.rows.count(static_cast<RowKind>(k), r), cap);
+        for (int k = 0; k < kRowKindCount; ++k)
+          EXPECT_LE(lane.rows.count(static_cast<RowKind>(k), r), cap);
         EXPECT_LE(lane.other_rows.count(RowKind::kFull, r), cap);
       }
     }

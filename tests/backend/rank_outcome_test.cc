@@ -40,8 +40,15 @@ ProcessReport sample() {
   t.nccl_call = "all_reduce";
   t.nccl_count = 16384;
   o.timings.push_back(t);
-  o.graph = {.rank = 1, .eager_median_us = 100, .graph_median_us = 90, .kernel_sum_us = 88, .kernels = 12,
-             .op_sum_us = 95, .ops = 10, .replays = 5, .identical = true};
+  o.graph = {.rank = 1,
+             .eager_median_us = 100,
+             .graph_median_us = 90,
+             .kernel_sum_us = 88,
+             .kernels = 12,
+             .op_sum_us = 95,
+             .ops = 10,
+             .replays = 5,
+             .identical = true};
   o.notes = {"ar_add_norm over [0,1]: NCCL all-reduce + add+norm kernel", ""};
   return p;
 }
@@ -62,7 +69,8 @@ TEST(RankOutcomeBytes, AReportComesBackFieldForFieldAndFloatsBitForBit) {
   EXPECT_EQ(o.final_rows, p.outcome.final_rows);
   ASSERT_EQ(o.final_host.size(), 2u);
   ASSERT_EQ(o.final_host[0].size(), 4u);
-  EXPECT_EQ(std::memcmp(o.final_host[0].data(), p.outcome.final_host[0].data(), 4 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(o.final_host[0].data(), p.outcome.final_host[0].data(), 4 * sizeof(float)),
+            0);
   ASSERT_EQ(o.snapshots.size(), 1u);
   EXPECT_EQ(o.snapshots[0].stage, 2);
   EXPECT_EQ(o.snapshots[0].kind, RowKind::kFull);

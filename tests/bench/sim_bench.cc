@@ -1,6 +1,6 @@
 // Throughput of the simulator's hot path (DESIGN §10): plan building, ledger
 // replay (fast and exact domains) of real presets at world 8 and 64, and the
-// whole default sweep. Targets (issue "declared boundary policy ..."): replay
+// whole default sweep. Targets: replay
 // of a 52-layer preset at world 8 >= 20,000 cases/s on one core; plan
 // building >= 100,000 plans/s; the default sweep under 30 s wall.
 #include <benchmark/benchmark.h>
@@ -11,8 +11,8 @@
 #include "seam/mutants/campaign.h"
 #include "seam/properties/check.h"
 #include "seam/properties/sweep.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
 
 namespace seam {
 namespace {
@@ -29,7 +29,9 @@ Case presetCase(const char* name, ParallelConfig config) {
 // shape of a large DP-attention deployment.
 Case benchCase(int preset, int world) {
   // 2: a two-stage stack (DeepSeek-V3: 61 decoder layers = 122 stages + MTP).
-  const char* name = preset == 0 ? "nemotron-h-8b" : preset == 1 ? "nemotron-3-super" : "deepseek-v3";
+  const char* name = preset == 0   ? "nemotron-h-8b"
+                     : preset == 1 ? "nemotron-3-super"
+                                   : "deepseek-v3";
   if (world == 8) return presetCase(name, {.tp = 8});
   return presetCase(name, {.tp = 64, .attn_dp = 8});
 }
@@ -44,7 +46,8 @@ void BM_PlanBuild(benchmark::State& state) {
     benchmark::DoNotOptimize(plan);
   }
   state.SetLabel(c.model.name + " world " + std::to_string(c.config.world()));
-  state.counters["plans/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["plans/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["ops/plan"] = static_cast<double>(ops) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_PlanBuild)->ArgsProduct({{0, 1, 2}, {8, 64}})->Unit(benchmark::kMicrosecond);
@@ -63,7 +66,8 @@ void replayBench(benchmark::State& state, bool exact) {
     ops += r.ops_executed;
   }
   state.SetLabel(c.model.name + " world " + std::to_string(c.config.world()));
-  state.counters["cases/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["cases/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["ops/case"] = static_cast<double>(ops) / static_cast<double>(state.iterations());
 }
 void BM_LedgerReplay(benchmark::State& state) { replayBench(state, false); }
@@ -81,7 +85,8 @@ void BM_CheckCase(benchmark::State& state) {
     if (!verdict.holds()) state.SkipWithError("the benchmark case has a violation");
   }
   state.SetLabel(c.model.name + " world 8");
-  state.counters["cases/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["cases/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_CheckCase)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
@@ -98,11 +103,18 @@ void BM_DefaultSweep(benchmark::State& state) {
     cases += r->cases;
     checked += r->checked;
   }
-  state.counters["cases/s"] = benchmark::Counter(static_cast<double>(cases), benchmark::Counter::kIsRate);
-  state.counters["checked/s"] = benchmark::Counter(static_cast<double>(checked), benchmark::Counter::kIsRate);
+  state.counters["cases/s"] =
+      benchmark::Counter(static_cast<double>(cases), benchmark::Counter::kIsRate);
+  state.counters["checked/s"] =
+      benchmark::Counter(static_cast<double>(checked), benchmark::Counter::kIsRate);
   state.counters["jobs"] = spec.jobs;
 }
-BENCHMARK(BM_DefaultSweep)->Arg(8)->Arg(16)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DefaultSweep)
+    ->Arg(8)
+    ->Arg(16)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The whole default mutation campaign (every preset at worlds 1, 2, 4, 8, 16,
 // every mutant), on every core. Target: under 60 s on the 2-core machine.
@@ -113,7 +125,8 @@ void BM_DefaultCampaign(benchmark::State& state) {
   spec.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (auto _ : state) {
     auto r = mutants::runCampaign(spec);
-    if (!r || !r->baseline_holds || r->survived() != 0) state.SkipWithError("the default campaign failed");
+    if (!r || !r->baseline_holds || r->survived() != 0)
+      state.SkipWithError("the default campaign failed");
     state.counters["cases"] = static_cast<double>(r->cases);
     state.counters["killed"] = r->killed();
     state.counters["equivalent"] = r->equivalent();

@@ -1,7 +1,8 @@
 // Fuzzes the option parsing that turns a command line into a Case: the CLI11
 // setup of tools/case_options.h (addCaseOptions, addFilterOptions), seam's
-// parseCommandLine, buildCase, buildPolicyPlan, and the list parsers of the
-// space-wide commands (--world lists, --shard, ConfigSpace filters).
+// parseCommandLine, buildCase (sim/case_spec.h), buildPolicyPlan, and the
+// list parsers of the space-wide commands (--world lists, --shard,
+// ConfigSpace filters).
 // Input: the arguments after `seam`, each ended by a NUL byte (as argv
 // strings are; any other byte, newlines included, can be part of one). Contracts: a refusal is
 // exactly one line (exit code 2, never 3); an accepted case reproduces
@@ -18,8 +19,8 @@
 #include "command.h"
 #include "fuzz_support.h"
 #include "seam/properties/check.h"
-#include "seam/sim/config_space.h"
-#include "seam/sim/model.h"
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/model/model.h"
 
 namespace {
 
@@ -88,7 +89,8 @@ struct Commands {
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     Captured captured;
-    const int rc = seam::tools::parseCommandLine(app, static_cast<int>(args.size()), argv.data(), "seam");
+    const int rc =
+        seam::tools::parseCommandLine(app, static_cast<int>(args.size()), argv.data(), "seam");
     require(rc == -1 || rc == seam::tools::kExitOk || rc == seam::tools::kExitBadInput,
             "parseCommandLine gave exit code " + std::to_string(rc));
     if (rc == seam::tools::kExitBadInput) requireOneLine(captured.err.str());
@@ -103,14 +105,15 @@ std::vector<std::string> splitReproduce(const std::string& line) {
   std::string word;
   in >> word;  // "seam"
   while (in >> word) {
-    if (word.size() >= 2 && word.front() == '\'' && word.back() == '\'') word = word.substr(1, word.size() - 2);
+    if (word.size() >= 2 && word.front() == '\'' && word.back() == '\'')
+      word = word.substr(1, word.size() - 2);
     out.push_back(word);
   }
   return out;
 }
 
 void fuzzCheck(const Commands& cmd) {
-  auto built = seam::tools::buildCase(cmd.c);
+  auto built = seam::buildCase(cmd.c);
   if (!built) {
     requireOneLineError(built.status());
     return;
@@ -123,7 +126,7 @@ void fuzzCheck(const Commands& cmd) {
   Commands again;
   const std::string line = seam::reproduceCommand(c, "declared");
   require(again.parse(splitReproduce(line)) == -1, "the reproduce line does not parse: " + line);
-  auto rebuilt = seam::tools::buildCase(again.c);
+  auto rebuilt = seam::buildCase(again.c);
   require(rebuilt.hasValue(), "the reproduce line is refused: " + line);
   require(rebuilt->model.name == c.model.name && rebuilt->model.pattern == c.model.pattern &&
               rebuilt->config == c.config && rebuilt->flags == c.flags && rebuilt->batch == c.batch,
@@ -165,18 +168,20 @@ void fuzzSweep(const Commands& cmd) {
     return;
   }
   for (const int i : space->shardIndices(*shard)) {
-    require(i >= 0 && i < space->size() && i % shard->count == shard->index, "a shard index outside its shard");
+    require(i >= 0 && i < space->size() && i % shard->count == shard->index,
+            "a shard index outside its shard");
     require((*space)[i].world() == cmd.world, "a config of another world");
   }
 }
 
 void fuzzMutate(const Commands& cmd) {
-  auto worlds = seam::tools::parseWorlds(cmd.worlds);
+  auto worlds = seam::parseWorlds(cmd.worlds);
   if (!worlds) {
     requireOneLineError(worlds.status());
     return;
   }
-  for (const int w : *worlds) require(w >= 1 && w <= seam::kMaxWorld, "an accepted world outside 1..kMaxWorld");
+  for (const int w : *worlds)
+    require(w >= 1 && w <= seam::kMaxWorld, "an accepted world outside 1..kMaxWorld");
 }
 
 }  // namespace

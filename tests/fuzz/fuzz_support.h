@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "command.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::fuzz {
 
@@ -54,7 +54,8 @@ inline void requireOneLineError(const Status& status, bool internal_allowed = fa
 /// a file.
 inline std::string scratchPath(const char* name) {
   const char* dir = std::getenv("TMPDIR");
-  return std::string(dir && *dir ? dir : "/tmp") + "/seam-fuzz-" + std::to_string(::getpid()) + "-" + name;
+  return std::string(dir && *dir ? dir : "/tmp") + "/seam-fuzz-" + std::to_string(::getpid()) +
+         "-" + name;
 }
 
 inline void writeFile(const std::string& path, const std::uint8_t* data, std::size_t size) {

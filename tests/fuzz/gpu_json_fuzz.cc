@@ -1,10 +1,10 @@
 // Fuzzes the JSON results reader (reports/gpu_import.h readGpuJson, what
-// `seam db import` reads: the files seam-gpu run / compare / bench-allreduce
-// write) and writes every file it accepts into a store. seam has no reader
-// for `seam plan --format json` (the plan JSON is output only); this is its
-// one reader of JSON documents. Contracts: a refused file is one line, never
-// an internal error; an accepted file is written without an error and reads
-// back.
+// `seam db import` reads through properties/gpu_json.h: the files seam-gpu
+// run / compare / bench / bench-allreduce write) and writes every file it
+// accepts into a store. seam has no reader for `seam plan --format json`
+// (the plan JSON is output only); this is its one reader of JSON documents.
+// Contracts: a refused file is one line, never an internal error; an
+// accepted file is written without an error and reads back.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     file_eqs += gc.equivalences.size();
     file_timings += gc.timings.size();
   }
-  require(eqs->size() <= file_eqs && (file_eqs == 0 || !eqs->empty()), "equivalence rows do not match the file");
+  require(eqs->size() <= file_eqs && (file_eqs == 0 || !eqs->empty()),
+          "equivalence rows do not match the file");
   require(timings->size() <= file_timings && (file_timings == 0 || !timings->empty()),
           "timing rows do not match the file");
   return 0;

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "seam/sim/case.h"
-#include "seam/sim/pattern.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/model/pattern.h"
 
 namespace {
 
@@ -24,7 +24,8 @@ void checkAlphabet(std::string_view text, seam::PatternAlphabet alphabet) {
     seam::fuzz::require(i == 0 || p.cuts[i - 1] < p.cuts[i], "cuts not ascending");
   }
   auto again = seam::parsePattern(p.text(), alphabet);
-  seam::fuzz::require(again.hasValue(), "the canonical text of a parsed pattern is refused: " + p.text());
+  seam::fuzz::require(again.hasValue(),
+                      "the canonical text of a parsed pattern is refused: " + p.text());
   seam::fuzz::require(*again == p, "the canonical text parses to another pattern: " + p.text());
 }
 
@@ -35,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   checkAlphabet(text, seam::PatternAlphabet::kSingleStage);
   checkAlphabet(text, seam::PatternAlphabet::kMixerOnly);
   checkAlphabet(text, seam::PatternAlphabet::kTwoStage);
-  for (const seam::LayerFamily family : {seam::LayerFamily::kSingleStage, seam::LayerFamily::kTwoStage}) {
+  for (const seam::LayerFamily family :
+       {seam::LayerFamily::kSingleStage, seam::LayerFamily::kTwoStage}) {
     auto model = seam::modelFromPattern(text, family);
     if (!model) {
       seam::fuzz::requireOneLineError(model.status());

@@ -66,7 +66,8 @@ void readEverything(seam::reports::Store& store) {
 void writeARun(seam::reports::Store& store) {
   seam::reports::RunRecord run{.command = "sweep", .args = "--fuzz", .version = "seam fuzz"};
   if (!usable(store.beginRun(run))) return;
-  seam::reports::CaseRecord c{.index = 0, .model = "pattern", .pattern = "M-", .policy = "declared"};
+  seam::reports::CaseRecord c{
+      .index = 0, .model = "pattern", .pattern = "M-", .policy = "declared"};
   if (!usable(store.beginBatch())) return;
   const bool added = usable(store.addCase(run.id, c, {}));
   if (!usable(store.commitBatch()) || !added) return;
@@ -87,7 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       requireOneLineError(store.status());
       require(seam::fuzz::readFile(kPath) == input, "a refused file was changed");
       for (const char* s : kSideFiles) {
-        require(!seam::fuzz::fileExists(kPath + s), std::string("a refused file got a ") + s + " file");
+        require(!seam::fuzz::fileExists(kPath + s),
+                std::string("a refused file got a ") + s + " file");
       }
     } else {
       require(size == 0 || (size >= kApplicationIdOffset + 4 &&

@@ -12,10 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "case_options.h"
 #include "fuzz_support.h"
 #include "seam/properties/check.h"
 #include "seam/reports/trace.h"
+#include "seam/sim/model/case_spec.h"
+#include "seam/sim/policy/policy.h"
 
 namespace {
 
@@ -43,7 +44,7 @@ constexpr std::array<TraceCase, 5> kCases = {{
 std::vector<seam::Plan> skeletons() {
   std::vector<seam::Plan> out;
   for (const TraceCase& t : kCases) {
-    seam::tools::CaseOptions o;
+    seam::CaseSpec o;
     o.pattern = t.pattern;
     o.family = t.family;
     o.pp = t.pp;
@@ -52,9 +53,9 @@ std::vector<seam::Plan> skeletons() {
     o.ep = t.ep;
     o.tokens = t.tokens;
     o.a2a = t.a2a;
-    auto c = seam::tools::buildCase(o);
+    auto c = seam::buildCase(o);
     require(c.hasValue(), "a skeleton case is refused");
-    auto plan = seam::tools::buildPolicyPlan(o, *c);
+    auto plan = seam::buildPlan(*c, seam::PolicyKind::kDeclared);
     require(plan.hasValue(), "a skeleton plan is refused");
     out.push_back(std::move(*plan));
   }

@@ -69,46 +69,123 @@ INSTANTIATE_TEST_SUITE_P(
     Operators, PlanMutant,
     ::testing::Values(
         PlanMutantCase{"plan.drop-completing-collective", "M-", {.tp = 2}, {4}, A2aBackend::kNone},
-        PlanMutantCase{"plan.duplicate-completing-collective", "M-", {.tp = 2}, {4}, A2aBackend::kNone},
-        PlanMutantCase{"plan.reduce-over-tp-not-attn-tp", "M-", {.tp = 4, .attn_dp = 2}, {2, 2}, A2aBackend::kNone},
-        PlanMutantCase{"plan.reduce-over-attn-tp-not-tp", "-M", {.tp = 4, .attn_dp = 2}, {2, 2}, A2aBackend::kNone},
+        PlanMutantCase{
+            "plan.duplicate-completing-collective", "M-", {.tp = 2}, {4}, A2aBackend::kNone},
+        PlanMutantCase{"plan.reduce-over-tp-not-attn-tp",
+                       "M-",
+                       {.tp = 4, .attn_dp = 2},
+                       {2, 2},
+                       A2aBackend::kNone},
+        PlanMutantCase{"plan.reduce-over-attn-tp-not-tp",
+                       "-M",
+                       {.tp = 4, .attn_dp = 2},
+                       {2, 2},
+                       A2aBackend::kNone},
         PlanMutantCase{"plan.reduce-over-moe-ep-not-tp", "M-M", {.tp = 2}, {4}, A2aBackend::kNone},
         // moe_dp > 1 only as attn_cp (ServerArgs): a two-stage GQA MoE on moe_tp.
-        PlanMutantCase{"plan.reduce-over-tp-not-moe-group", "*-*E", {.tp = 4, .attn_cp = 2, .moe_dp = 2}, {4},
-                       A2aBackend::kNone, DpPadding::kMaxLen, LayerFamily::kTwoStage, false, true},
-        PlanMutantCase{"plan.reduce-scatter-without-gather", "*E*", {.tp = 2, .moe_ep = 2}, {4}, A2aBackend::kDeepep},
-        PlanMutantCase{"plan.slice-index-off-by-one", "EM", {.tp = 2, .moe_ep = 2}, {3}, A2aBackend::kDeepep},
-        PlanMutantCase{"plan.residual-not-sliced", "*E", {.tp = 2, .moe_ep = 2}, {4}, A2aBackend::kDeepep},
-        PlanMutantCase{"plan.residual-not-gathered", "*E*", {.tp = 2, .moe_ep = 2}, {4}, A2aBackend::kDeepep},
-        PlanMutantCase{"plan.padding-mode-mismatch", "M-M", {.tp = 2, .attn_dp = 2}, {1, 3}, A2aBackend::kNone},
-        PlanMutantCase{"plan.idle-rank-skips-collective", "M-M", {.tp = 4, .attn_dp = 2}, {0, 3}, A2aBackend::kNone},
-        PlanMutantCase{"plan.swap-collectives-on-one-rank", "M-M", {.tp = 4, .attn_dp = 2}, {2, 3},
+        PlanMutantCase{"plan.reduce-over-tp-not-moe-group",
+                       "*-*E",
+                       {.tp = 4, .attn_cp = 2, .moe_dp = 2},
+                       {4},
+                       A2aBackend::kNone,
+                       DpPadding::kMaxLen,
+                       LayerFamily::kTwoStage,
+                       false,
+                       true},
+        PlanMutantCase{"plan.reduce-scatter-without-gather",
+                       "*E*",
+                       {.tp = 2, .moe_ep = 2},
+                       {4},
+                       A2aBackend::kDeepep},
+        PlanMutantCase{
+            "plan.slice-index-off-by-one", "EM", {.tp = 2, .moe_ep = 2}, {3}, A2aBackend::kDeepep},
+        PlanMutantCase{
+            "plan.residual-not-sliced", "*E", {.tp = 2, .moe_ep = 2}, {4}, A2aBackend::kDeepep},
+        PlanMutantCase{
+            "plan.residual-not-gathered", "*E*", {.tp = 2, .moe_ep = 2}, {4}, A2aBackend::kDeepep},
+        PlanMutantCase{"plan.padding-mode-mismatch",
+                       "M-M",
+                       {.tp = 2, .attn_dp = 2},
+                       {1, 3},
+                       A2aBackend::kNone},
+        PlanMutantCase{"plan.idle-rank-skips-collective",
+                       "M-M",
+                       {.tp = 4, .attn_dp = 2},
+                       {0, 3},
+                       A2aBackend::kNone},
+        PlanMutantCase{"plan.swap-collectives-on-one-rank",
+                       "M-M",
+                       {.tp = 4, .attn_dp = 2},
+                       {2, 3},
                        A2aBackend::kNone},
         // attn_tp 2 and shards not a multiple of it: the modes' aligned sizes differ.
-        PlanMutantCase{"plan.padding-mode-mismatch", "M-M", {.tp = 4, .attn_dp = 2}, {1, 3}, A2aBackend::kNone},
-        PlanMutantCase{"plan.dp-gather-skips-zero-fill", "M-M", {.tp = 4, .attn_dp = 2}, {3, 1}, A2aBackend::kNone},
-        PlanMutantCase{"plan.dp-gather-writer-rule-swapped", "M-M", {.tp = 4, .attn_dp = 2}, {3, 1},
-                       A2aBackend::kNone, DpPadding::kSumLen},
-        PlanMutantCase{"plan.dp-gather-writer-rule-swapped", "*-*-", {.tp = 4, .attn_dp = 2}, {3, 2},
-                       A2aBackend::kNone, DpPadding::kSumLen, LayerFamily::kTwoStage},
-        PlanMutantCase{"plan.dp-slots-unaligned", "M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone},
-        PlanMutantCase{"plan.dp-slots-unaligned", "M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone,
+        PlanMutantCase{"plan.padding-mode-mismatch",
+                       "M-M",
+                       {.tp = 4, .attn_dp = 2},
+                       {1, 3},
+                       A2aBackend::kNone},
+        PlanMutantCase{"plan.dp-gather-skips-zero-fill",
+                       "M-M",
+                       {.tp = 4, .attn_dp = 2},
+                       {3, 1},
+                       A2aBackend::kNone},
+        PlanMutantCase{"plan.dp-gather-writer-rule-swapped",
+                       "M-M",
+                       {.tp = 4, .attn_dp = 2},
+                       {3, 1},
+                       A2aBackend::kNone,
                        DpPadding::kSumLen},
-        PlanMutantCase{"plan.tbo-halves-swapped-on-one-rank", "*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {2, 2},
-                       A2aBackend::kDeepep, DpPadding::kMaxLen, LayerFamily::kTwoStage, true},
-        PlanMutantCase{"plan.tbo-split-skips-residual", "*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2},
-                       A2aBackend::kDeepep, DpPadding::kMaxLen, LayerFamily::kTwoStage, true},
-        PlanMutantCase{"plan.tbo-merge-drops-half", "*-*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone,
-                       DpPadding::kMaxLen, LayerFamily::kTwoStage, true}),
-    [](const ::testing::TestParamInfo<PlanMutantCase>& info) { return "op" + std::to_string(info.index); });
+        PlanMutantCase{"plan.dp-gather-writer-rule-swapped",
+                       "*-*-",
+                       {.tp = 4, .attn_dp = 2},
+                       {3, 2},
+                       A2aBackend::kNone,
+                       DpPadding::kSumLen,
+                       LayerFamily::kTwoStage},
+        PlanMutantCase{
+            "plan.dp-slots-unaligned", "M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, A2aBackend::kNone},
+        PlanMutantCase{"plan.dp-slots-unaligned",
+                       "M-M",
+                       {.tp = 4, .attn_dp = 2},
+                       {3, 2},
+                       A2aBackend::kNone,
+                       DpPadding::kSumLen},
+        PlanMutantCase{"plan.tbo-halves-swapped-on-one-rank",
+                       "*-*E*E",
+                       {.tp = 4, .attn_dp = 2, .moe_ep = 4},
+                       {2, 2},
+                       A2aBackend::kDeepep,
+                       DpPadding::kMaxLen,
+                       LayerFamily::kTwoStage,
+                       true},
+        PlanMutantCase{"plan.tbo-split-skips-residual",
+                       "*-*E*E",
+                       {.tp = 4, .attn_dp = 2, .moe_ep = 4},
+                       {3, 2},
+                       A2aBackend::kDeepep,
+                       DpPadding::kMaxLen,
+                       LayerFamily::kTwoStage,
+                       true},
+        PlanMutantCase{"plan.tbo-merge-drops-half",
+                       "*-*E*E",
+                       {.tp = 4, .attn_dp = 2},
+                       {3, 2},
+                       A2aBackend::kNone,
+                       DpPadding::kMaxLen,
+                       LayerFamily::kTwoStage,
+                       true}),
+    [](const ::testing::TestParamInfo<PlanMutantCase>& info) {
+      return "op" + std::to_string(info.index);
+    });
 
 TEST(PlanMutant, FindsNoSiteWhereThePlanHasNone) {
   Case c = patternCase("MM", {.tp = 1}, {4});
   auto base = buildPlan(c, PolicyKind::kDeclared);
   ASSERT_TRUE(base.hasValue());
-  for (const char* id : {"plan.drop-completing-collective", "plan.residual-not-sliced", "plan.padding-mode-mismatch",
-                         "plan.idle-rank-skips-collective", "plan.dp-gather-skips-zero-fill",
-                         "plan.dp-gather-writer-rule-swapped", "plan.dp-slots-unaligned"}) {
+  for (const char* id :
+       {"plan.drop-completing-collective", "plan.residual-not-sliced", "plan.padding-mode-mismatch",
+        "plan.idle-rank-skips-collective", "plan.dp-gather-skips-zero-fill",
+        "plan.dp-gather-writer-rule-swapped", "plan.dp-slots-unaligned"}) {
     Plan p = *base;
     EXPECT_FALSE(findMutant(id)->apply(p)) << id;
     EXPECT_TRUE(p.ranks == base->ranks) << id;
@@ -127,7 +204,9 @@ TEST(PlanMutant, PlantsADpFaultOnlyWhereItChangesTheLowering) {
       {"plan.dp-gather-skips-zero-fill", {.tp = 2, .attn_dp = 2}, {3, 1}},
       {"plan.dp-slots-unaligned", {.tp = 2, .attn_dp = 2}, {3, 1}},
       {"plan.dp-slots-unaligned", {.tp = 4, .attn_dp = 2}, {2, 4}},
-      {"plan.dp-gather-writer-rule-swapped", {.tp = 4, .attn_dp = 2}, {3, 1}},  // MAX_LEN: no writers
+      {"plan.dp-gather-writer-rule-swapped",
+       {.tp = 4, .attn_dp = 2},
+       {3, 1}},  // MAX_LEN: no writers
   };
   for (const auto& k : cases) {
     auto base = buildPlan(patternCase("M-M", k.config, k.tokens), PolicyKind::kDeclared);
@@ -234,7 +313,8 @@ TEST(Campaign, GivesTheSameOutcomesOnOneThreadAndOnSeveral) {
   ASSERT_EQ(one->outcomes.size(), three->outcomes.size());
   for (size_t i = 0; i < one->outcomes.size(); ++i) {
     EXPECT_EQ(one->outcomes[i].status, three->outcomes[i].status) << one->outcomes[i].mutant->id();
-    EXPECT_EQ(one->outcomes[i].kill_index, three->outcomes[i].kill_index) << one->outcomes[i].mutant->id();
+    EXPECT_EQ(one->outcomes[i].kill_index, three->outcomes[i].kill_index)
+        << one->outcomes[i].mutant->id();
   }
 }
 

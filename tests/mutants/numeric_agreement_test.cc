@@ -1,5 +1,5 @@
-// The numeric CPU executor agrees with the ledger (issue "Exact-arithmetic
-// executor ..."): on the campaign's cases, under every mutant, the exact-mode
+// The numeric CPU executor agrees with the ledger
+// (DESIGN §6): on the campaign's cases, under every mutant, the exact-mode
 // output differs from the single-rank reference exactly when the ledger
 // reports a violation; and every unmutated plan is bit-identical to it.
 // The space: single-stage patterns, a two-stage DeepSeek-like stack and a
@@ -11,15 +11,16 @@
 
 #include "seam/mutants/campaign.h"
 #include "seam/properties/check.h"
-#include "seam/sim/bit_identity.h"
-#include "seam/sim/numeric_executor.h"
+#include "seam/sim/replay/bit_identity.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam::mutants {
 namespace {
 
 CampaignSpec agreementSpace() {
   CampaignSpec spec;
-  for (const char* p : {"M-*E-", "-M", "--M*", "E*E-", "M-M*E/*E"}) spec.models.push_back(*properties::sweepModel("", p));
+  for (const char* p : {"M-*E-", "-M", "--M*", "E*E-", "M-M*E/*E"})
+    spec.models.push_back(*properties::sweepModel("", p));
   // A DeepSeek-like two-stage stack (dense layer, then MoE): DP gathers of
   // full rows under attention TP, a2a, two-batch overlap.
   properties::SweepModel two_stage;
@@ -98,7 +99,8 @@ TEST(NumericExecutor, DiffersFromTheReferenceExactlyWhenTheLedgerReportsAViolati
   }
 }
 
-TEST(BitIdentityPrediction, UnderEveryMutantAPlanPredictedIdenticalToItsParentHasItsBitsInRealMode) {
+TEST(BitIdentityPrediction,
+     UnderEveryMutantAPlanPredictedIdenticalToItsParentHasItsBitsInRealMode) {
   // The mutants' edits are the other plans a refactor makes. A mutated plan
   // that predictBitIdentity calls identical to the unmutated one must give
   // its bits in real mode on the CPU, in member order and in the
@@ -107,7 +109,9 @@ TEST(BitIdentityPrediction, UnderEveryMutantAPlanPredictedIdenticalToItsParentHa
   constexpr int kCasesPerMutant = 240;
   const std::vector<Case> cases = campaignCases(agreementSpace());
   const numeric::Shape shape;
-  auto real = [&](const Plan& p, ExecutionOrder order) { return runPlanNumeric(p, numeric::Mode::kReal, shape, order); };
+  auto real = [&](const Plan& p, ExecutionOrder order) {
+    return runPlanNumeric(p, numeric::Mode::kReal, shape, order);
+  };
   int identical = 0, differ = 0;
   for (const Mutant* m : registry()) {
     const size_t step = std::max<size_t>(1, cases.size() / kCasesPerMutant);
@@ -132,7 +136,8 @@ TEST(BitIdentityPrediction, UnderEveryMutantAPlanPredictedIdenticalToItsParentHa
       }
     }
   }
-  RecordProperty("predicted", std::to_string(identical) + " identical, " + std::to_string(differ) + " differ");
+  RecordProperty("predicted",
+                 std::to_string(identical) + " identical, " + std::to_string(differ) + " differ");
   EXPECT_GT(identical, 50);
   EXPECT_GT(differ, 200);
 }

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "../sim/case_builders.h"
-#include "seam/sim/numeric_executor.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam::properties {
 namespace {
@@ -24,13 +24,15 @@ Flags fusion(bool on) {
 }
 
 TEST(Diff, TheFusedPathIsIdenticalUnderBothPolicies) {
-  EXPECT_EQ(legacyVsDeclared(patternCase("M-*E", {.tp = 2}, {4}, fusion(true))).cls, DiffClass::kIdentical);
+  EXPECT_EQ(legacyVsDeclared(patternCase("M-*E", {.tp = 2}, {4}, fusion(true))).cls,
+            DiffClass::kIdentical);
 }
 
 TEST(Diff, WithoutFusionAnFfnToMixerAllReduceMovesPastTheNextLayersStart) {
   const CaseDiff d = legacyVsDeclared(patternCase("M-M*-", {.tp = 2}, {4}, fusion(false)));
   EXPECT_EQ(d.cls, DiffClass::kMoved);
-  EXPECT_NE(d.detail.find("all_reduce[tp] (layer 1 exit) in legacy runs as all_reduce[tp] (layer 2 entry)"),
+  EXPECT_NE(d.detail.find(
+                "all_reduce[tp] (layer 1 exit) in legacy runs as all_reduce[tp] (layer 2 entry)"),
             std::string::npos)
       << d.detail;
 }
@@ -56,12 +58,14 @@ TEST(Diff, LegacysAuxCaptureAllReducesACopyAndOverOneRankThatReductionIsDropped)
   const CaseDiff two = legacyVsDeclared(patternCase("M-M-", {.tp = 2}, {4}, capturing({2})));
   EXPECT_EQ(two.cls, DiffClass::kEqualValues) << two.detail;
   // The legacy plan itself holds: its snapshot is the complete hidden state.
-  auto plan = buildPlan(patternCase("M-M-", {.tp = 2}, {4}, capturing({1, 2})), PolicyKind::kLegacy);
+  auto plan =
+      buildPlan(patternCase("M-M-", {.tp = 2}, {4}, capturing({1, 2})), PolicyKind::kLegacy);
   ASSERT_TRUE(plan.hasValue());
   Ledger ledger;
   EXPECT_TRUE(checkPlan(*plan, ledger).holds());
   int copies = 0;
-  for (const Op& op : plan->ranks[0]) copies += op.kind == OpKind::kAllReduce && op.tensor == Tensor::kSnapshot;
+  for (const Op& op : plan->ranks[0])
+    copies += op.kind == OpKind::kAllReduce && op.tensor == Tensor::kSnapshot;
   EXPECT_EQ(copies, 2);
 }
 
@@ -89,7 +93,8 @@ TEST(Diff, TheNaiveBaselineHoldsOnEveryCaseOfTheSyntheticSpace) {
 }
 
 TEST(Diff, BothPoliciesRefuseWhatNemotronHRefuses) {
-  EXPECT_EQ(legacyVsDeclared(patternCase("M-", {.tp = 2, .attn_cp = 2}, {4})).cls, DiffClass::kBothRefuse);
+  EXPECT_EQ(legacyVsDeclared(patternCase("M-", {.tp = 2, .attn_cp = 2}, {4})).cls,
+            DiffClass::kBothRefuse);
 }
 
 TEST(Diff, NoCaseOfTheSyntheticSpaceHasValuesThatDiffer) {
@@ -175,9 +180,10 @@ TEST(Diff, PairsPredictedBitIdenticalAreBitIdenticalOnTheCpuInEitherExecutionOrd
     };
     ASSERT_TRUE(runDiff(spec).hasValue());
   }
-  RecordProperty("sampled", std::to_string(identical) + " predicted identical, " + std::to_string(may_differ) +
-                                " may differ: " + std::to_string(shown) + " differ in call order, " +
-                                std::to_string(member_shown) + " in member order");
+  RecordProperty("sampled",
+                 std::to_string(identical) + " predicted identical, " + std::to_string(may_differ) +
+                     " may differ: " + std::to_string(shown) + " differ in call order, " +
+                     std::to_string(member_shown) + " in member order");
   EXPECT_GT(identical, 20);
   EXPECT_GT(may_differ, 20);
   // The call-dependent executor shows most predicted differences (not every

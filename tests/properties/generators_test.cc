@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "seam/sim/policy.h"
+#include "seam/sim/policy/policy.h"
 
 namespace seam::properties {
 namespace {
@@ -196,13 +196,16 @@ TEST(Generators, TwoStageStacksAreDrawnWithTheirVariantsAndCutsBetweenDecoderLay
   EXPECT_LT(two, kSamples / 3);
   EXPECT_GT(dense_tp1, two / 8);
   EXPECT_GT(scattered, 0);
-  EXPECT_GT(planned_scattered, 0) << "some input-scattered cases reach an MLA-shaped model (an E borrows DeepSeek's)";
+  EXPECT_GT(planned_scattered, 0)
+      << "some input-scattered cases reach an MLA-shaped model (an E borrows DeepSeek's)";
 }
 
 TEST(Generators, DrawMlaPrefillCpOnlyAsTheEngineRunsItAndSomeOfItPlans) {
   int mla_cp = 0, planned = 0;
   for (const Case& c : sample(genCase(0, 16), kSamples)) {
-    if (c.model.family != LayerFamily::kTwoStage || c.model.shape.q_lora_rank <= 0 || c.config.attn_cp <= 1) continue;
+    if (c.model.family != LayerFamily::kTwoStage || c.model.shape.q_lora_rank <= 0 ||
+        c.config.attn_cp <= 1)
+      continue;
     ++mla_cp;
     // _deepseek_family_overrides' configuration: never its refusal.
     EXPECT_EQ(serverArgsRefusal(c).message().find("_deepseek_family_overrides"), std::string::npos)
@@ -226,7 +229,8 @@ TEST(Generators, DrawTwoBatchOverlapCasesSomeOfWhichRunSplit) {
     split += plan.hasValue() && !plan->tbo_split.empty();
   }
   EXPECT_GT(tbo, 0);
-  EXPECT_GT(split, 0) << "some TBO cases reach DeepSeek-like layers (attention mixers, an E) with a range to split";
+  EXPECT_GT(split, 0)
+      << "some TBO cases reach DeepSeek-like layers (attention mixers, an E) with a range to split";
 }
 
 TEST(Generators, DrawLayerNormSpCasesOnQwen3DenseStacksThatPlan) {

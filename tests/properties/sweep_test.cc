@@ -37,9 +37,11 @@ TEST(Sweep, IncludesABatchWithAnIdleDpRankWheneverDpAttentionIsOn) {
 }
 
 TEST(Sweep, CrossesTheAllToAllBackendOnlyForModelsWithMoe) {
-  for (const Case& c : enumerateCases(*patternModel("M-*-").model, 2)) EXPECT_EQ(c.flags.a2a, A2aBackend::kNone);
+  for (const Case& c : enumerateCases(*patternModel("M-*-").model, 2))
+    EXPECT_EQ(c.flags.a2a, A2aBackend::kNone);
   bool deepep = false;
-  for (const Case& c : enumerateCases(*patternModel("ME").model, 2)) deepep |= c.flags.a2a == A2aBackend::kDeepep;
+  for (const Case& c : enumerateCases(*patternModel("ME").model, 2))
+    deepep |= c.flags.a2a == A2aBackend::kDeepep;
   EXPECT_TRUE(deepep);
 }
 
@@ -73,7 +75,8 @@ TEST(Sweep, CountsRefusedCombinationsApartFromCheckedOnes) {
   EXPECT_EQ(r->cases, r->checked + r->refused);
   EXPECT_EQ(r->violated, 0);
   bool cp = false;
-  for (const auto& [why, n] : r->refusals) cp |= why.find("attention context parallel") != std::string::npos;
+  for (const auto& [why, n] : r->refusals)
+    cp |= why.find("attention context parallel") != std::string::npos;
   EXPECT_TRUE(cp);
 }
 
@@ -87,7 +90,8 @@ TEST(Sweep, FindsAndListsTheCasesAPlantedMutantBreaks) {
   EXPECT_GT(r->violated, 0);
   ASSERT_FALSE(r->failures.empty());
   // Failures are listed in sweep order.
-  for (size_t i = 1; i < r->failures.size(); ++i) EXPECT_LT(r->failures[i - 1].index, r->failures[i].index);
+  for (size_t i = 1; i < r->failures.size(); ++i)
+    EXPECT_LT(r->failures[i - 1].index, r->failures[i].index);
 }
 
 TEST(Sweep, GivesTheSameTotalsOnOneThreadAndOnSeveral) {

@@ -1,5 +1,5 @@
-// The training sweeps of issue 8's "must show" (worlds 8 and 16, 0
-// violations); minutes on 2 cores, so labelled `slow` (SEAM_SLOW=1 tools/test.sh).
+// The training sweeps at worlds 8 and 16 hold (0 violations); minutes on 2
+// cores, so labelled `slow` (SEAM_SLOW=1 tools/test.sh).
 #include <gtest/gtest.h>
 
 #include "seam/properties/training_sweep.h"
@@ -7,7 +7,6 @@
 namespace seam::properties {
 namespace {
 
-// The issue's "must show": worlds 8 and 16, 0 violations (minutes on 2 cores).
 TEST(TrainingSweepSlow, AtWorldsEightAndSixteenNoCaseIsViolated) {
   for (int world : {8, 16}) {
     TrainingSweepSpec spec;

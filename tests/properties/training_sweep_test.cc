@@ -30,7 +30,9 @@ TEST(TrainingSweep, AtWorldFourEveryPlannedCaseHoldsAndRefusalsAreCountedApart) 
   spec.jobs = 2;
   auto r = runTrainingSweep(spec);
   ASSERT_TRUE(r.hasValue());
-  EXPECT_EQ(r->violated, 0) << (r->failures.empty() ? "" : r->failures.front().first + "\n" + r->failures.front().second);
+  EXPECT_EQ(r->violated, 0) << (r->failures.empty() ? ""
+                                                    : r->failures.front().text + "\n" +
+                                                          r->failures.front().reproduce);
   EXPECT_GT(r->checked, 0);
   EXPECT_GT(r->refused, 0);
   EXPECT_EQ(r->not_modelled, 0);  // every preset's shapes are known (Nano's n_groups included)
@@ -44,6 +46,7 @@ TEST(TrainingSweep, AtWorldFourEveryPlannedCaseHoldsAndRefusalsAreCountedApart) 
 #include <rapidcheck.h>
 
 #include "seam/properties/generators.h"
+#include "seam/sim/training/training_ledger.h"
 
 namespace seam::properties {
 namespace {

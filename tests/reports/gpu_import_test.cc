@@ -1,8 +1,6 @@
 #include "seam/reports/gpu_import.h"
 
 #include <gtest/gtest.h>
-
-#include "seam/reports/report.h"
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +8,8 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "seam/reports/report.h"
 
 namespace seam::reports {
 namespace {
@@ -74,14 +74,17 @@ TEST(GpuImport, WritesTheRunTheEquivalenceRowsAndEveryTiming) {
 }
 
 // The shape `seam-gpu compare --json` writes, as the 1x H200 wrote it for a
-// planted decision (tests/gpu_results/bit_identity_2026-12-01/), fields trimmed.
+// planted decision (docs/results/gpu/bit_identity_2026-12-01/), fields trimmed.
 std::string compareJson(bool predicted, bool observed, const std::string& reproduce) {
-  return std::string(R"({"tool": "seam-gpu compare", "version": "seam 0.1.0", "command": "seam-gpu compare",
+  return std::string(
+             R"({"tool": "seam-gpu compare", "version": "seam 0.1.0", "command": "seam-gpu compare",
   "case": {"model": "nemotron-h-8b", "config": "pp=1 tp=1 attn_dp=1 attn_cp=1 moe_ep=1 moe_dp=1",
-           "flags": "a2a=none", "tokens": "4", "reproduce": ")") + reproduce + R"("},
+           "flags": "a2a=none", "tokens": "4", "reproduce": ")") +
+         reproduce + R"("},
   "numeric": {"mode": "real", "hidden": 512, "inner": 1024}, "device": "1x NVIDIA H200",
-  "class": "values differ", "detail": "", "predicted_identical": )" + (predicted ? "true" : "false") +
-         R"(, "observed_identical": )" + (observed ? "true" : "false") + R"(, "max_abs": 2.51171875,
+  "class": "values differ", "detail": "", "predicted_identical": )" +
+         (predicted ? "true" : "false") + R"(, "observed_identical": )" +
+         (observed ? "true" : "false") + R"(, "max_abs": 2.51171875,
   "max_ulps": 32531, "hash_a": 1, "hash_b": 2})";
 }
 
@@ -91,8 +94,10 @@ TEST(GpuImport, ACompareNamesBothPlansAndOnlyARefutedIdentityIsAViolation) {
   auto store = Store::open(db);
   ASSERT_TRUE(store.hasValue()) << store.status().message();
   // Plan A carries the planted decision, wherever the line puts it.
-  for (const std::string line : {"seam diff --model nemotron-h-8b --tp 1 --decision stack_never_entered --policy declared --against declared",
-                                 "seam diff --model nemotron-h-8b --tp 1 --policy declared --against declared --decision stack_never_entered"}) {
+  for (const std::string line : {"seam diff --model nemotron-h-8b --tp 1 --decision "
+                                 "stack_never_entered --policy declared --against declared",
+                                 "seam diff --model nemotron-h-8b --tp 1 --policy declared "
+                                 "--against declared --decision stack_never_entered"}) {
     write(file, compareJson(false, false, line));
     auto r = importGpuJson(*store, file, "test");
     ASSERT_TRUE(r.hasValue()) << r.status().message();
@@ -104,10 +109,10 @@ TEST(GpuImport, ACompareNamesBothPlansAndOnlyARefutedIdentityIsAViolation) {
     EXPECT_DOUBLE_EQ((*eq)[0].max_difference, 2.51171875);
   }
   // predicted, observed -> the case's outcome: holds unless an identity was refuted.
-  const std::string line = "seam diff --model nemotron-h-8b --tp 2 --policy legacy --against declared";
-  for (const auto& [predicted, observed, violated] :
-       std::vector<std::tuple<bool, bool, bool>>{{true, true, false}, {true, false, true}, {false, false, false},
-                                                 {false, true, false}}) {
+  const std::string line =
+      "seam diff --model nemotron-h-8b --tp 2 --policy legacy --against declared";
+  for (const auto& [predicted, observed, violated] : std::vector<std::tuple<bool, bool, bool>>{
+           {true, true, false}, {true, false, true}, {false, false, false}, {false, true, false}}) {
     write(file, compareJson(predicted, observed, line));
     auto r = importGpuJson(*store, file, "test");
     ASSERT_TRUE(r.hasValue()) << r.status().message();
@@ -170,14 +175,17 @@ TEST(GpuImport, ABenchBecomesOneCasePerComparedRowAndItsTables) {
   EXPECT_DOUBLE_EQ((*t)[1].busbw_gbps, 335.5);
   auto md = renderReport(*store, ReportFormat::kMarkdown, {});
   ASSERT_TRUE(md.hasValue()) << md.status().message();
-  EXPECT_NE(md->find("| all_reduce in plan | tp/2 | 67108864 bytes, 3 ops | 200.00 | 190.00 | 335.50 | 353.20 | 0.950 |"),
+  EXPECT_NE(md->find("| all_reduce in plan | tp/2 | 67108864 bytes, 3 ops | 200.00 | 190.00 | "
+                     "335.50 | 353.20 | 0.950 |"),
             std::string::npos)
       << *md;
-  EXPECT_NE(md->find("| 64 tokens x 4096 | 1048576 | 8.00 | 16.00 | 12.00 | 2.000 | 4.00 | 10.00 | 2.500 | identical | "
+  EXPECT_NE(md->find("| 64 tokens x 4096 | 1048576 | 8.00 | 16.00 | 12.00 | 2.000 | 4.00 | 10.00 | "
+                     "2.500 | identical | "
                      "max 0.007812 |"),
             std::string::npos)
       << *md;
-  EXPECT_NE(md->find("| 0 | sum of 106 ops, 420 kernels | 900.0 | 600.0 | 590.0 | 1.017 | 700.0 | 1.500 | yes |"),
+  EXPECT_NE(md->find("| 0 | sum of 106 ops, 420 kernels | 900.0 | 600.0 | 590.0 | 1.017 | 700.0 | "
+                     "1.500 | yes |"),
             std::string::npos)
       << *md;
   // A bench from before the fused kernel had protocols shows none.
@@ -262,7 +270,8 @@ TEST(GpuImport, RefusesAnIntegerFieldHoldingAFloatOrANumberOutOfRangeNamingTheFi
     ASSERT_FALSE(r.hasValue()) << to;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput) << to;
     const std::string key = to.substr(1, to.find('"', 1) - 1);
-    EXPECT_NE(r.status().message().find("field \"" + key + " (not an integer in range)\""), std::string::npos)
+    EXPECT_NE(r.status().message().find("field \"" + key + " (not an integer in range)\""),
+              std::string::npos)
         << r.status().message();
     std::remove(file.c_str());
   }

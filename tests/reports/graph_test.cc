@@ -8,7 +8,7 @@
 #include <regex>
 
 #include "../sim/case_builders.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/policy/policy.h"
 
 namespace seam::reports {
 namespace {
@@ -81,7 +81,8 @@ TEST(Graph, WritesPngAndRefusesABadExtensionOrPath) {
   EXPECT_EQ(std::string(magic + 1, 3), "PNG");
   std::remove(png.c_str());
   EXPECT_EQ(writeBoundaryGraph(plan, nullptr, "/tmp/x.jpg").code(), StatusCode::kInvalidInput);
-  EXPECT_EQ(writeBoundaryGraph(plan, nullptr, "/nonexistent/dir/x.svg").code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(writeBoundaryGraph(plan, nullptr, "/nonexistent/dir/x.svg").code(),
+            StatusCode::kInvalidInput);
   EXPECT_FALSE(renderBoundaryGraph(plan, nullptr, "gif").hasValue());
 }
 

@@ -14,14 +14,16 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string tempPath(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "seam_merge_" + std::to_string(::getpid()) + "_" + name;
+  const std::string path =
+      ::testing::TempDir() + "seam_merge_" + std::to_string(::getpid()) + "_" + name;
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path + suffix);
   return path;
 }
 
 /// A store with one run of every kind of row: a case with two verdicts, a
 /// mutant and its kill, an equivalence row and a timing.
-std::string storeWithOneRun(const std::string& name, const std::string& args, std::int64_t started_ms) {
+std::string storeWithOneRun(const std::string& name, const std::string& args,
+                            std::int64_t started_ms) {
   const std::string path = tempPath(name);
   auto store = Store::open(path);
   EXPECT_TRUE(store) << store.status().message();
@@ -39,10 +41,14 @@ std::string storeWithOneRun(const std::string& name, const std::string& args, st
   c.outcome = CaseOutcome::kViolated;
   c.reproduce = "seam check --pattern M- --tp 2";
   c.plan_hash = 0xfeedfacecafebeefULL;
-  EXPECT_TRUE(store->addCase(run.id, c, {{3, false, "never-completed", "first"}, {5, false, "counted-k-times", "second"}}));
+  EXPECT_TRUE(store->addCase(
+      run.id, c,
+      {{3, false, "never-completed", "first"}, {5, false, "counted-k-times", "second"}}));
   EXPECT_TRUE(store->putMutant(run.id, {"plan.drop", "plan", "drops one", "killed", "", 8}));
-  EXPECT_TRUE(store->addKill(run.id, {"plan.drop", 7, 3, "never-completed", "first", "seam check ..."}));
-  EXPECT_TRUE(store->addEquivalence(run.id, {7, "gpu:declared", 1, "cpu:declared", 1, true, true, 0.0}));
+  EXPECT_TRUE(
+      store->addKill(run.id, {"plan.drop", 7, 3, "never-completed", "first", "seam check ..."}));
+  EXPECT_TRUE(
+      store->addEquivalence(run.id, {7, "gpu:declared", 1, "cpu:declared", 1, true, true, 0.0}));
   TimingRecord t;
   t.case_index = 7;
   t.op_kind = "all_reduce";
@@ -112,7 +118,8 @@ TEST(Merge, ARunPresentInAnotherStateIsRefusedAndNothingIsWritten) {
   }
   auto refused = mergeStores(out, {b, a});
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.status().message().find("in another state"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("in another state"), std::string::npos)
+      << refused.status().message();
   EXPECT_EQ(Store::open(out)->runs()->size(), 1u) << "b's run must not land either";
 }
 

@@ -18,11 +18,11 @@ constexpr int kTokens = 3;
 constexpr std::int64_t kHiddenBytes = 4096 * 2;  // one bf16 row of a 4096-wide hidden state
 
 const Keys kTopKeys = {"model", "pattern", "policy", "config", "rank", "ops", "summary"};
-const Keys kConfigKeys = {"world",     "pp",     "tp",        "attn_tp",   "attn_dp",      "attn_cp",
-                          "moe_ep",    "moe_tp", "moe_dp",    "a2a",       "fusion",       "dp_padding",
+const Keys kConfigKeys = {"world",     "pp",     "tp",           "attn_tp", "attn_dp", "attn_cp",
+                          "moe_ep",    "moe_tp", "moe_dp",       "a2a",     "fusion",  "dp_padding",
                           "reduction", "mode",   "layernorm_sp", "capture", "tokens"};
-const Keys kOpKeys = {"layer", "stage", "phase", "op", "tensor", "group", "group_size",
-                      "ranks", "rows_in", "rows_out", "bytes"};
+const Keys kOpKeys = {"layer",      "stage", "phase",   "op",       "tensor", "group",
+                      "group_size", "ranks", "rows_in", "rows_out", "bytes"};
 
 Keys keysOf(const json& j) {
   Keys keys;
@@ -72,7 +72,9 @@ Plan makePlan() {
   return plan;
 }
 
-json renderJson(const Plan& plan, int rank) { return json::parse(renderPlan(plan, rank, Format::kJson)); }
+json renderJson(const Plan& plan, int rank) {
+  return json::parse(renderPlan(plan, rank, Format::kJson));
+}
 
 TEST(RenderPlan, JsonHasExactlyTheKeysOfTheDesign) {
   json doc = renderJson(makePlan(), 1);
@@ -87,7 +89,8 @@ TEST(RenderPlan, JsonHasExactlyTheKeysOfTheDesign) {
   EXPECT_EQ(doc["config"]["tokens"], json::array({kTokens}));
   EXPECT_EQ(doc["config"]["capture"], json::array());
   ASSERT_EQ(doc["ops"].size(), 5u);
-  for (size_t i = 0; i + 1 < doc["ops"].size(); ++i) EXPECT_EQ(keysOf(doc["ops"][i]), kOpKeys) << "op " << i;
+  for (size_t i = 0; i + 1 < doc["ops"].size(); ++i)
+    EXPECT_EQ(keysOf(doc["ops"][i]), kOpKeys) << "op " << i;
   EXPECT_EQ(doc["ops"][1]["rows_in"], json({{"layout", "attention"}, {"count", kTokens}}));
 }
 
@@ -120,7 +123,8 @@ TEST(RenderPlan, ComputeShowsTheGroupItsWeightsAreSplitOver) {
 
 TEST(RenderPlan, SummaryCountsOnlyTheKindsThatOccur) {
   json doc = renderJson(makePlan(), 0);
-  EXPECT_EQ(doc["summary"], json({{"add_norm", 1}, {"ar_add_norm", 1}, {"compute", 2}, {"norm", 1}}));
+  EXPECT_EQ(doc["summary"],
+            json({{"add_norm", 1}, {"ar_add_norm", 1}, {"compute", 2}, {"norm", 1}}));
 }
 
 TEST(RenderPlan, ShowsTheResolvedPaddingNotTheRequestedOne) {
@@ -158,9 +162,11 @@ TEST(RenderPlan, TextEndsWithTheCountsMostFrequentFirst) {
 
 TEST(RenderPlan, TextWritesAStridedGroupAsAListAndAContiguousOneAsARange) {
   Plan plan = makePlan();
-  plan.source.config = ParallelConfig{.pp = 1, .tp = 4, .attn_dp = 2};  // attn_dp groups {0,2} and {1,3}
+  plan.source.config =
+      ParallelConfig{.pp = 1, .tp = 4, .attn_dp = 2};  // attn_dp groups {0,2} and {1,3}
   plan.source.batch.tokens = {kTokens, kTokens};
-  Op gather = makeOp(0, Phase::kExit, OpKind::kDpGatherPartial, static_cast<std::int8_t>(Axis::kAttnDp));
+  Op gather =
+      makeOp(0, Phase::kExit, OpKind::kDpGatherPartial, static_cast<std::int8_t>(Axis::kAttnDp));
   Op reduce = makeOp(0, Phase::kExit, OpKind::kAllReduce, static_cast<std::int8_t>(Axis::kTp));
   plan.ranks = std::vector<std::vector<Op>>(4, {gather, reduce});
   std::string text = renderPlan(plan, 0, Format::kText);

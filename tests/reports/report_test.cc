@@ -23,17 +23,26 @@ TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
   RunRecord sweep{.command = "sweep", .args = "world=2"};
   ASSERT_TRUE(store->beginRun(sweep).isOk());
   CaseRecord ok{.index = 0, .model = "m", .group = "nemotron-h-8b", .outcome = CaseOutcome::kHolds};
-  CaseRecord bad{.index = 1, .model = "m", .group = "nemotron-h-8b", .outcome = CaseOutcome::kViolated,
+  CaseRecord bad{.index = 1,
+                 .model = "m",
+                 .group = "nemotron-h-8b",
+                 .outcome = CaseOutcome::kViolated,
                  .reproduce = "seam check --pattern 'M-' --tp 2"};
   ASSERT_TRUE(store->addCase(sweep.id, ok, {}).isOk());
-  ASSERT_TRUE(store->addCase(sweep.id, bad, {{2, false, "never-completed", "owed-once violated <here>"}}).isOk());
+  ASSERT_TRUE(
+      store->addCase(sweep.id, bad, {{2, false, "never-completed", "owed-once violated <here>"}})
+          .isOk());
   RunRecord mutate{.command = "mutate", .args = "worlds=2"};
   ASSERT_TRUE(store->beginRun(mutate).isOk());
   ASSERT_TRUE(store->putMutant(mutate.id, {"plan.x", "plan", "drop it", "killed", "", 3}).isOk());
-  ASSERT_TRUE(store->putMutant(mutate.id, {"decision.y", "decision", "flip", "equivalent", "never reached", 9}).isOk());
+  ASSERT_TRUE(store
+                  ->putMutant(mutate.id,
+                              {"decision.y", "decision", "flip", "equivalent", "never reached", 9})
+                  .isOk());
   RunRecord gpu{.command = "gpu run", .args = "seam-gpu run", .gpu = "2x NVIDIA H200"};
   ASSERT_TRUE(store->beginRun(gpu).isOk());
-  ASSERT_TRUE(store->addEquivalence(gpu.id, {0, "gpu:declared", 1, "reference", 1, true, true, 0.0}).isOk());
+  ASSERT_TRUE(store->addEquivalence(gpu.id, {0, "gpu:declared", 1, "reference", 1, true, true, 0.0})
+                  .isOk());
   TimingRecord t;
   t.op_kind = "all_reduce";
   t.group = "tp/2";
@@ -76,7 +85,7 @@ TEST(Report, DrawsTheBenchRunsOfTheCommittedGpuResultsAsInlineSvgPlots) {
   for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
   auto store = Store::open(db);
   ASSERT_TRUE(store.hasValue());
-  const std::string raw = std::string(SEAM_SOURCE_DIR) + "/tests/gpu_results/raw/";
+  const std::string raw = std::string(SEAM_SOURCE_DIR) + "/tests/reports/data/";
   for (const char* f : {"gpuperf_bench_h8b_decode.json", "gpuperf_bench_h8b_extend_4096.json",
                         "gpuperf_bench_h8b_extend_8192.json"}) {
     auto file = readGpuJson(raw + f, "seam test");

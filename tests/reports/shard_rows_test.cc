@@ -32,7 +32,8 @@ TEST(ShardRows, ASweepShardComesBackRowForRow) {
   c.outcome = CaseOutcome::kViolated;
   c.reproduce = "seam check --model nemotron-h-8b --tp 2";
   c.plan_hash = 0xfedcba9876543210ULL;
-  shard.cases.emplace_back(c, std::vector<VerdictRecord>{{3, false, "never-completed", "line\nwith newline"}});
+  shard.cases.emplace_back(
+      c, std::vector<VerdictRecord>{{3, false, "never-completed", "line\nwith newline"}});
   CaseRecord refused;
   refused.index = 42;
   refused.outcome = CaseOutcome::kRefused;
@@ -63,7 +64,8 @@ TEST(ShardRows, ACampaignShardComesBackWithItsKills) {
   shard.baseline_holds = true;
   MutantRows killed{{"plan.drop", "plan", "drops one", "killed", "", 8},
                     KillRecord{"plan.drop", 7, 3, "never-completed", "text", "seam check ..."}};
-  MutantRows equivalent{{"decision.x", "decision", "flips x", "equivalent", "never reached", 14566}, std::nullopt};
+  MutantRows equivalent{{"decision.x", "decision", "flips x", "equivalent", "never reached", 14566},
+                        std::nullopt};
   shard.mutants = {killed, equivalent};
   auto back = decodeCampaignShard(encodeCampaignShard(shard));
   ASSERT_TRUE(back.hasValue()) << back.status().message();
@@ -98,7 +100,8 @@ TEST(ShardRows, ASweepBatcherHandsOnFullBatchesAsCasesFinishAndTheRestOnFlush) {
   const auto cases = static_cast<std::size_t>(result->cases);
   ASSERT_GT(cases, 2u * SweepRecorder::kBatchCases);
   EXPECT_EQ(full, cases / SweepRecorder::kBatchCases);
-  for (std::size_t i = 0; i < full; ++i) EXPECT_EQ(sizes[i], static_cast<std::size_t>(SweepRecorder::kBatchCases));
+  for (std::size_t i = 0; i < full; ++i)
+    EXPECT_EQ(sizes[i], static_cast<std::size_t>(SweepRecorder::kBatchCases));
   EXPECT_EQ(sizes.size(), full + (cases % SweepRecorder::kBatchCases != 0 ? 1 : 0));
   EXPECT_EQ(indices.size(), cases);  // every case once
 }
@@ -107,7 +110,9 @@ TEST(ShardRows, ASweepBatcherHandsOnFullBatchesAsCasesFinishAndTheRestOnFlush) {
 class Heard : public mutants::CampaignListener {
  public:
   void onBaseline(std::int64_t, bool) override { ++baselines; }
-  void onMutant(const mutants::MutantOutcome&, int done, int total) override { progress.emplace_back(done, total); }
+  void onMutant(const mutants::MutantOutcome&, int done, int total) override {
+    progress.emplace_back(done, total);
+  }
   int baselines = 0;
   std::vector<std::pair<int, int>> progress;
 };
@@ -123,7 +128,8 @@ TEST(ShardRows, ACampaignShareRunsItsOwnMutantsAndPassesTheOthersOver) {
 
   Heard heard;
   std::vector<MutantRows> sunk;
-  CampaignShare share(PolicyKind::kDeclared, {mine}, &heard, [&](MutantRows rows) { sunk.push_back(std::move(rows)); });
+  CampaignShare share(PolicyKind::kDeclared, {mine}, &heard,
+                      [&](MutantRows rows) { sunk.push_back(std::move(rows)); });
   auto result = mutants::runCampaign(spec, &share);
   ASSERT_TRUE(result.hasValue()) << result.status().message();
   ASSERT_TRUE(result->baseline_holds);
@@ -147,7 +153,8 @@ TEST(ShardRows, ACampaignShareRunsItsOwnMutantsAndPassesTheOthersOver) {
 
   // An empty share still runs the baseline (rank 0 summarizes it).
   Heard none_heard;
-  CampaignShare none(PolicyKind::kDeclared, {}, &none_heard, [&](MutantRows) { ADD_FAILURE() << "no mutant is mine"; });
+  CampaignShare none(PolicyKind::kDeclared, {}, &none_heard,
+                     [&](MutantRows) { ADD_FAILURE() << "no mutant is mine"; });
   auto baseline_only = mutants::runCampaign(spec, &none);
   ASSERT_TRUE(baseline_only.hasValue());
   EXPECT_EQ(baseline_only->cases, result->cases);
@@ -156,7 +163,8 @@ TEST(ShardRows, ACampaignShareRunsItsOwnMutantsAndPassesTheOthersOver) {
 }
 
 TEST(ShardRows, MutantRowsStoredOutOfListOrderArePutBackInItWithTheirKills) {
-  const std::string path = ::testing::TempDir() + "seam_shard_rows_" + std::to_string(getpid()) + ".db";
+  const std::string path =
+      ::testing::TempDir() + "seam_shard_rows_" + std::to_string(getpid()) + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
   auto store = Store::open(path);
   ASSERT_TRUE(store.hasValue()) << store.status().message();
@@ -166,7 +174,8 @@ TEST(ShardRows, MutantRowsStoredOutOfListOrderArePutBackInItWithTheirKills) {
   const auto all = mutants::registry();
   const std::vector<const mutants::Mutant*> order = {all[0], all[1], all[2]};
   auto rowsOf = [](const mutants::Mutant* m, bool killed) {
-    MutantRows rows{{std::string(m->id()), "plan", "d", killed ? "killed" : "equivalent", "", 5}, std::nullopt};
+    MutantRows rows{{std::string(m->id()), "plan", "d", killed ? "killed" : "equivalent", "", 5},
+                    std::nullopt};
     if (killed) rows.kill = KillRecord{std::string(m->id()), 4, 1, "c", "t", "r"};
     return rows;
   };

@@ -38,7 +38,8 @@ TEST(SweepView, AModelsRateCountsOnlyTheCasesThisRunComputedNotThoseAResumeReadB
   ASSERT_FALSE(row.empty()) << out;
   EXPECT_NE(row.find(" 40 "), std::string::npos) << row;  // 20 cases in 0.5 s
   EXPECT_EQ(row.find("2000"), std::string::npos) << row;  // not 1000 cases in 0.5 s
-  EXPECT_NE(out.find("(980 of them by the interrupted run resumed here)"), std::string::npos) << out;
+  EXPECT_NE(out.find("(980 of them by the interrupted run resumed here)"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("1000 cases, 0 violations, 40 cases/s"), std::string::npos) << out;
 }
 

@@ -9,8 +9,8 @@
 
 #include "../sim/case_builders.h"
 #include "seam/reports/plan_view.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
 
 namespace seam::reports {
 namespace {
@@ -96,10 +96,12 @@ TEST(Trace, RefusesBadLinesNamingTheLine) {
   const std::string good = traceOf(plan);
   const std::string first = good.substr(0, good.find('\n'));
   const std::pair<std::string, std::string> bad[] = {
-      {first + "\n" + first.substr(0, 40) + "\n", "line 2: not a JSON object (truncated or malformed)"},
+      {first + "\n" + first.substr(0, 40) + "\n",
+       "line 2: not a JSON object (truncated or malformed)"},
       {"[1,2]\n", "line 1: not a JSON object"},
       {"{\"rank\": 9}\n", "line 1: \"rank\" is missing or not a rank of the world of 2"},
-      {std::string(first).replace(first.find("add_norm"), 8, "frobnify") + "\n", "\"op\" \"frobnify\" is not an op kind"},
+      {std::string(first).replace(first.find("add_norm"), 8, "frobnify") + "\n",
+       "\"op\" \"frobnify\" is not an op kind"},
       {"", "no calls in it"},
       {"\xff\xfe\n", "line 1: not a JSON object"},
   };
@@ -150,14 +152,19 @@ TEST(Trace, RefusesAnOpAtAStageTheCaseDoesNotHaveInsteadOfReplayingIt) {
     std::string text, needle;
   };
   const Bad bad[] = {
-      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":32767,"), "\"stage\" 32767 of stack 0 is not a stage of the case (-1..4)"},
-      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":-1,"), "stage -1 is the MTP input projection"},
-      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":1,\"stack\":1,"), "\"stack\" 1, but the case has no MTP step"},
-      {&plain, edited(plain_trace, "\"stage\":1,\"phase\":\"compute\",\"op\":\"compute\"",
+      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":32767,"),
+       "\"stage\" 32767 of stack 0 is not a stage of the case (-1..4)"},
+      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":-1,"),
+       "stage -1 is the MTP input projection"},
+      {&plain, edited(plain_trace, "\"stage\":1,", "\"stage\":1,\"stack\":1,"),
+       "\"stack\" 1, but the case has no MTP step"},
+      {&plain,
+       edited(plain_trace, "\"stage\":1,\"phase\":\"compute\",\"op\":\"compute\"",
               "\"stage\":4,\"phase\":\"compute\",\"op\":\"compute\""),
        "is the final norm: no stage computes there"},
-      {&mtp, edited(mtp_trace, "\"stage\":2,\"stack\":1,\"phase\":\"entry\",\"op\":\"add_norm\"",
-                    "\"stage\":-1,\"stack\":1,\"phase\":\"entry\",\"op\":\"add_norm\""),
+      {&mtp,
+       edited(mtp_trace, "\"stage\":2,\"stack\":1,\"phase\":\"entry\",\"op\":\"add_norm\"",
+              "\"stage\":-1,\"stack\":1,\"phase\":\"entry\",\"op\":\"add_norm\""),
        "stage -1 is the MTP input projection (stack 1, no norm)"},
   };
   for (const Bad& b : bad) {

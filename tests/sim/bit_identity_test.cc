@@ -1,12 +1,12 @@
-#include "seam/sim/bit_identity.h"
+#include "seam/sim/replay/bit_identity.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "../../sim/src/arithmetic_domain.h"
 #include "case_builders.h"
-#include "seam/sim/numeric_executor.h"
+#include "replay/arithmetic_domain.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam {
 namespace {
@@ -125,8 +125,10 @@ TEST(BitIdentity, GemmsOverAnotherRowCountAreNotPredictedIdentical) {
   Flags max_len, sum_len;
   max_len.dp_padding = DpPadding::kMaxLen;
   sum_len.dp_padding = DpPadding::kSumLen;
-  const Plan a = mustBuild(presetCase("qwen3-next-80b-a3b", {.tp = 2, .attn_dp = 2}, {3, 1}, max_len));
-  const Plan b = mustBuild(presetCase("qwen3-next-80b-a3b", {.tp = 2, .attn_dp = 2}, {3, 1}, sum_len));
+  const Plan a =
+      mustBuild(presetCase("qwen3-next-80b-a3b", {.tp = 2, .attn_dp = 2}, {3, 1}, max_len));
+  const Plan b =
+      mustBuild(presetCase("qwen3-next-80b-a3b", {.tp = 2, .attn_dp = 2}, {3, 1}, sum_len));
   EXPECT_FALSE(predictBitIdentity(a, b).identical);
   EXPECT_TRUE(cpuIdentical(a, b, ExecutionOrder::kMemberOrder));
   EXPECT_FALSE(cpuIdentical(a, b, ExecutionOrder::kCallDependent));

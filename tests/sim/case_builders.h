@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "seam/sim/case.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/model.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/model/model.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
 
 namespace seam::testing {
 
@@ -31,7 +31,8 @@ inline Case patternCase(std::string_view pattern, ParallelConfig config, std::ve
 }
 
 /// A case of a model preset (its real pattern and shapes).
-inline Case presetCase(std::string_view preset, ParallelConfig config, std::vector<int> tokens, Flags flags = {}) {
+inline Case presetCase(std::string_view preset, ParallelConfig config, std::vector<int> tokens,
+                       Flags flags = {}) {
   Case c;
   auto found = findPreset(preset);
   EXPECT_TRUE(found.hasValue()) << preset;
@@ -51,11 +52,12 @@ inline Case twoStageCase(std::string_view pattern, ParallelConfig config, std::v
 /// The plan of a case the test expects to be planned. A refused case throws
 /// with the refusal and the command that reproduces it, so the test stops
 /// there instead of reading past an empty plan's `ranks`.
-inline Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared, const Schema& schema = {}) {
+inline Plan mustBuild(const Case& c, PolicyKind policy = PolicyKind::kDeclared,
+                      const Schema& schema = {}) {
   auto plan = buildPlan(c, policy, schema);
   if (!plan) {
-    throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()) + "\n" +
-                             reproduceCommand(c, policyName(policy)));
+    throw std::runtime_error("buildPlan refused the case: " + std::string(plan.status().message()) +
+                             "\n" + reproduceCommand(c, policyName(policy)));
   }
   return std::move(plan).value();
 }

@@ -1,4 +1,4 @@
-#include "seam/sim/case.h"
+#include "seam/sim/model/case.h"
 
 #include <gtest/gtest.h>
 
@@ -30,8 +30,8 @@ TEST(Flags, EveryPaddingNameParsesBackToItsValue) {
 }
 
 TEST(Flags, EveryReductionNameParsesBackToItsValue) {
-  const BoundaryReduction all[] = {BoundaryReduction::kAr, BoundaryReduction::kRs, BoundaryReduction::kRsv,
-                                   BoundaryReduction::kRsRsv};
+  const BoundaryReduction all[] = {BoundaryReduction::kAr, BoundaryReduction::kRs,
+                                   BoundaryReduction::kRsv, BoundaryReduction::kRsRsv};
   const char* names[] = {"ar", "rs", "rsv", "rs+rsv"};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(reductionName(all[i]), names[i]);
@@ -73,7 +73,8 @@ TEST(Flags, ARefusalEscapesUnprintableBytesAndTruncatesLongText) {
   EXPECT_EQ(bad.status().message(), "--mode \"de\\x01\\xff\" is not one of decode, extend");
   auto long_text = parseA2a(std::string(100, 'x'));
   ASSERT_FALSE(long_text.hasValue());
-  EXPECT_EQ(long_text.status().message(), "--a2a \"" + std::string(64, 'x') + "\" is not one of none, deepep");
+  EXPECT_EQ(long_text.status().message(),
+            "--a2a \"" + std::string(64, 'x') + "\" is not one of none, deepep");
 }
 
 TEST(Flags, DescribeListsEveryFlagAndTheOptionalOnesOnlyWhenSet) {
@@ -86,7 +87,9 @@ TEST(Flags, DescribeListsEveryFlagAndTheOptionalOnesOnlyWhenSet) {
   f.mode = ForwardMode::kExtend;
   f.layernorm_sp = true;
   f.capture = {2, 5};
-  EXPECT_EQ(f.describe(), "a2a=deepep fusion=off padding=sum_len reduction=rs+rsv mode=extend ln_sp=on capture=2,5");
+  EXPECT_EQ(
+      f.describe(),
+      "a2a=deepep fusion=off padding=sum_len reduction=rs+rsv mode=extend ln_sp=on capture=2,5");
 }
 
 // --- batches ----------------------------------------------------------------
@@ -124,7 +127,8 @@ TEST(Batch, AcceptsTheLargestShardAndRefusesOneMore) {
   EXPECT_EQ(max->tokens, (std::vector<int>{kMaxTokensPerShard}));
   auto over = parseBatch("1," + std::to_string(kMaxTokensPerShard + 1));
   ASSERT_FALSE(over.hasValue());
-  EXPECT_EQ(over.status().message(), "--tokens \"1,1048577\": shard 1 \"1048577\" exceeds 1048576 tokens per shard");
+  EXPECT_EQ(over.status().message(),
+            "--tokens \"1,1048577\": shard 1 \"1048577\" exceeds 1048576 tokens per shard");
   auto huge = parseBatch("99999999999999999999999");
   ASSERT_FALSE(huge.hasValue());
   EXPECT_EQ(huge.status().code(), StatusCode::kInvalidInput);
@@ -153,13 +157,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadBatch{"4,,3", "--tokens \"4,,3\": shard 1 is empty"},
         BadBatch{"4,", "--tokens \"4,\": shard 1 is empty"},
         BadBatch{",4", "--tokens \",4\": shard 0 is empty"},
-        BadBatch{"4,-1", "--tokens \"4,-1\": shard 1 \"-1\" is not a token count (a non-negative integer)"},
-        BadBatch{"+4", "--tokens \"+4\": shard 0 \"+4\" is not a token count (a non-negative integer)"},
-        BadBatch{"4, 3", "--tokens \"4, 3\": shard 1 \" 3\" is not a token count (a non-negative integer)"},
-        BadBatch{"4;3", "--tokens \"4;3\": shard 0 \"4;3\" is not a token count (a non-negative integer)"},
-        BadBatch{"0x10", "--tokens \"0x10\": shard 0 \"0x10\" is not a token count (a non-negative integer)"},
-        BadBatch{"4,\t", "--tokens \"4,\\x09\": shard 1 \"\\x09\" is not a token count (a non-negative integer)"}),
-    [](const ::testing::TestParamInfo<BadBatch>& info) { return "case" + std::to_string(info.index); });
+        BadBatch{"4,-1",
+                 "--tokens \"4,-1\": shard 1 \"-1\" is not a token count (a non-negative integer)"},
+        BadBatch{"+4",
+                 "--tokens \"+4\": shard 0 \"+4\" is not a token count (a non-negative integer)"},
+        BadBatch{"4, 3",
+                 "--tokens \"4, 3\": shard 1 \" 3\" is not a token count (a non-negative integer)"},
+        BadBatch{"4;3",
+                 "--tokens \"4;3\": shard 0 \"4;3\" is not a token count (a non-negative integer)"},
+        BadBatch{
+            "0x10",
+            "--tokens \"0x10\": shard 0 \"0x10\" is not a token count (a non-negative integer)"},
+        BadBatch{"4,\t",
+                 "--tokens \"4,\\x09\": shard 1 \"\\x09\" is not a token count (a non-negative "
+                 "integer)"}),
+    [](const ::testing::TestParamInfo<BadBatch>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 // --- models -----------------------------------------------------------------
 
@@ -223,7 +237,8 @@ TEST(CaseModel, ABarePatternBorrowsDenseOrMoeShapes) {
 TEST(CaseModel, ABadPatternKeepsTheParsersMessage) {
   auto bad = modelFromPattern("M-x*");
   ASSERT_FALSE(bad.hasValue());
-  EXPECT_EQ(bad.status().message(), "pattern \"M-x*\": 'x' at position 2 is not a layer (M * - E), '|' or '/'");
+  EXPECT_EQ(bad.status().message(),
+            "pattern \"M-x*\": 'x' at position 2 is not a layer (M * - E), '|' or '/'");
 }
 
 // --- validateCase and the reproduce line ------------------------------------
@@ -254,7 +269,8 @@ TEST(Case, TheBatchNeedsOneEntryPerDpShard) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
   EXPECT_EQ(s.message(), "--tokens \"4,0\" has 2 entries but attn_dp=4 (one per DP shard)");
   c.batch.tokens = {4};
-  EXPECT_EQ(validateCase(c).message(), "--tokens \"4\" has 1 entry but attn_dp=4 (one per DP shard)");
+  EXPECT_EQ(validateCase(c).message(),
+            "--tokens \"4\" has 1 entry but attn_dp=4 (one per DP shard)");
 }
 
 TEST(Case, ABatchWithNoTokensIsRefused) {
@@ -267,10 +283,12 @@ TEST(Case, ABatchWithNoTokensIsRefused) {
 TEST(Case, TheConfigMustFitTheModelsShapes) {
   // nemotron-h-8b has 32 heads: attn_tp=64 does not divide them.
   Case heads = presetCase("nemotron-h-8b", {.tp = 64}, {1});
-  EXPECT_EQ(validateCase(heads).message(), "model nemotron-h-8b: attn_tp=64 does not divide heads=32");
+  EXPECT_EQ(validateCase(heads).message(),
+            "model nemotron-h-8b: attn_tp=64 does not divide heads=32");
   // A dense model has no MoE axes.
   Case dense = presetCase("nemotron-h-8b", {.tp = 4, .moe_ep = 4}, {1});
-  EXPECT_EQ(validateCase(dense).message(), "model nemotron-h-8b: a dense model has no MoE axes (moe_ep=4 moe_dp=1)");
+  EXPECT_EQ(validateCase(dense).message(),
+            "model nemotron-h-8b: a dense model has no MoE axes (moe_ep=4 moe_dp=1)");
   // A bare pattern names itself and is held to its own layer count.
   Case bare;
   bare.model = modelFromPattern("M-*").value();
@@ -301,8 +319,10 @@ TEST(Case, PipelineCutsMustMatchPp) {
 TEST(Case, ReproduceCommandNamesAPresetAndEveryOption) {
   Case c = presetCase("nemotron-3-nano", {.pp = 1, .tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 0});
   EXPECT_EQ(reproduceCommand(c, "declared"),
-            "seam check --model nemotron-3-nano --tp 4 --pp 1 --dp 2 --cp 1 --ep 4 --moe-dp 1 --tokens 3,0"
-            " --a2a none --fusion on --dp-padding max_len --reduction ar --mode decode --policy declared");
+            "seam check --model nemotron-3-nano --tp 4 --pp 1 --dp 2 --cp 1 --ep 4 --moe-dp 1 "
+            "--tokens 3,0"
+            " --a2a none --fusion on --dp-padding max_len --reduction ar --mode decode --policy "
+            "declared");
 }
 
 TEST(Case, ReproduceCommandQuotesABarePatternAndAddsTheOptionalFlags) {
@@ -317,10 +337,12 @@ TEST(Case, ReproduceCommandQuotesABarePatternAndAddsTheOptionalFlags) {
   c.flags.mode = ForwardMode::kExtend;
   c.flags.layernorm_sp = true;
   c.flags.capture = {2, 5};
-  EXPECT_EQ(reproduceCommand(c, "legacy"),
-            "seam check --pattern 'M-|*E/*E' --tp 2 --pp 2 --dp 1 --cp 1 --ep 2 --moe-dp 1 --tokens 5"
-            " --a2a deepep --fusion off --dp-padding sum_len --reduction rsv --mode extend --policy legacy"
-            " --ln-sp --capture 2,5");
+  EXPECT_EQ(
+      reproduceCommand(c, "legacy"),
+      "seam check --pattern 'M-|*E/*E' --tp 2 --pp 2 --dp 1 --cp 1 --ep 2 --moe-dp 1 --tokens 5"
+      " --a2a deepep --fusion off --dp-padding sum_len --reduction rsv --mode extend --policy "
+      "legacy"
+      " --ln-sp --capture 2,5");
 }
 
 // ServerArgs' start-up asserts (server_args.py @001067fffe33), each by its
@@ -341,20 +363,23 @@ TEST(Case, ServerArgsRefusesAtStartUpWhatTheEngineAssertsOnWithItsMessage) {
   };
   // check_server_args: "Pipeline parallelism is not compatible with overlap
   // schedule, speculative decoding" -- an MTP step or an EAGLE3 capture.
-  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 2})).find("Pipeline parallelism is not compatible with overlap "
-                                                                "schedule, speculative decoding"),
+  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 2}))
+                .find("Pipeline parallelism is not compatible with overlap "
+                      "schedule, speculative decoding"),
             std::string::npos);
   Flags capture;
   capture.capture = {2};
-  EXPECT_NE(refusal(caseOf("*-*E", {.pp = 2, .tp = 2}, capture)).find("pp=2 with EAGLE3 aux capture"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(caseOf("*-*E", {.pp = 2, .tp = 2}, capture)).find("pp=2 with EAGLE3 aux capture"),
+      std::string::npos);
   EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.pp = 2, .tp = 2})).isOk());
   EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E/*E", {.tp = 4})).isOk());
   // _check_two_batch_overlap: TBO without an a2a backend needs DP attention.
   Flags tbo;
   tbo.tbo = true;
-  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 2}, tbo)).find("When enabling two batch overlap without an EP a2a backend "
-                                                         "(moe_a2a_backend='none'), --enable-dp-attention is required"),
+  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 2}, tbo))
+                .find("When enabling two batch overlap without an EP a2a backend "
+                      "(moe_a2a_backend='none'), --enable-dp-attention is required"),
             std::string::npos);
   EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 2, .attn_dp = 2}, tbo)).isOk());
   tbo.a2a = A2aBackend::kDeepep;
@@ -362,27 +387,37 @@ TEST(Case, ServerArgsRefusesAtStartUpWhatTheEngineAssertsOnWithItsMessage) {
   // _handle_context_parallelism's moe_dp asserts come first (serverArgsMoeDp) on a GQA model.
   Case gqa_pp = caseOf("*-*E/*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2});
   gqa_pp.model.shape.q_lora_rank = kNotApplicable;
-  EXPECT_NE(refusal(gqa_pp).find("PP is not supported with context parallelism"), std::string::npos);
+  EXPECT_NE(refusal(gqa_pp).find("PP is not supported with context parallelism"),
+            std::string::npos);
   // _deepseek_family_overrides: MLA prefill CP runs only as deepep, ep = tp,
   // moe_dense_tp_size 1 and attn_cp = tp // dp; it rewrites any other ask
   // (before the moe_dp asserts read the rewritten values), for every batch.
   Flags engine;
   engine.a2a = A2aBackend::kDeepep;
   engine.dense_tp1 = true;
-  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, engine)).isOk());
-  EXPECT_TRUE(serverArgsRefusal(caseOf("*-*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, engine)).isOk());
-  EXPECT_TRUE(serverArgsRefusal(caseOf("*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, tbo)).isOk());  // no dense FFN
+  EXPECT_TRUE(
+      serverArgsRefusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, engine)).isOk());
+  EXPECT_TRUE(
+      serverArgsRefusal(caseOf("*-*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, engine))
+          .isOk());
+  EXPECT_TRUE(serverArgsRefusal(caseOf("*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, tbo))
+                  .isOk());  // no dense FFN
   EXPECT_EQ(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 2})),
-            "SGLang's _deepseek_family_overrides runs MLA prefill CP only with --moe-a2a-backend deepep, ep_size = tp, "
-            "moe_dense_tp_size = 1 and attn_cp_size = tp // dp = 4 (asked: a2a none, ep 1, dense tp tp, attn_cp 2)");
+            "SGLang's _deepseek_family_overrides runs MLA prefill CP only with --moe-a2a-backend "
+            "deepep, ep_size = tp, "
+            "moe_dense_tp_size = 1 and attn_cp_size = tp // dp = 4 (asked: a2a none, ep 1, dense "
+            "tp tp, attn_cp 2)");
   Flags tp_dense = engine;
   tp_dense.dense_tp1 = false;
-  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, tp_dense)).find("dense tp tp"),
+  EXPECT_NE(
+      refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, tp_dense)).find("dense tp tp"),
+      std::string::npos);
+  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 2}, engine)).find("ep 2"),
             std::string::npos);
-  EXPECT_NE(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 4, .moe_ep = 2}, engine)).find("ep 2"), std::string::npos);
   EXPECT_NE(refusal(caseOf("*-*E", {.tp = 4, .attn_cp = 2, .moe_ep = 4}, engine)).find("attn_cp 2"),
             std::string::npos);
-  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2})).find("_deepseek_family_"),
+  EXPECT_NE(refusal(caseOf("*-*E/*E", {.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2}))
+                .find("_deepseek_family_"),
             std::string::npos);
 }
 

@@ -1,4 +1,4 @@
-#include "seam/sim/config_space.h"
+#include "seam/sim/model/config_space.h"
 
 #include <gtest/gtest.h>
 
@@ -91,7 +91,8 @@ TEST(ConfigSpace, FiltersByTheModelsShapes) {
   auto space = ConfigSpace::build(8, *nano);
   ASSERT_TRUE(space.hasValue());
   ASSERT_GT(space->size(), 0);
-  for (const ParallelConfig& c : space->all()) EXPECT_TRUE(fitsModel(**nano, c).isOk()) << c.describe();
+  for (const ParallelConfig& c : space->all())
+    EXPECT_TRUE(fitsModel(**nano, c).isOk()) << c.describe();
   // A dense model never enumerates MoE axes.
   auto dense = findPreset("nemotron-h-8b");
   auto dspace = ConfigSpace::build(8, *dense);

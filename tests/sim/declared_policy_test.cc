@@ -1,4 +1,5 @@
-// Pins the declared boundary policy (sim/src/declared_policy.cc) against
+// Pins the declared boundary policy of single-stage layers (sim/src/policy/
+// single_stage.cc, boundary.cc, declared_policy.cc) against
 // reference/serving-boundaries.md: the counting rule of §9.3 on every
 // Nemotron preset, the boundaries of the `M-*E-` example that SGLang's
 // TestNemotronAuxCapture covers (§9.2 (3)), and DP cases op by op (§0, §6.6,
@@ -15,11 +16,11 @@
 
 #include "case_builders.h"
 #include "seam/properties/check.h"
-#include "seam/sim/case.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/model.h"
-#include "seam/sim/plan.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/model/model.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
 
 namespace seam {
 namespace {
@@ -27,7 +28,6 @@ namespace {
 using seam::testing::patternCase;
 
 // ---- helpers ---------------------------------------------------------------
-
 
 Flags withFusion(bool fusion) {
   Flags f;
@@ -48,8 +48,14 @@ std::string describeOp(const Op& op) {
   s.append(".").append(phaseName(op.phase)).append(" ").append(opName(op.kind));
   if (op.hasGroup()) s.append("[").append(axisName(op.groupAxis())).append("]");
   if (op.tensor != Tensor::kHidden) s.append("(").append(tensorName(op.tensor)).append(")");
-  s.append(" ").append(rowKindName(op.rows_in.kind)).append(":").append(std::to_string(op.rows_in.count));
-  s.append("->").append(rowKindName(op.rows_out.kind)).append(":").append(std::to_string(op.rows_out.count));
+  s.append(" ")
+      .append(rowKindName(op.rows_in.kind))
+      .append(":")
+      .append(std::to_string(op.rows_in.count));
+  s.append("->")
+      .append(rowKindName(op.rows_out.kind))
+      .append(":")
+      .append(std::to_string(op.rows_out.count));
   return s;
 }
 
@@ -113,7 +119,8 @@ TEST(DeclaredCountingRule, EveryNemotronPresetHasOneTpAllReducePerPatternPositio
         const int main_layers = c.model.pattern.size();
         const int mtp_layers = static_cast<int>(c.model.pattern.mtp.size());
         for (int r = 0; r < plan->world(); ++r) {
-          std::map<std::pair<int, int>, int> per_position;  // (stack, position) -> TP-wide all-reduces
+          std::map<std::pair<int, int>, int>
+              per_position;  // (stack, position) -> TP-wide all-reduces
           int total = 0;
           for (const Op& op : plan->ranks[r]) {
             if (op.kind != OpKind::kAllReduce && op.kind != OpKind::kArAddNorm) continue;
@@ -183,8 +190,8 @@ struct AuxCaptureRow {
   bool is_last_layer;
 };
 constexpr AuxCaptureRow kAuxCaptureTable[] = {
-    {'M', true, false, false, true, false},  {'-', false, true, true, true, false},
-    {'*', true, false, false, true, false},  {'E', false, true, true, false, false},
+    {'M', true, false, false, true, false}, {'-', false, true, true, true, false},
+    {'*', true, false, false, true, false}, {'E', false, true, true, false, false},
     {'-', false, true, false, true, true},
 };
 
@@ -327,7 +334,8 @@ TEST(DeclaredExampleOps, MStarERankZeroRunsTheReferenceOpsInOrder) {
       "5.entry add_norm attention:4->attention:4",
   };
   for (int r = 0; r < plan->world(); ++r) {
-    EXPECT_EQ(describeRank(*plan, r), want) << "rank " << r << ":\n" << joinLines(describeRank(*plan, r));
+    EXPECT_EQ(describeRank(*plan, r), want) << "rank " << r << ":\n"
+                                            << joinLines(describeRank(*plan, r));
   }
 }
 
@@ -351,7 +359,8 @@ TEST_P(DeclaredDpOps, RankRunsTheReplicateOrderAndTheDpReturnOfTheReference) {
   const Case c = patternCase("M-*E", p.config, p.tokens, withReduction(p.reduction));
   auto plan = buildPlan(c, PolicyKind::kDeclared);
   ASSERT_TRUE(plan.hasValue()) << plan.status().message();
-  EXPECT_EQ(plan->padding, DpPadding::kMaxLen) << "a hybrid-SSM batch with an idle shard pads to MAX_LEN (§4.3)";
+  EXPECT_EQ(plan->padding, DpPadding::kMaxLen)
+      << "a hybrid-SSM batch with an idle shard pads to MAX_LEN (§4.3)";
   const std::vector<std::string> got = describeRank(*plan, p.rank);
   EXPECT_EQ(got, p.want) << "rank " << p.rank << " got:\n" << joinLines(got);
   std::string why;
@@ -370,8 +379,8 @@ TEST_P(DeclaredDpOps, RankRunsTheReplicateOrderAndTheDpReturnOfTheReference) {
 // tp=4 attn_dp=2 (attn_tp=2), tokens {3,0}: MAX_LEN full rows = 2 * 4 = 8
 // (each entry aligned to attn_tp, then padded to the largest).
 // Rank 0 is attn-TP rank 0 of shard 0; rank 2 is attn-TP rank 0 of the idle shard.
-std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return, const std::string& moe_axis,
-                                bool attn_reduce) {
+std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return,
+                                const std::string& moe_axis, bool attn_reduce) {
   const std::string a = "attention:" + std::to_string(rows);
   const std::string aa = a + "->" + a;
   std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute[attn_tp] " + aa};
@@ -403,10 +412,12 @@ std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return, const s
 
 // tp=8 attn_dp=8 (attn_tp=1), tokens {1,0,2,1,1,1,1,1}: MAX_LEN full rows =
 // 8 * 2 = 16. attn_tp == 1: the mixers owe nothing and run ungrouped.
-std::vector<std::string> tp8Dp8(int rows, const std::string& ffn_return, const std::string& moe_axis) {
+std::vector<std::string> tp8Dp8(int rows, const std::string& ffn_return,
+                                const std::string& moe_axis) {
   const std::string a = "attention:" + std::to_string(rows);
   const std::string aa = a + "->" + a;
-  std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute " + aa, "1.entry add_norm " + aa,
+  std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute " + aa,
+                                  "1.entry add_norm " + aa,
                                   "1.entry dp_gather_replicate[tp] " + a + "->full:16",
                                   "1.compute compute[tp] full:16->full:16"};
   if (ffn_return == "ar") {
@@ -444,12 +455,15 @@ INSTANTIATE_TEST_SUITE_P(
     MStarE, DeclaredDpOps,
     ::testing::Values(
         DpCase{"tp4dp2_ar_rank0", kTp4Dp2, kTokens30, R::kAr, 0, tp4Dp2(3, "ar", "moe_tp", true)},
-        DpCase{"tp4dp2_ar_idle_rank2", kTp4Dp2, kTokens30, R::kAr, 2, tp4Dp2(0, "ar", "moe_tp", false)},
-        DpCase{"tp4dp2_rs_rank0", kTp4Dp2, kTokens30, R::kRs, 0, tp4Dp2(3, "dp_reduce_scatter", "moe_tp", true)},
+        DpCase{"tp4dp2_ar_idle_rank2", kTp4Dp2, kTokens30, R::kAr, 2,
+               tp4Dp2(0, "ar", "moe_tp", false)},
+        DpCase{"tp4dp2_rs_rank0", kTp4Dp2, kTokens30, R::kRs, 0,
+               tp4Dp2(3, "dp_reduce_scatter", "moe_tp", true)},
         DpCase{"tp4dp2_rs_idle_rank3", kTp4Dp2, kTokens30, R::kRs, 3,
                tp4Dp2(0, "dp_reduce_scatter", "moe_tp", false)},
         // rsv needs moe_ep == attn_dp; with moe_ep=1 it falls back to AR + dp_scatter.
-        DpCase{"tp4dp2_rsv_ep1_rank0", kTp4Dp2, kTokens30, R::kRsv, 0, tp4Dp2(3, "ar", "moe_tp", true)},
+        DpCase{"tp4dp2_rsv_ep1_rank0", kTp4Dp2, kTokens30, R::kRsv, 0,
+               tp4Dp2(3, "ar", "moe_tp", true)},
         DpCase{"tp4dp2_rsv_ep2_rank0", kTp4Dp2Ep2, kTokens30, R::kRsv, 0,
                tp4Dp2(3, "reduce_scatterv", "tp", true)},
         DpCase{"tp4dp2_rsv_ep2_idle_rank2", kTp4Dp2Ep2, kTokens30, R::kRsv, 2,
@@ -461,9 +475,12 @@ INSTANTIATE_TEST_SUITE_P(
                tp4Dp2(3, "dp_reduce_scatter", "moe_tp", true)},
         DpCase{"tp8dp8_ar_rank0", kTp8Dp8, kTokens8, R::kAr, 0, tp8Dp8(1, "ar", "moe_tp")},
         DpCase{"tp8dp8_ar_idle_rank1", kTp8Dp8, kTokens8, R::kAr, 1, tp8Dp8(0, "ar", "moe_tp")},
-        DpCase{"tp8dp8_rs_rank0", kTp8Dp8, kTokens8, R::kRs, 0, tp8Dp8(1, "dp_reduce_scatter", "moe_tp")},
-        DpCase{"tp8dp8_rs_idle_rank1", kTp8Dp8, kTokens8, R::kRs, 1, tp8Dp8(0, "dp_reduce_scatter", "moe_tp")},
-        DpCase{"tp8dp8_rsv_ep8_rank0", kTp8Dp8Ep8, kTokens8, R::kRsv, 0, tp8Dp8(1, "reduce_scatterv", "moe_ep")},
+        DpCase{"tp8dp8_rs_rank0", kTp8Dp8, kTokens8, R::kRs, 0,
+               tp8Dp8(1, "dp_reduce_scatter", "moe_tp")},
+        DpCase{"tp8dp8_rs_idle_rank1", kTp8Dp8, kTokens8, R::kRs, 1,
+               tp8Dp8(0, "dp_reduce_scatter", "moe_tp")},
+        DpCase{"tp8dp8_rsv_ep8_rank0", kTp8Dp8Ep8, kTokens8, R::kRsv, 0,
+               tp8Dp8(1, "reduce_scatterv", "moe_ep")},
         DpCase{"tp8dp8_rsv_ep8_idle_rank1", kTp8Dp8Ep8, kTokens8, R::kRsv, 1,
                tp8Dp8(0, "reduce_scatterv", "moe_ep")},
         DpCase{"tp8dp8_ar_ep8_rank2", kTp8Dp8Ep8, kTokens8, R::kAr, 2, tp8Dp8(2, "ar", "moe_ep")}),
@@ -472,15 +489,16 @@ INSTANTIATE_TEST_SUITE_P(
 // Idle ranks still take part in every collective (DESIGN §3): every member
 // of the TP group issues the same tp collectives as a rank with tokens.
 TEST(DeclaredDpOpsIdle, AnIdleShardIssuesTheSameTpCollectivesAsABusyOne) {
-  for (const auto& [config, tokens] :
-       {std::pair{kTp4Dp2, kTokens30}, std::pair{kTp8Dp8, kTokens8}, std::pair{kTp8Dp8Ep8, kTokens8}}) {
+  for (const auto& [config, tokens] : {std::pair{kTp4Dp2, kTokens30}, std::pair{kTp8Dp8, kTokens8},
+                                       std::pair{kTp8Dp8Ep8, kTokens8}}) {
     for (R reduction : {R::kAr, R::kRs, R::kRsv, R::kRsRsv}) {
       const Case c = patternCase("M-*E", config, tokens, withReduction(reduction));
       auto plan = buildPlan(c, PolicyKind::kDeclared);
       ASSERT_TRUE(plan.hasValue()) << plan.status().message();
       EXPECT_TRUE(properties::checkCollectiveSequences(*plan).empty()) << config.describe();
       std::string why;
-      EXPECT_TRUE(planHolds(*plan, &why)) << config.describe() << " " << reductionName(reduction) << ": " << why;
+      EXPECT_TRUE(planHolds(*plan, &why))
+          << config.describe() << " " << reductionName(reduction) << ": " << why;
     }
   }
 }

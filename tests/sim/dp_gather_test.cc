@@ -4,26 +4,25 @@
 // (groups, rows, bytes), that the ledger, property 4 and the numeric
 // executor run that lowering on correct plans without a violation, and that
 // hand-made wrong lowerings are caught with the right class.
-#include "seam/sim/dp_gather.h"
+#include "seam/sim/plan/dp_gather.h"
 
 #include <gtest/gtest.h>
-
 
 #include <string>
 #include <vector>
 
 #include "case_builders.h"
 #include "seam/properties/check.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/numeric_executor.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam {
 namespace {
 
-using seam::testing::patternCase;
 using seam::testing::firstViolationInBothDomains;
 using seam::testing::mustBuild;
+using seam::testing::patternCase;
 using seam::testing::twoStageCase;
 
 constexpr auto kTp = static_cast<std::int8_t>(Axis::kTp);
@@ -48,8 +47,10 @@ Op dpOp(OpKind kind, const DpGeometry& geometry, int tokens) {
   op.kind = kind;
   op.axis = kTp;
   const bool gather = kind == OpKind::kDpGatherPartial || kind == OpKind::kDpGatherReplicate;
-  op.rows_in = gather ? Rows{RowKind::kAttention, tokens} : Rows{RowKind::kFull, geometry.globalRows()};
-  op.rows_out = gather ? Rows{RowKind::kFull, geometry.globalRows()} : Rows{RowKind::kAttention, tokens};
+  op.rows_in =
+      gather ? Rows{RowKind::kAttention, tokens} : Rows{RowKind::kFull, geometry.globalRows()};
+  op.rows_out =
+      gather ? Rows{RowKind::kFull, geometry.globalRows()} : Rows{RowKind::kAttention, tokens};
   return op;
 }
 
@@ -60,15 +61,17 @@ std::vector<std::string> show(const DpLowering& steps) {
     std::string t(dpStepName(s.kind));
     if (s.axis != kNoAxis) t += "(" + std::string(axisName(static_cast<Axis>(s.axis))) + ")";
     t += " " + std::to_string(s.rows_in) + "->" + std::to_string(s.rows_out);
-    if (s.kind == DpStepKind::kWriteSlot || s.kind == DpStepKind::kReadSlot) t += "@" + std::to_string(s.offset);
+    if (s.kind == DpStepKind::kWriteSlot || s.kind == DpStepKind::kReadSlot)
+      t += "@" + std::to_string(s.offset);
     t += " " + std::to_string(s.bytes);
     out.push_back(std::move(t));
   }
   return out;
 }
 
-std::vector<std::string> lowered(OpKind kind, const ParallelConfig& config, const std::vector<int>& tokens,
-                                 DpPadding mode, int rank, DpFault fault = DpFault::kNone) {
+std::vector<std::string> lowered(OpKind kind, const ParallelConfig& config,
+                                 const std::vector<int>& tokens, DpPadding mode, int rank,
+                                 DpFault fault = DpFault::kNone) {
   const DpGeometry g(config, batchOf(tokens), mode);
   Op op = dpOp(kind, g, tokens[dpPlaceOf(config, rank).attn_dp_rank]);
   op.dp_fault = fault;
@@ -78,8 +81,8 @@ std::vector<std::string> lowered(OpKind kind, const ParallelConfig& config, cons
 using Steps = std::vector<std::string>;
 
 /// The same under GQA zigzag prefill CP (the DP shards long enough are CP-sharded).
-std::vector<std::string> loweredZigzag(OpKind kind, const ParallelConfig& config, const std::vector<int>& tokens,
-                                       DpPadding mode, int rank) {
+std::vector<std::string> loweredZigzag(OpKind kind, const ParallelConfig& config,
+                                       const std::vector<int>& tokens, DpPadding mode, int rank) {
   const DpGeometry g(config, batchOf(tokens), mode, /*gatherv_env=*/false, CpLayout::kZigzag);
   const Op op = dpOp(kind, g, tokens[dpPlaceOf(config, rank).attn_dp_rank]);
   return show(lowerDpOp(op, config, g, rank, /*row_bytes=*/10));
@@ -140,7 +143,8 @@ TEST(DpLowering, MaxLenWithOneAttentionTpRankAllGathersMaxRowSlotsOverTp) {
   // An idle rank still sends its M pad rows.
   EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {3, 0}, DpPadding::kMaxLen, 1),
             (Steps{"pad_local 0->3 30", "all_gather(tp) 3->6 60"}));
-  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, {3, 1}, DpPadding::kMaxLen, 0), (Steps{"all_gather(tp) 3->6 60"}));
+  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, {3, 1}, DpPadding::kMaxLen, 0),
+            (Steps{"all_gather(tp) 3->6 60"}));
 }
 
 TEST(DpLowering, MaxLenReplicateZeroesTheOtherAttentionTpRanksThenReduceScattersAndAllGathers) {
@@ -148,32 +152,37 @@ TEST(DpLowering, MaxLenReplicateZeroesTheOtherAttentionTpRanksThenReduceScatters
   // shard 1 is idle: M = 4, each rank's split M/a = 2 rows.
   const ParallelConfig c{.tp = 4, .attn_dp = 2};
   const std::vector<int> t{3, 0};
-  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 0),
-            (Steps{"pad_local 3->4 10", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
+  EXPECT_EQ(
+      lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 0),
+      (Steps{"pad_local 3->4 10", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
   EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 1),
             (Steps{"pad_local 3->4 10", "zero_local 4->4 40", "reduce_scatter(attn_tp) 4->2 40",
                    "all_gather(tp) 2->8 80"}));
   // The idle shard's ranks join the reduce-scatter and the all-gather with M/a rows.
-  EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 2),
-            (Steps{"pad_local 0->4 40", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
+  EXPECT_EQ(
+      lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 2),
+      (Steps{"pad_local 0->4 40", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
   EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kMaxLen, 3),
             (Steps{"pad_local 0->4 40", "zero_local 4->4 40", "reduce_scatter(attn_tp) 4->2 40",
                    "all_gather(tp) 2->8 80"}));
   // A partial gather keeps every rank's rows: the reduce-scatter completes the attn_tp sum.
-  EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, t, DpPadding::kMaxLen, 1),
-            (Steps{"pad_local 3->4 10", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
+  EXPECT_EQ(
+      lowered(OpKind::kDpGatherPartial, c, t, DpPadding::kMaxLen, 1),
+      (Steps{"pad_local 3->4 10", "reduce_scatter(attn_tp) 4->2 40", "all_gather(tp) 2->8 80"}));
 }
 
 TEST(DpLowering, SumLenZeroesTheBufferLetsTheWritersCopyAtAlignedOffsetsAndAllReducesOverTp) {
   const ParallelConfig c{.tp = 4, .attn_dp = 2};
   const std::vector<int> t{3, 1};  // aligned 4, 2: slots 0 and 4 of 6 rows
   EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, t, DpPadding::kSumLen, 1),
-            (Steps{"pad_local 3->4 10", "zero_global 4->6 60", "write_slot 4->6@0 40", "all_reduce(tp) 6->6 60"}));
+            (Steps{"pad_local 3->4 10", "zero_global 4->6 60", "write_slot 4->6@0 40",
+                   "all_reduce(tp) 6->6 60"}));
   // Replicate: attention-TP rank 0 writes, the others only join the all-reduce.
   EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kSumLen, 3),
             (Steps{"pad_local 1->2 10", "zero_global 2->6 60", "all_reduce(tp) 6->6 60"}));
   EXPECT_EQ(lowered(OpKind::kDpGatherReplicate, c, t, DpPadding::kSumLen, 2),
-            (Steps{"pad_local 1->2 10", "zero_global 2->6 60", "write_slot 2->6@4 20", "all_reduce(tp) 6->6 60"}));
+            (Steps{"pad_local 1->2 10", "zero_global 2->6 60", "write_slot 2->6@4 20",
+                   "all_reduce(tp) 6->6 60"}));
   // An idle shard has no local rows and writes nothing.
   EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {3, 0}, DpPadding::kSumLen, 2),
             (Steps{"zero_global 0->4 40", "all_reduce(tp) 4->4 40"}));
@@ -186,7 +195,8 @@ TEST(DpLowering, UnderAttentionCpEveryGatherTakesTheAllReducePathAndOnlyCpRankZe
   EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {2, 1}, DpPadding::kMaxLen, 1),
             (Steps{"zero_global 2->4 40", "all_reduce(tp) 4->4 40"}));
   EXPECT_EQ(lowered(OpKind::kDpGatherPartial, c, {2, 1}, DpPadding::kMaxLen, 2),
-            (Steps{"pad_local 1->2 10", "zero_global 2->4 40", "write_slot 2->4@2 20", "all_reduce(tp) 4->4 40"}));
+            (Steps{"pad_local 1->2 10", "zero_global 2->4 40", "write_slot 2->4@2 20",
+                   "all_reduce(tp) 4->4 40"}));
 }
 
 TEST(DpLowering, DpScatterCopiesTheOwnSlotAndDropsThePadRowsWithoutACollective) {
@@ -199,17 +209,22 @@ TEST(DpLowering, DpScatterCopiesTheOwnSlotAndDropsThePadRowsWithoutACollective) 
 
 TEST(DpLowering, DpReduceScatterFollowsTheGroupShapes) {
   // tp == attn_dp: one reduce-scatter over tp into the M-row slot.
-  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 2, .attn_dp = 2}, {3, 1}, DpPadding::kMaxLen, 1),
-            (Steps{"reduce_scatter(tp) 6->3 60", "trim 3->1 0"}));
+  EXPECT_EQ(
+      lowered(OpKind::kDpReduceScatter, {.tp = 2, .attn_dp = 2}, {3, 1}, DpPadding::kMaxLen, 1),
+      (Steps{"reduce_scatter(tp) 6->3 60", "trim 3->1 0"}));
   // attn_tp > 1: reduce-scatter to the 1/tp chunk, all-gather it back over attn_tp.
-  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 4, .attn_dp = 2}, {3, 0}, DpPadding::kMaxLen, 3),
-            (Steps{"reduce_scatter(tp) 8->2 80", "all_gather(attn_tp) 2->4 40", "trim 4->0 0"}));
+  EXPECT_EQ(
+      lowered(OpKind::kDpReduceScatter, {.tp = 4, .attn_dp = 2}, {3, 0}, DpPadding::kMaxLen, 3),
+      (Steps{"reduce_scatter(tp) 8->2 80", "all_gather(attn_tp) 2->4 40", "trim 4->0 0"}));
   // attn_cp > 1 with rows % tp != 0: all-reduce and narrow to the slot.
-  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {1, 1}, DpPadding::kMaxLen, 2),
+  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {1, 1},
+                    DpPadding::kMaxLen, 2),
             (Steps{"all_reduce(tp) 2->2 20", "read_slot 2->1@1 10"}));
   // attn_cp > 1 with rows % tp == 0: reduce-scatter, then attn_tp and attn_cp all-gathers.
-  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {3, 4}, DpPadding::kMaxLen, 5),
-            (Steps{"reduce_scatter(tp) 8->1 80", "all_gather(attn_tp) 1->2 20", "all_gather(attn_cp) 2->4 40"}));
+  EXPECT_EQ(lowered(OpKind::kDpReduceScatter, {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {3, 4},
+                    DpPadding::kMaxLen, 5),
+            (Steps{"reduce_scatter(tp) 8->1 80", "all_gather(attn_tp) 1->2 20",
+                   "all_gather(attn_cp) 2->4 40"}));
 }
 
 TEST(DpLowering, EveryCollectiveStepNamesItsGroupAndTheOpKindItIssues) {
@@ -236,14 +251,18 @@ TEST(DpLowering, GathervTurnsASumLenGatherIntoOneTpAllGathervOfTheShardsRows) {
     EXPECT_EQ(show(lowerDpOp(dpOp(kind, g, 1), c, g, 1, 10)), (Steps{"all_gatherv(tp) 1->4 40"}));
   }
   // dp_scatter is the same copy of the own slot.
-  EXPECT_EQ(show(lowerDpOp(dpOp(OpKind::kDpScatter, g, 1), c, g, 1, 10)), (Steps{"read_slot 4->1@3 10"}));
+  EXPECT_EQ(show(lowerDpOp(dpOp(OpKind::kDpScatter, g, 1), c, g, 1, 10)),
+            (Steps{"read_slot 4->1@3 10"}));
 }
 
 TEST(DpLowering, GathervIsInactiveWhereTheEngineDoesNotApplyIt) {
   // is_dp_gatherv_active: the env flag, attn_tp 1, tp == attn_dp, SUM_LEN.
-  EXPECT_FALSE(DpGeometry({.tp = 2, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kMaxLen, true).gatherv());
-  EXPECT_FALSE(DpGeometry({.tp = 4, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kSumLen, true).gatherv());
-  EXPECT_FALSE(DpGeometry({.tp = 2, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kSumLen, false).gatherv());
+  EXPECT_FALSE(
+      DpGeometry({.tp = 2, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kMaxLen, true).gatherv());
+  EXPECT_FALSE(
+      DpGeometry({.tp = 4, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kSumLen, true).gatherv());
+  EXPECT_FALSE(
+      DpGeometry({.tp = 2, .attn_dp = 2}, batchOf({3, 1}), DpPadding::kSumLen, false).gatherv());
   EXPECT_FALSE(DpGeometry({.tp = 2}, batchOf({3}), DpPadding::kSumLen, true).gatherv());
 }
 
@@ -274,23 +293,33 @@ std::vector<CleanCase> cleanCases() {
   return {
       {"replicate max_len attn_tp 2 idle", patternCase("M-M*E", {.tp = 4, .attn_dp = 2}, {3, 0})},
       {"replicate max_len attn_tp 4 uneven", patternCase("M-M*E", {.tp = 8, .attn_dp = 2}, {5, 2})},
-      {"replicate sum_len attn_tp 2", patternCase("M-M*E", {.tp = 4, .attn_dp = 2}, {3, 1}, padding(DpPadding::kSumLen))},
+      {"replicate sum_len attn_tp 2",
+       patternCase("M-M*E", {.tp = 4, .attn_dp = 2}, {3, 1}, padding(DpPadding::kSumLen))},
       {"partial max_len", twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2})},
-      {"partial sum_len", twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen))},
-      {"partial legacy idle", twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {0, 3}), PolicyKind::kLegacy},
+      {"partial sum_len",
+       twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen))},
+      {"partial legacy idle", twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {0, 3}),
+       PolicyKind::kLegacy},
       {"dp_reduce_scatter", twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}, rs)},
-      {"dp_reduce_scatter legacy", twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}), PolicyKind::kLegacy},
+      {"dp_reduce_scatter legacy", twoStageCase("*E*E", {.tp = 4, .attn_dp = 2}, {3, 2}),
+       PolicyKind::kLegacy},
       {"attention cp", twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {3, 1})},
       {"attn_tp 1", twoStageCase("*-*-", {.tp = 2, .attn_dp = 2}, {2, 1})},
       {"gatherv", patternCase("M-M*E", {.tp = 2, .attn_dp = 2}, {3, 1}, gatherv())},
       {"gatherv idle", twoStageCase("*E*E", {.tp = 4, .attn_dp = 4}, {3, 0, 2, 5}, gatherv())},
-      {"gatherv two-stage rsv", twoStageCase("*-*E", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {2, 4}, gatherv(true))},
+      {"gatherv two-stage rsv",
+       twoStageCase("*-*E", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {2, 4}, gatherv(true))},
       // GQA zigzag prefill CP under attention DP: uneven shards, an idle one,
       // one too short to shard, attn_tp 1 and 2, dense and MoE FFNs.
-      {"zigzag cp dense idle", gqaExtend(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {130, 0}))},
-      {"zigzag cp dense attn_tp 2", gqaExtend(twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {133, 257}))},
-      {"zigzag cp moe short shard", gqaExtend(twoStageCase("*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {140, 5}))},
-      {"zigzag cp moe ep", gqaExtend(twoStageCase("*-*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 2}, {0, 131}))},
+      {"zigzag cp dense idle",
+       gqaExtend(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {130, 0}))},
+      {"zigzag cp dense attn_tp 2",
+       gqaExtend(twoStageCase("*-*-", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {133, 257}))},
+      {"zigzag cp moe short shard",
+       gqaExtend(twoStageCase("*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 2}, {140, 5}))},
+      {"zigzag cp moe ep",
+       gqaExtend(
+           twoStageCase("*-*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 2}, {0, 131}))},
   };
 }
 
@@ -313,7 +342,8 @@ TEST(DpLoweredReplay, TheNumericExecutorRunsTheLoweringBitIdenticalToTheReferenc
     const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
     ASSERT_TRUE(run.ran()) << run.failures.front().detail;
     EXPECT_FALSE(run.ranks_disagree);
-    const OutputDiff diff = compareOutputs(runReference(k.c, numeric::Mode::kExact, shape), run.output);
+    const OutputDiff diff =
+        compareOutputs(runReference(k.c, numeric::Mode::kExact, shape), run.output);
     EXPECT_TRUE(diff.identical) << diff.describe();
   }
 }
@@ -329,7 +359,6 @@ void plant(Plan& plan, OpKind kind, DpFault fault) {
     }
   }
 }
-
 
 TEST(DpLoweringFault, AReplicateGatherWithoutTheZeroFillCountsEveryTokenAttnTpTimes) {
   for (int tp : {4, 8}) {  // attn_tp 2 and 4
@@ -348,8 +377,10 @@ TEST(DpLoweringFault, AReplicateGatherWithoutTheZeroFillCountsEveryTokenAttnTpTi
   }
 }
 
-TEST(DpLoweringFault, ASumLenReplicateGatherWrittenByEveryAttentionTpRankCountsItsTokensAttnTpTimes) {
-  Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 1}, padding(DpPadding::kSumLen)));
+TEST(DpLoweringFault,
+     ASumLenReplicateGatherWrittenByEveryAttentionTpRankCountsItsTokensAttnTpTimes) {
+  Plan plan =
+      mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 1}, padding(DpPadding::kSumLen)));
   ASSERT_EQ(plan.padding, DpPadding::kSumLen);
   plant(plan, OpKind::kDpGatherReplicate, DpFault::kWriterRuleSwapped);
   const Violation v = firstViolationInBothDomains(plan);
@@ -358,7 +389,8 @@ TEST(DpLoweringFault, ASumLenReplicateGatherWrittenByEveryAttentionTpRankCountsI
 }
 
 TEST(DpLoweringFault, ASumLenPartialGatherWrittenByAttentionTpRankZeroOnlyNeverCompletesTheSum) {
-  Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
+  Plan plan =
+      mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
   plant(plan, OpKind::kDpGatherPartial, DpFault::kWriterRuleSwapped);
   const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted) << v.detail;
@@ -366,7 +398,8 @@ TEST(DpLoweringFault, ASumLenPartialGatherWrittenByAttentionTpRankZeroOnlyNeverC
 }
 
 TEST(DpLoweringFault, SumLenSlotOffsetsWithoutTheAlignmentMixAnotherTokensRowsIn) {
-  Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
+  Plan plan =
+      mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 2}, padding(DpPadding::kSumLen)));
   plant(plan, OpKind::kDpGatherReplicate, DpFault::kUnalignedSlots);
   const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.cls, ViolationClass::kForeignTerm) << v.detail;
@@ -394,10 +427,12 @@ TEST(DpLoweringFault, AScatterInTheOtherPaddingModeThanTheGatherStillLeaksWithAl
     }
   }
   const Violation v = firstViolationInBothDomains(plan);
-  EXPECT_TRUE(v.cls == ViolationClass::kPaddingLeak || v.cls == ViolationClass::kForeignTerm) << v.detail;
+  EXPECT_TRUE(v.cls == ViolationClass::kPaddingLeak || v.cls == ViolationClass::kForeignTerm)
+      << v.detail;
 }
 
-TEST(DpLoweringFault, OneRankGatheringReplicateAmongPartialPeersIssuesTheSameCollectivesButLosesItsTerms) {
+TEST(DpLoweringFault,
+     OneRankGatheringReplicateAmongPartialPeersIssuesTheSameCollectivesButLosesItsTerms) {
   Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2}, {3, 2}));
   bool changed = false;
   for (Op& op : plan.ranks[1]) {
@@ -414,12 +449,14 @@ TEST(DpLoweringFault, OneRankGatheringReplicateAmongPartialPeersIssuesTheSameCol
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted) << v.detail;
 }
 
-TEST(DpLoweringFault, AGatherWhoseRowsNameTheOtherModeOnOneRankIsACollectiveMismatchOfTheLoweredCalls) {
+TEST(DpLoweringFault,
+     AGatherWhoseRowsNameTheOtherModeOnOneRankIsACollectiveMismatchOfTheLoweredCalls) {
   // Same op kind and bytes on every rank, so the abstract calls agree; the
   // rows of rank 0's op name SUM_LEN, whose lowering all-reduces over tp
   // where its peers reduce-scatter over attn_tp.
   Plan plan = mustBuild(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {3, 1}));
-  const int sum_rows = DpGeometry::globalRows(plan.source.config, plan.source.batch, DpPadding::kSumLen);
+  const int sum_rows =
+      DpGeometry::globalRows(plan.source.config, plan.source.batch, DpPadding::kSumLen);
   for (Op& op : plan.ranks[0]) {
     if (op.kind == OpKind::kDpGatherReplicate) {
       op.rows_out.count = sum_rows;
@@ -456,7 +493,8 @@ TEST(DpLoweringUnderZigzagCp, EveryCpRankWritesItsShardsTokenRowsBesideItsPeersI
     // slot to 130 rows first), the same all-reduce.
     const Steps idle = mode == DpPadding::kSumLen
                            ? Steps{"zero_global 0->130 1300", "all_reduce(tp) 130->130 1300"}
-                           : Steps{"pad_local 0->130 1300", "zero_global 130->260 2600", "all_reduce(tp) 260->260 2600"};
+                           : Steps{"pad_local 0->130 1300", "zero_global 130->260 2600",
+                                   "all_reduce(tp) 260->260 2600"};
     EXPECT_EQ(loweredZigzag(OpKind::kDpGatherReplicate, c, {130, 0}, mode, 3), idle);
     // dp_cp_take_back_output: the own shard's token rows, padded back to 68.
     EXPECT_EQ(loweredZigzag(OpKind::kDpScatter, c, {130, 0}, mode, 1),
@@ -464,20 +502,25 @@ TEST(DpLoweringUnderZigzagCp, EveryCpRankWritesItsShardsTokenRowsBesideItsPeersI
   }
 }
 
-TEST(DpLoweringUnderZigzagCp, APartialGatherIsWrittenByEveryAttentionTpRankAndAReplicateOneByRankZeroOnly) {
+TEST(DpLoweringUnderZigzagCp,
+     APartialGatherIsWrittenByEveryAttentionTpRankAndAReplicateOneByRankZeroOnly) {
   // tp 8, attn_dp 2, attn_cp 2 (attn_tp 2); shard 1 (ranks 4-7) of 131
   // tokens: blocks 33, 33, 33, 32; CP rank 1 (ranks 6, 7) holds 66 rows at
   // its slot (132, aligned) + 65.
   const ParallelConfig c{.tp = 8, .attn_dp = 2, .attn_cp = 2};
-  const Steps partial = loweredZigzag(OpKind::kDpGatherPartial, c, {130, 131}, DpPadding::kSumLen, 7);
-  EXPECT_EQ(partial, (Steps{"zero_global 68->262 2620", "write_slot 66->262@195 660", "all_reduce(tp) 262->262 2620"}));
-  const Steps replicate = loweredZigzag(OpKind::kDpGatherReplicate, c, {130, 131}, DpPadding::kSumLen, 7);
+  const Steps partial =
+      loweredZigzag(OpKind::kDpGatherPartial, c, {130, 131}, DpPadding::kSumLen, 7);
+  EXPECT_EQ(partial, (Steps{"zero_global 68->262 2620", "write_slot 66->262@195 660",
+                            "all_reduce(tp) 262->262 2620"}));
+  const Steps replicate =
+      loweredZigzag(OpKind::kDpGatherReplicate, c, {130, 131}, DpPadding::kSumLen, 7);
   EXPECT_EQ(replicate, (Steps{"zero_global 68->262 2620", "all_reduce(tp) 262->262 2620"}));
 }
 
 /// A GQA zigzag case under attention DP whose plan holds, for hand-made faults.
 Plan zigzagDpPlan() {
-  return mustBuild(gqaExtend(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {130, 0})));
+  return mustBuild(
+      gqaExtend(twoStageCase("*-*-", {.tp = 4, .attn_dp = 2, .attn_cp = 2}, {130, 0})));
 }
 
 TEST(DpLoweringUnderZigzagCp, CpShardsWrittenAtTheDpSlotsStartMixAnotherTokensRowsIn) {

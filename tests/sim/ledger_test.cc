@@ -1,12 +1,11 @@
-// Proves that the ledger (sim/src/ledger.cc) catches each violation class of
+// Proves that the ledger (sim/src/replay/ledger.cc) catches each violation class of
 // DESIGN §3/§4 on hand-made wrong plans (a correct plan with one op erased,
 // duplicated or changed, or a planner decision flipped through the schema
 // switch), that the fast fingerprint domain and the exact domain agree, and
 // that every planner-decision mutant of policy.h is killed by checkPlan.
-#include "seam/sim/ledger.h"
+#include "seam/sim/replay/ledger.h"
 
 #include <gtest/gtest.h>
-
 
 #include <chrono>
 #include <cstdio>
@@ -18,18 +17,17 @@
 
 #include "case_builders.h"
 #include "seam/properties/check.h"
-#include "seam/sim/case.h"
-#include "seam/sim/plan.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/policy/policy.h"
 
 namespace seam {
 namespace {
 
-using seam::testing::patternCase;
 using seam::testing::mustBuild;
+using seam::testing::patternCase;
 
 // ---- helpers ---------------------------------------------------------------
-
 
 Flags fusionOff() {
   Flags f;
@@ -53,7 +51,8 @@ Flags capturing(std::vector<int> stages) {
 int findOp(const Plan& plan, int rank, int stage, Phase phase, OpKind kind) {
   const auto& ops = plan.ranks[rank];
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    if (ops[i].stack == 0 && ops[i].stage == stage && ops[i].phase == phase && ops[i].kind == kind) return i;
+    if (ops[i].stack == 0 && ops[i].stage == stage && ops[i].phase == phase && ops[i].kind == kind)
+      return i;
   }
   return -1;
 }
@@ -72,8 +71,12 @@ Replays replayBoth(const Plan& plan) {
 }
 
 std::string describe(const Violation& v) {
-  std::string s = std::string(propertyName(v.property)) + " " + std::string(violationClassName(v.cls));
-  s.append(" rank ").append(std::to_string(v.rank)).append(" stage ").append(std::to_string(v.stage));
+  std::string s =
+      std::string(propertyName(v.property)) + " " + std::string(violationClassName(v.cls));
+  s.append(" rank ")
+      .append(std::to_string(v.rank))
+      .append(" stage ")
+      .append(std::to_string(v.stage));
   s.append(" ").append(phaseName(v.phase)).append(" ").append(opName(v.op));
   s.append(" token ").append(std::to_string(v.token)).append(" term ").append(v.term);
   s.append(": ").append(v.detail);
@@ -157,10 +160,16 @@ TEST(LedgerViolation, DroppingTheConsumersAllReduceLeavesTheMixerPartialNeverCom
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
   // Rank 0 holds only its own shard j0 of the Mamba output: j1 is missing.
-  expectViolation(r.exact.violations.front(),
-                  {.property = Property::kOwedOnce, .cls = ViolationClass::kNeverCompleted, .rank = 0, .stage = 1,
-                   .phase = Phase::kEntry, .op = OpKind::kAddNorm, .check_op = true, .token = 0,
-                   .term = "p(s0, t0, j1)", .coefficient = 0});
+  expectViolation(r.exact.violations.front(), {.property = Property::kOwedOnce,
+                                               .cls = ViolationClass::kNeverCompleted,
+                                               .rank = 0,
+                                               .stage = 1,
+                                               .phase = Phase::kEntry,
+                                               .op = OpKind::kAddNorm,
+                                               .check_op = true,
+                                               .token = 0,
+                                               .term = "p(s0, t0, j1)",
+                                               .coefficient = 0});
 }
 
 TEST(LedgerViolation, AFusedAllReduceTurnedIntoAPlainAddNormNeverCompletesTheSum) {
@@ -174,10 +183,16 @@ TEST(LedgerViolation, AFusedAllReduceTurnedIntoAPlainAddNormNeverCompletesTheSum
   }
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
-  expectViolation(r.exact.violations.front(),
-                  {.property = Property::kOwedOnce, .cls = ViolationClass::kNeverCompleted, .rank = 0, .stage = 1,
-                   .phase = Phase::kEntry, .op = OpKind::kAddNorm, .check_op = true, .token = 0,
-                   .term = "p(s0, t0, j1)", .coefficient = 0});
+  expectViolation(r.exact.violations.front(), {.property = Property::kOwedOnce,
+                                               .cls = ViolationClass::kNeverCompleted,
+                                               .rank = 0,
+                                               .stage = 1,
+                                               .phase = Phase::kEntry,
+                                               .op = OpKind::kAddNorm,
+                                               .check_op = true,
+                                               .token = 0,
+                                               .term = "p(s0, t0, j1)",
+                                               .coefficient = 0});
 }
 
 TEST(LedgerViolation, AnAllReduceDuplicatedOnEveryMemberCountsTheSumTwice) {
@@ -190,10 +205,16 @@ TEST(LedgerViolation, AnAllReduceDuplicatedOnEveryMemberCountsTheSumTwice) {
   }
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
-  expectViolation(r.exact.violations.front(),
-                  {.property = Property::kOwedOnce, .cls = ViolationClass::kCountedTwice, .rank = 0, .stage = 1,
-                   .phase = Phase::kEntry, .op = OpKind::kAddNorm, .check_op = true, .token = 0,
-                   .term = "p(s0, t0, j0)", .coefficient = 2});
+  expectViolation(r.exact.violations.front(), {.property = Property::kOwedOnce,
+                                               .cls = ViolationClass::kCountedTwice,
+                                               .rank = 0,
+                                               .stage = 1,
+                                               .phase = Phase::kEntry,
+                                               .op = OpKind::kAddNorm,
+                                               .check_op = true,
+                                               .token = 0,
+                                               .term = "p(s0, t0, j0)",
+                                               .coefficient = 2});
 }
 
 // attn_dp=2 with equal shards: an attn_tp all-reduce regrouped over tp moves
@@ -211,10 +232,15 @@ TEST(LedgerViolation, AnAttnTpAllReduceRegroupedOverTpMixesInTheOtherShardsToken
   EXPECT_TRUE(properties::checkCollectiveSequences(plan).empty());
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
-  expectViolation(r.exact.violations.front(),
-                  {.property = Property::kOwedOnce, .cls = ViolationClass::kForeignTerm, .rank = 0, .stage = 1,
-                   .phase = Phase::kEntry, .op = OpKind::kAddNorm, .check_op = true, .token = 0,
-                   .term = "p(s0, t2, j0)"});
+  expectViolation(r.exact.violations.front(), {.property = Property::kOwedOnce,
+                                               .cls = ViolationClass::kForeignTerm,
+                                               .rank = 0,
+                                               .stage = 1,
+                                               .phase = Phase::kEntry,
+                                               .op = OpKind::kAddNorm,
+                                               .check_op = true,
+                                               .token = 0,
+                                               .term = "p(s0, t2, j0)"});
   EXPECT_NE(r.exact.violations.front().detail.find("of token 2"), std::string::npos)
       << r.exact.violations.front().detail;
 }
@@ -238,8 +264,14 @@ TEST(LedgerViolation, AScatterThatAssumesSumLenSlotsOnAMaxLenBufferLeaksPadding)
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
   const Violation& v = r.exact.violations.front();
-  expectViolation(v, {.property = Property::kOwedOnce, .cls = ViolationClass::kPaddingLeak, .rank = 1, .stage = 2,
-                      .phase = Phase::kEntry, .op = OpKind::kAddNorm, .check_op = true, .token = 1});
+  expectViolation(v, {.property = Property::kOwedOnce,
+                      .cls = ViolationClass::kPaddingLeak,
+                      .rank = 1,
+                      .stage = 2,
+                      .phase = Phase::kEntry,
+                      .op = OpKind::kAddNorm,
+                      .check_op = true,
+                      .token = 1});
   EXPECT_EQ(v.term.rfind("junk#", 0), 0u) << v.term;
 }
 
@@ -251,9 +283,13 @@ TEST(LedgerViolation, AResidualNotSlicedToLocalRowsIsALayoutMismatch) {
   const Plan plan = mustBuild(c, PolicyKind::kDeclared, Schema::with(Decision::kResidualNotSliced));
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
-  expectViolation(r.exact.violations.front(),
-                  {.property = Property::kResidualFollows, .cls = ViolationClass::kLayoutMismatch, .rank = 0,
-                   .stage = 1, .phase = Phase::kEntry, .op = OpKind::kAddNorm, .check_op = true});
+  expectViolation(r.exact.violations.front(), {.property = Property::kResidualFollows,
+                                               .cls = ViolationClass::kLayoutMismatch,
+                                               .rank = 0,
+                                               .stage = 1,
+                                               .phase = Phase::kEntry,
+                                               .op = OpKind::kAddNorm,
+                                               .check_op = true});
 }
 
 TEST(LedgerViolation, OneRankAllReducingADifferentByteCountIsACollectiveMismatch) {
@@ -264,8 +300,13 @@ TEST(LedgerViolation, OneRankAllReducingADifferentByteCountIsACollectiveMismatch
   plan.ranks[rank][i].bytes += 2;
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
-  const Want want{.property = Property::kCollectivesMatch, .cls = ViolationClass::kCollectiveMismatch, .rank = 1,
-                  .stage = 3, .phase = Phase::kExit, .op = OpKind::kAllReduce, .check_op = true};
+  const Want want{.property = Property::kCollectivesMatch,
+                  .cls = ViolationClass::kCollectiveMismatch,
+                  .rank = 1,
+                  .stage = 3,
+                  .phase = Phase::kExit,
+                  .op = OpKind::kAllReduce,
+                  .check_op = true};
   expectViolation(r.exact.violations.front(), want);
   // The static sequence check sees it too, at the same op.
   const auto seq = properties::checkCollectiveSequences(plan);
@@ -292,13 +333,20 @@ TEST(LedgerViolation, OneRankIssuingTwoCollectivesOnDifferentGroupsInTheOtherOrd
   const auto mismatch = properties::checkCollectiveSequences(plan);
   ASSERT_FALSE(mismatch.empty());
   const std::string& detail = mismatch.front().detail;
-  EXPECT_NE(detail.find("on attn_tp: rank 0 issues reduce_scatter of"), std::string::npos) << detail;
-  EXPECT_NE(detail.find("(of dp_gather_replicate), rank 1 issues all_reduce"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("on attn_tp: rank 0 issues reduce_scatter of"), std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("(of dp_gather_replicate), rank 1 issues all_reduce"), std::string::npos)
+      << detail;
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
   const Violation& v = r.exact.violations.front();
-  expectViolation(v, {.property = Property::kCollectivesMatch, .cls = ViolationClass::kDeadlock, .rank = 0,
-                      .stage = 1, .phase = Phase::kEntry, .op = OpKind::kDpGatherReplicate, .check_op = true});
+  expectViolation(v, {.property = Property::kCollectivesMatch,
+                      .cls = ViolationClass::kDeadlock,
+                      .rank = 0,
+                      .stage = 1,
+                      .phase = Phase::kEntry,
+                      .op = OpKind::kDpGatherReplicate,
+                      .check_op = true});
   EXPECT_NE(v.detail.find("rank 1 waits in all_reduce on attn_tp"), std::string::npos) << v.detail;
 }
 
@@ -310,8 +358,9 @@ TEST(LedgerViolation, ARankThatSkipsTheFinalNormProducesNoOutput) {
   plan.ranks[rank].pop_back();
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
-  expectViolation(r.exact.violations.front(),
-                  {.property = Property::kOutputComplete, .cls = ViolationClass::kMissingOutput, .rank = 1});
+  expectViolation(
+      r.exact.violations.front(),
+      {.property = Property::kOutputComplete, .cls = ViolationClass::kMissingOutput, .rank = 1});
 }
 
 // A mixer -> mixer exit that reduces *and* hands the sum on as carried: the
@@ -319,20 +368,28 @@ TEST(LedgerViolation, ARankThatSkipsTheFinalNormProducesNoOutput) {
 TEST(LedgerViolation, AMixerThatKeepsTheFusedSumMakesItsBoundaryDisagree) {
   const Case c = patternCase("MM", {.tp = 2}, {4});
   EXPECT_TRUE(properties::checkBoundariesAgree(mustBuild(c)).empty());
-  const Plan plan = mustBuild(c, PolicyKind::kDeclared, Schema::with(Decision::kMixerKeepsFusedSum));
+  const Plan plan =
+      mustBuild(c, PolicyKind::kDeclared, Schema::with(Decision::kMixerKeepsFusedSum));
   const auto disagreements = properties::checkBoundariesAgree(plan);
   ASSERT_EQ(disagreements.size(), 1u);
   expectViolation(disagreements.front(), {.property = Property::kBoundariesAgree,
-                                          .cls = ViolationClass::kBoundaryDisagrees, .rank = -1, .stage = 1,
+                                          .cls = ViolationClass::kBoundaryDisagrees,
+                                          .rank = -1,
+                                          .stage = 1,
                                           .phase = Phase::kEntry});
   EXPECT_EQ(disagreements.front().stack, 0);
   // The replay of the same plan sees the double reduction the disagreement causes.
   const Replays r = replayBoth(plan);
   expectSameFirstViolation(r);
-  expectViolation(r.exact.violations.front(),
-                  {.property = Property::kOwedOnce, .cls = ViolationClass::kCountedTwice, .rank = 0, .stage = 1,
-                   .phase = Phase::kEntry, .op = OpKind::kAddNorm, .check_op = true, .token = 0,
-                   .coefficient = 2});
+  expectViolation(r.exact.violations.front(), {.property = Property::kOwedOnce,
+                                               .cls = ViolationClass::kCountedTwice,
+                                               .rank = 0,
+                                               .stage = 1,
+                                               .phase = Phase::kEntry,
+                                               .op = OpKind::kAddNorm,
+                                               .check_op = true,
+                                               .token = 0,
+                                               .coefficient = 2});
   // checkPlan reports the type-level disagreement first.
   Ledger ledger;
   const auto verdict = properties::checkPlan(plan, ledger);
@@ -357,26 +414,36 @@ std::vector<Kill> kills() {
   using V = ViolationClass;
   return {
       {D::kMixerKeepsFusedSum, "mixer -> mixer carried at tp=2",
-       [] { return patternCase("MM", {.tp = 2}, {4}); }, P::kBoundariesAgree, V::kBoundaryDisagrees},
+       [] { return patternCase("MM", {.tp = 2}, {4}); }, P::kBoundariesAgree,
+       V::kBoundaryDisagrees},
       {D::kResidualNotSliced, "DeepEP MoE after a mixer",
        [] { return patternCase("*E", {.tp = 2, .moe_ep = 2}, {4}, deepep()); }, P::kResidualFollows,
        V::kLayoutMismatch},
       {D::kFfnKeepsSumFromMixer, "FFN -> mixer deferral at tp=2",
-       [] { return patternCase("-M", {.tp = 2}, {4}); }, P::kBoundariesAgree, V::kBoundaryDisagrees},
+       [] { return patternCase("-M", {.tp = 2}, {4}); }, P::kBoundariesAgree,
+       V::kBoundaryDisagrees},
       {D::kSnapshotNotCompleted, "capture before a mixer that completes a carried FFN sum",
-       [] { return patternCase("-M", {.tp = 2}, {4}, capturing({1})); }, P::kSnapshots, V::kNeverCompleted},
+       [] { return patternCase("-M", {.tp = 2}, {4}, capturing({1})); }, P::kSnapshots,
+       V::kNeverCompleted},
       {D::kStackStartFfnWithResidual, "a pattern that starts with an FFN",
        [] { return patternCase("-M", {.tp = 2}, {4}); }, P::kOwedOnce, V::kCountedTwice},
       {D::kStackNeverEntered, "layer 0 never sets the residual",
        [] { return patternCase("M-", {.tp = 2}, {4}); }, P::kOwedOnce, V::kNeverCompleted},
       {D::kFfnReducesOverAttnTp, "dense FFN under attn_dp=2, attn_tp=2",
-       [] { return patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 2}); }, P::kOwedOnce, V::kNeverCompleted},
+       [] {
+         return patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 2});
+       },
+       P::kOwedOnce, V::kNeverCompleted},
       {D::kTerminalDefers, "the last FFN defers into the final norm",
        [] { return patternCase("M-", {.tp = 2}, {4}); }, P::kOutputComplete, V::kNeverCompleted},
       {D::kMtpNotMarkedLast, "an MTP step *E after the main stack",
-       [] { return patternCase("M*E/*E", {.tp = 2}, {4}); }, P::kOutputComplete, V::kNeverCompleted},
+       [] { return patternCase("M*E/*E", {.tp = 2}, {4}); }, P::kOutputComplete,
+       V::kNeverCompleted},
       {D::kDpGatherSumResidualEveryRank, "partial-order DP gather with attn_tp=2",
-       [] { return patternCase("M-", {.tp = 4, .attn_dp = 2}, {2, 2}); }, P::kOwedOnce, V::kCountedTwice},
+       [] {
+         return patternCase("M-", {.tp = 4, .attn_dp = 2}, {2, 2});
+       },
+       P::kOwedOnce, V::kCountedTwice},
   };
 }
 
@@ -385,7 +452,8 @@ TEST(LedgerKills, EveryPlannerDecisionHasACaseOnWhichCheckPlanFails) {
   std::vector<bool> covered(kDecisionCount, false);
   Ledger ledger;
   for (const Kill& k : all) {
-    SCOPED_TRACE(std::string("decision ") + std::to_string(static_cast<int>(k.decision)) + ": " + k.why);
+    SCOPED_TRACE(std::string("decision ") + std::to_string(static_cast<int>(k.decision)) + ": " +
+                 k.why);
     covered[static_cast<int>(k.decision)] = true;
     const Case c = k.make();
     // The unmutated plan of the same case holds: the kill is the decision's.
@@ -400,7 +468,8 @@ TEST(LedgerKills, EveryPlannerDecisionHasACaseOnWhichCheckPlanFails) {
     EXPECT_EQ(first->property, k.property) << describe(*first);
     EXPECT_EQ(first->cls, k.cls) << describe(*first);
   }
-  for (int d = 0; d < kDecisionCount; ++d) EXPECT_TRUE(covered[d]) << "decision " << d << " has no killing case";
+  for (int d = 0; d < kDecisionCount; ++d)
+    EXPECT_TRUE(covered[d]) << "decision " << d << " has no killing case";
 }
 
 // ---- 6. fast and exact agree ---------------------------------------------------------
@@ -436,13 +505,15 @@ TEST(LedgerAgreement, FastAndExactAgreeOnEveryCaseAndEveryDecisionAndCleanCasesH
         for (A2aBackend a2a : {A2aBackend::kNone, A2aBackend::kDeepep}) {
           if (a2a == A2aBackend::kDeepep && !has_moe) continue;
           std::vector<int> eps = {a2a == A2aBackend::kDeepep ? tp : 1};
-          if (a2a == A2aBackend::kNone && has_moe && dp > 1) eps.push_back(dp);  // reduce_scatterv applies
+          if (a2a == A2aBackend::kNone && has_moe && dp > 1)
+            eps.push_back(dp);  // reduce_scatterv applies
           for (int ep : eps) {
             for (bool fusion : {true, false}) {
               if (dp > 1 && !fusion) continue;  // the fusion gate is closed under DP anyway
-              for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs, BoundaryReduction::kRsv,
-                                            BoundaryReduction::kRsRsv}) {
-                if (dp == 1 && red != BoundaryReduction::kAr) continue;  // only the DP return reads it
+              for (BoundaryReduction red : {BoundaryReduction::kAr, BoundaryReduction::kRs,
+                                            BoundaryReduction::kRsv, BoundaryReduction::kRsRsv}) {
+                if (dp == 1 && red != BoundaryReduction::kAr)
+                  continue;  // only the DP return reads it
                 for (const auto& tokens : tokenLists(dp)) {
                   Case c;
                   c.model = *model;
@@ -464,16 +535,19 @@ TEST(LedgerAgreement, FastAndExactAgreeOnEveryCaseAndEveryDecisionAndCleanCasesH
                     ++n.plans;
                     const LedgerResult exact = ledger.replay(*plan, LedgerOptions{.exact = true});
                     const LedgerResult fast = ledger.replay(*plan, LedgerOptions{});
-                    const std::string where = reproduceCommand(c, "declared") + " decision " + std::to_string(d);
+                    const std::string where =
+                        reproduceCommand(c, "declared") + " decision " + std::to_string(d);
                     ASSERT_EQ(fast.holds(), exact.holds()) << where;
                     if (!exact.holds()) {
                       ++n.violated;
                       EXPECT_EQ(fast.violations.front().cls, exact.violations.front().cls) << where;
                     }
                     if (d < 0) {
-                      ASSERT_TRUE(exact.holds()) << where << ": " << describe(exact.violations.front());
+                      ASSERT_TRUE(exact.holds())
+                          << where << ": " << describe(exact.violations.front());
                       const auto verdict = properties::checkPlan(*plan, ledger);
-                      ASSERT_TRUE(verdict.holds()) << where << ": " << describe(*verdict.firstViolation());
+                      ASSERT_TRUE(verdict.holds())
+                          << where << ": " << describe(*verdict.firstViolation());
                     }
                   }
                 }
@@ -484,9 +558,10 @@ TEST(LedgerAgreement, FastAndExactAgreeOnEveryCaseAndEveryDecisionAndCleanCasesH
       }
     }
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("fast/exact agreement: %d cases, %d plans, %d violated, %.2f s\n", n.cases, n.plans, n.violated,
-              seconds);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("fast/exact agreement: %d cases, %d plans, %d violated, %.2f s\n", n.cases, n.plans,
+              n.violated, seconds);
   EXPECT_GE(n.cases, 200);
   EXPECT_GT(n.violated, 0);
   EXPECT_LT(seconds, 10.0) << "keep the agreement sweep fast";

@@ -1,4 +1,4 @@
-#include "seam/sim/model.h"
+#include "seam/sim/model/model.h"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +35,9 @@ TEST(Presets, NamesAreUniqueAndFoundCaseInsensitively) {
   EXPECT_EQ((*found)->shape.hidden, 4096);
   auto missing = findPreset("nemotron-h-9b");
   ASSERT_FALSE(missing.hasValue());
-  EXPECT_EQ(missing.status().message().rfind("unknown model \"nemotron-h-9b\" (known: nemotron-h-4b,", 0), 0u);
+  EXPECT_EQ(
+      missing.status().message().rfind("unknown model \"nemotron-h-9b\" (known: nemotron-h-4b,", 0),
+      0u);
 }
 
 TEST(Presets, SuperCarriesItsMtpPattern) {
@@ -75,7 +77,8 @@ TEST(Presets, AgreeFieldByFieldWithCheckpointsJson) {
     } else {
       EXPECT_EQ(p.stages.size(), 2u * p.layers);  // P- per decoder layer
     }
-    EXPECT_EQ(e["mtp_pattern"].is_null() ? std::string() : e["mtp_pattern"].get<std::string>(), p.mtp_pattern);
+    EXPECT_EQ(e["mtp_pattern"].is_null() ? std::string() : e["mtp_pattern"].get<std::string>(),
+              p.mtp_pattern);
     field(e, "hidden", p.shape.hidden);
     field(e, "heads", p.shape.heads);
     field(e, "kv_heads", p.shape.kv_heads);
@@ -121,7 +124,8 @@ TEST(Presets, AgreeWithPresetsExtraJsonAndFollowTheSparsityRule) {
     const int dense = e["first_k_dense"].get<int>();
     for (int layer = 0; layer < (*p)->layers; ++layer) {
       const bool sparse = (*p)->hasMoe() && layer >= dense;
-      EXPECT_EQ(parsed->layers[2 * layer + 1], sparse ? LayerKind::kMoe : LayerKind::kDenseMlp) << layer;
+      EXPECT_EQ(parsed->layers[2 * layer + 1], sparse ? LayerKind::kMoe : LayerKind::kDenseMlp)
+          << layer;
     }
   }
   auto v3 = findPreset("deepseek-v3");

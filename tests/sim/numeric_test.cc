@@ -1,8 +1,8 @@
-// The numeric model's MoE stages (numeric.h, issue #7): the router's top-k
+// The numeric model's MoE stages (numeric.h): the router's top-k
 // and gates, each token's output as the gated sum of its experts, the shards
 // of a MoE weight group partitioning that sum, and sharded plans over EP and
 // MoE-TP bit-identical to the single-rank reference in exact mode.
-#include "seam/sim/numeric.h"
+#include "seam/sim/replay/numeric.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -12,8 +12,8 @@
 
 #include "case_builders.h"
 #include "seam/properties/generators.h"
-#include "seam/sim/numeric_executor.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam::numeric {
 namespace {
@@ -40,7 +40,8 @@ TEST(ExactNorm, APaddingRowAddedToATokenChangesTheNormedValueUnderEveryStageWeig
     std::vector<float> a(kHidden), b(kHidden);
     normRow(token.data(), a.data(), kHidden, Mode::kExact, weight);
     normRow(leaked.data(), b.data(), kHidden, Mode::kExact, weight);
-    for (int k = 0; k < kHidden; ++k) EXPECT_NE(a[k], b[k]) << "stage weight " << w << ", element " << k;
+    for (int k = 0; k < kHidden; ++k)
+      EXPECT_NE(a[k], b[k]) << "stage weight " << w << ", element " << k;
   }
 }
 
@@ -95,7 +96,9 @@ TEST(MoeShape, TheNumericMoeIsSmallAndScalesWithTheShape) {
   EXPECT_EQ(longcat.expert_inner, Shape{}.inner);
 }
 
-std::vector<float> gridRow(int token, const Shape& shape) { return embedRow(0, token, Mode::kExact, shape); }
+std::vector<float> gridRow(int token, const Shape& shape) {
+  return embedRow(0, token, Mode::kExact, shape);
+}
 
 TEST(MoeStage, EachTokensOutputIsTheGatedSumOfItsExpertsPlusTheSharedExpert) {
   const Shape shape;
@@ -113,7 +116,8 @@ TEST(MoeStage, EachTokensOutputIsTheGatedSumOfItsExpertsPlusTheSharedExpert) {
       std::vector<int> order = r.experts;
       std::sort(order.begin(), order.end());  // summed in ascending expert order
       for (int e : order) {
-        const float g = r.gates[std::find(r.experts.begin(), r.experts.end(), e) - r.experts.begin()];
+        const float g =
+            r.gates[std::find(r.experts.begin(), r.experts.end(), e) - r.experts.begin()];
         stageShard(w.experts[e], {0, w.moe.expert_inner}, x.data(), y.data(), mode);
         for (int k = 0; k < shape.hidden; ++k) want[k] = want[k] + g * y[k];
       }
@@ -157,9 +161,9 @@ TEST(MoeStage, ShardsOverEpMoeTpOrBothSumToTheUnshardedStage) {
   const MoeShape with_shared = nanoMoe();
   const MoeShape no_shared = moeShape((*findPreset("longcat-flash"))->shape, 1, {});
   for (const MoeShape& m : {with_shared, no_shared}) {
-    expectShardsSumToTheStage(4, 4, m);   // EP group
-    expectShardsSumToTheStage(4, 1, m);   // MoE-TP group
-    expectShardsSumToTheStage(8, 2, m);   // merged TP group: 2 EP x 4 MoE-TP
+    expectShardsSumToTheStage(4, 4, m);  // EP group
+    expectShardsSumToTheStage(4, 1, m);  // MoE-TP group
+    expectShardsSumToTheStage(8, 2, m);  // merged TP group: 2 EP x 4 MoE-TP
     expectShardsSumToTheStage(16, 16, m);
   }
 }
@@ -201,7 +205,8 @@ TEST(MoeStage, WithoutASharedExpertAShardNoTokenRoutesToContributesZeros) {
     moeShard(w, moeSlice(m, j, 16, 16), x.data(), out.data(), Mode::kExact);
     const bool routed = std::find(r.experts.begin(), r.experts.end(), j) != r.experts.end();
     if (!routed) {
-      EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return v == 0.0f; })) << "shard " << j;
+      EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return v == 0.0f; }))
+          << "shard " << j;
       ++zero_shards;
     }
   }
@@ -222,10 +227,12 @@ void expectPlanIdenticalToReference(const Case& c) {
 }
 
 TEST(MoePlans, ShardedOverEpAndMoeTpAreBitIdenticalToTheReference) {
-  expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4, .moe_ep = 4}, {5}));   // EP group
-  expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4, .moe_ep = 2}, {5}));   // merged TP group
-  expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4}, {3}));                // MoE-TP group
-  expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 8, .attn_dp = 2, .moe_ep = 8}, {3, 1}));
+  expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4, .moe_ep = 4}, {5}));  // EP group
+  expectPlanIdenticalToReference(
+      patternCase("MEM*E", {.tp = 4, .moe_ep = 2}, {5}));                // merged TP group
+  expectPlanIdenticalToReference(patternCase("MEM*E", {.tp = 4}, {3}));  // MoE-TP group
+  expectPlanIdenticalToReference(
+      patternCase("MEM*E", {.tp = 8, .attn_dp = 2, .moe_ep = 8}, {3, 1}));
   // moe_dp > 1 only as attn_cp (ServerArgs), so on a two-stage GQA stack (an
   // MLA one refuses it): the EP group inside each moe_dp block, on a decode
   // batch (CP replicas).
@@ -252,7 +259,8 @@ TEST(MoePlans, ADroppedEpShardShowsInTheOutputOfASharedExpertModel) {
   for (int r = 0; r < 8; ++r) {
     Plan dropped = *plan;  // rank r's MoE output replaced by zeros
     auto& ops = dropped.ranks[r];
-    const auto it = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::kCompute; });
+    const auto it = std::find_if(ops.begin(), ops.end(),
+                                 [](const Op& op) { return op.kind == OpKind::kCompute; });
     ASSERT_NE(it, ops.end());
     it->kind = OpKind::kZeroFill;
     const NumericRun run = runPlanNumeric(dropped, Mode::kExact, {});
@@ -265,7 +273,8 @@ RC_GTEST_PROP(MoePlans, AGeneratedMoeCaseIsBitIdenticalToTheReferenceInExactMode
   const Case c = *properties::genCase(*rc::gen::element(2, 4, 8));
   const auto& p = c.model.pattern;
   RC_PRE(std::count(p.layers.begin(), p.layers.end(), LayerKind::kMoe) +
-             std::count(p.mtp.begin(), p.mtp.end(), LayerKind::kMoe) > 0);
+             std::count(p.mtp.begin(), p.mtp.end(), LayerKind::kMoe) >
+         0);
   auto plan = buildPlan(c, PolicyKind::kDeclared);
   RC_SUCCEED_IF(!plan.hasValue());  // a refused case
   const NumericRun run = runPlanNumeric(*plan, Mode::kExact, {});

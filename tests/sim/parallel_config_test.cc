@@ -1,4 +1,4 @@
-#include "seam/sim/parallel_config.h"
+#include "seam/sim/model/parallel_config.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "seam/sim/config_space.h"
+#include "seam/sim/model/config_space.h"
 
 namespace seam {
 namespace {
@@ -48,13 +48,17 @@ TEST(ParallelConfig, ServerArgsAcceptsAMoeDpOnlyAsTheAttentionCpGroupWithoutPpAn
     EXPECT_EQ(st.code(), StatusCode::kRefused) << c.describe();
     return st.message();
   };
-  EXPECT_NE(refused({.tp = 4, .attn_cp = 2, .moe_dp = 4}).find("attn_cp_size != moe_dp_size is only supported when "
-                                                                "moe_dp_size == 1"),
+  EXPECT_NE(refused({.tp = 4, .attn_cp = 2, .moe_dp = 4})
+                .find("attn_cp_size != moe_dp_size is only supported when "
+                      "moe_dp_size == 1"),
             std::string::npos);
   EXPECT_NE(refused({.tp = 4, .moe_dp = 2}).find("attn_cp=1 moe_dp=2"), std::string::npos);
-  EXPECT_NE(refused({.tp = 8, .attn_cp = 4, .moe_dp = 2}).find("attn_cp=4 moe_dp=2"), std::string::npos);
-  EXPECT_NE(refused({.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2}).find("PP is not supported"), std::string::npos);
-  EXPECT_NE(refused({.tp = 8, .attn_cp = 2, .moe_ep = 2, .moe_dp = 2}).find("ep_size * moe_dp_size must be equal"),
+  EXPECT_NE(refused({.tp = 8, .attn_cp = 4, .moe_dp = 2}).find("attn_cp=4 moe_dp=2"),
+            std::string::npos);
+  EXPECT_NE(refused({.pp = 2, .tp = 4, .attn_cp = 2, .moe_dp = 2}).find("PP is not supported"),
+            std::string::npos);
+  EXPECT_NE(refused({.tp = 8, .attn_cp = 2, .moe_ep = 2, .moe_dp = 2})
+                .find("ep_size * moe_dp_size must be equal"),
             std::string::npos);
   EXPECT_TRUE(serverArgsMoeDp({.tp = 8, .attn_cp = 2, .moe_ep = 4, .moe_dp = 2}).isOk());
   EXPECT_TRUE(serverArgsMoeDp({.pp = 2, .tp = 4, .attn_cp = 4, .moe_ep = 2}).isOk());
@@ -125,12 +129,23 @@ TEST(Topology, EveryConfigOfWorldsUpTo64HasConsistentGroups) {
     for (const ParallelConfig& c : space->all()) {
       SCOPED_TRACE(c.describe());
       Topology t(c);
-      const int expected_size[kAxisCount] = {
-          c.tp, c.attnTp(), c.attn_cp, c.attn_dp, c.moe_ep, c.moeTp(),
-          c.attn_cp > c.moe_dp ? c.attn_cp : c.moe_dp, c.pp};
+      const int expected_size[kAxisCount] = {c.tp,
+                                             c.attnTp(),
+                                             c.attn_cp,
+                                             c.attn_dp,
+                                             c.moe_ep,
+                                             c.moeTp(),
+                                             c.attn_cp > c.moe_dp ? c.attn_cp : c.moe_dp,
+                                             c.pp};
       const int expected_stride[kAxisCount] = {
-          1, 1, c.attnTp(), c.attnTp() * c.attn_cp, c.moeTp(), 1,
-          c.attn_cp > c.moe_dp ? c.attnTp() : c.moeTp() * c.moe_ep, c.tp};
+          1,
+          1,
+          c.attnTp(),
+          c.attnTp() * c.attn_cp,
+          c.moeTp(),
+          1,
+          c.attn_cp > c.moe_dp ? c.attnTp() : c.moeTp() * c.moe_ep,
+          c.tp};
       for (Axis axis : kAllAxes) {
         const int a = static_cast<int>(axis);
         std::vector<int> seen(world, 0);
@@ -191,7 +206,8 @@ TEST(GroupMembers, AgreesWithTopologyForEveryRankAxisAndConfigOfWorldsUpTo64) {
       for (Axis axis : kAllAxes) {
         ASSERT_EQ(groupSizeOf(c, axis), t.groupSize(axis)) << c.describe() << " " << axisName(axis);
         for (int r = 0; r < world; ++r) {
-          ASSERT_EQ(groupMembers(c, axis, r), t.groupOf(axis, r)) << c.describe() << " " << axisName(axis) << " rank " << r;
+          ASSERT_EQ(groupMembers(c, axis, r), t.groupOf(axis, r))
+              << c.describe() << " " << axisName(axis) << " rank " << r;
         }
       }
     }

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "seam/properties/check.h"
-#include "seam/sim/case.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/numeric_executor.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/replay/ledger.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam::testing {
 
@@ -18,7 +18,8 @@ inline void expectHoldsAndMatchesTheReference(const Case& c, const Plan& plan) {
   const numeric::Shape shape{.hidden = 8, .inner = 16};
   Ledger ledger;
   const auto verdict = properties::checkPlan(plan, ledger);
-  EXPECT_TRUE(verdict.holds()) << (verdict.firstViolation() ? verdict.firstViolation()->detail : "");
+  EXPECT_TRUE(verdict.holds()) << (verdict.firstViolation() ? verdict.firstViolation()->detail
+                                                            : "");
   const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
   ASSERT_TRUE(run.ran());
   EXPECT_TRUE(compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output).identical);

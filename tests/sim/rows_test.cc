@@ -1,11 +1,11 @@
-#include "seam/sim/rows.h"
+#include "seam/sim/plan/rows.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "seam/sim/config_space.h"
+#include "seam/sim/model/config_space.h"
 
 namespace seam {
 namespace {
@@ -14,7 +14,8 @@ using Tokens = std::vector<int>;
 constexpr int P = kPaddingRow;
 
 TEST(Rows, EveryRowKindNameParsesBackToItsKind) {
-  const char* names[kRowKindCount] = {"none", "attention", "local", "full", "dispatched", "sequence", "cp_gathered"};
+  const char* names[kRowKindCount] = {"none",       "attention", "local",      "full",
+                                      "dispatched", "sequence",  "cp_gathered"};
   for (int i = 0; i < kRowKindCount; ++i) {
     const auto kind = static_cast<RowKind>(i);
     EXPECT_EQ(rowKindName(kind), names[i]);
@@ -115,7 +116,8 @@ TEST(RowMap, UnderLayerNormSpLocalRowsAreTheShardPaddedToEqualChunks) {
   const ParallelConfig config{.tp = 4};
   RowMap m(Topology(config), Batch{{5}}, DpPadding::kMaxLen, CpLayout::kReplicated, nullptr,
            LocalSplit::kPaddedEqual);
-  const RowCounts counts(config, Batch{{5}}, DpPadding::kMaxLen, CpLayout::kReplicated, LocalSplit::kPaddedEqual);
+  const RowCounts counts(config, Batch{{5}}, DpPadding::kMaxLen, CpLayout::kReplicated,
+                         LocalSplit::kPaddedEqual);
   const Tokens local[] = {{0, 1}, {2, 3}, {4, P}, {P, P}};
   for (int r = 0; r < 4; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
@@ -140,7 +142,8 @@ TEST(RowMap, FewerTokensThanRanksLeaveTheLastLocalSlicesEmpty) {
 TEST(RowMap, DispatchedRowsGatherTheLocalRowsOfTheMoeEpGroup) {
   // moe_ep=4 over tp=4: one group of all ranks, local slices 2,1,1,1.
   RowMap all(Topology({.tp = 4, .moe_ep = 4}), Batch{{5}}, DpPadding::kMaxLen);
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(all.tokens(RowKind::kDispatched, r), (Tokens{0, 1, 2, 3, 4}));
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(all.tokens(RowKind::kDispatched, r), (Tokens{0, 1, 2, 3, 4}));
 
   // moe_ep=2 (moe_tp=2): groups {0,2} and {1,3}.
   RowMap pairs(Topology({.tp = 4, .moe_ep = 2}), Batch{{5}}, DpPadding::kMaxLen);
@@ -192,8 +195,10 @@ TEST(ResolvePadding, AnExtendBatchWithoutAnIdleRankGetsSumLen) {
 }
 
 TEST(ResolvePadding, ADecodeBatchKeepsTheRequestedMode) {
-  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 0}, DpPadding::kSumLen)), DpPadding::kSumLen);
-  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 1}, DpPadding::kMaxLen)), DpPadding::kMaxLen);
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 0}, DpPadding::kSumLen)),
+            DpPadding::kSumLen);
+  EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 2, {3, 1}, DpPadding::kMaxLen)),
+            DpPadding::kMaxLen);
   // No DP attention: padding does not matter and is left as requested.
   EXPECT_EQ(resolvePadding(paddingCase("M-M*-", 1, {3}, DpPadding::kSumLen)), DpPadding::kSumLen);
 }
@@ -213,15 +218,18 @@ TEST(RowCounts, AgreeWithRowMapForEveryConfigOfWorldsUpTo16AndSeveralBatches) {
       const Topology t(c);
       for (int variant = 0; variant < 3; ++variant) {
         Batch b;
-        for (int d = 0; d < c.attn_dp; ++d) b.tokens.push_back(variant == 0 ? 1 : variant == 1 ? (d * 5 + 3) % 7 : d % 2);
+        for (int d = 0; d < c.attn_dp; ++d)
+          b.tokens.push_back(variant == 0 ? 1 : variant == 1 ? (d * 5 + 3) % 7 : d % 2);
         if (b.total() == 0) b.tokens[0] = 2;
         for (DpPadding pad : {DpPadding::kMaxLen, DpPadding::kSumLen}) {
           const RowMap map(t, b, pad);
           const RowCounts counts(c, b, pad);
           for (int r = 0; r < world; ++r) {
             for (int k = 0; k < kRowKindCount; ++k) {
-              ASSERT_EQ(counts.count(static_cast<RowKind>(k), r), map.count(static_cast<RowKind>(k), r))
-                  << c.describe() << " tokens " << b.describe() << " rank " << r << " " << rowKindName(static_cast<RowKind>(k));
+              ASSERT_EQ(counts.count(static_cast<RowKind>(k), r),
+                        map.count(static_cast<RowKind>(k), r))
+                  << c.describe() << " tokens " << b.describe() << " rank " << r << " "
+                  << rowKindName(static_cast<RowKind>(k));
             }
           }
           ++checked;
@@ -237,7 +245,8 @@ TEST(RowCounts, AgreeWithRowMapForEveryConfigOfWorldsUpTo16AndSeveralBatches) {
           const RowCounts counts(c, b, DpPadding::kMaxLen, cp);
           for (int r = 0; r < world; ++r) {
             for (int k = 0; k < kRowKindCount; ++k) {
-              ASSERT_EQ(counts.count(static_cast<RowKind>(k), r), map.count(static_cast<RowKind>(k), r))
+              ASSERT_EQ(counts.count(static_cast<RowKind>(k), r),
+                        map.count(static_cast<RowKind>(k), r))
                   << c.describe() << " tokens " << tokens << " rank " << r << " "
                   << rowKindName(static_cast<RowKind>(k));
             }
@@ -257,7 +266,8 @@ std::vector<Tokens> zigzagBlocks(int tokens, int cp) {
   std::vector<Tokens> blocks(2 * cp);
   int t = 0;
   for (int b = 0; b < 2 * cp; ++b) {
-    for (int k = 0; k < tokens / (2 * cp) + (b < tokens % (2 * cp) ? 1 : 0); ++k) blocks[b].push_back(t++);
+    for (int k = 0; k < tokens / (2 * cp) + (b < tokens % (2 * cp) ? 1 : 0); ++k)
+      blocks[b].push_back(t++);
   }
   return blocks;
 }
@@ -308,7 +318,8 @@ TEST(RowMap, AZigzagShardIsSplitOverAttnTpAndTheFullRowsAreTheShardsInCpRankOrde
   // tp = 4, attn_cp = 2 (attn_tp = 2): ranks 0, 1 hold CP rank 0's shard,
   // ranks 2, 3 CP rank 1's; 130 tokens: blocks of 33, 33, 32, 32 rows,
   // shards of 65 each padded to 68.
-  const RowMap m(Topology({.tp = 4, .attn_cp = 2}), Batch{{130}}, DpPadding::kMaxLen, CpLayout::kZigzag);
+  const RowMap m(Topology({.tp = 4, .attn_cp = 2}), Batch{{130}}, DpPadding::kMaxLen,
+                 CpLayout::kZigzag);
   const Tokens shard0 = cpShardTokens(CpLayout::kZigzag, 130, 2, 0);
   const Tokens shard1 = cpShardTokens(CpLayout::kZigzag, 130, 2, 1);
   EXPECT_EQ(m.tokens(RowKind::kAttention, 1), shard0);

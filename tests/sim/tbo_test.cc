@@ -4,7 +4,7 @@
 // ops of a plan (a batch held whole by attention-CP replicas included), the
 // properties on TBO plans (both ledger domains and the numeric executor),
 // and hand-made wrong TBO plans caught with the right violation class.
-#include "seam/sim/tbo.h"
+#include "seam/sim/plan/tbo.h"
 
 #include <gtest/gtest.h>
 
@@ -15,10 +15,10 @@
 #include "case_builders.h"
 #include "reference_check.h"
 #include "seam/properties/check.h"
-#include "seam/sim/dp_gather.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/numeric_executor.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam {
 namespace {
@@ -130,7 +130,8 @@ TEST(TboRefusal, OfInputScatteredAttentionSaysTboTurnsItOff) {
 TEST(TboRefusal, OfAPipelineStageStartingAfterTheFirstSparseLayerIsInitNewTbosNotImplementedError) {
   // pp 2 splits 4 layers 2 + 2: stage 1 starts at layer 2 > fkdr 1, so
   // DeepseekV2Model.forward hands layers [0, 4) to the TBO path.
-  const std::string why = refusal(twoStageCase("*-*E*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {4}, tbo()));
+  const std::string why =
+      refusal(twoStageCase("*-*E*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {4}, tbo()));
   EXPECT_FALSE(isNotModelled(why)) << why;
   EXPECT_NE(why.find("PPMissingLayer"), std::string::npos) << why;
   EXPECT_NE(why.find("NotImplementedError"), std::string::npos) << why;
@@ -147,14 +148,16 @@ TEST(TboRefusal, OfACaptureInsideTheRangeSaysOnlyTheWholeBatchLoopCaptures) {
 // ---- the plan ---------------------------------------------------------------
 
 TEST(TboPlan, SplitsOnceBeforeTheFirstSparseLayerAndMergesBeforeTheFinalNorm) {
-  const Plan plan = mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo()));
+  const Plan plan =
+      mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo()));
   EXPECT_EQ(plan.tbo_split, (std::vector<int>{1, 1}));
   const std::vector<Op>& ops = plan.ranks[0];
   std::vector<const Op*> moves;
   for (const Op& op : ops) {
     if (op.tbo_move) moves.push_back(&op);
     // The dense layer and the final norm run on the whole batch, the sparse layers per half.
-    if (!op.tbo_move) EXPECT_EQ(op.half == Half::kWhole, op.layer == 0 || op.stage == 6) << op.stage;
+    if (!op.tbo_move)
+      EXPECT_EQ(op.half == Half::kWhole, op.layer == 0 || op.stage == 6) << op.stage;
   }
   // hidden and residual split (attention rows: keep, keep), hidden merged
   // (the last a2a layer folds its residual in before the gather).
@@ -172,7 +175,8 @@ TEST(TboPlan, SplitsOnceBeforeTheFirstSparseLayerAndMergesBeforeTheFinalNorm) {
   EXPECT_EQ(ops.back().half, Half::kWhole);
   // Child A runs two chunks ahead in decode: its first collective comes
   // before any op of child B.
-  const auto first_b = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.half == Half::kB && !op.tbo_move; });
+  const auto first_b = std::find_if(
+      ops.begin(), ops.end(), [](const Op& op) { return op.half == Half::kB && !op.tbo_move; });
   const auto first_a_coll = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
     return op.half == Half::kA && communicates(op.kind);
   });
@@ -200,7 +204,8 @@ TEST(TboPlan, RunsTheWholeBatchWhenTheRangeIsEmpty) {
 TEST(TboPlan, RunsTheHalvesOnTheLastPipelineStageOnlyAndMergesBeforeTheFinalNorm) {
   // Layers 0-1 | 2-4, fkdr 3: stage 0 runs whole and sends the whole batch;
   // stage 1 receives it, runs layer 2 whole, splits before layer 3.
-  const Plan plan = mustBuild(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {5}, tbo()));
+  const Plan plan =
+      mustBuild(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {5}, tbo()));
   EXPECT_EQ(plan.tbo_split, (std::vector<int>{2}));
   for (const Op& op : plan.ranks[0]) EXPECT_EQ(op.half, Half::kWhole);
   const auto sends = [](const Op& op) { return op.kind == OpKind::kSend; };
@@ -214,14 +219,17 @@ TEST(TboPlan, RunsTheHalvesOnTheLastPipelineStageOnlyAndMergesBeforeTheFinalNorm
   EXPECT_EQ(split->kind, OpKind::kSlice);
   EXPECT_EQ(split->stage, 6);
   for (auto it = ops.begin(); it != split; ++it) EXPECT_EQ(it->half, Half::kWhole);
-  const auto crossesACut = [](const Op& op) { return op.kind == OpKind::kSend || op.kind == OpKind::kRecv; };
+  const auto crossesACut = [](const Op& op) {
+    return op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+  };
   EXPECT_FALSE(std::any_of(split, ops.end(), crossesACut));
   EXPECT_EQ(ops.back().kind, OpKind::kNorm);
   EXPECT_EQ(ops.back().half, Half::kWhole);
 }
 
 TEST(TboPlan, KeepsACpShardedBatchWholeLikeTheEnginesRuntimeGate) {
-  // No dense layer, so no moe_dense_tp_size to set (a fully-DP dense layer changes hands under TBO).
+  // No dense layer, so no moe_dense_tp_size to set (a fully-DP dense layer changes hands under
+  // TBO).
   Flags f = tbo(A2aBackend::kDeepep, ForwardMode::kExtend);
   const Case c = twoStageCase("*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {6}, f);
   const Plan plan = mustBuild(c);
@@ -275,7 +283,8 @@ TEST(TboPlan, UnderDpAttentionAndCpEveryFfnOfAHalfRunsOnItsOwnRowsAsTheEngineCon
   // tp 4, attn_dp 2, attn_cp 2 (attn_tp 1): _deepseek_family_overrides runs
   // the MoE on deepep with ep = tp and the dense FFN fully DP, so no half
   // gathers over DP or CP; the same case with a2a none is refused at start-up.
-  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, cpTboFlags());
+  const Case c = twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2},
+                              cpTboFlags());
   const Plan plan = mustBuild(c);
   EXPECT_EQ(plan.tbo_split, (std::vector<int>{1, 1}));
   for (const Op& op : plan.ranks[1]) {
@@ -286,8 +295,10 @@ TEST(TboPlan, UnderDpAttentionAndCpEveryFfnOfAHalfRunsOnItsOwnRowsAsTheEngineCon
   Case asked = c;
   asked.flags = tbo(A2aBackend::kNone);
   asked.config.moe_ep = 1;
-  EXPECT_NE(refusal(asked).find("_deepseek_family_overrides runs MLA prefill CP only with --moe-a2a-backend deepep"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(asked).find(
+          "_deepseek_family_overrides runs MLA prefill CP only with --moe-a2a-backend deepep"),
+      std::string::npos);
 }
 
 // ---- properties on TBO plans ----------------------------------------------------
@@ -295,18 +306,24 @@ TEST(TboPlan, UnderDpAttentionAndCpEveryFfnOfAHalfRunsOnItsOwnRowsAsTheEngineCon
 std::vector<Case> tboCases() {
   std::vector<Case> out;
   for (ForwardMode mode : {ForwardMode::kDecode, ForwardMode::kExtend}) {
-    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {5}, tbo(A2aBackend::kDeepep, mode)));
-    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo(A2aBackend::kDeepep, mode)));
-    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2}, {3, 0}, tbo(A2aBackend::kNone, mode)));
-    out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 4, .moe_ep = 2}, {1, 4, 0, 3}, tbo(A2aBackend::kNone, mode)));
-    out.push_back(twoStageCase("*-*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {1, 1}, tbo(A2aBackend::kDeepep, mode)));
+    out.push_back(
+        twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {5}, tbo(A2aBackend::kDeepep, mode)));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2},
+                               tbo(A2aBackend::kDeepep, mode)));
+    out.push_back(
+        twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2}, {3, 0}, tbo(A2aBackend::kNone, mode)));
+    out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 4, .moe_ep = 2}, {1, 4, 0, 3},
+                               tbo(A2aBackend::kNone, mode)));
+    out.push_back(twoStageCase("*-*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {1, 1},
+                               tbo(A2aBackend::kDeepep, mode)));
     Flags dense_dp = tbo(A2aBackend::kDeepep, mode);
     dense_dp.dense_tp1 = true;
     out.push_back(twoStageCase("*-*E*E", {.tp = 4, .moe_ep = 4}, {6}, dense_dp));
   }
   // pp 2, the halves on the last stage; a capture before the range.
   out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {5}, tbo()));
-  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_dp = 2}, {3, 2}, tbo(A2aBackend::kNone)));
+  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_dp = 2}, {3, 2},
+                             tbo(A2aBackend::kNone)));
   Flags capture = tbo();
   capture.capture = {2};
   out.push_back(twoStageCase("*-*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, capture));
@@ -324,7 +341,8 @@ TEST(TboProperties, HoldOnTboPlansInBothLedgerDomainsUnderEveryPolicy) {
       const Plan plan = mustBuild(c, policy);
       EXPECT_FALSE(plan.tbo_split.empty());
       const auto verdict = properties::checkPlan(plan, ledger);
-      EXPECT_TRUE(verdict.holds()) << (verdict.firstViolation() ? verdict.firstViolation()->detail : "");
+      EXPECT_TRUE(verdict.holds())
+          << (verdict.firstViolation() ? verdict.firstViolation()->detail : "");
       EXPECT_TRUE(ledger.replay(plan, LedgerOptions{.exact = true}).holds());
     }
   }
@@ -338,7 +356,8 @@ TEST(TboProperties, TheNumericExecutorRunsTboPlansBitIdenticalToTheReference) {
     const NumericRun run = runPlanNumeric(plan, numeric::Mode::kExact, shape);
     ASSERT_TRUE(run.ran()) << run.failures.front().detail;
     EXPECT_FALSE(run.ranks_disagree);
-    const OutputDiff diff = compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output);
+    const OutputDiff diff =
+        compareOutputs(runReference(c, numeric::Mode::kExact, shape), run.output);
     EXPECT_TRUE(diff.identical) << diff.describe();
   }
 }
@@ -354,19 +373,26 @@ std::vector<Case> tboCpCases() {
   const Flags cp = cpTboFlags();
   out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {5}, cp));
   out.push_back(twoStageCase("*-*E*E", {.tp = 2, .attn_cp = 2, .moe_ep = 2}, {4}, cp));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, cp));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 4, .moe_ep = 8}, {3, 0}, cp));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 4, .attn_cp = 2, .moe_ep = 8}, {3, 1, 0, 2}, cp));
+  out.push_back(
+      twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, cp));
+  out.push_back(
+      twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 2, .attn_cp = 4, .moe_ep = 8}, {3, 0}, cp));
+  out.push_back(
+      twoStageCase("*-*E*E", {.tp = 8, .attn_dp = 4, .attn_cp = 2, .moe_ep = 8}, {3, 1, 0, 2}, cp));
   out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {6}, cp));
   Flags sum_len = cp;
   sum_len.dp_padding = DpPadding::kSumLen;
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, sum_len));
-  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {1}, cpTboFlags(ForwardMode::kExtend)));
-  out.push_back(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_cp = 4, .moe_ep = 4}, {5}, cp));
+  out.push_back(
+      twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, sum_len));
+  out.push_back(twoStageCase("*-*E*E", {.tp = 4, .attn_cp = 4, .moe_ep = 4}, {1},
+                             cpTboFlags(ForwardMode::kExtend)));
+  out.push_back(
+      twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 4, .attn_cp = 4, .moe_ep = 4}, {5}, cp));
   return out;
 }
 
-TEST(TboProperties, HoldOnTboPlansOverCpReplicasInBothLedgerDomainsAndRunBitIdenticalToTheReference) {
+TEST(TboProperties,
+     HoldOnTboPlansOverCpReplicasInBothLedgerDomainsAndRunBitIdenticalToTheReference) {
   Ledger ledger;
   for (const Case& c : tboCpCases()) {
     for (PolicyKind policy : {PolicyKind::kDeclared, PolicyKind::kNaive}) {
@@ -382,7 +408,6 @@ TEST(TboProperties, HoldOnTboPlansOverCpReplicasInBothLedgerDomainsAndRunBitIden
 
 // ---- hand-made wrong TBO plans ------------------------------------------------------
 
-
 /// Erases the first op of every rank that `pred` picks.
 template <class Pred>
 void eraseFirst(Plan& plan, Pred pred) {
@@ -392,11 +417,15 @@ void eraseFirst(Plan& plan, Pred pred) {
   }
 }
 
-Plan deepepTbo() { return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo())); }
+Plan deepepTbo() {
+  return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tbo()));
+}
 
 TEST(TboLedger, CatchesAMergeThatDropsAHalfAsAnIncompleteOutput) {
   Plan plan = deepepTbo();
-  eraseFirst(plan, [](const Op& op) { return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB; });
+  eraseFirst(plan, [](const Op& op) {
+    return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB;
+  });
   const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.property, Property::kOutputComplete);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
@@ -407,10 +436,14 @@ TEST(TboLedger, CatchesAHalfMergedBeforeItsAttentionTpGatherAsALayoutMismatch) {
   // The last a2a layer of half A gathers its local rows back over attention
   // TP before the merge; without it the merge finds local rows.
   for (auto& ops : plan.ranks) {
-    const auto merge = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.tbo_move && op.kind == OpKind::kAdd; });
-    const auto gather = std::find_if(std::make_reverse_iterator(merge), ops.rend(), [](const Op& op) {
-      return op.half == Half::kA && op.rows_in.kind == RowKind::kLocal && op.rows_out.kind == RowKind::kAttention;
+    const auto merge = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+      return op.tbo_move && op.kind == OpKind::kAdd;
     });
+    const auto gather =
+        std::find_if(std::make_reverse_iterator(merge), ops.rend(), [](const Op& op) {
+          return op.half == Half::kA && op.rows_in.kind == RowKind::kLocal &&
+                 op.rows_out.kind == RowKind::kAttention;
+        });
     ASSERT_NE(gather, ops.rend());
     ops.erase(std::next(gather).base());
   }
@@ -421,7 +454,9 @@ TEST(TboLedger, CatchesAHalfMergedBeforeItsAttentionTpGatherAsALayoutMismatch) {
 
 TEST(TboLedger, CatchesASplitWithoutTheResidualAsASumNeverCompleted) {
   Plan plan = deepepTbo();
-  eraseFirst(plan, [](const Op& op) { return op.tbo_move && op.kind == OpKind::kSlice && op.tensor == Tensor::kResidual; });
+  eraseFirst(plan, [](const Op& op) {
+    return op.tbo_move && op.kind == OpKind::kSlice && op.tensor == Tensor::kResidual;
+  });
   const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.property, Property::kOwedOnce);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
@@ -430,10 +465,15 @@ TEST(TboLedger, CatchesASplitWithoutTheResidualAsASumNeverCompleted) {
 TEST(TboLedger, CatchesOneRankIssuingTheHalvesInTheOtherOrderAsACollectiveMismatch) {
   // Equal halves (2 tokens a shard: one each): the calls agree in kind and
   // bytes, so only the half tells them apart.
-  Plan plan = mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {2, 2}, tbo()));
+  Plan plan =
+      mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {2, 2}, tbo()));
   auto& ops = plan.ranks[1];
-  const auto a = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.half == Half::kA && op.kind == OpKind::kAllToAll; });
-  const auto b = std::find_if(ops.begin(), ops.end(), [](const Op& op) { return op.half == Half::kB && op.kind == OpKind::kAllToAll; });
+  const auto a = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+    return op.half == Half::kA && op.kind == OpKind::kAllToAll;
+  });
+  const auto b = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+    return op.half == Half::kB && op.kind == OpKind::kAllToAll;
+  });
   ASSERT_NE(a, ops.end());
   ASSERT_NE(b, ops.end());
   ASSERT_EQ(a->bytes, b->bytes);
@@ -449,7 +489,9 @@ TEST(TboLedger, CatchesOneRankIssuingTheHalvesInTheOtherOrderAsACollectiveMismat
 
 TEST(TboLedger, CatchesAPipelinedPlanWhoseLastStageDropsHalfBsMergeAsAnIncompleteOutput) {
   Plan plan = mustBuild(twoStageCase("*-*-|*-*E*E", {.pp = 2, .tp = 2, .moe_ep = 2}, {5}, tbo()));
-  eraseFirst(plan, [](const Op& op) { return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB; });
+  eraseFirst(plan, [](const Op& op) {
+    return op.tbo_move && op.kind == OpKind::kAdd && op.half == Half::kB;
+  });
   const Violation v = firstViolationInBothDomains(plan);
   EXPECT_EQ(v.property, Property::kOutputComplete);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
@@ -460,7 +502,8 @@ TEST(TboLedger, CatchesAPipelinedPlanWhoseLastStageDropsHalfBsMergeAsAnIncomplet
 // group's all-reduce one member short.
 /// tp 4, attn_dp 2, attn_cp 2 as MLA prefill CP runs it: DP shard 0 on the CP replicas {0, 1}.
 Plan cpTbo() {
-  return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4}, {3, 2}, cpTboFlags()));
+  return mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4},
+                                {3, 2}, cpTboFlags()));
 }
 
 TEST(TboLedger, CatchesAHalfsMoeOutputAlsoReducedOverCpReplicasAsCountedTwice) {
@@ -468,7 +511,8 @@ TEST(TboLedger, CatchesAHalfsMoeOutputAlsoReducedOverCpReplicasAsCountedTwice) {
   for (auto& ops : plan.ranks) {
     // The combine all-to-all of half A's first MoE: its rows are complete on every CP replica.
     const auto combine = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
-      return op.half == Half::kA && op.kind == OpKind::kAllToAll && op.rows_out.kind == RowKind::kAttention;
+      return op.half == Half::kA && op.kind == OpKind::kAllToAll &&
+             op.rows_out.kind == RowKind::kAttention;
     });
     ASSERT_NE(combine, ops.end());
     Op over_cp = *combine;
@@ -484,9 +528,11 @@ TEST(TboLedger, CatchesAHalfsMoeOutputAlsoReducedOverCpReplicasAsCountedTwice) {
 
 // The ledger reads the data first: the dispatch's peers receive no rows from rank 1 (a term of
 // another rank's slot in their place); the collective-sequence check names the skipped call.
-TEST(TboLedger, CatchesACpReplicaSkippingAHalfsDispatchAsAForeignTermAndACollectiveSequenceMismatch) {
+TEST(TboLedger,
+     CatchesACpReplicaSkippingAHalfsDispatchAsAForeignTermAndACollectiveSequenceMismatch) {
   Plan plan = cpTbo();
-  auto& ops = plan.ranks[1];  // attn_cp rank 1 of DP shard 0: holds the same rows, still joins the dispatch
+  auto& ops =
+      plan.ranks[1];  // attn_cp rank 1 of DP shard 0: holds the same rows, still joins the dispatch
   const auto dispatch = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
     return op.half == Half::kB && op.kind == OpKind::kAllToAll;
   });

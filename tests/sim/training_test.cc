@@ -1,15 +1,15 @@
-// The training family (sim/include/seam/sim/training.h): the engines' rules,
+// The training family (sim/include/seam/sim/training/): the engines' rules,
 // the shape of PrimeRL's and Megatron's plans (the all-to-alls of Ulysses
 // Mamba and attention, KV replication, SP pairs, zigzag undo/redo, EP), the
 // backward as conjugates, and hand-made wrong plans each caught by the
 // training ledger with the right class.
-#include "seam/sim/training.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 #include <string>
+
+#include "seam/sim/training/training_ledger.h"
 
 namespace seam {
 namespace {
@@ -33,7 +33,8 @@ TrainingCase primeRl(int dp, int cp, int ep, std::vector<int> docs, int dp_repli
   return c;
 }
 
-TrainingCase megatron(int dp, int cp, int tp, int ep, std::vector<int> docs, std::string_view model = "nemotron-3-super") {
+TrainingCase megatron(int dp, int cp, int tp, int ep, std::vector<int> docs,
+                      std::string_view model = "nemotron-3-super") {
   TrainingCase c;
   c.model = preset(model);
   c.config.layout = TrainingLayout::kMegatron;
@@ -57,9 +58,10 @@ std::string firstViolation(const LedgerResult& r) {
 }
 
 int count(const TrainingPlan& plan, int rank, int layer, Pass pass, OpKind kind) {
-  return static_cast<int>(std::count_if(plan.ranks[rank].begin(), plan.ranks[rank].end(), [&](const TrainingOp& op) {
-    return op.layer == layer && op.pass == pass && op.kind == kind;
-  }));
+  return static_cast<int>(
+      std::count_if(plan.ranks[rank].begin(), plan.ranks[rank].end(), [&](const TrainingOp& op) {
+        return op.layer == layer && op.pass == pass && op.kind == kind;
+      }));
 }
 
 /// Edits every rank's first op matching `pred` (the same slot everywhere).
@@ -162,7 +164,8 @@ TEST(TrainingPlans, EveryBackwardCollectiveNamesItsForwardConjugate) {
   const TrainingPlan plan = planOf(megatron(1, 2, 2, 2, {16, 8}));
   EXPECT_TRUE(checkTrainingCollectives(plan).empty());
   for (const TrainingOp& op : plan.ranks[1]) {
-    if (op.pass == Pass::kBackward && op.hasGroup() && !op.reads.empty()) EXPECT_GE(op.conj_of, 0) << op.step;
+    if (op.pass == Pass::kBackward && op.hasGroup() && !op.reads.empty())
+      EXPECT_GE(op.conj_of, 0) << op.step;
   }
 }
 
@@ -184,15 +187,22 @@ TEST(TrainingPlans, MegatronWithMambaGroupsRepeatedOverCpHolds) {
 }
 
 TEST(TrainingPlans, NanoUnderPrimeRlFsdpAndEpHolds) {
-  EXPECT_EQ(firstViolation(checkTrainingPlan(planOf(primeRl(4, 1, 4, {3, 2, 3}, 1, "nemotron-3-nano")))), "holds");
+  EXPECT_EQ(
+      firstViolation(checkTrainingPlan(planOf(primeRl(4, 1, 4, {3, 2, 3}, 1, "nemotron-3-nano")))),
+      "holds");
 }
 
 // ---- hand-made wrong plans, each caught with its class ------------------------
 
 TEST(TrainingLedger, AGradientReductionDroppedLeavesTheGradientIncomplete) {
   TrainingPlan plan = planOf(primeRl(1, 2, 1, {8}));
-  editFirst(plan, [](const TrainingOp& op) { return op.pass == Pass::kBackward && op.hasGroup() && op.reads.empty() && op.kind != OpKind::kAllGather; },
-            [](auto& ops, int i) { ops.erase(ops.begin() + i); });
+  editFirst(
+      plan,
+      [](const TrainingOp& op) {
+        return op.pass == Pass::kBackward && op.hasGroup() && op.reads.empty() &&
+               op.kind != OpKind::kAllGather;
+      },
+      [](auto& ops, int i) { ops.erase(ops.begin() + i); });
   const LedgerResult r = checkTrainingPlan(plan);
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kNeverCompleted) << firstViolation(r);
@@ -200,8 +210,13 @@ TEST(TrainingLedger, AGradientReductionDroppedLeavesTheGradientIncomplete) {
 
 TEST(TrainingLedger, AGradientReducedTwiceIsCountedTwice) {
   TrainingPlan plan = planOf(primeRl(1, 2, 1, {8}));
-  editFirst(plan, [](const TrainingOp& op) { return op.pass == Pass::kBackward && op.hasGroup() && op.reads.empty() && op.kind != OpKind::kAllGather; },
-            [](auto& ops, int i) { ops.insert(ops.begin() + i, ops[i]); });
+  editFirst(
+      plan,
+      [](const TrainingOp& op) {
+        return op.pass == Pass::kBackward && op.hasGroup() && op.reads.empty() &&
+               op.kind != OpKind::kAllGather;
+      },
+      [](auto& ops, int i) { ops.insert(ops.begin() + i, ops[i]); });
   const LedgerResult r = checkTrainingPlan(plan);
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kCountedTwice) << firstViolation(r);
@@ -209,33 +224,38 @@ TEST(TrainingLedger, AGradientReducedTwiceIsCountedTwice) {
 }
 
 TEST(TrainingLedger, DocumentBoundariesOfTheLocalShardLeakState) {
-  const LedgerResult r = checkTrainingPlan(planOf(primeRl(1, 4, 1, {5, 2, 9}), TrainingDecision::kLocalDocBoundaries));
+  const LedgerResult r =
+      checkTrainingPlan(planOf(primeRl(1, 4, 1, {5, 2, 9}), TrainingDecision::kLocalDocBoundaries));
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kResetLeak) << firstViolation(r);
 }
 
 TEST(TrainingLedger, NoDocumentBoundariesLeakStateAcrossDocuments) {
-  const LedgerResult r = checkTrainingPlan(planOf(primeRl(1, 2, 1, {3, 5}), TrainingDecision::kNoDocBoundaries));
+  const LedgerResult r =
+      checkTrainingPlan(planOf(primeRl(1, 2, 1, {3, 5}), TrainingDecision::kNoDocBoundaries));
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kResetLeak) << firstViolation(r);
 }
 
 TEST(TrainingLedger, ZigzagNotRedoneAfterMambaIsALayoutMismatch) {
-  const LedgerResult r = checkTrainingPlan(planOf(megatron(1, 2, 1, 1, {8, 4}), TrainingDecision::kZigzagNotRestored));
+  const LedgerResult r =
+      checkTrainingPlan(planOf(megatron(1, 2, 1, 1, {8, 4}), TrainingDecision::kZigzagNotRestored));
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kLayoutMismatch) << firstViolation(r);
 }
 
 TEST(TrainingLedger, ConvOnTheZigzagOrderIsALayoutMismatch) {
-  const LedgerResult r = checkTrainingPlan(planOf(megatron(1, 2, 1, 1, {8, 4}), TrainingDecision::kZigzagNotUndone));
+  const LedgerResult r =
+      checkTrainingPlan(planOf(megatron(1, 2, 1, 1, {8, 4}), TrainingDecision::kZigzagNotUndone));
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kLayoutMismatch) << firstViolation(r);
 }
 
 TEST(TrainingLedger, KvReplicaGradientsNotSummedLeaveTheKvGradientIncomplete) {
   TrainingPlan plan = planOf(primeRl(1, 4, 1, {8}));
-  editFirst(plan, [](const TrainingOp& op) { return op.transform == Transform::kSumRepeats; },
-            [](auto& ops, int i) { ops[i].perm = {0}; });
+  editFirst(
+      plan, [](const TrainingOp& op) { return op.transform == Transform::kSumRepeats; },
+      [](auto& ops, int i) { ops[i].perm = {0}; });
   const LedgerResult r = checkTrainingPlan(plan);
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kNeverCompleted) << firstViolation(r);
@@ -247,7 +267,8 @@ TEST(TrainingLedger, EqualSizedBackwardAllToAllsSwappedOnOneRankMixTheirTensors)
   TrainingPlan plan = planOf(primeRl(1, 2, 1, {8}));
   auto& ops = plan.ranks[1];
   for (size_t i = 0; i + 1 < ops.size(); ++i) {
-    if (ops[i].pass == Pass::kBackward && ops[i].kind == OpKind::kAllToAll && ops[i + 1].kind == OpKind::kAllToAll) {
+    if (ops[i].pass == Pass::kBackward && ops[i].kind == OpKind::kAllToAll &&
+        ops[i + 1].kind == OpKind::kAllToAll) {
       std::swap(ops[i], ops[i + 1]);
       break;
     }
@@ -266,7 +287,8 @@ TEST(TrainingLedger, GradientReductionsOnTwoGroupsSwappedOnOneRankCountAGradient
   auto& ops = plan.ranks.back();
   bool swapped = false;
   for (size_t i = 0; i + 1 < ops.size() && !swapped; ++i) {
-    if (ops[i].pass == Pass::kBackward && ops[i].hasGroup() && ops[i + 1].hasGroup() && ops[i].ranks != ops[i + 1].ranks) {
+    if (ops[i].pass == Pass::kBackward && ops[i].hasGroup() && ops[i + 1].hasGroup() &&
+        ops[i].ranks != ops[i + 1].ranks) {
       std::swap(ops[i], ops[i + 1]);
       swapped = true;
     }
@@ -296,8 +318,9 @@ TEST(TrainingLedger, ASeqToHeadAllToAllThatKeepsTheWrongChunkGivesForeignHeads) 
   // Rank 0 takes the head chunk of x meant for rank 1 (a different tensor's
   // chunk order): x and dt then hold other heads than the rank's own.
   TrainingPlan plan = planOf(primeRl(1, 2, 1, {8}));
-  editFirst(plan, [](const TrainingOp& op) { return op.step == "slice head params"; },
-            [](auto& ops, int i) { ops[i].unit_list = {ops[i].unit_list[0] ^ 1}; });
+  editFirst(
+      plan, [](const TrainingOp& op) { return op.step == "slice head params"; },
+      [](auto& ops, int i) { ops[i].unit_list = {ops[i].unit_list[0] ^ 1}; });
   const LedgerResult r = checkTrainingPlan(plan);
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kForeignTerm) << firstViolation(r);
@@ -326,15 +349,19 @@ TEST(TrainingLedger, AnExpertTokenOnARankThatDoesNotOwnTheExpertIsForeign) {
 
 TEST(TrainingLedger, RoutingWeightsAppliedTwiceLeaveAForeignMoeSum) {
   TrainingPlan plan = planOf(primeRl(2, 1, 2, {8}));
-  editFirst(plan, [](const TrainingOp& op) { return op.pass == Pass::kForward && op.transform == Transform::kRouteWeight; },
-            [](auto& ops, int i) {
-              TrainingOp again = ops[i];
-              again.reads = again.writes;
-              ops.insert(ops.begin() + i + 1, again);
-              for (TrainingOp& op : ops) {
-                if (op.conj_of > i) ++op.conj_of;
-              }
-            });
+  editFirst(
+      plan,
+      [](const TrainingOp& op) {
+        return op.pass == Pass::kForward && op.transform == Transform::kRouteWeight;
+      },
+      [](auto& ops, int i) {
+        TrainingOp again = ops[i];
+        again.reads = again.writes;
+        ops.insert(ops.begin() + i + 1, again);
+        for (TrainingOp& op : ops) {
+          if (op.conj_of > i) ++op.conj_of;
+        }
+      });
   const LedgerResult r = checkTrainingPlan(plan);
   ASSERT_FALSE(r.holds());
   EXPECT_EQ(r.violations[0].cls, ViolationClass::kForeignTerm) << firstViolation(r);

@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-
-#include "run_seam.h"
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+
+#include "run_seam.h"
 
 namespace {
 
@@ -81,7 +81,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadArgs{"check --pattern 'M-' --policy bogus", "--policy \"bogus\""},
         BadArgs{"check --pattern 'M-x'", "'x' at position 2"},
         BadArgs{"plan --model nemotron-h-8b --tp 2 --rank 5", "--rank 5"}),
-    [](const ::testing::TestParamInfo<BadArgs>& info) { return "case" + std::to_string(info.index); });
+    [](const ::testing::TestParamInfo<BadArgs>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 // ---- seam plan ---------------------------------------------------------------
 
@@ -98,7 +100,8 @@ TEST(PlanCli, JsonHasTheKeysOfDesignSectionNine) {
   EXPECT_EQ(j["policy"], "declared");
   EXPECT_EQ(j["rank"], 0);
   const auto& config = j["config"];
-  for (const char* key : {"world", "pp", "tp", "attn_tp", "attn_dp", "attn_cp", "moe_ep", "moe_tp", "moe_dp"}) {
+  for (const char* key :
+       {"world", "pp", "tp", "attn_tp", "attn_dp", "attn_cp", "moe_ep", "moe_tp", "moe_dp"}) {
     EXPECT_TRUE(config.contains(key)) << key;
   }
   EXPECT_EQ(config["world"], 2);
@@ -108,8 +111,8 @@ TEST(PlanCli, JsonHasTheKeysOfDesignSectionNine) {
   ASSERT_FALSE(j["ops"].empty());
   std::map<std::string, int> counted;
   for (const auto& op : j["ops"]) {
-    for (const char* key : {"layer", "stage", "phase", "op", "tensor", "group", "group_size", "ranks", "rows_in",
-                            "rows_out", "bytes"}) {
+    for (const char* key : {"layer", "stage", "phase", "op", "tensor", "group", "group_size",
+                            "ranks", "rows_in", "rows_out", "bytes"}) {
       EXPECT_TRUE(op.contains(key)) << key << " in " << op.dump();
     }
     // group: an axis name, or null for ops that do not communicate.

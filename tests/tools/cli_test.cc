@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "run_seam.h"
-#include "seam/sim/config_space.h"
-#include "seam/sim/model.h"
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/model/model.h"
 
 namespace {
 
@@ -66,27 +66,28 @@ TEST_P(CliRefusal, ExitsTwoWithOneLineNamingTheBadValue) {
 
 INSTANTIATE_TEST_SUITE_P(
     Bad, CliRefusal,
-    ::testing::Values(BadArgs{"configs --world 8 --tp 3", "tp=3 does not divide world=8"},
-                      BadArgs{"configs --world 8 --tp 4 --dp 8", "attn_dp*attn_cp=8 does not divide tp=4"},
-                      BadArgs{"configs --world 0", "world=0"},
-                      BadArgs{"configs --world eight", "eight"},
-                      BadArgs{"configs --model gpt-5", "unknown model \"gpt-5\""},
-                      BadArgs{"configs --shard 3/3", "--shard \"3/3\""},
-                      BadArgs{"configs --format xml", "--format \"xml\""},
-                      BadArgs{"models --bogus", "--bogus"},
-                      BadArgs{"frobnicate", "unknown command \"frobnicate\""},
-                      BadArgs{"sweep --world 8 --tp 3", "tp=3 does not divide world=8"},
-                      BadArgs{"sweep --world 8 --jobs -1", "--jobs -1"},
-                      BadArgs{"sweep --model nope", "unknown model \"nope\""},
-                      BadArgs{"sweep --pattern 'M-x'", "'x' at position 2"},
-                      BadArgs{"", "subcommand"}),
-    [](const ::testing::TestParamInfo<BadArgs>& info) { return "case" + std::to_string(info.index); });
+    ::testing::Values(
+        BadArgs{"configs --world 8 --tp 3", "tp=3 does not divide world=8"},
+        BadArgs{"configs --world 8 --tp 4 --dp 8", "attn_dp*attn_cp=8 does not divide tp=4"},
+        BadArgs{"configs --world 0", "world=0"}, BadArgs{"configs --world eight", "eight"},
+        BadArgs{"configs --model gpt-5", "unknown model \"gpt-5\""},
+        BadArgs{"configs --shard 3/3", "--shard \"3/3\""},
+        BadArgs{"configs --format xml", "--format \"xml\""}, BadArgs{"models --bogus", "--bogus"},
+        BadArgs{"frobnicate", "unknown command \"frobnicate\""},
+        BadArgs{"sweep --world 8 --tp 3", "tp=3 does not divide world=8"},
+        BadArgs{"sweep --world 8 --jobs -1", "--jobs -1"},
+        BadArgs{"sweep --model nope", "unknown model \"nope\""},
+        BadArgs{"sweep --pattern 'M-x'", "'x' at position 2"}, BadArgs{"", "subcommand"}),
+    [](const ::testing::TestParamInfo<BadArgs>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 TEST(Cli, SweepEndsWithTheCaseCountViolationsAndRate) {
   CliRun r = seam("sweep --world 4 --pattern 'M-*E-' --jobs 2");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
-  EXPECT_TRUE(std::regex_match(last, std::regex("[0-9]+ cases, 0 violations, [0-9]+ cases/s\n"))) << last;
+  EXPECT_TRUE(std::regex_match(last, std::regex("[0-9]+ cases, 0 violations, [0-9]+ cases/s\n")))
+      << last;
 }
 
 TEST(Cli, SweepOfTheDefaultModelsAtWorldEightHoldsEverywhere) {
@@ -97,7 +98,8 @@ TEST(Cli, SweepOfTheDefaultModelsAtWorldEightHoldsEverywhere) {
 }
 
 TEST(Cli, APlanTraceChecksImportsAndDiffsCleanAndAnEmptyTraceIsRefused) {
-  const std::string trace = ::testing::TempDir() + "seam_cli_trace_" + std::to_string(getpid()) + ".jsonl";
+  const std::string trace =
+      ::testing::TempDir() + "seam_cli_trace_" + std::to_string(getpid()) + ".jsonl";
   const std::string the_case = "--model nemotron-h-8b --tp 2 --dp 2 --tokens 3,0";
   CliRun w = seam("plan " + the_case + " --format jsonl --rank all > " + trace);
   ASSERT_EQ(w.code, 0) << w.err;
@@ -108,7 +110,9 @@ TEST(Cli, APlanTraceChecksImportsAndDiffsCleanAndAnEmptyTraceIsRefused) {
   EXPECT_NE(i.out.find("calls on 2 ranks"), std::string::npos) << i.out;
   CliRun d = seam("diff " + the_case + " --trace " + trace + " --against declared");
   EXPECT_EQ(d.code, 0);
-  EXPECT_EQ(d.out, "identical\nbits on GPUs (real mode): identical, the same roundings in the same order\n");
+  EXPECT_EQ(
+      d.out,
+      "identical\nbits on GPUs (real mode): identical, the same roundings in the same order\n");
   CliRun t = seam("check " + the_case + " --trace /dev/null");
   EXPECT_EQ(t.code, 2);
   EXPECT_EQ(lines(t.err), 1) << t.err;
@@ -125,31 +129,39 @@ TEST(Cli, HelpExitsZero) {
 
 namespace {
 
-// ---- --family training (issue 8) ----------------------------------------------
+// ---- --family training ----------------------------------------------------------
 
 TEST(CliTraining, SweepAtWorldTwoChecksBothLayoutsAndEndsWithTheSummaryLine) {
   CliRun r = seam("sweep --family training --world 2 --jobs 2");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("nemotron-3-super  primerl"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nemotron-3-super  megatron"), std::string::npos) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("\n[0-9]+ cases, 0 violations, [0-9.]+ cases/s\n$"))) << r.out;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("\n[0-9]+ cases, 0 violations, [0-9.]+ cases/s\n$")))
+      << r.out;
 }
 
 TEST(CliTraining, CheckOfAPrimeRlUlyssesCaseHoldsAndNamesItsReproduceLine) {
-  CliRun r = seam("check --family training --layout primerl --model nemotron-3-super --cp 4 --ep 4");
+  CliRun r =
+      seam("check --family training --layout primerl --model nemotron-3-super --cp 4 --ep 4");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("seam check --family training --layout primerl --model nemotron-3-super --dp 1 --cp 4"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(
+          "seam check --family training --layout primerl --model nemotron-3-super --dp 1 --cp 4"),
+      std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("owed-once holds"), std::string::npos) << r.out;
 }
 
 TEST(CliTraining, PlanJsonHasTheShapeOfDesignNineWithTrainingFields) {
-  CliRun r = seam("plan --family training --layout megatron --model nemotron-3-super --tp 2 --cp 2 --format json --rank 3");
+  CliRun r = seam(
+      "plan --family training --layout megatron --model nemotron-3-super --tp 2 --cp 2 --format "
+      "json --rank 3");
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* key : {"\"model\"", "\"pattern\"", "\"policy\": \"training-megatron\"", "\"config\"", "\"rank\": 3",
-                          "\"ops\"", "\"summary\"", "\"phase\": \"backward\"", "\"a2a\": \"seq->head\"",
-                          "\"transform\": \"reorder\"", "\"conjugate_of\""}) {
+  for (const char* key :
+       {"\"model\"", "\"pattern\"", "\"policy\": \"training-megatron\"", "\"config\"",
+        "\"rank\": 3", "\"ops\"", "\"summary\"", "\"phase\": \"backward\"",
+        "\"a2a\": \"seq->head\"", "\"transform\": \"reorder\"", "\"conjugate_of\""}) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key;
   }
 }

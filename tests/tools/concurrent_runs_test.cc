@@ -1,4 +1,4 @@
-// Two seam processes writing one store at once (issue #11): both succeed, or
+// Two seam processes writing one store at once: both succeed, or
 // one is refused with one line naming the reason; the store never loses or
 // doubles a row.
 #include <gtest/gtest.h>
@@ -20,7 +20,8 @@ using seam::testing::spawnSeam;
 using seam::testing::waitExit;
 
 std::string tempPath(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "seam_concurrent_" + std::to_string(getpid()) + "_" + name;
+  const std::string path =
+      ::testing::TempDir() + "seam_concurrent_" + std::to_string(getpid()) + "_" + name;
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
   return path;
 }
@@ -30,7 +31,8 @@ std::string lastLine(const std::string& out) {
   const auto end = out.find_last_not_of('\n');
   if (end == std::string::npos) return "";
   const auto start = out.rfind('\n', end);
-  return out.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  return out.substr(start == std::string::npos ? 0 : start + 1,
+                    end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
 /// The N of a sweep's last line "N cases, K violations, R cases/s".
@@ -42,8 +44,10 @@ TEST(ConcurrentRuns, ASweepAndACampaignStartedAtOnceOnANewStoreBothSucceedWithAl
   const std::string sweep_err = tempPath("sweep.err"), mutate_err = tempPath("mutate.err");
   // The same sweep twice and a campaign, all creating the store at once.
   const pid_t a = spawnSeam("sweep --world 8 --jobs 1 --db " + db, sweep_out, sweep_err);
-  const pid_t b = spawnSeam("sweep --world 8 --jobs 1 --db " + db, sweep_out + "2", sweep_err + "2");
-  const pid_t c = spawnSeam("mutate --model nemotron-3-nano --world 1,2,4 --jobs 1 --db " + db, mutate_out, mutate_err);
+  const pid_t b =
+      spawnSeam("sweep --world 8 --jobs 1 --db " + db, sweep_out + "2", sweep_err + "2");
+  const pid_t c = spawnSeam("mutate --model nemotron-3-nano --world 1,2,4 --jobs 1 --db " + db,
+                            mutate_out, mutate_err);
   EXPECT_EQ(waitExit(a), 0) << readText(sweep_err);
   EXPECT_EQ(waitExit(b), 0) << readText(sweep_err + "2");
   EXPECT_EQ(waitExit(c), 0) << readText(mutate_err);
@@ -68,7 +72,8 @@ TEST(ConcurrentRuns, ASweepAndACampaignStartedAtOnceOnANewStoreBothSucceedWithAl
     }
   }
   EXPECT_EQ(sweeps, 2);
-  for (const std::string& f : {sweep_out, sweep_out + "2", mutate_out, sweep_err, sweep_err + "2", mutate_err}) {
+  for (const std::string& f :
+       {sweep_out, sweep_out + "2", mutate_out, sweep_err, sweep_err + "2", mutate_err}) {
     std::remove(f.c_str());
   }
 }
@@ -123,7 +128,8 @@ TEST(ConcurrentRuns, TwoResumesOfOneKilledSweepAtOnceFinishItOnceAndRefuseTheOth
   EXPECT_NE(runs->front().finished_ms, 0);
   auto indices = store->caseIndices(runs->front().id);
   ASSERT_EQ(static_cast<long long>(indices->size()), swept);
-  for (std::size_t i = 0; i < indices->size(); ++i) ASSERT_EQ((*indices)[i], static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < indices->size(); ++i)
+    ASSERT_EQ((*indices)[i], static_cast<std::int64_t>(i));
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ TEST(GoldenPlans, TheBuiltSeamPlansEveryGoldenCaseExactlyAsRecorded) {
     SCOPED_TRACE(g.name + ": seam " + g.args);
     const auto run = testing::runSeam(g.args);
     ASSERT_EQ(run.code, 0) << run.err;
-    EXPECT_EQ(run.out, g.body) << "regenerate with python3 tools/gen_goldens.py and review the diff";
+    EXPECT_EQ(run.out, g.body)
+        << "regenerate with python3 tools/gen_goldens.py and review the diff";
   }
 }
 

@@ -17,7 +17,8 @@ namespace {
 using seam::testing::runSeam;
 
 std::string tempPath(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "seam_merge_cli_" + std::to_string(getpid()) + "_" + name;
+  const std::string path =
+      ::testing::TempDir() + "seam_merge_cli_" + std::to_string(getpid()) + "_" + name;
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
   return path;
 }
@@ -31,15 +32,15 @@ std::vector<std::string> contentRows(const std::string& db) {
   for (const auto& run : *runs) {
     const auto cases = store->cases(run.id);
     for (const auto& c : *cases) {
-      rows.push_back("case " + std::to_string(c.index) + "|" + c.model + "|" + c.pattern + "|" + c.config + "|" +
-                     c.flags + "|" + c.batch + "|" + c.policy + "|" + c.group + "|" +
-                     std::to_string(static_cast<int>(c.outcome)) + "|" + c.refusal + "|" + c.reproduce + "|" +
-                     std::to_string(c.plan_hash));
+      rows.push_back("case " + std::to_string(c.index) + "|" + c.model + "|" + c.pattern + "|" +
+                     c.config + "|" + c.flags + "|" + c.batch + "|" + c.policy + "|" + c.group +
+                     "|" + std::to_string(static_cast<int>(c.outcome)) + "|" + c.refusal + "|" +
+                     c.reproduce + "|" + std::to_string(c.plan_hash));
     }
     const auto verdicts = store->verdicts(run.id);
     for (const auto& [idx, v] : *verdicts) {
-      rows.push_back("verdict " + std::to_string(idx) + "|" + std::to_string(v.property) + "|" + v.violation_class +
-                     "|" + v.text);
+      rows.push_back("verdict " + std::to_string(idx) + "|" + std::to_string(v.property) + "|" +
+                     v.violation_class + "|" + v.text);
     }
   }
   std::sort(rows.begin(), rows.end());

@@ -29,15 +29,19 @@ using seam::testing::storedMutants;
 // mechanism that needs ptrace, the launcher's own traffic over loopback,
 // PMIx's data store without the shared-memory locks containers may refuse.
 std::string mpirun(int np) {
-  return std::string("env OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none "
-                     "OMPI_MCA_oob_tcp_if_include=lo PMIX_MCA_gds=hash ") +
-         SEAM_MPIRUN + " --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " " + SEAM_BIN;
+  return std::string(
+             "env OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 "
+             "OMPI_MCA_btl_vader_single_copy_mechanism=none "
+             "OMPI_MCA_oob_tcp_if_include=lo PMIX_MCA_gds=hash ") +
+         SEAM_MPIRUN + " --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " " +
+         SEAM_BIN;
 }
 const std::string kMpirun = mpirun(2);
 #endif
 
 std::string tempPath(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "seam_mpi_" + std::to_string(getpid()) + "_" + name;
+  const std::string path =
+      ::testing::TempDir() + "seam_mpi_" + std::to_string(getpid()) + "_" + name;
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
   return path;
 }
@@ -49,16 +53,18 @@ std::string withoutTimings(const std::string& out) {
   std::string line, kept;
   bool model_rows = false;
   while (std::getline(in, line)) {
-    if (line.find("cases/s") != std::string::npos && line.rfind("model ", 0) == 0) model_rows = true;
+    if (line.find("cases/s") != std::string::npos && line.rfind("model ", 0) == 0)
+      model_rows = true;
     if (line.rfind("refused", 0) == 0 || line.rfind("checked", 0) == 0) model_rows = false;
-    if (line.find("cases/s") != std::string::npos || line.find("this process ran") != std::string::npos ||
-        line.rfind("campaign took", 0) == 0) {
+    if (line.find("cases/s") != std::string::npos ||
+        line.find("this process ran") != std::string::npos || line.rfind("campaign took", 0) == 0) {
       continue;
     }
     std::istringstream words(line);
     std::vector<std::string> tokens;
     for (std::string w; words >> w;) tokens.push_back(w);
-    if (model_rows && tokens.size() > 5) tokens.resize(5);  // model, checked, refused, not modelled, violated
+    if (model_rows && tokens.size() > 5)
+      tokens.resize(5);  // model, checked, refused, not modelled, violated
     std::string joined;
     for (const auto& t : tokens) joined += (joined.empty() ? "" : " ") + t;
     kept += joined + "\n";
@@ -90,7 +96,8 @@ TEST(MpiCli, TwoRanksSweepLikeOneProcess) {
   ASSERT_EQ(split.code, single.code) << split.err;
   EXPECT_EQ(withoutTimings(split.out), withoutTimings(single.out));
   const std::string cases =
-      "select idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, reproduce, plan_hash "
+      "select idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, "
+      "reproduce, plan_hash "
       "from cases order by idx";
   EXPECT_GT(rows(one, cases).size(), 1000u);
   EXPECT_EQ(rows(two, cases), rows(one, cases));
@@ -119,15 +126,17 @@ TEST(MpiCli, TwoRanksRunACampaignLikeOneProcess) {
   GTEST_SKIP() << "built without MPI";
 #else
   const std::string one = tempPath("one.db"), two = tempPath("two.db");
-  const std::string args = " mutate --world 1,2,4 --model nemotron-3-nano --jobs 1 --fail-on-survivor --db ";
+  const std::string args =
+      " mutate --world 1,2,4 --model nemotron-3-nano --jobs 1 --fail-on-survivor --db ";
   const auto single = runSeam(args + one);
   const auto split = runSeam(args + two, kMpirun);
   ASSERT_EQ(split.code, single.code) << split.err;
   EXPECT_EQ(withoutTimings(split.out), withoutTimings(single.out));
-  for (const std::string q : {"select id, kind, description, status, argument, cases_run from mutants order by rowid",
-                              "select mutant_id, case_idx, property, violation_class, text, reproduce from kills "
-                              "order by rowid",
-                              "select command, args, finished_ms > 0 from runs"}) {
+  for (const std::string q :
+       {"select id, kind, description, status, argument, cases_run from mutants order by rowid",
+        "select mutant_id, case_idx, property, violation_class, text, reproduce from kills "
+        "order by rowid",
+        "select command, args, finished_ms > 0 from runs"}) {
     EXPECT_EQ(rows(two, q), rows(one, q)) << q;
   }
   EXPECT_GT(rows(one, "select id from mutants").size(), 100u);
@@ -146,7 +155,8 @@ TEST(MpiCli, BadInputUnderMpirunExitsTwoWithSeamsLineOnce) {
   const auto mutate = runSeam(" mutate --world 2 --resume --db " + tempPath("never.db"), kMpirun);
   EXPECT_EQ(mutate.code, 2);
   EXPECT_NE(mutate.err.find("--resume: no unfinished mutate"), std::string::npos) << mutate.err;
-  EXPECT_EQ(mutate.err.find("seam: ", mutate.err.find("seam: ") + 1), std::string::npos) << mutate.err;
+  EXPECT_EQ(mutate.err.find("seam: ", mutate.err.find("seam: ") + 1), std::string::npos)
+      << mutate.err;
 #endif
 }
 
@@ -155,12 +165,15 @@ TEST(MpiCli, BadInputUnderMpirunExitsTwoWithSeamsLineOnce) {
 /// mpirun and both ranks at once when `written(store)` reaches the first
 /// threshold; on a loaded machine the run may end first: then again with
 /// the next, lower one. True when a kill landed.
-bool killOnceWritten(const std::string& args, const std::string& name, std::int64_t (*written)(const std::string&),
+bool killOnceWritten(const std::string& args, const std::string& name,
+                     std::int64_t (*written)(const std::string&),
                      std::initializer_list<std::int64_t> thresholds) {
   for (std::int64_t threshold : thresholds) {
     const std::string cut = tempPath(name);  // removes what an earlier round left
     const pid_t pid = spawnSession(kMpirun + args + cut);
-    if (killWhen(pid, [&] { return written(cut) >= threshold; }, /*whole_session=*/true)) return true;
+    if (killWhen(
+            pid, [&] { return written(cut) >= threshold; }, /*whole_session=*/true))
+      return true;
   }
   return false;
 }
@@ -175,7 +188,8 @@ TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProc
   const auto single = runSeam(args + one);
   ASSERT_EQ(single.code, 0) << single.err;
   const std::string cases =
-      "select idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, reproduce, plan_hash "
+      "select idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, "
+      "reproduce, plan_hash "
       "from cases order by idx";
   const std::int64_t total = storedCases(one);
 
@@ -187,7 +201,8 @@ TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProc
   EXPECT_LT(before, total);
   // What survived are rows equal to the one process's, and the run is not finished.
   const std::string same =
-      "attach '" + one + "' as o; select count(*) from cases c join o.cases d on c.idx = d.idx and "
+      "attach '" + one +
+      "' as o; select count(*) from cases c join o.cases d on c.idx = d.idx and "
       "c.reproduce = d.reproduce and c.outcome = d.outcome and c.plan_hash = d.plan_hash";
   EXPECT_EQ(rows(cut, same), std::to_string(before) + "\n");
   EXPECT_EQ(rows(cut, "select finished_ms from runs"), "0\n");
@@ -195,7 +210,8 @@ TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProc
   const auto resumed = runSeam(args + cut + " --resume", kMpirun);
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(withoutTimings(resumed.out), withoutTimings(single.out));
-  EXPECT_NE(resumed.out.find("of them by the interrupted run resumed here"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("of them by the interrupted run resumed here"), std::string::npos)
+      << resumed.out;
   EXPECT_EQ(rows(cut, cases), rows(one, cases));
   EXPECT_EQ(rows(cut, "select count(*), sum(finished_ms > 0) from runs"), "1|1\n");
 #endif
@@ -223,10 +239,11 @@ TEST(MpiCli, ACampaignKilledUnderMpirunResumesWithThreeRanksToTheOneProcessRows)
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(withoutTimings(resumed.out), withoutTimings(single.out));
   // In list order, as one process writes them, though the ranks decided them in another.
-  for (const std::string q : {"select id, kind, description, status, argument, cases_run from mutants order by rowid",
-                              "select mutant_id, case_idx, property, violation_class, text, reproduce from kills "
-                              "order by rowid",
-                              "select command, args, finished_ms > 0 from runs"}) {
+  for (const std::string q :
+       {"select id, kind, description, status, argument, cases_run from mutants order by rowid",
+        "select mutant_id, case_idx, property, violation_class, text, reproduce from kills "
+        "order by rowid",
+        "select command, args, finished_ms > 0 from runs"}) {
     EXPECT_EQ(rows(cut, q), rows(one, q)) << q;
   }
 #endif

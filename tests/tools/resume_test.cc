@@ -8,10 +8,10 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
-#include <vector>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "run_seam.h"
 #include "seam/mutants/mutant.h"
@@ -99,8 +99,11 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
     std::string line, kept;
     while (std::getline(in, line)) {
       std::istringstream words(line);
-      std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
-      const auto number = [](const std::string& x) { return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos; };
+      std::vector<std::string> w{std::istream_iterator<std::string>(words),
+                                 std::istream_iterator<std::string>()};
+      const auto number = [](const std::string& x) {
+        return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos;
+      };
       if (w.size() >= 5 && number(w[1]) && number(w[2]) && number(w[3])) {
         line = w[0] + " " + w[1] + " " + w[2] + " " + w[3];
       } else if (line.find(" cases/s") != std::string::npos) {

@@ -28,8 +28,8 @@ struct CliRun {
 /// tests in parallel processes: stderr goes to a file per process and call.
 inline CliRun runSeam(const std::string& args, const std::string& bin = SEAM_BIN) {
   static int calls = 0;
-  const std::string err_path = ::testing::TempDir() + "seam_cli_stderr." + std::to_string(getpid()) + "." +
-                               std::to_string(++calls) + ".txt";
+  const std::string err_path = ::testing::TempDir() + "seam_cli_stderr." +
+                               std::to_string(getpid()) + "." + std::to_string(++calls) + ".txt";
   // "__CD__<dir>__ ARGS" runs inside <dir>, the arguments parsed by bash
   // (for $'..' quoting of bytes).
   std::string cmd;
@@ -60,11 +60,13 @@ inline CliRun runSeam(const std::string& args, const std::string& bin = SEAM_BIN
 
 /// Starts `seam ARGS` in the background, stdout and stderr to `out` and
 /// `err` (discarded when empty); returns its pid.
-inline pid_t spawnSeam(const std::string& args, const std::string& out = "", const std::string& err = "") {
+inline pid_t spawnSeam(const std::string& args, const std::string& out = "",
+                       const std::string& err = "") {
   const pid_t pid = fork();
   if (pid == 0) {
-    const std::string cmd = "exec " + std::string(SEAM_BIN) + " " + args + " >" + (out.empty() ? "/dev/null" : out) +
-                            " 2>" + (err.empty() ? "/dev/null" : err);
+    const std::string cmd = "exec " + std::string(SEAM_BIN) + " " + args + " >" +
+                            (out.empty() ? "/dev/null" : out) + " 2>" +
+                            (err.empty() ? "/dev/null" : err);
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

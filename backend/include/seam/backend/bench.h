@@ -1,4 +1,4 @@
-// `seam-gpu bench` (DESIGN §10, issue 12): in one process and on the same
+// `seam-gpu bench` (DESIGN §10): in one process and on the same
 // GPUs, a plan's collectives against the same NCCL calls made bare, the fused
 // all-reduce + add + RMSNorm kernel against NCCL all-reduce plus an add+norm
 // kernel, and (through runPlanOnGpus' graph steps) a captured decode step
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "seam/backend/executor.h"
-#include "seam/sim/plan.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
+#include "seam/sim/plan/plan.h"
 
 namespace seam::backend {
 
@@ -35,13 +35,14 @@ struct CollectiveBench {
   int occurrences = 0;       ///< ops of the plan (per rank) it stands for
   TimingSummary plan, bare;  ///< slowest rank; plan: over the occurrences' medians
   double plan_algbw = 0, plan_busbw = 0, bare_algbw = 0, bare_busbw = 0;  ///< GB/s
-  int rotating_sets = 1;     ///< bare buffer sets cycled through
+  int rotating_sets = 1;  ///< bare buffer sets cycled through
 };
 
 /// Times, bare, each distinct NCCL call the plan's collectives ran as (the
 /// timings of `run`, a run of `plan`), `iters` calls each. Ops that ran as
 /// several calls, grouped broadcasts or send/recv are listed in `skipped`.
-Expected<std::vector<CollectiveBench>> benchPlanCollectives(const Plan& plan, const GpuRunResult& run, int iters,
+Expected<std::vector<CollectiveBench>> benchPlanCollectives(const Plan& plan,
+                                                            const GpuRunResult& run, int iters,
                                                             std::vector<std::string>* skipped);
 
 /// The fused kernel against its unfused twin at one size.
@@ -74,7 +75,8 @@ inline constexpr int kTracedCalls = 50;
 /// kTracedCalls traced with CUPTI, plus the two correctness checks. The
 /// fused kernel sends as `protocol` chooses for each size (fusedSendsLl).
 /// Refused (invalid input) with fewer than two GPUs or without peer access.
-Expected<std::vector<FusedBench>> benchFusedArAddNorm(const std::vector<int>& hidden, const std::vector<int>& tokens,
-                                                      int iters, PeerProtocol protocol = PeerProtocol::kAuto);
+Expected<std::vector<FusedBench>> benchFusedArAddNorm(const std::vector<int>& hidden,
+                                                      const std::vector<int>& tokens, int iters,
+                                                      PeerProtocol protocol = PeerProtocol::kAuto);
 
 }  // namespace seam::backend

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::backend {
 
@@ -19,17 +19,17 @@ Status ncclStatus(ncclResult_t res, const char* call, const char* file, int line
 
 /// Evaluates a CUDA runtime call; on failure returns a Status from the
 /// enclosing function (which must return Status or Expected<T>).
-#define SEAM_CUDA_CHECK(call)                                                               \
-  do {                                                                                      \
-    const cudaError_t seam_cuda_err_ = (call);                                              \
-    if (seam_cuda_err_ != cudaSuccess)                                                      \
-      return ::seam::backend::cudaStatus(seam_cuda_err_, #call, __FILE__, __LINE__);        \
+#define SEAM_CUDA_CHECK(call)                                                        \
+  do {                                                                               \
+    const cudaError_t seam_cuda_err_ = (call);                                       \
+    if (seam_cuda_err_ != cudaSuccess)                                               \
+      return ::seam::backend::cudaStatus(seam_cuda_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// Evaluates an NCCL call; on failure returns a Status from the enclosing function.
-#define SEAM_NCCL_CHECK(call)                                                               \
-  do {                                                                                      \
-    const ncclResult_t seam_nccl_res_ = (call);                                             \
-    if (seam_nccl_res_ != ncclSuccess)                                                      \
-      return ::seam::backend::ncclStatus(seam_nccl_res_, #call, __FILE__, __LINE__);        \
+#define SEAM_NCCL_CHECK(call)                                                        \
+  do {                                                                               \
+    const ncclResult_t seam_nccl_res_ = (call);                                      \
+    if (seam_nccl_res_ != ncclSuccess)                                               \
+      return ::seam::backend::ncclStatus(seam_nccl_res_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -7,18 +7,18 @@
 #include <string>
 #include <vector>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::backend {
 
 /// One visible CUDA device.
 struct DeviceInfo {
-  int index = 0;                ///< CUDA device ordinal
-  std::string name;             ///< e.g. "NVIDIA H200"
-  int sm_major = 0;             ///< compute capability major (9 on Hopper)
-  int sm_minor = 0;             ///< compute capability minor
-  std::size_t memory_bytes = 0; ///< total global memory
-  int multiprocessors = 0;      ///< SM count
+  int index = 0;                 ///< CUDA device ordinal
+  std::string name;              ///< e.g. "NVIDIA H200"
+  int sm_major = 0;              ///< compute capability major (9 on Hopper)
+  int sm_minor = 0;              ///< compute capability minor
+  std::size_t memory_bytes = 0;  ///< total global memory
+  int multiprocessors = 0;       ///< SM count
 };
 
 /// Versions of the foreign libraries as loaded at run time.

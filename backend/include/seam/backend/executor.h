@@ -1,7 +1,7 @@
 // The CUDA/NCCL executor of plans (DESIGN §7): runs the same Plan objects as
 // the ledger and the numeric CPU executor, one host thread and one GPU per
 // rank, one NCCL communicator per group, with the op semantics of
-// sim/src/replay.h and the numeric model of sim/numeric.h, so that an exact
+// sim/src/replay/replay.h and the numeric model of sim/numeric.h, so that an exact
 // mode run is bit-identical to runPlanNumeric and runReference. Every op is
 // timed with CUDA events; a watchdog aborts a run that hangs and reports it.
 #pragma once
@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "seam/backend/device.h"
-#include "seam/sim/numeric.h"
-#include "seam/sim/numeric_executor.h"
-#include "seam/sim/plan.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/replay/numeric.h"
+#include "seam/sim/replay/numeric_executor.h"
 
 namespace seam::backend {
 
@@ -45,7 +45,7 @@ bool parsePeerProtocol(std::string_view name, PeerProtocol* protocol);
 /// (fp32; rows are rounded up to whole line sets of 512 values).
 inline constexpr std::size_t kFusedLlMaxBytes = 1u << 20;
 /// Largest call (one member's fp32 rows) kAuto sends with kLl. Measured on 2x
-/// H200 (tests/gpu_results/ll_2026-11-30): kLl was the faster up to 8 rows of
+/// H200 (docs/results/gpu/ll_2026-11-30): kLl was the faster up to 8 rows of
 /// 4096 (128 KiB) and 16 rows of 2688 (168 KiB), kFlag from 16 rows of 4096
 /// (256 KiB) on; kLl doubles the bytes and its readers spin on the data.
 inline constexpr std::size_t kFusedLlAutoBytes = 192u << 10;
@@ -79,10 +79,10 @@ struct GpuRunOptions {
 /// How an `ar_add_norm` op ran (recorded per op; other ops: kNotArAddNorm).
 enum class ArAddNormPath : std::uint8_t {
   kNotArAddNorm,
-  kFused,   ///< the one-shot kernel over peer memory
-  kNccl,    ///< ncclAllReduce, then the add+norm kernel
-  kLocal,   ///< a group of one: the add+norm kernel alone
-  kFusedLl, ///< the one-shot kernel, its rows sent with the kLl protocol
+  kFused,    ///< the one-shot kernel over peer memory
+  kNccl,     ///< ncclAllReduce, then the add+norm kernel
+  kLocal,    ///< a group of one: the add+norm kernel alone
+  kFusedLl,  ///< the one-shot kernel, its rows sent with the kLl protocol
 };
 /// "fused", "nccl+add_norm", "add_norm", "fused-ll", "-".
 const char* arAddNormPathName(ArAddNormPath path);
@@ -103,7 +103,7 @@ struct OpTiming {
   int op_index = 0;
   OpKind kind = OpKind::kNorm;
   std::int8_t axis = kNoAxis;
-  int group_size = 1;          ///< ranks in the op's group (1 for local ops)
+  int group_size = 1;  ///< ranks in the op's group (1 for local ops)
   /// The size nccl-tests reports for this kind (fp32 bytes): the buffer of an
   /// all-reduce, the gathered output of an all-gather, the input of a
   /// reduce-scatter; the rows written for local ops.
@@ -128,9 +128,10 @@ struct GraphStep {
   /// a note says why).
   double kernel_sum_us = 0;
   double kernel_busy_us = 0;  ///< their union: the device busy (kernels that overlap counted once)
-  int kernels = 0;       ///< kernels, copies and memsets in that replay
-  double op_sum_us = 0;  ///< sum of the ops' medians (CUDA events around each op, launch gaps included)
-  int ops = 0;           ///< ops in the step
+  int kernels = 0;            ///< kernels, copies and memsets in that replay
+  double op_sum_us =
+      0;        ///< sum of the ops' medians (CUDA events around each op, launch gaps included)
+  int ops = 0;  ///< ops in the step
   int replays = 0;
   /// The replayed step's final rows equal the eager step's, bit for bit.
   bool identical = false;
@@ -252,8 +253,8 @@ struct RankPosition {
 };
 /// "no progress for 10.0 s: rank 0 waits in op 2 (reduce_scatterv on attn_tp
 /// [0,1], stack 0 layer 1 stage 1 entry) in iteration 1 of 12; rank 1 ..."
-std::string formatHangReport(const Plan& plan, const std::vector<RankPosition>& positions, double idle_seconds,
-                             int total_iterations);
+std::string formatHangReport(const Plan& plan, const std::vector<RankPosition>& positions,
+                             double idle_seconds, int total_iterations);
 
 // ---- hashing ------------------------------------------------------------------
 

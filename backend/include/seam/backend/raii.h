@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::backend {
 

@@ -14,7 +14,7 @@
 
 #include "seam/mutants/mutant.h"
 #include "seam/properties/sweep.h"
-#include "seam/sim/training.h"
+#include "seam/sim/training/training_case.h"
 
 namespace seam::mutants {
 
@@ -38,29 +38,35 @@ std::vector<Case> campaignCases(const CampaignSpec& spec);
 enum class MutantStatus { kKilled, kSurvived, kEquivalent };
 std::string_view statusName(MutantStatus s);
 
-/// What became of one mutant.
+/// What became of one mutant, in a serving or a training campaign.
 struct MutantOutcome {
   const Mutant* mutant = nullptr;
   MutantStatus status = MutantStatus::kSurvived;
-  std::int64_t cases_run = 0;   ///< cases up to the verdict, in case order (deterministic)
-  std::int64_t applied = 0;     ///< cases where its site existed (plan mutants) or it planned
-  std::int64_t differed = 0;    ///< cases where its plan differed from the unmutated one
+  std::int64_t cases_run = 0;  ///< cases up to the verdict, in case order (deterministic)
+  std::int64_t applied = 0;    ///< cases where its site existed (plan mutants) or it planned
+  std::int64_t differed = 0;   ///< cases where its plan differed from the unmutated one
   // killed:
   std::int64_t kill_index = -1;
-  std::optional<Case> kill_case;
+  std::optional<Case> kill_case;  ///< serving: the killing case (training: kill_reproduce)
+  std::string kill_reproduce;     ///< the `seam check` line that reproduces the kill
   std::optional<Violation> kill_violation;
-  // survived: the smallest case where the plan differs and every property holds.
+  /// survived, serving: the smallest case where the plan differs and every
+  /// property holds (training names its reproduce line in `argument`).
   std::optional<Case> smallest;
   std::string argument;  ///< why equivalent, or what the survivor shows
 };
 
+/// The result of a campaign, serving or training.
 struct CampaignResult {
-  std::int64_t cases = 0;              ///< size of the (non-refused) space
+  std::int64_t cases = 0;  ///< size of the (non-refused) space
+  /// Serving: the cases the engine refuses, left out (a training space is
+  /// enumerated without them).
   std::int64_t baseline_refused = 0;
   bool baseline_holds = true;
-  std::optional<Case> baseline_case;   ///< the first failing baseline case
+  std::optional<Case> baseline_case;  ///< serving: the first failing baseline case
+  std::string baseline_reproduce;     ///< the `seam check` line of the first failing case
   std::optional<Violation> baseline_violation;
-  std::vector<MutantOutcome> outcomes; ///< registry order
+  std::vector<MutantOutcome> outcomes;  ///< registry order
   double seconds = 0;
   int killed() const;
   int survived() const;
@@ -79,47 +85,25 @@ class CampaignListener {
 
 /// Runs the campaign. A failing baseline stops it (baseline_holds = false,
 /// no mutant run).
-Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener* listener = nullptr);
+Expected<CampaignResult> runCampaign(const CampaignSpec& spec,
+                                     CampaignListener* listener = nullptr);
 
 /// A campaign of the training family: the training mutants against the
-/// training case space (presets x layouts x worlds x configs x batches).
+/// training case space (presets x layouts x worlds x configs x batches). A
+/// spec of its own: the space is training presets and layouts, with no
+/// pattern, policy or schema; its outcomes and result are the serving types.
 struct TrainingCampaignSpec {
   std::vector<const ModelPreset*> models;  ///< empty: trainingPresets()
   std::vector<TrainingLayout> layouts = {TrainingLayout::kPrimeRl, TrainingLayout::kMegatron};
   std::vector<int> worlds = {2, 4, 8};
-  std::vector<const Mutant*> mutants;      ///< empty: trainingRegistry()
+  std::vector<const Mutant*> mutants;  ///< empty: trainingRegistry()
   int jobs = 1;
 };
 
 /// The planned (not refused) cases of a training campaign, in its fixed order.
 std::vector<TrainingCase> trainingCampaignCases(const TrainingCampaignSpec& spec);
 
-/// What became of one training mutant.
-struct TrainingMutantOutcome {
-  const Mutant* mutant = nullptr;
-  MutantStatus status = MutantStatus::kSurvived;
-  std::int64_t cases_run = 0;
-  std::int64_t applied = 0;
-  std::int64_t differed = 0;
-  std::int64_t kill_index = -1;
-  std::string kill_case;  ///< the `seam check --family training ...` line
-  std::optional<Violation> kill_violation;
-  std::string argument;   ///< why equivalent, or the survivor's smallest case
-};
-
-struct TrainingCampaignResult {
-  std::int64_t cases = 0;
-  bool baseline_holds = true;
-  std::string baseline_case;
-  std::optional<Violation> baseline_violation;
-  std::vector<TrainingMutantOutcome> outcomes;
-  double seconds = 0;
-  int killed() const;
-  int survived() const;
-  int equivalent() const;
-};
-
 /// Runs a training campaign (baseline first; a failing baseline stops it).
-Expected<TrainingCampaignResult> runTrainingCampaign(const TrainingCampaignSpec& spec);
+Expected<CampaignResult> runTrainingCampaign(const TrainingCampaignSpec& spec);
 
 }  // namespace seam::mutants

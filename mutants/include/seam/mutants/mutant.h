@@ -8,9 +8,9 @@
 #include <span>
 #include <string_view>
 
-#include "seam/sim/plan.h"
-#include "seam/sim/policy.h"
-#include "seam/sim/training.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/training/training_plan.h"
 
 namespace seam::mutants {
 

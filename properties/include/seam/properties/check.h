@@ -6,14 +6,14 @@
 #include <optional>
 #include <vector>
 
-#include "seam/sim/ledger.h"
-#include "seam/sim/plan.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/replay/ledger.h"
 
 namespace seam::properties {
 
 /// Properties 1-6 (7, executors agree, needs the numeric executor).
 inline constexpr std::array<Property, 6> kPlanProperties = {
-    Property::kBoundariesAgree, Property::kOwedOnce,      Property::kResidualFollows,
+    Property::kBoundariesAgree,  Property::kOwedOnce,       Property::kResidualFollows,
     Property::kCollectivesMatch, Property::kOutputComplete, Property::kSnapshots};
 
 /// The verdict on one property.

@@ -1,4 +1,4 @@
-// Parent vs change (issue "Parent vs change ..."): two policies planned on
+// Parent vs change: two policies planned on
 // the same cases, compared case by case and rank by rank, each case put in
 // one class, with one example per class.
 #pragma once
@@ -17,14 +17,14 @@ namespace seam::properties {
 
 /// The class of one case's difference, in the order they are tested.
 enum class DiffClass : std::uint8_t {
-  kIdentical,            ///< the same ops on every rank
-  kMoved,                ///< the same ops; a reduction moved across a layer boundary, or ops reordered
-  kZeroUpdateDropped,    ///< equal once reductions of a zero update are dropped
-  kSize1Dropped,         ///< equal once reductions over a group of one rank are dropped
-  kEqualValues,          ///< different reductions, and the ledger proves both complete every sum once
-  kValuesDiffer,         ///< one side violates a property (the ledger shows where)
-  kOneRefuses,           ///< one policy plans the case, the other refuses it
-  kBothRefuse,           ///< neither plans it (not a difference; counted apart)
+  kIdentical,  ///< the same ops on every rank
+  kMoved,      ///< the same ops; a reduction moved across a layer boundary, or ops reordered
+  kZeroUpdateDropped,  ///< equal once reductions of a zero update are dropped
+  kSize1Dropped,       ///< equal once reductions over a group of one rank are dropped
+  kEqualValues,        ///< different reductions, and the ledger proves both complete every sum once
+  kValuesDiffer,       ///< one side violates a property (the ledger shows where)
+  kOneRefuses,         ///< one policy plans the case, the other refuses it
+  kBothRefuse,         ///< neither plans it (not a difference; counted apart)
 };
 inline constexpr int kDiffClassCount = 8;
 std::string_view diffClassName(DiffClass c);

@@ -10,11 +10,11 @@
 #include <ostream>
 #include <vector>
 
-#include "seam/sim/case.h"
-#include "seam/sim/config_space.h"
-#include "seam/sim/parallel_config.h"
-#include "seam/sim/pattern.h"
-#include "seam/sim/training.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/model/parallel_config.h"
+#include "seam/sim/model/pattern.h"
+#include "seam/sim/training/training_case.h"
 
 namespace seam::properties {
 
@@ -46,11 +46,11 @@ rc::Gen<Pattern> genTwoStagePattern(int max_layers = kDefaultMaxLayers);
 /// A config of ConfigSpace::build(world, model's shapes): each leaf (pp,
 /// attn_dp, attn_cp, moe_ep as a split of tp) is drawn along its divisors,
 /// half the time at its simple end, moe_dp as 1 or attn_cp (what ServerArgs
-/// accepts: serverArgsMoeDp), and the nearest valid config is taken. attn_cp > 1, which the engine refuses for these layers, is drawn one
-/// time in ten. Not uniform over the space, so that shrinking another part of
-/// a case leaves the config where it was (generators.cc explains).
-/// world == 0: the world comes from genWorld(). Precondition: 0 <= world <=
-/// kMaxWorld (else generation fails with ConfigSpace's message).
+/// accepts: serverArgsMoeDp), and the nearest valid config is taken. attn_cp > 1, which the engine
+/// refuses for these layers, is drawn one time in ten. Not uniform over the space, so that
+/// shrinking another part of a case leaves the config where it was (generators.cc explains). world
+/// == 0: the world comes from genWorld(). Precondition: 0 <= world <= kMaxWorld (else generation
+/// fails with ConfigSpace's message).
 rc::Gen<ParallelConfig> genConfig(const ModelRef& model, int world);
 
 /// Flags for a case: a2a none, or deepep when the model has an `E` and

@@ -11,10 +11,10 @@
 #include <string_view>
 
 #include "seam/properties/generators.h"
-#include "seam/sim/case.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/policy.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
 
 namespace seam::properties {
 

@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "seam/properties/check.h"
-#include "seam/sim/case.h"
-#include "seam/sim/config_space.h"
-#include "seam/sim/policy.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/training/training_case.h"
 
 namespace seam::properties {
 
@@ -29,12 +30,12 @@ struct SweepModel {
 struct SweepSpec {
   std::vector<SweepModel> models;
   int world = 8;
-  ConfigFilter filter;               ///< leaves fixed by the user
+  ConfigFilter filter;  ///< leaves fixed by the user
   PolicyKind policy = PolicyKind::kDeclared;
-  Schema schema;                     ///< planner mutant switched on (none by default)
-  int jobs = 1;                      ///< worker threads
-  Shard shard;                       ///< part of the case space this process takes
-  int max_failures = 20;             ///< failing cases kept (the first ones, in case order)
+  Schema schema;          ///< planner mutant switched on (none by default)
+  int jobs = 1;           ///< worker threads
+  Shard shard;            ///< part of the case space this process takes
+  int max_failures = 20;  ///< failing cases kept (the first ones, in case order)
   /// Indices (in sweep order) already finished by an interrupted run: not run
   /// again (--resume). Sorted ascending.
   std::vector<std::int64_t> skip;
@@ -43,7 +44,12 @@ struct SweepSpec {
 /// The models seam sweeps by default: every preset, in checkpoints.json order.
 std::vector<SweepModel> defaultSweepModels();
 /// One preset by name, or a bare pattern (name "pattern").
-Expected<SweepModel> sweepModel(std::string_view preset_or_empty, std::string_view pattern_or_empty);
+Expected<SweepModel> sweepModel(std::string_view preset_or_empty,
+                                std::string_view pattern_or_empty);
+/// The models of a space-wide command: the one preset or bare pattern given
+/// (not both), or defaultSweepModels() when neither is.
+Expected<std::vector<SweepModel>> sweepModels(std::string_view preset_or_empty,
+                                              std::string_view pattern_or_empty);
 
 /// Every case of one model at one world, in the fixed sweep order:
 /// configs (ConfigSpace order) x flags x batches.
@@ -62,33 +68,35 @@ struct CaseResult {
   int model = 0;            ///< index into SweepSpec::models
   const Case* c = nullptr;  ///< valid during the callback only
   bool refused = false;
-  std::string refusal;      ///< the engine's reason
+  std::string refusal;  ///< the engine's reason
   std::optional<Violation> violation;
   std::uint64_t plan_hash = 0;
 };
 
-/// Totals for one model.
+/// Totals for one model (training sweeps: one model under one layout).
 struct ModelTally {
   std::string model;
-  std::string why_not;          ///< non-empty: not modelled
-  std::int64_t checked = 0;     ///< cases planned and replayed
-  std::int64_t refused = 0;     ///< cases refused (counted apart from checked)
+  std::optional<TrainingLayout> layout;  ///< training sweeps: the layout
+  std::string why_not;                   ///< non-empty: not modelled
+  std::int64_t checked = 0;              ///< cases planned and replayed
+  std::int64_t refused = 0;              ///< cases refused (counted apart from checked)
   std::int64_t not_modelled = 0;  ///< of the refused: seam's gaps (isNotModelled), not the engine's
-  std::int64_t violated = 0;    ///< checked cases with a violation
-  double seconds = 0;           ///< worker time spent on this model
+  std::int64_t violated = 0;      ///< checked cases with a violation
+  double seconds = 0;             ///< worker time spent on this model
   /// Of its cases, those this run computed in `seconds` (a resumed run's
   /// others were read from the store): the numerator of its rate.
   std::int64_t run_here = 0;
 };
 
+/// The totals of a sweep, serving or training.
 struct SweepResult {
-  std::int64_t cases = 0;       ///< checked + refused
+  std::int64_t cases = 0;  ///< checked + refused
   std::int64_t checked = 0;
   std::int64_t refused = 0;       ///< the engine's refusals and seam's gaps
   std::int64_t not_modelled = 0;  ///< of the refused: seam's gaps
   std::int64_t violated = 0;
-  std::int64_t run_here = 0;    ///< cases this process ran (the others were resumed)
-  double seconds = 0;           ///< wall time of this process
+  std::int64_t run_here = 0;  ///< cases this process ran (the others were resumed)
+  double seconds = 0;         ///< wall time of this process
   std::vector<ModelTally> per_model;
   std::vector<SweepFailure> failures;  ///< the first max_failures, in case order
   /// Reasons of refusal with their counts, most frequent first.
@@ -109,7 +117,8 @@ class SweepListener {
 std::uint64_t planHash(const Plan& plan);
 
 /// Refusal reasons with their counts, most frequent first (ties by text).
-std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(const std::map<std::string, std::int64_t>& counts);
+std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(
+    const std::map<std::string, std::int64_t>& counts);
 
 /// Runs the sweep. Fails only on bad input (e.g. a world out of range).
 Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener = nullptr);

@@ -3,15 +3,16 @@
 // property, then the training ledger) on several threads, in a fixed order.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <utility>
 #include <vector>
 
-#include "seam/sim/training.h"
+#include "seam/properties/sweep.h"
+#include "seam/sim/training/training_case.h"
 
 namespace seam::properties {
 
+/// What a training sweep covers. A spec of its own (training presets and
+/// layouts at one world: no patterns, filter, policy, shards or resume); its
+/// result is the serving SweepResult, with a tally per (model, layout).
 struct TrainingSweepSpec {
   std::vector<const ModelPreset*> models;  ///< empty: trainingPresets()
   std::vector<TrainingLayout> layouts = {TrainingLayout::kPrimeRl, TrainingLayout::kMegatron};
@@ -20,25 +21,12 @@ struct TrainingSweepSpec {
   int max_failures = 20;
 };
 
-/// Totals of one (model, layout).
-struct TrainingTally {
-  std::string model;
-  TrainingLayout layout = TrainingLayout::kPrimeRl;
-  std::int64_t checked = 0, refused = 0, not_modelled = 0, violated = 0;
-  double seconds = 0;  ///< worker time
-};
+/// The cases of a training sweep, in order (refused ones included); with
+/// `tally_of`, each case's index into the result's per_model.
+std::vector<TrainingCase> trainingSweepCases(const TrainingSweepSpec& spec,
+                                             std::vector<int>* tally_of = nullptr);
 
-struct TrainingSweepResult {
-  std::int64_t cases = 0, checked = 0, refused = 0, not_modelled = 0, violated = 0;
-  double seconds = 0;  ///< wall time
-  std::vector<TrainingTally> per_model;
-  std::vector<std::pair<std::string, std::string>> failures;  ///< (violation, reproduce line), case order
-  std::vector<std::pair<std::string, std::int64_t>> refusals;  ///< reasons, most frequent first
-};
-
-/// The cases of a training sweep, in order (refused ones included).
-std::vector<TrainingCase> trainingSweepCases(const TrainingSweepSpec& spec, std::vector<int>* tally_of = nullptr);
-
-Expected<TrainingSweepResult> runTrainingSweep(const TrainingSweepSpec& spec);
+/// Runs the training sweep. Fails only on bad input (a world or jobs out of range).
+Expected<SweepResult> runTrainingSweep(const TrainingSweepSpec& spec);
 
 }  // namespace seam::properties

@@ -1,9 +1,7 @@
 // Brings the JSON that `seam-gpu` writes on a GPU machine (which has no
-// SQLite) into the store on the CPU machine: a run, its case, the
-// equivalence rows (GPU vs CPU executor, GPU vs single-rank reference) and
-// every op's timing; for `seam-gpu bench`, one case per compared row
-// (collectives, fused kernel sizes, the captured step) with both sides'
-// timings (gpuBenchGroup names the three kinds).
+// SQLite) into the store on the CPU machine, read with the codec it was
+// written with (properties/gpu_json.h): a run, its case, its equivalence and
+// timing rows; a `bench` becomes one case per compared row (kBench*).
 #pragma once
 
 #include <cstdint>
@@ -17,10 +15,11 @@ namespace seam::reports {
 /// What one import added.
 struct GpuImport {
   std::int64_t run_id = 0;
-  std::string tool;        ///< "seam-gpu run", "seam-gpu compare", "seam-gpu bench", "seam-gpu bench-allreduce"
+  std::string
+      tool;  ///< "seam-gpu run", "seam-gpu compare", "seam-gpu bench", "seam-gpu bench-allreduce"
   int equivalences = 0;
   int timings = 0;
-  std::string summary;     ///< one line for the console
+  std::string summary;  ///< one line for the console
 };
 
 /// One case of a result file with its rows (their case indices set).
@@ -58,6 +57,7 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
 Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file);
 
 /// readGpuJson then writeGpuResult; nothing is written when the file is refused.
-Expected<GpuImport> importGpuJson(Store& store, const std::string& path, const std::string& version);
+Expected<GpuImport> importGpuJson(Store& store, const std::string& path,
+                                  const std::string& version);
 
 }  // namespace seam::reports

@@ -8,14 +8,15 @@
 
 #include <string>
 
-#include "seam/sim/plan.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
+#include "seam/sim/plan/plan.h"
 
 namespace seam::reports {
 
 /// The graph of `plan` (and its differences from `against`, when given) in
 /// `format`: "svg", "png" or "dot". Returns the rendered bytes.
-Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against, const std::string& format);
+Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against,
+                                          const std::string& format);
 
 /// Writes it to `path`; the format is taken from the extension (.svg, .png,
 /// .dot); a bad extension or path is a one-line error.

@@ -28,6 +28,7 @@ struct MergedInput {
 /// checked before OUT is touched; any failure (a missing, foreign, truncated
 /// or damaged input, OUT given as an input, a non-seam OUT) writes nothing
 /// and leaves no new file.
-Expected<std::vector<MergedInput>> mergeStores(const std::string& out, const std::vector<std::string>& inputs);
+Expected<std::vector<MergedInput>> mergeStores(const std::string& out,
+                                               const std::vector<std::string>& inputs);
 
 }  // namespace seam::reports

@@ -11,7 +11,8 @@
 
 namespace seam::reports {
 
-std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::CampaignResult& result);
+std::string renderCampaign(const mutants::CampaignSpec& spec,
+                           const mutants::CampaignResult& result);
 std::string mutationScoreLine(const mutants::CampaignResult& result);
 
 }  // namespace seam::reports

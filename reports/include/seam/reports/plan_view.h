@@ -6,8 +6,8 @@
 #include <string>
 
 #include "seam/reports/table.h"
-#include "seam/sim/plan.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
+#include "seam/sim/plan/plan.h"
 
 namespace seam::reports {
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "seam/mutants/campaign.h"
+#include "seam/properties/diff.h"
 #include "seam/properties/prop.h"
 #include "seam/properties/sweep.h"
 #include "seam/reports/shard_rows.h"
@@ -28,8 +29,13 @@ struct StoredRun {
 };
 /// Opens `db` and starts (or, with `resume`, finds) the run. Resuming from a
 /// file that does not exist is refused without creating it.
-Expected<StoredRun> openRun(const std::string& db, const std::string& command, const std::string& args,
-                            const std::string& version, bool resume);
+Expected<StoredRun> openRun(const std::string& db, const std::string& command,
+                            const std::string& args, const std::string& version, bool resume);
+
+/// openRun for a sweep (its arguments sweepArgs(*spec)); resuming, spec->skip
+/// gets the cases the run has stored, sorted.
+Expected<StoredRun> openSweepRun(const std::string& db, properties::SweepSpec* spec,
+                                 const std::string& version, bool resume);
 
 /// The canonical argument string a run is resumed by.
 std::string sweepArgs(const properties::SweepSpec& spec);
@@ -57,7 +63,7 @@ class SweepRecorder : public properties::SweepListener {
   void writerLoop();
   Store& store_;
   std::int64_t run_id_;
-  SweepBatcher batcher_;                     // full batches go to queue_
+  SweepBatcher batcher_;                      // full batches go to queue_
   std::vector<std::vector<CaseRows>> queue_;  // batches for the writer
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -72,10 +78,18 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
                                                        const properties::SweepSpec& spec,
                                                        const properties::SweepResult& live);
 
+/// Ends a sweep's run: marks it finished, rebuilds the summary from every
+/// case row it stored (sweepResultFromStore) and, when `junit` is not empty,
+/// writes its JUnit XML there.
+Expected<properties::SweepResult> finishSweepRun(StoredRun& run, const properties::SweepSpec& spec,
+                                                 const properties::SweepResult& live,
+                                                 const std::string& junit);
+
 /// JUnit XML of every case of a run: one testcase per case (classname = the
 /// model, name = the case's `seam check` line), failures with the violation,
 /// refused cases as skipped.
-Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite, const std::string& path);
+Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite,
+                     const std::string& path);
 
 /// Stores each decided mutant (so a resumed campaign skips it) and recalls
 /// stored ones; forwards progress to `next`.
@@ -98,11 +112,34 @@ class CampaignRecorder : public mutants::CampaignListener {
   Status status_;
 };
 
+/// Writes every case a `seam diff` of a space compares into the store (its
+/// class as the case's group, refusals and differing values as outcomes),
+/// one transaction per kBatchCases cases; keeps the first store error and
+/// writes nothing after it. Call onCase from DiffSpec::on_case.
+class DiffRecorder {
+ public:
+  static constexpr int kBatchCases = 1024;
+  DiffRecorder(Store& store, std::int64_t run_id, const properties::DiffSpec& spec);
+  void onCase(std::int64_t index, const Case& c, const properties::CaseDiff& d);
+  /// Commits the open batch; the first store error, if any.
+  Status finish();
+
+ private:
+  Store& store_;
+  std::int64_t run_id_;
+  PolicyKind a_, b_;
+  int in_batch_ = 0;
+  Status status_;
+};
+
+/// The arguments a `seam diff` of a space is stored with (`worlds` as given).
+std::string diffArgs(const properties::DiffSpec& spec, const std::string& worlds);
+
 /// Stores a `seam prop` run: its spec as the run's arguments (with the
 /// RC_PARAMS that replays it) and, when it failed, the shrunk case with its
 /// violation.
-Status recordProp(Store& store, const properties::PropSpec& spec, const properties::PropResult& result,
-                  const std::string& version);
+Status recordProp(Store& store, const properties::PropSpec& spec,
+                  const properties::PropResult& result, const std::string& version);
 /// JUnit XML of a prop run: one testcase, failed with the shrunk case.
 Status writePropJunit(const properties::PropResult& result, const std::string& path);
 

@@ -16,9 +16,11 @@ enum class ReportFormat { kMarkdown, kHtml };
 /// Renders the report of every run in `store`; `graphs` are SVG files
 /// (boundary graphs from `seam graph`) embedded in the HTML page, linked
 /// from the Markdown.
-Expected<std::string> renderReport(Store& store, ReportFormat format, const std::vector<std::string>& graphs = {});
+Expected<std::string> renderReport(Store& store, ReportFormat format,
+                                   const std::vector<std::string>& graphs = {});
 
 /// Writes it to `path` (.md or .html decides the format), atomically.
-Status writeReport(Store& store, const std::string& path, const std::vector<std::string>& graphs = {});
+Status writeReport(Store& store, const std::string& path,
+                   const std::vector<std::string>& graphs = {});
 
 }  // namespace seam::reports

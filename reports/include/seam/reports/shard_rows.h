@@ -23,7 +23,8 @@ namespace seam::reports {
 using CaseRows = std::pair<CaseRecord, std::vector<VerdictRecord>>;
 
 /// The rows of a chunk of finished sweep cases (SweepRecorder's conversion).
-std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk, const properties::SweepSpec& spec);
+std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
+                               const properties::SweepSpec& spec);
 
 /// What one process of a sweep did: its case rows and its part of the live
 /// totals (cases it ran, its wall time, worker time per model). Under mpirun
@@ -33,7 +34,8 @@ struct SweepShardRows {
   std::int64_t run_here = 0;
   double seconds = 0;
   std::vector<double> model_seconds;  ///< per SweepSpec::models entry
-  std::vector<std::int64_t> model_run_here;  ///< per SweepSpec::models entry: cases this rank computed
+  std::vector<std::int64_t>
+      model_run_here;  ///< per SweepSpec::models entry: cases this rank computed
 };
 
 /// Hands a sweep's rows on in batches of SweepRecorder::kBatchCases as its
@@ -55,6 +57,14 @@ class SweepBatcher : public properties::SweepListener {
   Sink sink_;
   std::vector<CaseRows> pending_;
 };
+
+/// A rank's totals of its part of a sweep, without rows (its last word).
+SweepShardRows sweepTotals(const properties::SweepResult& result);
+/// The live totals of a sweep under mpirun: rank 0's result (`root`) with
+/// the cases every rank ran, the slowest rank's wall time, and each model's
+/// time and cases summed over the ranks (`ranks` in rank order, rank 0 first).
+properties::SweepResult mergeSweepTotals(const properties::SweepResult& root,
+                                         const std::vector<SweepShardRows>& ranks);
 
 std::string encodeSweepShard(const SweepShardRows& shard);
 Expected<SweepShardRows> decodeSweepShard(const std::string& bytes);
@@ -82,14 +92,17 @@ mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const Muta
 class CampaignShare : public mutants::CampaignListener {
  public:
   using Sink = std::function<void(MutantRows)>;
-  CampaignShare(PolicyKind policy, std::set<std::string> share, mutants::CampaignListener* next, Sink sink)
+  CampaignShare(PolicyKind policy, std::set<std::string> share, mutants::CampaignListener* next,
+                Sink sink)
       : policy_(policy), share_(std::move(share)), next_(next), sink_(std::move(sink)) {}
   void onBaseline(std::int64_t cases, bool holds) override;
   void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
   std::optional<mutants::MutantOutcome> recalled(const mutants::Mutant& mutant) override;
 
  private:
-  bool mine(const mutants::Mutant& mutant) const { return share_.count(std::string(mutant.id())) > 0; }
+  bool mine(const mutants::Mutant& mutant) const {
+    return share_.count(std::string(mutant.id())) > 0;
+  }
   PolicyKind policy_;
   std::set<std::string> share_;
   mutants::CampaignListener* next_;
@@ -106,8 +119,8 @@ Status writeMutantRows(Store& store, std::int64_t run_id, const std::vector<Muta
 /// decided, so before the run is finished its rows are put again in list
 /// order, in one transaction (nothing is written when they are in it). An
 /// error names the first mutant of `order` that has no row.
-Expected<std::vector<MutantRows>> putMutantRowsInOrder(Store& store, std::int64_t run_id,
-                                                       const std::vector<const mutants::Mutant*>& order);
+Expected<std::vector<MutantRows>> putMutantRowsInOrder(
+    Store& store, std::int64_t run_id, const std::vector<const mutants::Mutant*>& order);
 
 /// What one process of a campaign did: the baseline as it saw it and the
 /// rows of the mutants it decided (under mpirun: one message per decided

@@ -1,7 +1,7 @@
 // The SQLite store (DESIGN §8): one file, WAL, one transaction per batch of
-// cases, resumable. Runs, cases, verdicts, mutants and kills now; the
-// equivalence and timing tables arrive with `seam diff` and the GPU backend.
-// Only reports/ links SQLite. Every failure is a Status naming the file.
+// cases, resumable. Runs, cases, verdicts, mutants, kills, and the GPU runs'
+// equivalence and timing rows. Only reports/ links SQLite. Every failure is a
+// Status naming the file. The schema is in src/store_schema.cc.
 #pragma once
 
 #include <cstdint>
@@ -10,20 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
 
 namespace seam::reports {
 
 /// The row of one run (one invocation of sweep / prop / mutate).
 struct RunRecord {
   std::int64_t id = 0;
-  std::string command;    ///< "sweep", "prop", "mutate"
-  std::string args;       ///< canonical arguments (what --resume matches on)
-  std::string version;    ///< seam version
-  std::string host;       ///< hostname
-  std::string gpu;        ///< GPU name(s), "" on CPU runs
-  std::string cuda;       ///< CUDA runtime/driver, "" on CPU runs
-  std::string nccl;       ///< NCCL version, "" on CPU runs
+  std::string command;           ///< "sweep", "prop", "mutate", "diff", "gpu run", ...
+  std::string args;              ///< canonical arguments (what --resume matches on)
+  std::string version;           ///< seam version
+  std::string host;              ///< hostname
+  std::string gpu;               ///< GPU name(s), "" on CPU runs
+  std::string cuda;              ///< CUDA runtime/driver, "" on CPU runs
+  std::string nccl;              ///< NCCL version, "" on CPU runs
   std::int64_t started_ms = 0;   ///< unix epoch ms
   std::int64_t finished_ms = 0;  ///< 0 while running or interrupted
 };
@@ -35,26 +35,26 @@ enum class CaseOutcome : std::uint8_t { kHolds, kViolated, kRefused };
 /// run's case order (what --resume skips); (run, index) is unique.
 struct CaseRecord {
   std::int64_t index = 0;
-  std::string model;      ///< preset name or "pattern"
-  std::string pattern;    ///< canonical pattern text
-  std::string config;     ///< ParallelConfig::describe()
-  std::string flags;      ///< Flags::describe()
-  std::string batch;      ///< Batch::describe()
-  std::string policy;     ///< "declared", ...
-  std::string group;      ///< a grouping key for summaries (e.g. the model row of a sweep)
+  std::string model;    ///< preset name or "pattern"
+  std::string pattern;  ///< canonical pattern text
+  std::string config;   ///< ParallelConfig::describe()
+  std::string flags;    ///< Flags::describe()
+  std::string batch;    ///< Batch::describe()
+  std::string policy;   ///< "declared", ...
+  std::string group;    ///< a grouping key for summaries (e.g. the model row of a sweep)
   CaseOutcome outcome = CaseOutcome::kHolds;
-  std::string refusal;    ///< the engine's reason when refused
-  std::string reproduce;  ///< the `seam check` line that reproduces it
+  std::string refusal;          ///< the engine's reason when refused
+  std::string reproduce;        ///< the `seam check` line that reproduces it
   std::uint64_t plan_hash = 0;  ///< hash of the plan (0 when refused)
 };
 
 /// The verdict of one property on one case (only failing ones need storing;
 /// a case row with outcome kHolds means every property held).
 struct VerdictRecord {
-  int property = 0;               ///< DESIGN §4 number
+  int property = 0;  ///< DESIGN §4 number
   bool holds = true;
-  std::string violation_class;    ///< e.g. "counted-k-times"
-  std::string text;               ///< the violation in words
+  std::string violation_class;  ///< e.g. "counted-k-times"
+  std::string text;             ///< the violation in words
 };
 
 /// A mutant of a campaign and what became of it.
@@ -62,7 +62,7 @@ struct MutantRecord {
   std::string id;           ///< stable operator id, e.g. "plan.drop-completing-collective"
   std::string kind;         ///< "plan" or "decision"
   std::string description;  ///< one line
-  std::string status;       ///< "killed", "survived", "equivalent", "not-applicable"
+  std::string status;       ///< "killed", "survived", "equivalent"
   std::string argument;     ///< why equivalent / why it survived (smallest case)
   std::int64_t cases_run = 0;
 };
@@ -87,7 +87,7 @@ struct EquivalenceRecord {
   std::uint64_t plan_b_hash = 0;
   bool predicted_identical = false;
   bool observed_identical = false;
-  double max_difference = 0;      ///< max |a - b| over the outputs
+  double max_difference = 0;  ///< max |a - b| over the outputs
 };
 
 /// One op's timing on one rank (CUDA events; median, p10, p90 in us).
@@ -96,7 +96,7 @@ struct TimingRecord {
   int rank = 0;
   int op_index = 0;
   std::string op_kind;
-  std::string group;      ///< "attn_tp/2", or "-" for a local op
+  std::string group;  ///< "attn_tp/2", or "-" for a local op
   std::int64_t bytes = 0;
   double median_us = 0, p10_us = 0, p90_us = 0;
   double algbw_gbps = 0, busbw_gbps = 0;
@@ -119,7 +119,8 @@ class Store {
   /// A new run; fills `run.id`.
   Status beginRun(RunRecord& run);
   /// The most recent unfinished run with the same command and args, if any.
-  Expected<std::optional<RunRecord>> findUnfinished(const std::string& command, const std::string& args);
+  Expected<std::optional<RunRecord>> findUnfinished(const std::string& command,
+                                                    const std::string& args);
   /// Marks the run finished (finished_ms = now).
   Status finishRun(std::int64_t run_id);
 
@@ -133,7 +134,8 @@ class Store {
 
   /// A case index the run already has is refused (StatusCode::kRefused): the
   /// only writer that gets there is a second process writing the same run.
-  Status addCase(std::int64_t run_id, const CaseRecord& c, const std::vector<VerdictRecord>& failing);
+  Status addCase(std::int64_t run_id, const CaseRecord& c,
+                 const std::vector<VerdictRecord>& failing);
   /// Indices of the run's cases already stored (what a resumed run skips).
   Expected<std::vector<std::int64_t>> caseIndices(std::int64_t run_id);
   /// All case rows of a run, ordered by index (summaries read them back).
@@ -184,6 +186,7 @@ struct JunitCase {
   bool skipped = false;
   std::string message;  ///< failure or skip message
 };
-Status writeJunit(const std::string& path, const std::string& suite_name, const std::vector<JunitCase>& cases);
+Status writeJunit(const std::string& path, const std::string& suite_name,
+                  const std::vector<JunitCase>& cases);
 
 }  // namespace seam::reports

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "seam/sim/config_space.h"
-#include "seam/sim/model.h"
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/model/model.h"
 
 namespace seam::reports {
 

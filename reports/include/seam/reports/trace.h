@@ -12,8 +12,8 @@
 
 #include <string>
 
-#include "seam/sim/plan.h"
-#include "seam/sim/status.h"
+#include "seam/sim/base/status.h"
+#include "seam/sim/plan/plan.h"
 
 namespace seam::reports {
 

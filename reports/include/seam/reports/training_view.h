@@ -7,7 +7,7 @@
 #include "seam/mutants/campaign.h"
 #include "seam/properties/training_sweep.h"
 #include "seam/reports/table.h"
-#include "seam/sim/training.h"
+#include "seam/sim/training/training_ledger.h"
 
 namespace seam::reports {
 
@@ -15,11 +15,14 @@ namespace seam::reports {
 /// training fields added; jsonl: one op per line).
 std::string renderTrainingPlan(const TrainingPlan& plan, int rank, Format format);
 /// The verdict of `seam check --family training`.
-std::string renderTrainingVerdict(const TrainingPlan& plan, const LedgerResult& result, Format format);
+std::string renderTrainingVerdict(const TrainingPlan& plan, const LedgerResult& result,
+                                  Format format);
 /// Per (model, layout) lines, the refusals, the failures, then exactly
 /// "N cases, K violations, R cases/s".
-std::string renderTrainingSweep(const properties::TrainingSweepSpec& spec, const properties::TrainingSweepResult& r);
+std::string renderTrainingSweep(const properties::TrainingSweepSpec& spec,
+                                const properties::SweepResult& r);
 /// One line per mutant, then "mutation score: K/N (P%), S survivors, E equivalent".
-std::string renderTrainingCampaign(const mutants::TrainingCampaignSpec& spec, const mutants::TrainingCampaignResult& r);
+std::string renderTrainingCampaign(const mutants::TrainingCampaignSpec& spec,
+                                   const mutants::CampaignResult& r);
 
 }  // namespace seam::reports

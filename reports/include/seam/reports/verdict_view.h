@@ -6,8 +6,8 @@
 
 #include "seam/properties/check.h"
 #include "seam/reports/table.h"
-#include "seam/sim/ledger.h"
-#include "seam/sim/plan.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/replay/ledger.h"
 
 namespace seam::reports {
 

@@ -1,0 +1,182 @@
+// The store's schema: the CREATE TABLE text of version 1, the marks that
+// identify a seam store (application id, seam_meta rows, user_version), the
+// creation of the schema in a new file and the check of an existing one.
+#include <string>
+
+#include "store_impl.h"
+
+namespace seam::reports {
+
+namespace {
+
+using detail::kSeamApplicationId;
+
+// The schema of version 1. REFERENCES clauses document the links; PRAGMA
+// foreign_keys stays off (writers insert a run before its cases, a case
+// before its verdicts, in one transaction).
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE seam_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO seam_meta(key, value) VALUES ('application', 'seam'), ('schema_version', '1');
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  command TEXT NOT NULL,
+  args TEXT NOT NULL,
+  version TEXT NOT NULL,
+  host TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  cuda TEXT NOT NULL,
+  nccl TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL);
+CREATE INDEX runs_by_command ON runs(command, args, finished_ms);
+CREATE TABLE cases(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  idx INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  pattern TEXT NOT NULL,
+  config TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  batch TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  group_key TEXT NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('holds', 'violated', 'refused')),
+  refusal TEXT NOT NULL,
+  reproduce TEXT NOT NULL,
+  plan_hash INTEGER NOT NULL,
+  PRIMARY KEY (run_id, idx));
+CREATE TABLE verdicts(
+  run_id INTEGER NOT NULL,
+  case_idx INTEGER NOT NULL,
+  property INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  holds INTEGER NOT NULL,
+  violation_class TEXT NOT NULL,
+  text TEXT NOT NULL,
+  PRIMARY KEY (run_id, case_idx, property),
+  FOREIGN KEY (run_id, case_idx) REFERENCES cases(run_id, idx));
+CREATE TABLE mutants(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  description TEXT NOT NULL,
+  status TEXT NOT NULL,
+  argument TEXT NOT NULL,
+  cases_run INTEGER NOT NULL,
+  PRIMARY KEY (run_id, id));
+CREATE TABLE kills(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  mutant_id TEXT NOT NULL,
+  case_idx INTEGER NOT NULL,
+  property INTEGER NOT NULL,
+  violation_class TEXT NOT NULL,
+  text TEXT NOT NULL,
+  reproduce TEXT NOT NULL,
+  PRIMARY KEY (run_id, mutant_id));
+CREATE TABLE equivalence(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  case_idx INTEGER NOT NULL,
+  plan_a TEXT NOT NULL,
+  plan_a_hash INTEGER NOT NULL,
+  plan_b TEXT NOT NULL,
+  plan_b_hash INTEGER NOT NULL,
+  predicted_identical INTEGER NOT NULL,
+  observed_identical INTEGER NOT NULL,
+  max_difference REAL NOT NULL,
+  PRIMARY KEY (run_id, case_idx, plan_a, plan_b));
+CREATE TABLE timings(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  case_idx INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  op_index INTEGER NOT NULL,
+  op_kind TEXT NOT NULL,
+  group_key TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  median_us REAL NOT NULL,
+  p10_us REAL NOT NULL,
+  p90_us REAL NOT NULL,
+  algbw_gbps REAL NOT NULL,
+  busbw_gbps REAL NOT NULL,
+  PRIMARY KEY (run_id, case_idx, rank, op_index));
+PRAGMA application_id = 1397047629;
+PRAGMA user_version = 1;
+)sql";
+static_assert(kSeamApplicationId == 1397047629, "kSchemaV1 spells the application id out");
+static_assert(kStoreSchemaVersion == 1, "kSchemaV1 is the schema of version 1");
+
+}  // namespace
+
+namespace detail {
+
+Status checkSchema(sqlite3* db, const std::string& path) {
+  auto sqliteContext = [&] { return SqliteContext{db, &path}; };
+  // One scalar query; a file SQLite cannot read as a database is refused.
+  auto scalar = [&](const char* sql, std::string& out, bool& found) -> Status {
+    sqlite3_stmt* raw = nullptr;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+    Statement statement(raw);
+    if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+    if (!sqliteSucceeded(rc) && unreadableHeader(rc)) return refuseUnreadable(db, path, rc);
+    SEAM_SQLITE_CHECK(rc);
+    found = rc == SQLITE_ROW;
+    out = found ? columnText(raw, 0) : std::string();
+    return Status::ok();
+  };
+  std::string value;
+  bool found = false;
+  if (Status s = scalar("PRAGMA application_id", value, found); !s) return s;
+  const bool seam_id = found && value == std::to_string(kSeamApplicationId);
+  if (Status s = scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'seam_meta'",
+                        value, found);
+      !s) {
+    return s;
+  }
+  if (!seam_id || !found) return refuse(path, "an SQLite database of another application");
+  if (Status s = scalar("SELECT value FROM seam_meta WHERE key = 'application'", value, found);
+      !s) {
+    return s;
+  }
+  if (!found || value != "seam") return refuse(path, "an SQLite database of another application");
+  if (Status s = scalar("SELECT value FROM seam_meta WHERE key = 'schema_version'", value, found);
+      !s) {
+    return s;
+  }
+  if (!found) return refuse(path, "a seam store without a schema version");
+  if (value != std::to_string(kStoreSchemaVersion)) {
+    return Status::invalid(dbName(path) + ": a seam store of schema version " +
+                           value.substr(0, 16) + ", but this seam reads and writes version " +
+                           std::to_string(kStoreSchemaVersion) + "; refusing to write to it");
+  }
+  return Status::ok();
+}
+
+}  // namespace detail
+
+Expected<bool> Store::Impl::createSchema() {
+  SEAM_SQLITE_CHECK(sqlite3_exec(db.get(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr));
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v2(db.get(), "SELECT count(*) FROM sqlite_master", -1, &raw, nullptr);
+  detail::Statement count(raw);
+  if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+  if (rc != SQLITE_ROW) {
+    const Status failed = detail::sqliteFailure(sqliteContext(), rc, __FILE__, __LINE__);
+    (void)exec("ROLLBACK");
+    return failed;
+  }
+  const bool empty = sqlite3_column_int64(raw, 0) == 0;
+  count.reset();
+  if (!empty) {
+    (void)exec("ROLLBACK");
+    return false;
+  }
+  if (Status s = exec(kSchemaV1); !s) {
+    (void)exec("ROLLBACK");
+    return s;
+  }
+  if (Status s = exec("COMMIT"); !s) {
+    (void)exec("ROLLBACK");
+    return s;
+  }
+  return true;
+}
+
+}  // namespace seam::reports

@@ -1,0 +1,57 @@
+// The row geometry of a plan's lanes: which tokens every rank holds in every
+// layout, in both padding modes, and the DP buffers, for the whole batch and
+// (two-batch overlap) each half. Built once per plan; the replay and the GPU
+// backend read the same maps, so both place every row alike.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "seam/sim/model/case.h"
+#include "seam/sim/model/parallel_config.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/plan/rows.h"
+
+namespace seam {
+
+/// The rows of one lane of a plan: the batch (lane 0) or, in a two-batch
+/// overlap plan, one half (lanes 1 and 2 = Half::kA, Half::kB; tbo.h), its
+/// tokens numbered as in the batch.
+struct LaneRows {
+  /// `first_tokens`: the token id of each DP shard's first row (nullptr: the
+  /// batch's own numbering), as RowMap takes it.
+  LaneRows(const Topology& topo, const Plan& plan, const Batch& batch,
+           const std::vector<int>* first_tokens);
+
+  RowMap rows;        ///< every layout, full rows in the plan's padding mode
+  RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
+  DpLayouts dp;       ///< the DP buffers of both padding modes (the lowering's geometry)
+
+  /// The row map whose full rows are in padding `mode`.
+  const RowMap& fullMap(DpPadding mode) const { return mode == rows.padding() ? rows : other_rows; }
+  /// The padding mode a full-rows op of `count` rows on `rank` assumes (its
+  /// row count says it, the plan's mode first); nullopt when `count` is
+  /// neither mode's size.
+  std::optional<DpPadding> modeOfCount(int count, int rank) const {
+    if (count == rows.count(RowKind::kFull, rank)) return rows.padding();
+    if (count == other_rows.count(RowKind::kFull, rank)) return other_rows.padding();
+    return std::nullopt;
+  }
+};
+
+/// The lanes of `plan`: the batch, then, when the plan splits it
+/// (plan.tbo_split set), its halves A and B.
+std::vector<LaneRows> laneRowsOf(const Plan& plan, const Topology& topo);
+
+/// Where a TBO half's attention rows lie inside the batch's on one rank:
+/// child A holds rows [0, split) of each shard's attention rows, B the rest.
+struct HalfRows {
+  int offset = 0;  ///< first row of the half inside the batch's attention rows
+  int count = 0;   ///< the half's attention rows
+  int total = 0;   ///< the batch's attention rows
+};
+/// `half` kWhole (or a plan without halves): the batch's rows, offset 0.
+HalfRows halfRows(const std::vector<LaneRows>& lanes, int rank, Half half);
+
+}  // namespace seam

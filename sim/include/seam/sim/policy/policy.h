@@ -1,0 +1,56 @@
+// Boundary planning policies (DESIGN §2.4) and the schema switch through
+// which planner-decision mutants reach the decision sites (DESIGN §5): a
+// small value passed in, never global state; sim/ never depends on mutants/.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "seam/sim/base/status.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/plan/plan.h"
+
+namespace seam {
+
+/// kDeclared: the newest (layer_boundary) Nemotron-H semantics. kLegacy: the
+/// rules before stage declarations (serving-boundaries §9.2 (3)): deferral
+/// only where the fused kernel takes the sum, no deferral under DP, and an
+/// FFN whose input is already complete folds it into the residual and
+/// all-reduces a zero update. kNaive: every stage completes its own sum at
+/// its exit, never deferred, never fused: always correct, the baseline.
+enum class PolicyKind : std::uint8_t { kDeclared, kLegacy, kNaive };
+std::string_view policyName(PolicyKind policy);
+Expected<PolicyKind> parsePolicy(std::string_view name);
+
+/// Planner decision sites a mutant can flip. Ids are stable: stored rows
+/// refer to them.
+enum class Decision : std::uint8_t {
+  kMixerKeepsFusedSum = 0,  ///< a mixer->mixer exit reduces *and* the next entry still fuses
+  kResidualNotSliced = 1,   ///< the residual does not follow the hidden state to local rows
+  kFfnKeepsSumFromMixer =
+      2,  ///< an FFN exit completes its sum but the next mixer still completes it
+  kSnapshotNotCompleted = 3,  ///< a snapshot copies a value whose carried sum is not completed
+  kStackStartFfnWithResidual =
+      4,                      ///< an FFN at the stack start reads a residual that does not exist
+  kStackNeverEntered = 5,     ///< layer 0 does not set residual := embedding
+  kFfnReducesOverAttnTp = 6,  ///< a dense FFN's down projection reduces over attention TP only
+  kTerminalDefers = 7,        ///< the terminal stage defers its sum
+  kMtpNotMarkedLast = 8,      ///< the MTP step's last layer is not terminal
+  kDpGatherSumResidualEveryRank =
+      9,  ///< partial-order DP gather with the residual added on every attn-TP rank
+};
+inline constexpr int kDecisionCount = 10;
+
+/// Which decision sites take their mutated branch. Default: none.
+struct Schema {
+  std::uint32_t flipped = 0;
+  bool on(Decision d) const { return (flipped >> static_cast<int>(d)) & 1u; }
+  static Schema with(Decision d) { return Schema{1u << static_cast<int>(d)}; }
+};
+
+/// Builds the plan of `c` under `policy`. Bad input (a batch that does not
+/// match the config, shapes that do not fit) -> kInvalidInput; a combination
+/// the real engine refuses -> kRefused with the engine's reason.
+Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema = {});
+
+}  // namespace seam

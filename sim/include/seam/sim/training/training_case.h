@@ -1,0 +1,70 @@
+// The training family's cases (reference: training-layouts.md): PrimeRL's
+// layout (FSDP/HSDP, Ulysses CP in Mamba and attention, EP) and Megatron's
+// (TP + SP, zigzag CP with undo/redo around Mamba, all-gather KV attention CP,
+// EP); a configuration, a packed row of documents, the engines' rules, and
+// the space sweeps and campaigns walk.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seam/sim/base/status.h"
+#include "seam/sim/model/model.h"
+
+namespace seam {
+
+/// Which engine's layout a training plan follows.
+enum class TrainingLayout : std::uint8_t {
+  kPrimeRl,   ///< FSDP/HSDP x Ulysses CP x EP, no TP (training-layouts §1)
+  kMegatron,  ///< TP + SP x zigzag CP x EP x DDP (training-layouts §2)
+};
+/// "primerl" or "megatron".
+std::string_view layoutName(TrainingLayout layout);
+/// "primerl" or "megatron"; the error names the value.
+Expected<TrainingLayout> parseTrainingLayout(std::string_view name);
+
+/// A training configuration. World = dp_replicate * dp * cp * tp.
+struct TrainingConfig {
+  TrainingLayout layout = TrainingLayout::kPrimeRl;
+  int dp_replicate = 1;  ///< PrimeRL HSDP replicas (Megatron: 1)
+  int dp = 1;            ///< PrimeRL dp_shard; Megatron data parallel
+  int cp = 1;
+  int tp = 1;  ///< Megatron only (PrimeRL has no TP on main)
+  int ep = 1;
+  bool sp = false;  ///< Megatron sequence parallel (the space turns it on iff tp > 1)
+  int world() const { return dp_replicate * dp * cp * tp; }
+  int dataReplicas() const { return dp_replicate * dp; }
+  friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;
+};
+/// "dp_replicate=1 dp=2 cp=4 tp=1 ep=8 sp=off".
+std::string describeConfig(const TrainingConfig& c);
+
+/// One training case: a preset, a layout and config, and the packed row's
+/// document lengths (every data-parallel replica packs the same lengths).
+struct TrainingCase {
+  const ModelPreset* model = nullptr;
+  TrainingConfig config;
+  std::vector<int> docs;
+  int tokens() const;  ///< S, the packed row's length
+};
+/// The `seam check --family training ...` line that reproduces the case.
+std::string reproduceTrainingCommand(const TrainingCase& c);
+
+/// The engine's rules (divisibility, supported combinations): ok, refused with
+/// the engine's reason, or not modelled (seam's gap).
+Status validateTrainingCase(const TrainingCase& c);
+
+/// Every configuration of `world` the layout's engine may be asked for, in a
+/// fixed order (invalid ones included: validation refuses them, and sweeps
+/// count them as refused).
+std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world);
+/// The packed batches a sweep checks for a config: one document, and three
+/// uneven ones (lengths the engine accepts: S % cp for PrimeRL, every
+/// document % 2cp(*tp under SP) for Megatron).
+std::vector<std::vector<int>> trainingBatches(const TrainingConfig& c);
+/// The presets the training family has (nemotron-3-nano, nemotron-3-super).
+std::vector<const ModelPreset*> trainingPresets();
+
+}  // namespace seam

@@ -1,0 +1,145 @@
+#include "replay/ledger_domains.h"
+
+#include <algorithm>
+
+#include "base/fingerprint.h"
+
+namespace seam::ledger_detail {
+
+namespace {
+
+// The points the fingerprints are evaluated at: fixed, so that every run of
+// seam is reproducible.
+using detail::splitmix64;
+constexpr auto splitmix = splitmix64;
+
+std::uint64_t point(std::uint64_t domain, std::uint64_t a, std::uint64_t b = 0,
+                    std::uint64_t c = 0) {
+  std::uint64_t h = splitmix(domain * 0x100000001b3ULL + a);
+  h = splitmix(h ^ (b + 0x632be59bd9b4e019ULL));
+  h = splitmix(h ^ (c + 0x8cb92ba72f3d8dd7ULL));
+  h &= FastDomain::kPrime;
+  return h == 0 ? 1 : (h >= FastDomain::kPrime ? h - FastDomain::kPrime + 1 : h);
+}
+
+}  // namespace
+
+void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
+  if (static_cast<int>(b_.size()) < tokens) {
+    for (int t = static_cast<int>(b_.size()); t < tokens; ++t) b_.push_back(point(1, t));
+  }
+  a_embed_.resize(stacks.size());
+  a_partial_.resize(stacks.size());
+  a_normed_.resize(stacks.size());
+  prefix_.resize(stacks.size());
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const auto& shards = stacks[k].shards;
+    const int n = static_cast<int>(shards.size());
+    a_embed_[k] = point(2, k);
+    a_partial_[k].resize(n);
+    a_normed_[k].resize(n + 1);
+    prefix_[k].resize(n + 1);
+    for (int s = 0; s <= n; ++s) a_normed_[k][s] = point(4, k, s);
+    // Each stage's sum enters the complete value from its join point on
+    // (the next stage, or where a branch is merged).
+    std::vector<Value> joining(n + 1, 0);
+    for (int s = 0; s < n; ++s) {
+      auto& row = a_partial_[k][s];
+      row.resize(shards[s]);
+      Value sum = 0;
+      for (int j = 0; j < shards[s]; ++j) {
+        row[j] = point(3, k, s, j);
+        addMod(sum, row[j]);
+      }
+      addMod(joining[stacks[k].joins_at[s]], sum);
+    }
+    prefix_[k][0] = a_embed_[k];
+    addMod(prefix_[k][0], joining[0]);
+    for (int s = 1; s <= n; ++s) {
+      prefix_[k][s] = prefix_[k][s - 1];
+      addMod(prefix_[k][s], joining[s]);
+    }
+  }
+}
+
+void ExactDomain::addTerms(Value& a, const Value& b) {
+  if (b.empty()) return;
+  Value out;
+  out.reserve(a.size() + b.size());
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].first < b[j].first)) {
+      out.push_back(a[i++]);
+    } else if (i == a.size() || b[j].first < a[i].first) {
+      out.push_back(b[j++]);
+    } else {
+      const std::int64_t c = a[i].second + b[j].second;
+      if (c != 0) out.emplace_back(a[i].first, c);
+      ++i;
+      ++j;
+    }
+  }
+  a = std::move(out);
+}
+
+ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
+  if (e == Expect::kNormed) return normed(stack, stage, t);
+  Value v = embed(stack, t);
+  const auto& shards = (*stacks_)[stack].shards;
+  const auto& joins = (*stacks_)[stack].joins_at;
+  for (int s = 0; s < static_cast<int>(shards.size()); ++s) {
+    if (joins[s] > stage) continue;
+    for (int j = 0; j < shards[s]; ++j) v.emplace_back(key(kP, stack, s, t, j), 1);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string ExactDomain::termName(std::uint64_t k) {
+  const auto kind = static_cast<Kind>(k >> 61);
+  if (kind == kJ) return "junk#" + std::to_string(k & ((std::uint64_t{1} << 60) - 1));
+  const int stack = static_cast<int>((k >> 60) & 1);
+  const int stage = static_cast<int>((k >> 46) & 0x3fff) - 1;
+  const int t = static_cast<int>((k >> 22) & 0xffffff);
+  const int j = static_cast<int>(k & 0x3fffff);
+  const std::string pre = stack ? "mtp:" : "";
+  switch (kind) {
+    case kE:
+      return pre + "e(t" + std::to_string(t) + ")";
+    case kP:
+      return pre + "p(s" + std::to_string(stage) + ", t" + std::to_string(t) + ", j" +
+             std::to_string(j) + ")";
+    case kN:
+      return pre + "n(s" + std::to_string(stage) + ", t" + std::to_string(t) + ")";
+    default:
+      return "?";
+  }
+}
+
+Explanation ExactDomain::explain(const Value& v, Expect e, int stack, int stage, int t) const {
+  const Value want = expected(e, stack, stage, t);
+  // Padding leak first, then a foreign term, then a term counted k > 1
+  // times, then a term never completed (DESIGN §3's classes).
+  for (const auto& [k, c] : v) {
+    if ((k >> 61) == kJ) return {ViolationClass::kPaddingLeak, termName(k), c};
+  }
+  for (const auto& [k, c] : v) {
+    const bool wanted =
+        std::binary_search(want.begin(), want.end(), std::make_pair(k, std::int64_t{1}));
+    if (!wanted) {
+      const int tok = static_cast<int>((k >> 22) & 0xffffff);
+      return {ViolationClass::kForeignTerm, termName(k), c, tok != t ? tok : -1};
+    }
+  }
+  for (const auto& [k, c] : v) {
+    if (c > 1 || c < 0) return {ViolationClass::kCountedTwice, termName(k), c};
+  }
+  for (const auto& [k, c] : want) {
+    auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(k, std::int64_t{0}),
+                               [](const auto& x, const auto& y) { return x.first < y.first; });
+    if (it == v.end() || it->first != k) return {ViolationClass::kNeverCompleted, termName(k), 0};
+  }
+  return {ViolationClass::kForeignTerm, "?", 0};
+}
+
+}  // namespace seam::ledger_detail

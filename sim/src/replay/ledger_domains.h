@@ -1,0 +1,129 @@
+// Private to sim/: the two value domains of the ledger (ledger.h explains
+// why there are two). Both expose the same small interface to the replay:
+// zero, add, the atoms e / p / n / junk, and the two checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/fingerprint.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/replay/ledger.h"
+
+namespace seam::ledger_detail {
+
+/// Stage count and weight shards of each stack, read from the plan.
+struct StackShape {
+  std::vector<int> shards;    ///< per stage: number of p(s, t, j) terms
+  std::vector<int> joins_at;  ///< per stage: the first stage whose complete input includes it
+};
+
+/// What a row was expected to hold at a check.
+enum class Expect : std::uint8_t { kComplete, kNormed };
+
+/// The verdict of the exact domain on one wrong row.
+struct Explanation {
+  ViolationClass cls = ViolationClass::kNeverCompleted;
+  std::string term;
+  std::int64_t coefficient = 0;
+  int foreign_token = -1;
+};
+
+// ---------------------------------------------------------------------------
+// Fast domain: fingerprints in GF(2^61 - 1).
+class FastDomain {
+ public:
+  using Value = std::uint64_t;
+  static constexpr std::uint64_t kPrime = detail::kFieldPrime;
+
+  void prepare(const std::vector<StackShape>& stacks, int tokens);
+  Value zero() const { return 0; }
+  static void addMod(Value& a, const Value& b) { a = detail::fieldAdd(a, b); }
+  void add(Value& a, const Value& b) const { addMod(a, b); }
+  Value embed(int stack, int t) const { return mul(a_embed_[stack], b_[t]); }
+  Value partial(int stack, int stage, int t, int j) const {
+    return mul(a_partial_[stack][stage][j], b_[t]);
+  }
+  Value normed(int stack, int stage, int t) const { return mul(a_normed_[stack][stage], b_[t]); }
+  /// A padding row's value: one splitmix64 of its id (inline: full rows
+  /// carry a padding row per aligned or padded slot row, norm and compute
+  /// make one per row).
+  Value junk(std::uint64_t id) const {
+    const Value h = detail::splitmix64(id ^ 0x5bd1e9955bd1e995ULL) & kPrime;
+    return h == 0 || h == kPrime ? 1 : h;
+  }
+  // The replay's value operations: a padding row (t < 0) becomes junk.
+  Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : normed(stack, stage, t);
+  }
+  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id,
+                int) const {
+    return t < 0 ? junk(junk_id) : partial(stack, stage, t, j);
+  }
+  Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
+    return t < 0 ? junk(junk_id) : embed(stack, t);
+  }
+  bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
+    return v ==
+           (e == Expect::kComplete ? mul(prefix_[stack][stage], b_[t]) : normed(stack, stage, t));
+  }
+
+ private:
+  static Value mul(Value a, Value b) { return detail::fieldMul(a, b); }
+  std::vector<Value> b_;                                    // per token
+  std::vector<Value> a_embed_;                              // per stack
+  std::vector<std::vector<std::vector<Value>>> a_partial_;  // [stack][stage][shard]
+  std::vector<std::vector<Value>> a_normed_;                // [stack][stage], stage n = final
+  std::vector<std::vector<Value>> prefix_;  // [stack][k] = a_e + sum_{s<k} sum_j a_p
+};
+
+// ---------------------------------------------------------------------------
+// Exact domain: explicit (term, coefficient) lists, sorted by term key.
+class ExactDomain {
+ public:
+  using Value = std::vector<std::pair<std::uint64_t, std::int64_t>>;
+
+  void prepare(const std::vector<StackShape>& stacks, int tokens) { stacks_ = &stacks; }
+  Value zero() const { return {}; }
+  void add(Value& a, const Value& b) const { addTerms(a, b); }
+  static void addTerms(Value& a, const Value& b);
+  Value embed(int stack, int t) const { return {{key(kE, stack, 0, t, 0), 1}}; }
+  Value partial(int stack, int stage, int t, int j) const {
+    return {{key(kP, stack, stage, t, j), 1}};
+  }
+  Value normed(int stack, int stage, int t) const { return {{key(kN, stack, stage, t, 0), 1}}; }
+  Value junk(std::uint64_t id) const {
+    return {{(std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1)), 1}};
+  }
+  Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
+    return t < 0 ? junk(junk_id) : normed(stack, stage, t);
+  }
+  Value compute(const Value&, int stack, int stage, int t, int j, int, std::uint64_t junk_id,
+                int) const {
+    return t < 0 ? junk(junk_id) : partial(stack, stage, t, j);
+  }
+  Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
+    return t < 0 ? junk(junk_id) : embed(stack, t);
+  }
+  bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
+    return v == expected(e, stack, stage, t);
+  }
+  /// Why `v` is not what was expected.
+  Explanation explain(const Value& v, Expect e, int stack, int stage, int t) const;
+  /// "p(s3, t2, j1)", "e(t0)", "n(s4, t1)", "junk#7" (stack 1 terms carry "mtp:").
+  static std::string termName(std::uint64_t key);
+
+ private:
+  enum Kind : std::uint64_t { kE = 0, kP = 1, kN = 2, kJ = 3 };
+  static std::uint64_t key(Kind kind, int stack, int stage, int t, int j) {
+    return (std::uint64_t{kind} << 61) | (std::uint64_t(stack & 1) << 60) |
+           (std::uint64_t((stage + 1) & 0x3fff) << 46) | (std::uint64_t(t & 0xffffff) << 22) |
+           std::uint64_t(j & 0x3fffff);
+  }
+  Value expected(Expect e, int stack, int stage, int t) const;
+  const std::vector<StackShape>* stacks_ = nullptr;
+};
+
+}  // namespace seam::ledger_detail

@@ -1,0 +1,145 @@
+// Private to sim/: the numeric value domain of the replay (replay.h). Each
+// row is `hidden` floats; norm, compute and the MTP projection run the
+// numeric model of numeric.h. Nothing is checked symbolically here: the
+// executor compares outputs with the reference instead.
+#pragma once
+
+#include <array>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "base/fingerprint.h"
+#include "replay/ledger_domains.h"
+#include "replay/replay.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/replay/numeric.h"
+#include "seam/sim/replay/numeric_executor.h"
+
+namespace seam::ledger_detail {
+
+class NumericDomain {
+ public:
+  using Value = std::vector<float>;
+
+  /// The case gives the stages' kinds (MoE stages route), the model's MoE
+  /// shape and moe_ep (how a MoE weight group splits into EP slices).
+  void configure(numeric::Mode mode, const numeric::Shape& shape, const Case& c) {
+    mode_ = mode;
+    shape_ = shape;
+    weights_.clear();
+    moe_weights_.clear();
+    kinds_ = {c.model.pattern.layers, c.model.pattern.mtp};
+    moe_ = numeric::moeShape(c.model.shape, c.config.moe_ep, shape);
+    moe_ep_ = c.config.moe_ep;
+  }
+  void setOrder(ExecutionOrder order) { order_ = order; }
+  void prepare(const std::vector<StackShape>&, int) {}
+  Value zero() const { return Value(shape_.hidden, 0.0f); }
+  void add(Value& a, const Value& b) const {
+    for (int k = 0; k < shape_.hidden; ++k) {
+      a[k] += b[k];
+      if (mode_ == numeric::Mode::kReal) a[k] = numeric::roundBf16(a[k]);
+    }
+  }
+  Value embed(int stack, int t) const { return numeric::embedRow(stack, t, mode_, shape_); }
+  Value junk(std::uint64_t) const { return Value(shape_.hidden, numeric::kPaddingValue); }
+  bool holds(const Value&, Expect, int, int, int) const { return true; }
+  Explanation explain(const Value&, Expect, int, int, int) const { return {}; }
+
+  Value norm(const Value& in, int stack, int stage, int, std::uint64_t) {
+    Value out(shape_.hidden);
+    // A MoE stage's norm weight is its shared expert's (moeWeights).
+    const auto& weight =
+        isMoe(stack, stage) ? moeWeights(stack, stage).shared.norm : weights(stack, stage).norm;
+    numeric::normRow(in.data(), out.data(), shape_.hidden, mode_, weight);
+    return out;
+  }
+  Value compute(const Value& in, int stack, int stage, int, int j, int shards, std::uint64_t,
+                int rows) {
+    Value out(shape_.hidden);
+    if (isMoe(stack, stage)) {
+      const numeric::MoeWeights& w = moeWeights(stack, stage);
+      numeric::moeShard(w, numeric::moeSlice(w.moe, j, shards, moe_ep_), in.data(), out.data(),
+                        mode_);
+    } else {
+      const numeric::StageWeights& w = weights(stack, stage);
+      numeric::stageShard(w, numeric::shardColumns(w.inner, shards, j), in.data(), out.data(),
+                          mode_);
+    }
+    kernelOfSize(out, rows);
+    return out;
+  }
+  Value project(const Value& in, int stack, int t, std::uint64_t, int rows) const {
+    Value out(shape_.hidden);
+    numeric::projectRow(in.data(), out.data(), stack, t < 0 ? 0 : t, mode_, shape_);
+    kernelOfSize(out, rows);
+    return out;
+  }
+  /// ExecutionOrder::kCallDependent's reductions: element i adds the members
+  /// from a start and in a direction drawn from the call and i.
+  template <class RowsOf>
+  void reduceCall(std::vector<Value>& sum, size_t n, const RowsOf& rows_of,
+                  const ReduceCall& call) const {
+    if (order_ == ExecutionOrder::kMemberOrder || n < 2) {
+      for (size_t p = 1; p < n; ++p) {
+        for (size_t i = 0; i < sum.size(); ++i) add(sum[i], rows_of(p)[i]);
+      }
+      return;
+    }
+    for (size_t i = 0; i < sum.size(); ++i) {
+      const std::uint64_t h = detail::splitmix64(
+          detail::splitmix64(static_cast<std::uint64_t>(call.kind) * 0x100000001b3ULL ^
+                             static_cast<std::uint64_t>(call.communicator)) ^
+          (static_cast<std::uint64_t>(call.rows) << 32 | i));
+      const size_t start = h % n;
+      const bool up = (h >> 32) & 1;
+      Value s = rows_of(start)[i];
+      for (size_t k = 1; k < n; ++k) add(s, rows_of(up ? (start + k) % n : (start + n - k) % n)[i]);
+      sum[i] = std::move(s);
+    }
+  }
+
+ private:
+  const numeric::StageWeights& weights(int stack, int stage) {
+    auto it = weights_.find({stack, stage});
+    if (it == weights_.end()) {
+      it = weights_
+               .emplace(std::make_pair(stack, stage),
+                        numeric::stageWeights(stack, stage, mode_, shape_))
+               .first;
+    }
+    return it->second;
+  }
+  bool isMoe(int stack, int stage) const {
+    return stack < 2 && stage >= 0 && stage < static_cast<int>(kinds_[stack].size()) &&
+           kinds_[stack][stage] == LayerKind::kMoe;
+  }
+  const numeric::MoeWeights& moeWeights(int stack, int stage) {
+    auto it = moe_weights_.find({stack, stage});
+    if (it == moe_weights_.end()) {
+      it = moe_weights_
+               .emplace(std::make_pair(stack, stage),
+                        numeric::moeWeights(stack, stage, mode_, shape_, moe_))
+               .first;
+    }
+    return it->second;
+  }
+  /// kCallDependent, real mode: a GEMM's kernel is chosen by its row count
+  /// and rounds its own way; here one bf16 ulp up for every third size.
+  void kernelOfSize(Value& out, int rows) const {
+    if (order_ != ExecutionOrder::kCallDependent || mode_ != numeric::Mode::kReal || rows % 3 != 1)
+      return;
+    for (float& v : out) v = numeric::roundBf16(v * (1.0f + 1.0f / 128));
+  }
+  ExecutionOrder order_ = ExecutionOrder::kMemberOrder;
+  numeric::Mode mode_ = numeric::Mode::kExact;
+  numeric::Shape shape_;
+  std::map<std::pair<int, int>, numeric::StageWeights> weights_;
+  std::map<std::pair<int, int>, numeric::MoeWeights> moe_weights_;
+  std::array<std::vector<LayerKind>, 2> kinds_;  ///< stage kinds of the main stack and the MTP step
+  numeric::MoeShape moe_;
+  int moe_ep_ = 1;
+};
+
+}  // namespace seam::ledger_detail

@@ -1,0 +1,288 @@
+// Private to sim/: the replay of a plan on every rank over a value domain, the
+// one definition of what each op kind does to rows (STYLE 6), run by the
+// ledger, the numeric CPU executor and the bit-identity prediction. This
+// header is its map; the bodies, by op family, are the replay_*.h at its end.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "replay/ledger_domains.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/lane_rows.h"
+#include "seam/sim/plan/rows.h"
+#include "seam/sim/plan/tbo.h"
+#include "seam/sim/replay/ledger.h"
+
+namespace seam::ledger_detail {
+
+/// What decides the order in which an executor adds the members' rows of
+/// one reduction: the call (op or DP step kind and the layout it reduces),
+/// the kind of communicator and its row count. NCCL picks its algorithm and
+/// each element's order of additions from these; two plans issuing the same
+/// call on the same rows get the same bits (the arithmetic domain of
+/// bit_identity.h keys on it; the other domains add in member order). The
+/// groups of one axis are taken to be alike (same size and stride on one
+/// NVSwitch host), so replicas reducing over their own groups agree.
+struct ReduceCall {
+  int kind = 0;          ///< OpKind, or kDpStepTag + DpStepKind, with the input layout
+  int communicator = 0;  ///< the communicator's axis (Topology::communicator / kCommunicatorStride)
+  int rows = 0;          ///< rows per member in the call
+};
+inline constexpr int kDpStepTag = 1 << 12;
+
+/// "[0,2,4]": a group's ranks, as violation details name them.
+inline std::string rankList(const std::vector<int>& g);
+
+/// The replay over `Domain` (FastDomain, ExactDomain, NumericDomain,
+/// ArithmeticDomain): a Domain::Value per row, and zero, add, embed, norm,
+/// compute, project, junk and holds on values. One object replays many plans
+/// (its buffers keep their capacity).
+template <class Domain>
+class Replay {
+ public:
+  using Value = typename Domain::Value;
+
+  /// One tensor of one rank: its rows' values and the layout they are in.
+  struct Buffer {
+    RowKind kind = RowKind::kNone;
+    bool present = false;
+    /// For full rows: the padding layout the rows were written in. A plan
+    /// that gathers in one mode and scatters in the other reads wrong slots.
+    DpPadding full_mode = DpPadding::kMaxLen;
+    std::vector<Value> v;
+  };
+  /// An aux snapshot: the buffer captured before `stage` of `stack`.
+  struct Snap {
+    int stack, stage;
+    Buffer buf;
+  };
+  /// A TBO plan's lanes not in use on a rank (indexed by lane).
+  struct Parked {
+    Buffer hidden[kHalfLanes], residual[kHalfLanes];
+  };
+  struct RankState {
+    /// The hidden state and residual of the lane (tbo.h: the whole batch or
+    /// a half) the rank's current op runs on; the other lanes' are parked.
+    Buffer hidden, residual;
+    int lane = 0;
+    Buffer branch;  ///< a branch's copy of its input, then its contribution until merged
+    std::vector<Snap> snaps;
+    size_t pc = 0;
+    bool final_done[2] = {false, false};
+    Buffer finals[2];  ///< the final norm's output per stack (numeric runs read it)
+  };
+
+  Replay() = default;
+  Replay(const Replay&) = delete;  // lane_ points into lanes_
+  Replay& operator=(const Replay&) = delete;
+
+  /// The value domain (the numeric executor configures it before a run).
+  Domain& domain() { return domain_; }
+
+  /// Replays `plan` on every rank from the embedding to the final checks;
+  /// stops at options.max_violations violations.
+  LedgerResult run(const Plan& plan, const LedgerOptions& options);
+
+  /// The rows a finished run reports, in rank order: first every snapshot row
+  /// of the main stack, on_snapshot(stage, token, value), then every final
+  /// norm's row, on_final(stack, token, value). Padding rows are skipped.
+  template <class OnFinal, class OnSnapshot>
+  void visitOutputs(OnFinal&& on_final, OnSnapshot&& on_snapshot) const;
+
+ private:
+  // ---- the run (replay_run.h) ------------------------------------------------
+  /// The stages of each stack, from the plan (StackShape).
+  void shapeStacks();
+  /// Every rank starts on the batch's lane with no residual, branch or snapshot.
+  void resetRanks();
+  /// The embedding: complete on attention rows (VocabParallelEmbedding reduces itself).
+  void embed();
+  /// Rounds over the ranks: each runs its local ops up to a collective, then
+  /// every collective whose group's members all wait in it runs; a round
+  /// without progress is a deadlock.
+  void schedule();
+  /// Runs rank r's local ops up to its next collective; true if any ran.
+  bool runLocal(int r);
+  /// Runs the collective at rank r's pc when r is its group's lowest rank and
+  /// every member waits in a matching call; true if it ran.
+  bool tryCollective(int r);
+  /// Names the first rank that waits and what its group's members do instead.
+  void reportDeadlock();
+  /// End of the plan: snapshots complete, no branch left open, every last
+  /// pipeline rank holds each stack's final output.
+  void finalChecks();
+
+  // ---- violations and checks (replay_checks.h) -------------------------------
+  bool stopped() const {
+    return static_cast<int>(result_.violations.size()) >= options_.max_violations;
+  }
+  /// A violation located at rank's current op (rank -1: at no rank).
+  Violation at(int rank, Property p, ViolationClass c, std::string detail);
+  void report(Violation v) { result_.violations.push_back(std::move(v)); }
+  void layoutViolation(int rank, Property p, const std::string& what) {
+    report(at(rank, p, ViolationClass::kLayoutMismatch, what));
+  }
+  /// Checks every token row of `b` against the expected value; reports the first wrong row.
+  bool checkRows(int rank, const Buffer& b, Expect e, int stack, int stage, Property p);
+  /// The exact domain's explanation of a wrong row, as a sentence.
+  static std::string describe(const Explanation& x, Expect e, int stack, int stage, int t);
+  /// `b` holds rows of `kind`, as many as the rank has; else a layout violation.
+  bool expectKind(int r, const Buffer& b, RowKind kind, const Op& op, const char* what);
+  /// hidden and residual on the same rows: the residual follows (property 3).
+  bool residualFollows(int r, const RankState& st, const Op& op);
+  /// A plain all_gather / reduce_scatter between local and attention rows
+  /// moves one chunk size from every member (ncclAllGather /
+  /// ncclReduceScatter); unequal slices need the v-variants.
+  bool equalChunks(const std::vector<int>& members, const Op& op);
+
+  // ---- buffers and rows (replay_rows.h) --------------------------------------
+  /// The current lane's rows (the batch's, or under TBO the current op's half's).
+  const RowMap& rows() const { return lane_->rows; }
+  /// The buffer an op's tensor names (a snapshot: the last one taken).
+  Buffer& bufferOf(RankState& st, Tensor t);
+  Value freshJunk() { return domain_.junk(++junk_); }
+  /// The tokens a buffer's rows hold by its layout.
+  const std::vector<int>& tokensOf(const Buffer& b, int rank) const;
+  /// Rows [slot, slot + B_d) of a full buffer, where the op's padding mode puts shard d.
+  bool readSlot(int r, const Buffer& b, const Op& op, std::vector<Value>* out);
+  /// Rank `src`'s local rows of `attention` (the shard's rows): its slice,
+  /// and under LayerNorm SP's padded chunks the rows past the shard are the
+  /// zero rows of the pad, which hold no token.
+  void takeLocal(int src, const std::vector<Value>& attention, std::vector<Value>* out);
+  void recordFinal(int r, int stack, const Buffer& b);
+  void addInto(Buffer& dst, const Buffer& src);
+  /// One reduction of `n` members' rows: `sum` holds member 0's rows (it may
+  /// be them) and ends as the sum; rows_of(p) are member p's. In member order,
+  /// unless the domain orders reductions by their call (reduceCall), which
+  /// call_of() names only then (the ledger's domains never ask).
+  template <class RowsOf, class CallOf>
+  void reduceMembers(std::vector<Value>& sum, size_t n, const RowsOf& rows_of,
+                     const CallOf& call_of);
+  ReduceCall reduceCallOf(const Op& op, int rank, int rows) const;
+
+  // ---- local ops (replay_local_ops.h) ----------------------------------------
+  /// Runs a non-communicating op (or dp_scatter, local to its rank) on rank r.
+  void execLocal(int r, const Op& op);
+  void zeroFill(int r, const Op& op);
+  /// A slice op: a TBO split, CP's reorders, the CP take-back or the attn_tp slice.
+  void slice(int r, const Op& op);
+  /// cp_gather_after_forward's reorder: the gathered CP shards in sequence order.
+  void reorderOntoSequence(int r, const Op& op, Buffer& b);
+  /// cp_shard_hidden_states: this rank's CP shard of rows in sequence order, zero-padded.
+  void shardSequence(int r, const Op& op, Buffer& b);
+  /// attn_cp_take_back_output: this CP rank's block of the gathered rows.
+  void takeBackCpBlock(int r, const Op& op, Buffer& b);
+  /// tensor_split(attn_tp)[index]: the rank's own slice, or the plan's index.
+  void sliceLocal(int r, const Op& op, Buffer& b);
+  /// An add op: a TBO merge, a branch's fork or merge, the residual adds.
+  void add(int r, const Op& op);
+  /// Fork: an empty branch takes a copy of the (normed) hidden state.
+  /// Merge: a branch's contribution is added into the hidden state.
+  void forkOrMerge(int r, RankState& st);
+  /// Input-scattered FFN input (_tp_sum_with_residual_read): the residual
+  /// slice added into this rank's own rows of the partial sum.
+  void addResidualSlice(int r, RankState& st, const Op& op);
+  /// norm at (stack, stage): checks the complete value, replaces it by n(s, t).
+  void normInPlace(int r, Buffer& b, const Buffer& source, const Op& op);
+  /// residual += hidden (residual := hidden first), hidden = norm(residual).
+  void addNorm(int r, const Op& op);
+  /// A stage's GEMMs on its normed input (or the MTP input projection).
+  void compute(int r, const Op& op);
+
+  // ---- point to point and collectives (replay_collectives.h) -----------------
+  void doSend(int r, const Op& op);
+  /// Receives rank r's pending recv from its mailbox; false while it is empty.
+  bool tryRecv(int r);
+  /// Runs a communicating op on all of its group's members at once.
+  void execCollective(const std::vector<int>& members, const Op& op);
+  /// all_reduce (and ar_add_norm, the add_norm after it).
+  void allReduce(const std::vector<int>& members, const Op& op);
+  /// Attention rows to local slices, the DP return's slot or attn_cp's blocks.
+  void reduceScatter(const std::vector<int>& members, const Op& op);
+  /// attn_cp's gathers: the CP shards concatenated in rank order.
+  void gatherCpShards(const std::vector<int>& members, const Op& op);
+  /// Local slices to attention rows, each member's slice at its offset.
+  void gatherLocal(const std::vector<int>& members, const Op& op);
+  /// all_to_all dispatch: every member receives the concatenation of the members' rows.
+  void dispatch(const std::vector<int>& members, const Op& op);
+  /// all_to_all combine: each member's segment, summed over the experts' ranks.
+  void combine(const std::vector<int>& members, const Op& op);
+
+  // ---- DP ops, lowered (replay_dp.h) -----------------------------------------
+  /// One member's run of its lowering: the buffer in flight, the local rows
+  /// the all-reduce path keeps aside, its steps and how far it got.
+  struct DpWork {
+    std::vector<Value> buf, local;
+    DpLowering steps;
+    int pos = 0;
+    DpPadding mode = DpPadding::kMaxLen;
+  };
+  /// "dp_gather_partial (lowered: all_reduce over tp)".
+  std::string dpWhere(const Op& op, const DpStep& s) const;
+  /// Runs the DP op at every member's pc through its lowering: local steps
+  /// on each member, collective steps on each step's group (a sub-group of
+  /// the TP group: attn_tp, attn_cp or tp) once all of its members reach
+  /// them; members must agree on each collective's kind and bytes.
+  void runDpOp(const std::vector<int>& members, const Op& op);
+  /// Lowers each member's DP op and takes its input rows; false after a violation.
+  bool startDpOp(const std::vector<int>& members, bool gather);
+  /// Runs the members' steps to the end; false after a violation or a deadlock.
+  bool runDpSteps(const std::vector<int>& members, const Op& op);
+  /// Each member's rows in flight become its output tensor.
+  void finishDpOp(const std::vector<int>& members, bool gather);
+  /// A local step of one member; false after a violation.
+  bool dpLocalStep(int m, DpWork& w, const DpStep& s);
+  /// The collective step `s` of the lowest member of `group`, once every
+  /// member of `group` waits on a collective on that axis (*ready = 1);
+  /// false after a violation.
+  bool dpCollectiveStep(const std::vector<int>& members, const std::vector<int>& group,
+                        const DpStep& s, int* ready);
+
+  // ---- lanes: TBO halves (replay_lanes.h) ------------------------------------
+  /// The row maps and DP buffers of `lane` become the current ones.
+  void useLane(int lane) { lane_ = &lanes_[lane]; }
+  /// Rank r's buffers and the row maps switch to the lane of `half`.
+  void activate(int r, Half half);
+  /// The whole batch's hidden state or residual while a half's lane is active.
+  Buffer& wholeBuffer(int r, Tensor t);
+  /// TBO split (slice) or merge (add: a copy) of the active half's rows (tbo.h):
+  /// child A holds rows [0, split) of each shard's attention rows, B the rest.
+  void tboMove(int r, const Op& op);
+
+  // ---- state -----------------------------------------------------------------
+  const Plan* plan_ = nullptr;
+  LedgerOptions options_;
+  LedgerResult result_;
+  std::optional<Topology> topo_;
+  std::vector<LaneRows> lanes_;     // lane 0: the batch; a TBO plan's halves: lanes 1, 2
+  const LaneRows* lane_ = nullptr;  // the current op's (lanes_[lane])
+  bool tbo_ = false;                // the plan runs TBO halves (lanes 1, 2)
+  std::vector<Parked> parked_;      // per rank, for a TBO plan
+  std::int64_t row_bytes_ = 0;
+  std::vector<DpWork> dp_work_;    // per member of the DP op in flight (reused)
+  std::vector<DpWork*> dp_group_;  // the members of one lowered collective
+  std::vector<Value> dp_sum_;      // its sum or concatenation
+  std::vector<int> one_rank_;      // dp_scatter's one member
+  std::vector<StackShape> stacks_;
+  int stage_base_[2] = {0, 0};  // index into plan.stages of each stack's stage 0
+  Domain domain_;
+  std::vector<RankState> ranks_;
+  std::map<std::pair<int, int>, std::deque<Buffer>> mailbox_;
+  std::uint64_t junk_ = 0;
+};
+
+}  // namespace seam::ledger_detail
+
+#include "replay/replay_checks.h"
+#include "replay/replay_collectives.h"
+#include "replay/replay_dp.h"
+#include "replay/replay_lanes.h"
+#include "replay/replay_local_ops.h"
+#include "replay/replay_rows.h"
+#include "replay/replay_run.h"

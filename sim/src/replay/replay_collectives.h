@@ -1,0 +1,265 @@
+// Private to sim/: the communicating ops of Replay (replay.h includes this at
+// its end): a pipeline send and recv through a mailbox, and what each
+// collective does to its group's rows, all members at once.
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "replay/replay.h"
+
+namespace seam::ledger_detail {
+
+template <class Domain>
+inline void Replay<Domain>::doSend(int r, const Op& op) {
+  RankState& st = ranks_[r];
+  const Buffer& b = op.tensor == Tensor::kResidual ? st.residual : st.hidden;
+  const int peer = r + topo_->config().tp;
+  if (peer >= plan_->world()) {
+    report(at(r, Property::kCollectivesMatch, ViolationClass::kDeadlock,
+              "send from the last pipeline stage: nobody receives it"));
+    return;
+  }
+  mailbox_[{peer, static_cast<int>(op.tensor)}].push_back(b);
+}
+
+template <class Domain>
+inline bool Replay<Domain>::tryRecv(int r) {
+  const Op& op = plan_->ranks[r][ranks_[r].pc];
+  if (tbo_) activate(r, op.half);
+  auto it = mailbox_.find({r, static_cast<int>(op.tensor)});
+  if (it == mailbox_.end() || it->second.empty()) return false;
+  RankState& st = ranks_[r];
+  (op.tensor == Tensor::kResidual ? st.residual : st.hidden) = std::move(it->second.front());
+  it->second.pop_front();
+  ++st.pc;
+  ++result_.ops_executed;
+  return true;
+}
+
+template <class Domain>
+inline void Replay<Domain>::execCollective(const std::vector<int>& members, const Op& op) {
+  switch (op.kind) {
+    case OpKind::kAllReduce:
+    case OpKind::kArAddNorm:
+      allReduce(members, op);
+      return;
+    case OpKind::kReduceScatter:
+    case OpKind::kReduceScatterv:
+      reduceScatter(members, op);
+      return;
+    case OpKind::kAllGather:
+    case OpKind::kAllGatherv:
+      if (op.rows_out.kind == RowKind::kFull || op.rows_out.kind == RowKind::kCpGathered) {
+        gatherCpShards(members, op);
+      } else {
+        gatherLocal(members, op);
+      }
+      return;
+    case OpKind::kAllToAll:
+      if (op.rows_out.kind == RowKind::kDispatched) {
+        dispatch(members, op);
+      } else {
+        combine(members, op);
+      }
+      return;
+    case OpKind::kDpGatherPartial:
+    case OpKind::kDpGatherReplicate:
+    case OpKind::kDpReduceScatter:
+      runDpOp(members, op);
+      return;
+    default:
+      assert(false && "execCollective of a local op");
+  }
+}
+
+template <class Domain>
+inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op& op) {
+  auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
+  const int r0 = members.front();
+  for (int m : members) {
+    if (!buf(m).present || buf(m).v.size() != buf(r0).v.size() || buf(m).kind != buf(r0).kind) {
+      report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                "all_reduce members hold different rows (" + std::to_string(buf(m).v.size()) +
+                    " vs " + std::to_string(buf(r0).v.size()) + ")"));
+      return;
+    }
+  }
+  // Summed into the lowest member's rows, copied into the others' (no new buffer).
+  Buffer& sum = buf(r0);
+  reduceMembers(
+      sum.v, members.size(),
+      [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
+      [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
+  for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
+  if (op.kind == OpKind::kArAddNorm) {
+    for (int m : members) {
+      addNorm(m, op);
+      if (stopped()) return;
+    }
+  }
+}
+
+template <class Domain>
+inline void Replay<Domain>::reduceScatter(const std::vector<int>& members, const Op& op) {
+  auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
+  const int r0 = members.front();
+  const RowKind in = op.rows_in.kind;
+  for (int m : members) {
+    if (!expectKind(m, buf(m), in, op, tensorName(op.tensor).data())) return;
+    if (buf(m).v.size() != buf(r0).v.size()) {
+      report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                "reduce-scatter members hold different rows"));
+      return;
+    }
+  }
+  if (in == RowKind::kAttention && !equalChunks(members, op)) return;
+  Buffer sum = buf(r0);
+  reduceMembers(
+      sum.v, members.size(),
+      [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
+      [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
+  const bool cp_return = in == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp);
+  for (size_t k = 0; k < members.size(); ++k) {
+    const int m = members[k];
+    Buffer& b = buf(m);
+    if (cp_return) {  // attn_cp_reduce_scatter_output: member k's block
+      const int cnt = rows().count(RowKind::kAttention, m);
+      if (static_cast<int>(sum.v.size()) < static_cast<int>(k + 1) * cnt) {
+        layoutViolation(m, Property::kOwedOnce,
+                        "an attn_cp reduce-scatter of rows that were not gathered");
+        return;
+      }
+      b.v.assign(sum.v.begin() + k * cnt, sum.v.begin() + (k + 1) * cnt);
+      b.kind = RowKind::kAttention;
+    } else if (in == RowKind::kFull) {  // the DP return: this shard's slot
+      const Op& mop = plan_->ranks[m][ranks_[m].pc];
+      if (!readSlot(m, sum, mop, &b.v)) return;
+      b.kind = RowKind::kAttention;
+    } else {  // attention rows -> this rank's local slice
+      takeLocal(m, sum.v, &b.v);
+      b.kind = RowKind::kLocal;
+    }
+  }
+}
+
+template <class Domain>
+inline void Replay<Domain>::gatherCpShards(const std::vector<int>& members, const Op& op) {
+  // attn_cp_interleave_gather, moe_cp_gather, cp_gather_after_forward.
+  auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
+  const int r0 = members.front();
+  const RowKind into = op.rows_out.kind;
+  Buffer g;
+  g.kind = into;
+  g.present = true;
+  for (int m : members) {
+    if (!expectKind(m, buf(m), RowKind::kAttention, op, tensorName(op.tensor).data())) return;
+    g.v.insert(g.v.end(), buf(m).v.begin(), buf(m).v.end());
+  }
+  if (static_cast<int>(g.v.size()) != rows().count(into, r0)) {
+    layoutViolation(r0, Property::kOwedOnce,
+                    "an attn_cp gather of " + std::to_string(g.v.size()) + " rows into " +
+                        std::string(rowKindName(into)) + " rows of " +
+                        std::to_string(rows().count(into, r0)));
+    return;
+  }
+  for (int m : members) buf(m) = g;
+}
+
+template <class Domain>
+inline void Replay<Domain>::gatherLocal(const std::vector<int>& members, const Op& op) {
+  // LayerNorm SP: the padded equal chunks gathered, then narrowed to the
+  // op's rows_out, the shard's M rows in a real plan (all_gather_token_rows'
+  // output[:total_rows]).
+  auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
+  const int r0 = members.front();
+  if (!equalChunks(members, op)) return;
+  const int cnt = rows().count(RowKind::kAttention, r0);
+  int gathered = cnt;
+  for (int m : members)
+    gathered = std::max(gathered, rows().localOffset(m) + static_cast<int>(buf(m).v.size()));
+  Buffer g;
+  g.kind = RowKind::kAttention;
+  g.present = true;
+  g.v.assign(gathered, domain_.zero());
+  for (int m : members) {
+    Buffer& b = buf(m);
+    const int off = rows().localOffset(m);
+    const bool fits = rows().localSplit() == LocalSplit::kPaddedEqual
+                          ? static_cast<int>(b.v.size()) == rows().count(RowKind::kLocal, m)
+                          : off + static_cast<int>(b.v.size()) <= cnt;
+    if (!b.present || rows().count(RowKind::kAttention, m) != cnt || !fits) {
+      report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                "all_gather members hold slices of different shards"));
+      return;
+    }
+    std::copy(b.v.begin(), b.v.end(), g.v.begin() + off);
+  }
+  g.v.resize(std::min(gathered, std::max(cnt, static_cast<int>(op.rows_out.count))));
+  for (int m : members) buf(m) = g;
+  if (rows().localSplit() == LocalSplit::kPaddedEqual && op.tensor == Tensor::kHidden &&
+      op.stage == static_cast<int>(stacks_[op.stack].shards.size())) {
+    // maybe_exit_gather: the final norm ran on the SP shards; the gathered
+    // rows are the model's output.
+    for (int m : members) {
+      if (!checkRows(m, buf(m), Expect::kNormed, op.stack, op.stage, Property::kOutputComplete))
+        return;
+      recordFinal(m, op.stack, buf(m));
+    }
+  }
+}
+
+template <class Domain>
+inline void Replay<Domain>::dispatch(const std::vector<int>& members, const Op& op) {
+  auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
+  Buffer d;
+  d.kind = RowKind::kDispatched;
+  d.present = true;
+  for (int m : members) {
+    const Buffer& b = buf(m);
+    if (!b.present) {
+      layoutViolation(m, Property::kOwedOnce, "all_to_all dispatch of no value");
+      return;
+    }
+    d.v.insert(d.v.end(), b.v.begin(), b.v.end());
+  }
+  for (int m : members) {
+    if (static_cast<int>(d.v.size()) != rows().count(RowKind::kDispatched, m)) {
+      report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                "all_to_all dispatch sizes do not add up to the group's rows"));
+      return;
+    }
+  }
+  for (int m : members) buf(m) = d;
+}
+
+template <class Domain>
+inline void Replay<Domain>::combine(const std::vector<int>& members, const Op& op) {
+  auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
+  std::vector<Buffer> out(members.size());
+  int seg = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const int m = members[i];
+    const int cnt = rows().count(op.rows_out.kind, m);
+    out[i].kind = op.rows_out.kind;
+    out[i].present = true;
+    out[i].v.assign(cnt, domain_.zero());
+    for (int src : members) {
+      const Buffer& b = buf(src);
+      if (b.kind != RowKind::kDispatched || static_cast<int>(b.v.size()) < seg + cnt) {
+        layoutViolation(src, Property::kOwedOnce,
+                        "all_to_all combine of rows that were not dispatched");
+        return;
+      }
+      for (int k = 0; k < cnt; ++k) domain_.add(out[i].v[k], b.v[seg + k]);
+    }
+    seg += cnt;
+  }
+  for (size_t i = 0; i < members.size(); ++i) buf(members[i]) = std::move(out[i]);
+}
+
+}  // namespace seam::ledger_detail

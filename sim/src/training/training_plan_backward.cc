@@ -1,0 +1,218 @@
+// The training planner's backward (training_plan_builder.h): per rank, the
+// conjugate of each forward op in reverse (§4.1), with each layer's gradient
+// reductions where the engine issues them (FSDP reduce-scatter hooks;
+// Megatron's finalize_model_grads TP all-reduce and DDP over dp x cp), and
+// the gradient tensors those ops read and write.
+#include <algorithm>
+#include <iterator>
+
+#include "training/training_plan_builder.h"
+
+namespace seam::training {
+
+void Builder::backward() {
+  for (int r = 0; r < W(); ++r) {
+    std::vector<TrainingOp> bwd;
+    const std::vector<TrainingOp>& f = fwd_[r];
+    for (int i = static_cast<int>(f.size()) - 1; i >= 0; --i) {
+      // FSDP reshards after forward: a block's parameters are all-gathered
+      // again before its backward (PrimeRL; the forward's gathers in reverse).
+      const bool layer_starts = i == static_cast<int>(f.size()) - 1 || f[i + 1].layer != f[i].layer;
+      if (layer_starts && !megatron()) {
+        for (const TrainingOp& g : f) {
+          if (g.layer != f[i].layer || g.pass != Pass::kForward || g.kind != OpKind::kAllGather ||
+              !g.reads.empty())
+            continue;
+          TrainingOp again = g;
+          again.pass = Pass::kBackward;
+          again.step = g.step + " (backward)";
+          bwd.push_back(std::move(again));
+        }
+      }
+      bool keep = false;
+      TrainingOp b = conjugate(f[i], i, r, &keep);
+      if (keep) bwd.push_back(std::move(b));
+      const bool layer_done = i == 0 || f[i - 1].layer != f[i].layer;
+      if (layer_done) gradReductions(f[i].layer, f[i].block, bwd, r);
+    }
+    fwd_[r].insert(fwd_[r].end(), std::make_move_iterator(bwd.begin()),
+                   std::make_move_iterator(bwd.end()));
+  }
+}
+
+/// The backward of forward op `f` (the index-th of rank r); *keep false when
+/// it has none (FSDP parameter gathers, parameter slices, ops the gradients
+/// need no conjugate of).
+TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep) {
+  *keep = true;
+  TrainingOp b = f;
+  b.pass = Pass::kBackward;
+  b.conj_of = index;
+  b.reads.clear();
+  b.writes.clear();
+  auto g = [&](int buf) { return static_cast<std::int16_t>(gradOf(buf)); };
+  switch (f.kind) {
+    case OpKind::kCompute:
+      for (auto w : f.writes) b.reads.push_back(g(w));
+      for (auto rd : f.reads) b.writes.push_back(g(rd));
+      b.bytes = 0;
+      for (auto w : b.writes) b.bytes += cells_[w][r] * plan_.tensors[w].unit_bytes;
+      return b;
+    case OpKind::kAllToAll:
+      b.reads = {g(f.writes[0])};
+      b.writes = {g(f.reads[0])};
+      if (f.a2a == A2aMode::kSeqToHead) b.a2a = A2aMode::kHeadToSeq;
+      if (f.a2a == A2aMode::kHeadToSeq) b.a2a = A2aMode::kSeqToHead;
+      if (f.a2a == A2aMode::kToExpert || f.a2a == A2aMode::kToSource) {
+        // DeepEP: dispatch.backward = combine and combine.backward = dispatch, same handle:
+        // every cell goes back where it came from, in the order it left.
+        b.a2a = A2aMode::kToSource;
+        b.reads.push_back(f.reads[0]);
+      }
+      std::swap(b.in_splits, b.out_splits);
+      return b;
+    case OpKind::kAllGather:
+      if (f.reads.empty()) {  // FSDP parameter all-gather: its gradient reduction is the layer's
+        *keep = false;
+        return b;
+      }
+      b.kind = OpKind::kReduceScatter;
+      b.reads = {g(f.writes[0])};
+      b.writes = {g(f.reads[0])};
+      b.step = f.step == "sp all-gather" ? "sp reduce-scatter (dgrad)" : "cp reduce-scatter dkv";
+      return b;
+    case OpKind::kReduceScatter:
+      b.kind = OpKind::kAllGather;
+      b.reads = {g(f.writes[0])};
+      b.writes = {g(f.reads[0])};
+      b.step = "sp all-gather (grad)";
+      b.bytes = f.bytes;
+      return b;
+    case OpKind::kSlice:
+    case OpKind::kAdd:
+      switch (f.transform) {
+        case Transform::kSliceParam:
+          *keep = false;  // the gradient lands in the slice (the kernels write it there)
+          return b;
+        case Transform::kRepeat:
+          b.kind = OpKind::kAdd;
+          b.transform = Transform::kSumRepeats;
+          b.step = "sum repeated grads";
+          b.reads = {g(f.writes[0])};
+          b.writes = {g(f.reads[0])};
+          return b;
+        case Transform::kReorder: {
+          b.reads = {g(f.writes[0])};
+          b.writes = {g(f.reads[0])};
+          std::vector<int> inv(f.perm.size());
+          for (size_t i = 0; i < f.perm.size(); ++i) inv[f.perm[i]] = static_cast<int>(i);
+          b.perm = std::move(inv);
+          return b;
+        }
+        case Transform::kSumOverK:
+          b.kind = OpKind::kSlice;
+          b.transform = Transform::kPermute;
+          b.step = "permute grads by expert";
+          b.reads = {g(f.writes[0]), f.reads[0]};
+          b.writes = {g(f.reads[0])};
+          return b;
+        case Transform::kRouteWeight:
+          b.reads = {g(f.writes[0])};
+          b.writes = {g(f.reads[0])};
+          return b;
+        case Transform::kPermute:
+          b.kind = OpKind::kAdd;
+          b.transform = Transform::kSumOverK;
+          b.step = "sum expert grads over k";
+          b.reads = {g(f.writes[0]), f.reads[0]};
+          b.writes = {g(f.reads[0])};
+          return b;
+        default:
+          *keep = false;
+          return b;
+      }
+    default:
+      *keep = false;
+      return b;
+  }
+}
+
+/// The gradient reductions of a layer's parameters on rank r, appended to `out`.
+void Builder::gradReductions(int layer, char block, std::vector<TrainingOp>& out, int r) {
+  const LayerParams& lp = layer_params_[layer + 1];
+  auto reduce = [&](OpKind kind, TrainAxis axis, const std::vector<int>& params,
+                    const std::string& step) {
+    if (params.empty()) return;
+    std::vector<int> g = lay_.group(axis, r);
+    if (g.size() < 2) return;
+    TrainingOp op;
+    op.pass = Pass::kBackward;
+    op.layer = static_cast<std::int16_t>(layer);
+    op.block = block;
+    op.kind = kind;
+    op.axis = axis;
+    op.ranks = std::move(g);
+    op.step = step;
+    for (int p : params) op.params.push_back(static_cast<std::int16_t>(p));
+    op.bytes = paramBytes(params);
+    out.push_back(std::move(op));
+  };
+  if (!megatron()) {
+    // FSDP's post-backward hook: reduce-scatter over dp_shard x cp, then HSDP's all-reduce.
+    reduce(OpKind::kReduceScatter, TrainAxis::kFsdp, lp.dense, "fsdp reduce-scatter grads");
+    reduce(OpKind::kAllReduce, TrainAxis::kDpReplicate, lp.dense, "hsdp all-reduce grads");
+    reduce(OpKind::kReduceScatter, TrainAxis::kExpertDp, lp.experts,
+           "expert fsdp reduce-scatter grads");
+    reduce(OpKind::kAllReduce, TrainAxis::kDpReplicate, lp.experts, "hsdp all-reduce expert grads");
+  } else {
+    // finalize_model_grads: SP-replicated parameters summed over tp; DDP over dp x cp; experts over
+    // expert-DP.
+    reduce(OpKind::kAllReduce, TrainAxis::kTp, lp.tp_sum, "tp all-reduce sequence-parallel grads");
+    reduce(OpKind::kAllReduce, TrainAxis::kDpCp, lp.dense, "ddp all-reduce grads");
+    reduce(OpKind::kAllReduce, TrainAxis::kExpertDp, lp.experts, "expert-dp all-reduce grads");
+  }
+}
+
+/// The gradient tensor of a root: `d:<root>`.
+int Builder::gradRoot(int rt) {
+  if (plan_.tensors[rt].grad >= 0) return plan_.tensors[rt].grad;
+  const TensorInfo f = plan_.tensors[rt];
+  const int id = tensor("d:" + f.name, f.space, f.units, f.unit_bytes, f.layer, f.tp_split);
+  plan_.tensors[rt].grad = id;
+  return id;
+}
+/// The gradient buffer of a buffer.
+int Builder::gradOf(int b) {
+  if (plan_.tensors[b].grad >= 0) return plan_.tensors[b].grad;
+  const int rt = root(b);
+  if (rt == b) {
+    const int id = gradRoot(b);
+    cells_[id] = cells_[b];
+    return id;
+  }
+  const int g = gradRoot(rt);
+  const TensorInfo f = plan_.tensors[b];
+  const int id = tensor("d:" + f.name, f.space, f.units, f.unit_bytes, f.layer, f.tp_split);
+  plan_.tensors[id].value_of = g;
+  plan_.tensors[id].reps = f.reps;
+  plan_.tensors[b].grad = id;
+  cells_[id] = cells_[b];
+  return id;
+}
+
+/// Gradient roots: complete = every consumer's contributions.
+void Builder::completeGradients() {
+  for (size_t i = 0; i < plan_.tensors.size(); ++i) {
+    TensorInfo& t = plan_.tensors[i];
+    if (t.grad < 0 || t.value_of >= 0) continue;
+    TensorInfo& g = plan_.tensors[t.grad];
+    const int n = i < consumers_.size() ? consumers_[i] : 0;
+    g.shards = t.routed_grad ? n : std::max(1, n);  // a routed gradient may have no plain consumer
+    g.routed_grad = t.routed_grad;
+    g.layer = t.layer;
+    t.routed_grad = false;  // the forward value is an ordinary one; its gradient is routed
+  }
+  for (auto [ye, ms] : moe_sums_) plan_.tensors[ye].grad_value = plan_.tensors[ms].grad;
+}
+
+}  // namespace seam::training

@@ -1,0 +1,161 @@
+// Private to sim/: the training planner (training_plan.h), shared by the
+// files that define it. training_plan.cc holds its primitives (tensors, the
+// ops it emits on every rank) and the build; training_plan_forward.cc each
+// layer kind's forward as the engine runs it; training_plan_backward.cc the
+// backward as the conjugates of the forward ops and the gradient reductions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seam/sim/training/training_plan.h"
+#include "training/training_layout.h"
+
+namespace seam::training {
+
+inline constexpr std::int64_t kBf16 = 2;
+
+/// How a kernel's gradient for one read is partial.
+enum class Partial { kNone, kTp, kCp, kReps, kRouted };
+
+/// A kernel's read: the buffer, and how its gradient contribution is partial.
+struct Read {
+  int buffer;
+  Partial partial = Partial::kNone;
+};
+
+/// One Mamba layer while it is planned: its names, head geometry and parameters.
+struct MambaLayer {
+  int l = 0;
+  std::string L;                          ///< "L<l>.": its tensors' name prefix
+  int nb = 0;                             ///< Mamba head blocks (cp * tp)
+  int G = 0;                              ///< B/C group units
+  int units_local = 0, groups_local = 0;  ///< head blocks and groups per tp rank
+  std::int64_t head_bytes = 0, group_bytes = 0, dt_bytes = 0;
+  int p_norm = -1, p_in = -1, p_convx = -1, p_convbc = -1, p_alog = -1, p_d = -1, p_dtb = -1,
+      p_gn = -1, p_out = -1;
+};
+
+/// One MoE layer while it is planned: its names, width and parameters.
+struct MoeLayer {
+  int l = 0;
+  std::string L;  ///< "L<l>.": its tensors' name prefix
+  int lat = 0;    ///< the experts' width: the latent size, or hidden
+  int p_norm = -1, p_router = -1, p_fc1 = -1, p_fc2 = -1, p_sh = -1, p_ex = -1;  ///< -1: none
+  int disp = -1;  ///< the (token, expert) cells before the dispatch: the combine's handle
+};
+
+/// The EP all-to-all split sizes of one MoE layer, per rank.
+struct ExpertSplits {
+  std::vector<std::vector<int>> send;  ///< cells rank r sends to each EP member
+  std::vector<std::vector<int>> recv;  ///< cells rank r receives from each EP member
+};
+
+/// Builds one training plan: the forward on every rank, then the backward.
+class Builder {
+ public:
+  Builder(const TrainingCase& c, TrainingDecision d) : lay_(c), d_(d) {
+    plan_.source = c;
+    fwd_.resize(lay_.world());
+  }
+
+  TrainingPlan build();
+
+ private:
+  const TrainingConfig& k() const { return lay_.config(); }
+  bool megatron() const { return k().layout == TrainingLayout::kMegatron; }
+  int W() const { return lay_.world(); }
+
+  // training_plan.cc: tensors.
+  int tensor(const std::string& name, Space space, int units, std::int64_t unit_bytes, int layer,
+             bool tp_split = false);
+  int root(int id) const {
+    while (plan_.tensors[id].value_of >= 0) id = plan_.tensors[id].value_of;
+    return id;
+  }
+  int derived(const std::string& name, int from, int units = -1);
+  int param(const std::string& name, Space space, int units, std::int64_t elements,
+            bool tp_sharded = false, bool ep_sharded = false, int shards = 1);
+  int consume(int r, int count);
+  std::int64_t bytesOf(int buffer, int rank) const {
+    return cells_[buffer][rank] * plan_.tensors[buffer].unit_bytes;
+  }
+  int localCells(int r, int units) const {
+    return static_cast<int>(lay_.localTokens(r).size()) * units;
+  }
+  int cpCells(int r, int units) const { return static_cast<int>(lay_.cpTokens(r).size()) * units; }
+  std::int64_t paramBytes(const std::vector<int>& params) const;
+
+  // training_plan.cc: the ops, emitted on every rank.
+  using Fill = std::function<void(int rank, TrainingOp& op)>;
+  void emit(const TrainingOp& proto, const Fill& fill = {});
+  void kernel(int layer, char block, Kernel kern, const std::string& step,
+              const std::vector<Read>& reads, const std::vector<int>& writes,
+              const std::vector<int>& params,
+              const std::function<int(int rank, int write_index)>& cells_of, bool tp_shard = false,
+              bool segments = false);
+  std::vector<int> segmentsFor(int r) const;
+  void collective(int layer, char block, OpKind kind, A2aMode mode, TrainAxis axis,
+                  const std::string& step, int from, int to,
+                  const std::function<int(int rank)>& out_cells, const Fill& extra = {});
+  void transform(int layer, char block, Transform t, const std::string& step,
+                 const std::vector<int>& reads, int to, const Fill& fill);
+  int spGather(int layer, char block, int h, const std::string& name);
+  int spScatter(int layer, char block, int o, const std::string& name);
+  void paramGather(int layer, char block, const std::vector<int>& params, TrainAxis axis);
+
+  // training_plan_forward.cc: each layer kind's forward.
+  void embed();
+  int mamba(int l, int h);
+  MambaLayer mambaParams(int l);
+  std::vector<int> mambaInProj(const MambaLayer& m, int h);
+  std::vector<int> mambaToHeads(const MambaLayer& m, const std::vector<int>& outs);
+  int mambaScan(const MambaLayer& m, const std::vector<int>& in);
+  int mambaOut(const MambaLayer& m, int h, int y);
+  std::vector<int> cpOrder(int r) const;
+  std::vector<int> undoPerm(int r, int units) const;
+  std::vector<int> redoPerm(int r, int units) const;
+  int projectAndAdd(int l, char block, const std::string& step, int in, int p_out, int h);
+  int attention(int l, int h);
+  int moe(int l, int h);
+  MoeLayer moeParams(int l);
+  ExpertSplits expertSplits(int l) const;
+  int routedCells(int r) const;
+  int moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits);
+  int moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertSplits& splits);
+  void loss(int h);
+
+  // training_plan_backward.cc: the backward and the gradients.
+  void backward();
+  TrainingOp conjugate(const TrainingOp& f, int index, int r, bool* keep);
+  void gradReductions(int layer, char block, std::vector<TrainingOp>& out, int r);
+  int gradRoot(int rt);
+  int gradOf(int b);
+  void completeGradients();
+
+  /// A layer's parameters, by the reduction their gradients get.
+  struct LayerParams {
+    std::vector<int> dense;  ///< replicated (FSDP / DDP) parameters
+    std::vector<int>
+        tp_sum;  ///< Megatron: replicated over tp on SP data: all-reduced over tp first
+    std::vector<int> experts;  ///< expert parameters
+  };
+
+  Layout lay_;
+  TrainingDecision d_;
+  TrainingPlan plan_;
+  std::vector<std::vector<TrainingOp>> fwd_;
+  std::vector<std::vector<int>> cells_;  // [buffer][rank]
+  std::vector<std::int64_t> param_elems_;
+  std::vector<int> consumers_;
+  std::vector<LayerParams> layer_params_;  // index layer + 1 (0: embedding, layers + 1: the loss)
+  int h0_ = -1;
+  int cur_layer_ = -1;
+  int nl_ = 0;                                 ///< decoder layers; the loss ops carry layer nl_
+  std::vector<std::pair<int, int>> moe_sums_;  ///< (experts' output, its routed sum)
+};
+
+}  // namespace seam::training

@@ -1,0 +1,386 @@
+// The training family's cases: configurations, the engines' rules, packed
+// batches, and the layout facts (training_layout.h) planner and ledger share.
+#include <algorithm>
+#include <numeric>
+
+#include "seam/sim/model/config_space.h"
+#include "seam/sim/training/training_case.h"
+#include "training/training_layout.h"
+
+namespace seam {
+
+std::string_view layoutName(TrainingLayout layout) {
+  return layout == TrainingLayout::kPrimeRl ? "primerl" : "megatron";
+}
+
+Expected<TrainingLayout> parseTrainingLayout(std::string_view name) {
+  if (name == "primerl") return TrainingLayout::kPrimeRl;
+  if (name == "megatron") return TrainingLayout::kMegatron;
+  return Status::invalid("--layout \"" + std::string(name.substr(0, 64)) +
+                         "\" is not primerl or megatron");
+}
+
+std::string describeConfig(const TrainingConfig& c) {
+  std::string s = std::string(layoutName(c.layout));
+  if (c.layout == TrainingLayout::kPrimeRl) s += " dp_replicate=" + std::to_string(c.dp_replicate);
+  s += " dp=" + std::to_string(c.dp) + " cp=" + std::to_string(c.cp);
+  if (c.layout == TrainingLayout::kMegatron)
+    s += " tp=" + std::to_string(c.tp) + (c.sp ? " sp=on" : " sp=off");
+  s += " ep=" + std::to_string(c.ep);
+  return s;
+}
+
+int TrainingCase::tokens() const { return std::accumulate(docs.begin(), docs.end(), 0); }
+
+std::string reproduceTrainingCommand(const TrainingCase& c) {
+  const TrainingConfig& k = c.config;
+  std::string s = "seam check --family training --layout " + std::string(layoutName(k.layout)) +
+                  " --model " + std::string(c.model ? c.model->name : "?");
+  if (k.dp_replicate != 1) s += " --dp-replicate " + std::to_string(k.dp_replicate);
+  s += " --dp " + std::to_string(k.dp) + " --cp " + std::to_string(k.cp);
+  if (k.tp != 1) s += " --tp " + std::to_string(k.tp);
+  s += " --ep " + std::to_string(k.ep) + " --docs ";
+  for (size_t i = 0; i < c.docs.size(); ++i) s += (i ? "," : "") + std::to_string(c.docs[i]);
+  return s;
+}
+
+namespace {
+std::string str(int v) { return std::to_string(v); }
+
+Status refusedBy(std::string_view engine, const std::string& why) {
+  return Status::refused(std::string(engine) + ": " + why);
+}
+Status refusedBy(TrainingLayout layout, const std::string& why) {
+  return refusedBy(layout == TrainingLayout::kPrimeRl ? "PrimeRL" : "Megatron", why);
+}
+}  // namespace
+
+std::vector<const ModelPreset*> trainingPresets() {
+  std::vector<const ModelPreset*> out;
+  for (const char* name : {"nemotron-3-nano", "nemotron-3-super"}) {
+    auto p = findPreset(name);
+    if (p) out.push_back(*p);
+  }
+  return out;
+}
+
+Status validateTrainingCase(const TrainingCase& c) {
+  if (c.model == nullptr) return Status::invalid("no model");
+  const TrainingConfig& k = c.config;
+  const auto dims = training::dimsOf(*c.model);
+  const std::string who = "model " + std::string(c.model->name) + ": ";
+  for (int v : {k.dp_replicate, k.dp, k.cp, k.tp, k.ep}) {
+    if (v < 1)
+      return Status::invalid("every parallel size must be >= 1 (" + describeConfig(k) + ")");
+  }
+  if (k.world() > kMaxWorld)
+    return Status::invalid("world=" + str(k.world()) + " is not in 1.." + str(kMaxWorld));
+  if (c.docs.empty()) return Status::invalid("--docs: a packed row needs at least one document");
+  for (int d : c.docs) {
+    if (d < 1) return Status::invalid("--docs: document length " + str(d) + " is not positive");
+  }
+  if (c.tokens() > 4096)
+    return Status::invalid("--docs: a row of " + str(c.tokens()) + " tokens exceeds 4096");
+  const bool mamba = std::count(dims.layers.begin(), dims.layers.end(), LayerKind::kMamba) > 0;
+  const int S = c.tokens();
+  if (k.layout == TrainingLayout::kPrimeRl) {
+    const char* e = "PrimeRL";
+    if (k.tp != 1)
+      return refusedBy(e,
+                       "no tensor parallelism on main (ParallelDims has no tp; only a side-branch "
+                       "'broken tp impl')");
+    if (k.sp) return refusedBy(e, "no sequence parallelism (no TP)");
+    // trainer/parallel_dims.py L67-74.
+    if (k.ep > 1 && k.ep % k.cp != 0)
+      return refusedBy(e, "ep=" + str(k.ep) + " is not a multiple of cp=" + str(k.cp));
+    if (k.ep > 1 && (k.dp * k.cp) % k.ep != 0) {
+      return refusedBy(e, "ep=" + str(k.ep) + " does not divide dp_shard*cp=" + str(k.dp * k.cp));
+    }
+  } else {
+    const char* e = "Megatron";
+    if (k.dp_replicate != 1) return Status::invalid("--dp-replicate applies to the primerl layout");
+    if (k.sp && k.tp == 1)
+      return refusedBy(e, "sequence_parallel requires tp > 1 (model_parallel_config.py L502-504)");
+    if (dims.q_heads % k.tp != 0)
+      return refusedBy(e, "tp=" + str(k.tp) + " does not divide heads=" + str(dims.q_heads));
+    if (dims.kv_heads % k.tp != 0) {
+      return refusedBy(
+          e, "tp=" + str(k.tp) + " does not divide num_query_groups=" + str(dims.kv_heads));
+    }
+    if (k.world() % k.ep != 0)
+      return refusedBy(e, "ep=" + str(k.ep) + " does not divide world=" + str(k.world()));
+    // Megatron runs TP without SP (and only warns with EP, L560-565); seam
+    // models its TP layers with SP only.
+    if (k.tp > 1 && !k.sp)
+      return Status::notModelled("Megatron tensor parallelism without sequence parallelism");
+  }
+  if (dims.experts > 0 && dims.experts % k.ep != 0) {
+    return refusedBy(k.layout, "ep=" + str(k.ep) + " does not divide experts=" + str(dims.experts));
+  }
+  if (mamba) {
+    const int tpcp = k.tp * k.cp;
+    if (dims.mamba_heads % tpcp != 0) {
+      return refusedBy(k.layout, std::string(k.tp > 1 ? "tp*cp=" : "cp=") + str(tpcp) +
+                                     " does not divide mamba heads=" + str(dims.mamba_heads));
+    }
+    if (dims.groups <= 0 && tpcp > 1) {
+      return Status::notModelled(
+          who +
+          "Mamba n_groups is not established by the sources (checkpoints.md), so the "
+          "group rules of cp/tp=" +
+          str(tpcp) + " cannot be judged");
+    }
+    if (dims.groups > 0) {
+      if (k.layout == TrainingLayout::kPrimeRl && dims.groups % k.cp != 0) {
+        return refusedBy("PrimeRL", "cp=" + str(k.cp) + " does not divide n_groups=" +
+                                        str(dims.groups) + " (modeling_nemotron_h.py L191-197)");
+      }
+      if (k.layout == TrainingLayout::kMegatron) {
+        if (dims.groups % k.tp != 0)
+          return refusedBy("Megatron",
+                           "tp=" + str(k.tp) + " does not divide n_groups=" + str(dims.groups));
+        const int gl = dims.groups / k.tp;
+        if (gl % k.cp != 0 && k.cp % gl != 0) {
+          return refusedBy("Megatron", "n_groups/tp=" + str(gl) + " and cp=" + str(k.cp) +
+                                           " do not divide one another");
+        }
+      }
+    }
+  }
+  if (k.layout == TrainingLayout::kPrimeRl) {
+    if (dims.q_heads % k.cp != 0)
+      return refusedBy("PrimeRL",
+                       "cp=" + str(k.cp) + " does not divide heads=" + str(dims.q_heads));
+    if (dims.kv_heads % k.cp != 0 && k.cp % dims.kv_heads != 0) {
+      return refusedBy("PrimeRL", "kv_heads=" + str(dims.kv_heads) + " and cp=" + str(k.cp) +
+                                      " do not divide one another");
+    }
+    if (S % k.cp != 0)
+      return refusedBy("PrimeRL", "row length " + str(S) + " % cp=" + str(k.cp) +
+                                      " != 0 (uneven shards deadlock)");
+  } else {
+    for (int d : c.docs) {
+      if (k.cp > 1 && d % (2 * k.cp) != 0) {
+        return refusedBy("Megatron", "document length " + str(d) + " % 2cp=" + str(2 * k.cp) +
+                                         " != 0 (zigzag THD)");
+      }
+    }
+    if (k.sp && (S / k.cp) % k.tp != 0) {
+      return refusedBy("Megatron",
+                       "per-CP-rank length " + str(S / k.cp) + " % tp=" + str(k.tp) + " != 0 (SP)");
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world) {
+  std::vector<int> divs;
+  for (int d = 1; d <= world; ++d) {
+    if (world % d == 0) divs.push_back(d);
+  }
+  std::vector<TrainingConfig> out;
+  for (int cp : divs) {
+    for (int mid : divs) {  // PrimeRL: dp_shard; Megatron: tp
+      if ((world / cp) % mid != 0) continue;
+      const int rest = world / cp / mid;
+      for (int ep : divs) {
+        TrainingConfig c;
+        c.layout = layout;
+        c.cp = cp;
+        c.ep = ep;
+        if (layout == TrainingLayout::kPrimeRl) {
+          c.dp = mid;
+          c.dp_replicate = rest;
+        } else {
+          c.tp = mid;
+          c.dp = rest;
+          c.sp = c.tp > 1;
+        }
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> trainingBatches(const TrainingConfig& c) {
+  if (c.layout == TrainingLayout::kPrimeRl) {
+    const int S = std::max(8, 4 * c.cp);
+    const int a = S / 4 + 1;
+    return {{S}, {a, 2, S - a - 2}};
+  }
+  const int u = (c.cp > 1 ? 2 * c.cp : 2) * (c.sp ? c.tp : 1);
+  return {{2 * u}, {2 * u, u, 3 * u}};
+}
+
+namespace training {
+
+Dims dimsOf(const ModelPreset& m) {
+  Dims d;
+  const ModelShape& s = m.shape;
+  d.hidden = s.hidden;
+  d.q_heads = s.heads;
+  d.kv_heads = s.kv_heads;
+  d.head_dim = s.head_dim;
+  d.mamba_heads = s.mamba_heads;
+  d.mamba_head_dim = s.mamba_head_dim;
+  d.groups = s.mamba_groups > 0 ? s.mamba_groups : 0;
+  d.state = s.ssm_state;
+  d.experts = s.moe_experts > 0 ? s.moe_experts : 0;
+  d.top_k = s.moe_top_k > 0 ? s.moe_top_k : 0;
+  d.expert_inter = s.ffn_intermediate;
+  d.shared_inter = s.moe_shared_intermediate;
+  // checkpoints.md: Super has moe_latent_size = 1024; Nano none.
+  d.latent = m.name == std::string_view("nemotron-3-super") ? 1024 : 0;
+  auto p = parsePattern(m.pattern);
+  if (p) d.layers = p->layers;  // the main stack (the MTP step is not trained here)
+  return d;
+}
+
+Layout::Layout(const TrainingCase& c) : c_(&c), dims_(dimsOf(*c.model)), s_(c.tokens()) {
+  const TrainingConfig& k = c.config;
+  const int W = k.world();
+  coords_.resize(W);
+  local_.resize(W);
+  cp_local_.resize(W);
+  for (int r = 0; r < W; ++r) {
+    Coord& x = coords_[r];
+    if (k.layout == TrainingLayout::kPrimeRl) {
+      x.cp = r % k.cp;
+      x.dp = (r / k.cp) % k.dp;
+      x.rep = r / (k.cp * k.dp);
+      x.data = x.rep * k.dp + x.dp;
+      x.fsdp = x.dp * k.cp + x.cp;
+      x.ep = x.fsdp % k.ep;
+      x.ep_group = x.rep * (k.dp * k.cp / k.ep) + x.fsdp / k.ep;
+    } else {
+      x.tp = r % k.tp;
+      x.cp = (r / k.tp) % k.cp;
+      x.dp = r / (k.tp * k.cp);
+      x.data = x.dp;
+      x.ep = r % k.ep;
+      x.ep_group = r / k.ep;
+    }
+    const int base = x.data * s_;
+    std::vector<int>& cl = cp_local_[r];
+    if (k.layout == TrainingLayout::kPrimeRl || k.cp == 1) {
+      const int n = s_ / k.cp;
+      for (int i = 0; i < n; ++i) cl.push_back(base + x.cp * n + i);
+    } else {
+      int start = 0;
+      for (int d : c.docs) {
+        const int chunk = d / (2 * k.cp);
+        for (int which : {x.cp, 2 * k.cp - 1 - x.cp}) {
+          for (int i = 0; i < chunk; ++i) cl.push_back(base + start + which * chunk + i);
+        }
+        start += d;
+      }
+    }
+    if (k.sp && k.tp > 1) {
+      const int n = static_cast<int>(cl.size()) / k.tp;
+      local_[r].assign(cl.begin() + x.tp * n, cl.begin() + (x.tp + 1) * n);
+    } else {
+      local_[r] = cl;
+    }
+  }
+  routes_.resize(dims_.layers.size());
+  if (dims_.experts > 0) {
+    const int T = s_ * k.dataReplicas();
+    for (size_t l = 0; l < dims_.layers.size(); ++l) {
+      if (dims_.layers[l] != LayerKind::kMoe) continue;
+      routes_[l].resize(T);
+      for (int t = 0; t < T; ++t) {
+        std::uint64_t h = (static_cast<std::uint64_t>(l) << 32 | static_cast<std::uint32_t>(t)) *
+                          0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+        const int start = static_cast<int>(h % static_cast<std::uint64_t>(dims_.experts));
+        for (int i = 0; i < dims_.top_k; ++i)
+          routes_[l][t].push_back((start + i * 7919) % dims_.experts);
+      }
+    }
+  }
+}
+
+std::vector<int> Layout::group(TrainAxis axis, int rank) const {
+  const TrainingConfig& k = config();
+  const Coord& me = coords_[rank];
+  std::vector<int> out;
+  for (int r = 0; r < world(); ++r) {
+    const Coord& x = coords_[r];
+    bool in = false;
+    switch (axis) {
+      case TrainAxis::kNone:
+        in = r == rank;
+        break;
+      case TrainAxis::kCp:
+        in = x.data == me.data && x.tp == me.tp;
+        break;
+      case TrainAxis::kTp:
+        in = x.data == me.data && x.cp == me.cp;
+        break;
+      case TrainAxis::kEp:
+        in = x.ep_group == me.ep_group;
+        break;
+      case TrainAxis::kFsdp:
+        in = x.rep == me.rep;
+        break;
+      case TrainAxis::kDpReplicate:
+        in = x.fsdp == me.fsdp && x.tp == me.tp;
+        break;
+      case TrainAxis::kExpertDp:
+        in = k.layout == TrainingLayout::kPrimeRl ? (x.rep == me.rep && x.ep == me.ep)
+                                                  : x.ep == me.ep;
+        break;
+      case TrainAxis::kDpCp:
+        in = x.tp == me.tp;
+        break;
+    }
+    if (in) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<int> Layout::rowTokens(int rank) const {
+  std::vector<int> out(s_);
+  std::iota(out.begin(), out.end(), coords_[rank].data * s_);
+  return out;
+}
+
+std::vector<int> Layout::globalSegments() const {
+  std::vector<int> out{0};
+  for (int d : c_->docs) out.push_back(out.back() + d);
+  return out;
+}
+
+std::vector<int> Layout::localSegments(int rank) const {
+  // The document pieces of the rank's own shard, as positions from 0.
+  const std::vector<int>& mine = cp_local_[rank];
+  const std::vector<int> global = globalSegments();
+  std::vector<int> out{0};
+  const int base = coords_[rank].data * s_;
+  for (size_t i = 1; i < mine.size(); ++i) {
+    const int prev = mine[i - 1] - base, cur = mine[i] - base;
+    const bool boundary = cur != prev + 1 || std::binary_search(global.begin(), global.end(), cur);
+    if (boundary) out.push_back(static_cast<int>(i));
+  }
+  out.push_back(static_cast<int>(mine.size()));
+  return out;
+}
+
+std::vector<int> Layout::groupsOfBlock(int b) const {
+  const int nh = dims_.mamba_heads;
+  const int hb = nh / headBlocks();
+  const int g = groupUnits();
+  const int per_group = nh / g;
+  std::vector<int> out;
+  for (int h = b * hb; h < (b + 1) * hb; ++h) {
+    const int grp = h / per_group;
+    if (out.empty() || out.back() != grp) out.push_back(grp);
+  }
+  return out;
+}
+
+const std::vector<int>& Layout::route(int layer, int token) const { return routes_[layer][token]; }
+
+}  // namespace training
+}  // namespace seam

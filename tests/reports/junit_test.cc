@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "seam/reports/store.h"
+#include "store_test_support.h"
+
+namespace seam::reports::store_test {
+namespace {
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Junit, WritesOneSuiteWithCountsFailuresAndSkips) {
+  const std::string path = tempPath("junit.xml");
+  const std::vector<JunitCase> cases = {
+      {.classname = "nemotron-h", .name = "tp=2 dp=4", .seconds = 0.0125},
+      {.classname = "nemotron-h",
+       .name = "tp=4 dp=2",
+       .seconds = 0.5,
+       .failed = true,
+       .message = "property 3: row 4 summed twice"},
+      {.classname = "nemotron-h",
+       .name = "cp=2",
+       .seconds = 0,
+       .skipped = true,
+       .message = "attention CP is not supported"},
+  };
+  ASSERT_TRUE(writeJunit(path, "seam sweep", cases));
+  EXPECT_FALSE(exists(path + ".tmp"));
+  const std::string xml = readFile(path);
+  EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"seam sweep\" "
+                      "tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"0.512\">\n",
+                      0),
+            0u)
+      << xml;
+  EXPECT_NE(xml.find("  <testsuite name=\"seam sweep\" tests=\"3\" failures=\"1\" errors=\"0\" "
+                     "skipped=\"1\" time=\"0.512\">\n"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testcase name=\"tp=2 dp=4\" classname=\"nemotron-h\" time=\"0.013\"/>"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<failure message=\"property 3: row 4 summed twice\" type=\"violation\">"
+                     "property 3: row 4 summed twice</failure>"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<skipped message=\"attention CP is not supported\"/>"), std::string::npos)
+      << xml;
+  EXPECT_EQ(count(xml, "<testcase "), 3u);
+  EXPECT_EQ(count(xml, "<testsuite "), 1u);
+  EXPECT_TRUE(xml.ends_with("  </testsuite>\n</testsuites>\n")) << xml;
+}
+
+TEST(Junit, GroupsCasesIntoOneSuitePerSuiteInFirstSeenOrder) {
+  const std::string path = tempPath("suites.xml");
+  const std::vector<JunitCase> cases = {
+      {.suite = "sweep b", .name = "1"},
+      {.suite = "sweep a", .name = "2", .failed = true, .message = "x"},
+      {.suite = "sweep b", .name = "3", .skipped = true},
+      {.name = "4"},  // no suite: the run's
+  };
+  ASSERT_TRUE(writeJunit(path, "run", cases));
+  const std::string xml = readFile(path);
+  const auto b =
+      xml.find("<testsuite name=\"sweep b\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"1\"");
+  const auto a =
+      xml.find("<testsuite name=\"sweep a\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\"");
+  const auto run = xml.find("<testsuite name=\"run\" tests=\"1\" failures=\"0\"");
+  ASSERT_NE(b, std::string::npos) << xml;
+  ASSERT_NE(a, std::string::npos) << xml;
+  ASSERT_NE(run, std::string::npos) << xml;
+  EXPECT_LT(b, a);
+  EXPECT_LT(a, run);
+  EXPECT_LT(xml.find("name=\"3\""), a);  // case 3 sits in suite b, before suite a
+  EXPECT_NE(
+      xml.find("<testsuites name=\"run\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+      std::string::npos);
+
+  ASSERT_TRUE(writeJunit(path, "empty", {}));  // still one (empty) suite
+  EXPECT_NE(readFile(path).find("<testsuite name=\"empty\" tests=\"0\""), std::string::npos);
+}
+
+TEST(Junit, EscapesMarkupAndDropsControlCharacters) {
+  const std::string path = tempPath("escape.xml");
+  const std::string nasty =
+      std::string("a&b <c> \"d\" 'e'\x01\x1f\x7f|\tline\nnext\r") + "\xC3\xA9 bad:\xFF\xC3";
+  const std::vector<JunitCase> cases = {
+      {.classname = nasty, .name = nasty, .failed = true, .message = nasty},
+      {.classname = "c", .name = "skip", .skipped = true, .message = nasty},
+  };
+  ASSERT_TRUE(writeJunit(path, nasty, cases));
+  const std::string xml = readFile(path);
+  const std::string attribute =
+      "a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos;\x7f|&#9;line&#10;next&#13;\xC3\xA9 "
+      "bad:\xEF\xBF\xBD\xEF\xBF\xBD";
+  const std::string text =
+      "a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos;\x7f|\tline\nnext&#13;\xC3\xA9 "
+      "bad:\xEF\xBF\xBD\xEF\xBF\xBD";
+  EXPECT_NE(xml.find("<testsuites name=\"" + attribute + "\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testcase name=\"" + attribute + "\" classname=\"" + attribute + "\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(
+      xml.find("<failure message=\"" + attribute + "\" type=\"violation\">" + text + "</failure>"),
+      std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<skipped message=\"" + attribute + "\"/>"), std::string::npos) << xml;
+  for (const char c : xml) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(u >= 0x20 || c == '\n' || c == '\t') << "control character " << int(u);
+  }
+}
+
+TEST(Junit, ReplacesAnExistingFileAndRefusesAMissingDirectoryNamingThePath) {
+  const std::string path = tempPath("replace.xml");
+  writeFile(path, "old");
+  ASSERT_TRUE(writeJunit(path, "s", {{.name = "n"}}));
+  EXPECT_NE(readFile(path).find("<testcase name=\"n\""), std::string::npos);
+  EXPECT_FALSE(exists(path + ".tmp"));
+
+  const std::string bad = tempPath("no_such_junit_dir") + "/junit.xml";
+  const Status refused = writeJunit(bad, "s", {});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(refused.message(),
+            "cannot write JUnit XML to \"" + bad + "\" (No such file or directory)");
+}
+}  // namespace
+}  // namespace seam::reports::store_test

@@ -1,0 +1,44 @@
+// `seam sweep` and `seam mutate` split over the ranks of `mpirun -np N seam`
+// (mpi_sweep.cc, mpi_campaign.cc): rank 0 opens the store, every rank runs
+// its part and streams its rows to rank 0, which writes them as they come
+// and prints the one summary; the other ranks print nothing and exit 0.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "mpi_world.h"
+#include "seam/mutants/campaign.h"
+#include "seam/properties/sweep.h"
+#include "seam/reports/recorders.h"
+
+namespace seam::tools {
+
+/// Rank 0 has opened the run (`opened`) or failed to (`open_status`).
+int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec,
+                  std::optional<reports::StoredRun> opened, const Status& open_status,
+                  const std::string& junit);
+/// The end of a sweep's run, one process or many (cmd_sweep.cc): the
+/// summary from every case row it stored, printed, and the exit code.
+int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
+                const properties::SweepResult& live, const std::string& junit);
+
+/// `decided`: the ids of the mutants a resumed run has stored (rank 0's).
+int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,
+                     std::optional<reports::StoredRun> opened, const Status& open_status,
+                     const std::vector<std::string>& decided, const std::string& junit,
+                     bool fail_on_survivor);
+
+/// The end of a campaign's run, one process or many (cmd_mutate.cc): marks it
+/// finished, writes its JUnit XML, prints the summary; 1 when the baseline
+/// fails or (with `fail_on_survivor`) a mutant survives.
+int finishCampaign(reports::Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
+                   const mutants::CampaignResult& result, const std::string& junit,
+                   bool fail_on_survivor);
+
+/// The campaign's mutants in the order it runs them (empty: the registry).
+std::vector<const mutants::Mutant*> campaignList(const mutants::CampaignSpec& spec);
+
+}  // namespace seam::tools
