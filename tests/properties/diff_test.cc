@@ -111,7 +111,9 @@ TEST(Diff, NoCaseOfTheSyntheticSpaceHasValuesThatDiffer) {
   EXPECT_GT(r->counts[static_cast<int>(DiffClass::kIdentical)], 0);
   // Every example replays as a one-case `seam diff` line.
   for (int k = 0; k < kDiffClassCount; ++k) {
-    if (r->counts[k] > 0) EXPECT_EQ(r->examples[k].reproduce.rfind("seam diff ", 0), 0u);
+    if (r->counts[k] > 0) {
+      EXPECT_EQ(r->examples[k].reproduce.rfind("seam diff ", 0), 0u);
+    }
   }
 }
 

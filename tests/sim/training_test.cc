@@ -164,8 +164,9 @@ TEST(TrainingPlans, EveryBackwardCollectiveNamesItsForwardConjugate) {
   const TrainingPlan plan = planOf(megatron(1, 2, 2, 2, {16, 8}));
   EXPECT_TRUE(checkTrainingCollectives(plan).empty());
   for (const TrainingOp& op : plan.ranks[1]) {
-    if (op.pass == Pass::kBackward && op.hasGroup() && !op.reads.empty())
+    if (op.pass == Pass::kBackward && op.hasGroup() && !op.reads.empty()) {
       EXPECT_GE(op.conj_of, 0) << op.step;
+    }
   }
 }
 
