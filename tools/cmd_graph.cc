@@ -3,6 +3,7 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/reports/graph.h"
+#include "seam/reports/output_file.h"
 
 namespace seam::tools {
 
@@ -20,6 +21,8 @@ Command registerGraph(CLI::App& app) {
   sub->add_option("--against", o->against,
                   "also plan with this policy and highlight the boundaries that differ");
   return {sub, [o]() {
+            if (Status st = reports::checkOutputFile("-o", o->out, {{"--trace", o->c.trace}}); !st)
+              return fail(st);
             auto c = buildCase(o->c);
             if (!c) return fail(c.status());
             auto plan = buildCasePlan(o->c, *c);

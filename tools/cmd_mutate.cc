@@ -10,6 +10,7 @@
 #include "progress.h"
 #include "seam/mutants/campaign.h"
 #include "seam/reports/mutate_view.h"
+#include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
 #include "seam/reports/shard_rows.h"
 #include "seam/reports/training_view.h"
@@ -98,6 +99,7 @@ Expected<mutants::CampaignSpec> servingSpec(const MutateOptions& o) {
 int mutateServing(const MutateOptions& o) {
   auto spec = servingSpec(o);
   if (!spec) return fail(spec.status());
+  if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
   // Under mpirun rank 0 opens the store (and every rank learns whether it
   // could) and says which mutants a resumed run has.
   const MpiWorld& mpi = mpiWorld();

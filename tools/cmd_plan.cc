@@ -1,8 +1,11 @@
 // `seam plan`: the ops one rank runs for one case (text, JSON or JSON lines).
+#include <limits>
+
 #include "case_options.h"
 #include "command.h"
 #include "seam/reports/plan_view.h"
 #include "seam/reports/training_view.h"
+#include "seam/sim/base/decimal.h"
 
 namespace seam::tools {
 
@@ -40,13 +43,12 @@ Command registerPlan(CLI::App& app) {
               std::cout << reports::renderTrainingPlan(*plan, r, *format);
             return kExitOk;
           }
-          if (o->rank.empty() || o->rank.size() > 9 ||
-              o->rank.find_first_not_of("0123456789") != std::string::npos ||
-              std::stoi(o->rank) >= plan->world()) {
+          const auto rank = parseDecimal(o->rank, 0, plan->world() - 1);
+          if (!rank) {
             return fail(Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not in 0.." +
                                         std::to_string(plan->world() - 1) + " or all"));
           }
-          std::cout << reports::renderTrainingPlan(*plan, std::stoi(o->rank), *format);
+          std::cout << reports::renderTrainingPlan(*plan, static_cast<int>(*rank), *format);
           return kExitOk;
         }
         auto c = buildCase(o->c);
@@ -58,15 +60,13 @@ Command registerPlan(CLI::App& app) {
             std::cout << reports::renderPlan(*plan, r, *format, o->lower_dp);
           return kExitOk;
         }
-        int rank = -1;
-        if (o->rank.empty() || o->rank.size() > 9 ||
-            o->rank.find_first_not_of("0123456789") != std::string::npos) {
+        const auto rank = parseDecimal(o->rank, 0, std::numeric_limits<int>::max());
+        if (!rank) {
           return fail(
               Status::invalid("--rank \"" + o->rank.substr(0, 32) + "\" is not a rank or all"));
         }
-        rank = std::stoi(o->rank);
-        if (Status st = reports::checkRank(*plan, rank); !st) return fail(st);
-        std::cout << reports::renderPlan(*plan, rank, *format, o->lower_dp);
+        if (Status st = reports::checkRank(*plan, static_cast<int>(*rank)); !st) return fail(st);
+        std::cout << reports::renderPlan(*plan, static_cast<int>(*rank), *format, o->lower_dp);
         return kExitOk;
       }};
 }

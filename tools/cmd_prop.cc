@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "seam/properties/prop.h"
+#include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
 
 namespace seam::tools {
@@ -31,12 +32,6 @@ Command registerProp(CLI::App& app) {
   sub->add_option("--cases", o->cases, "passing cases before the property holds")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "rapidcheck seed (the same seed replays the same run)")
-      ->check([](const std::string& text) {
-        // CLI11 would wrap "-1" round to 2^64 - 1.
-        return !text.empty() && text[0] == '-'
-                   ? "\"" + text.substr(0, 32) + "\" is not a non-negative integer"
-                   : std::string();
-      })
       ->capture_default_str();
   sub->add_option("--world", o->world, "world size (0: generated from 1,2,4,8,16)")
       ->capture_default_str();
@@ -61,6 +56,7 @@ Command registerProp(CLI::App& app) {
             if (env != nullptr && *env != '\0') {
               if (Status st = properties::applyRcParams(env, spec); !st) return fail(st);
             }
+            if (Status st = reports::checkJunitOutput(o->junit, o->db); !st) return fail(st);
             // runProp checks the spec first, so that bad input prints one line only.
             // The store is opened after the run: bad options write no file.
             auto result = properties::runProp(spec);

@@ -1,7 +1,6 @@
 // `seam report --db FILE -o report.html|report.md`: what the store holds.
-#include <filesystem>
-
 #include "command.h"
+#include "seam/reports/output_file.h"
 #include "seam/reports/report.h"
 
 namespace seam::tools {
@@ -27,10 +26,10 @@ Command registerReport(CLI::App& app) {
               return fail(Status::invalid("-o \"" + o->out.substr(0, 200) +
                                           "\": the extension must be .md or .html"));
             }
-            if (!std::filesystem::exists(o->db)) {
-              return fail(Status::invalid("--db \"" + o->db.substr(0, 200) + "\": no such store"));
-            }
-            auto store = reports::Store::open(o->db);
+            std::vector<reports::NamedFile> inputs = {{"--db", o->db}};
+            for (const std::string& g : o->graphs) inputs.emplace_back("--graph", g);
+            if (Status st = reports::checkOutputFile("-o", o->out, inputs); !st) return fail(st);
+            auto store = reports::Store::openInput(o->db, "--db \"" + o->db.substr(0, 200) + "\"");
             if (!store) return fail(store.status());
             if (Status st = reports::writeReport(*store, o->out, o->graphs); !st) return fail(st);
             std::cout << "wrote " << o->out << "\n";

@@ -12,6 +12,7 @@
 #include "progress.h"
 #include "seam/properties/sweep.h"
 #include "seam/properties/training_sweep.h"
+#include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
 #include "seam/reports/sweep_view.h"
 #include "seam/reports/training_view.h"
@@ -85,6 +86,7 @@ Expected<properties::SweepSpec> servingSpec(const SweepOptions& o) {
 int sweepServing(const SweepOptions& o) {
   auto spec = servingSpec(o);
   if (!spec) return fail(spec.status());
+  if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
   // Under mpirun rank 0 opens the store (and every rank learns whether it
   // could), each rank sweeps its part of the shard, and rank 0 writes every
   // rank's rows as they come and prints the one summary.

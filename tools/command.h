@@ -11,6 +11,7 @@
 #include <string_view>
 #include <thread>
 
+#include "option_values.h"
 #include "seam/sim/base/status.h"
 
 namespace seam::tools {
@@ -49,10 +50,26 @@ inline int fail(const Status& status) {
   return status.code() == StatusCode::kInternal ? kExitInternal : kExitBadInput;
 }
 
-/// --jobs: worker threads, every core for 0; a negative count is refused.
+/// The most worker threads --jobs may ask for, per hardware thread and in all:
+/// more only costs memory and thread creation (which fails past the
+/// machine's limits).
+inline constexpr int kJobsPerHardwareThread = 4;
+inline constexpr int kMaxJobs = 1024;
+
+/// --jobs: worker threads, every core for 0; a negative count, or one above
+/// kJobsPerHardwareThread x the hardware threads (at most kMaxJobs), is
+/// refused. Checked before any store is opened.
 inline Expected<int> workerThreads(int jobs) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int most = std::min(kMaxJobs, kJobsPerHardwareThread * cores);
   if (jobs < 0) return Status::invalid("--jobs " + std::to_string(jobs) + " must be >= 1");
-  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (jobs > most) {
+    return Status::invalid("--jobs " + std::to_string(jobs) + " is more than " +
+                           std::to_string(most) + " (" + std::to_string(kJobsPerHardwareThread) +
+                           " x " + std::to_string(cores) + " hardware threads, at most " +
+                           std::to_string(kMaxJobs) + ")");
+  }
+  return jobs > 0 ? jobs : cores;
 }
 
 /// --family of the space-wide commands: true for training, false for serving.
@@ -70,10 +87,12 @@ struct Command {
 };
 
 /// Parses the command line the way every seam binary does: help and version
-/// print and give kExitOk; an unknown command or option, or any CLI11 error,
-/// prints one line "<program>: ..." and gives kExitBadInput; -1 means parsed,
+/// print and give kExitOk; an unknown command or option, an empty value, an
+/// integer that is not decimal (option_values.h), or any CLI11 error, prints
+/// one line "<program>: ..." and gives kExitBadInput; -1 means parsed,
 /// go on.
 inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::string& program) {
+  checkOptionValues(app);
   std::string commands;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

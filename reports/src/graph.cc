@@ -5,9 +5,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
+
+#include "seam/reports/output_file.h"
 
 namespace seam::reports {
 
@@ -257,18 +258,7 @@ Status writeBoundaryGraph(const Plan& plan, const Plan* against, const std::stri
   }
   auto bytes = renderBoundaryGraph(plan, against, ext);
   if (!bytes) return bytes.status();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return Status::invalid("-o \"" + path.substr(0, 200) + "\": cannot write there");
-    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-    if (!out) return Status::invalid("-o \"" + path.substr(0, 200) + "\": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::invalid("-o \"" + path.substr(0, 200) + "\": cannot write there");
-  }
-  return Status::ok();
+  return writeOutputFile("-o", path, *bytes);
 }
 
 }  // namespace seam::reports

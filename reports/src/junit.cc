@@ -1,15 +1,14 @@
 // JUnit XML for CI systems (the de-facto schema Jenkins, GitLab and GitHub
 // actions read). Text is escaped here once, so callers pass raw strings.
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
 
+#include "seam/reports/output_file.h"
 #include "seam/reports/store.h"
 
 namespace seam::reports {
@@ -177,37 +176,11 @@ std::string render(const std::string& suite_name, const std::vector<JunitCase>& 
   return xml;
 }
 
-Status cannotWrite(const std::string& path, int error) {
-  return Status::invalid("cannot write JUnit XML to \"" + path + "\" (" + std::strerror(error) +
-                         ")");
-}
-
 }  // namespace
 
 Status writeJunit(const std::string& path, const std::string& suite_name,
                   const std::vector<JunitCase>& cases) {
-  const std::string xml = render(suite_name, cases);
-  // Written beside the target and renamed over it: a reader never sees half
-  // a file, and a failed write leaves the previous file in place.
-  const std::string temp = path + ".tmp";
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
-  if (!file) return cannotWrite(path, errno);
-  bool ok = std::fwrite(xml.data(), 1, xml.size(), file) == xml.size();
-  ok = ok && std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
-  int error = errno;
-  if (std::fclose(file) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    error = errno;
-  }
-  if (!ok) {
-    std::remove(temp.c_str());
-    return cannotWrite(path, error);
-  }
-  return Status::ok();
+  return writeOutputFile("--junit", path, render(suite_name, cases));
 }
 
 }  // namespace seam::reports

@@ -1,7 +1,5 @@
 #include "seam/reports/merge.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -32,14 +30,16 @@ struct InputContents {
 using RunKey = std::tuple<std::string, std::string, std::string, std::string, std::int64_t>;
 RunKey keyOf(const RunRecord& r) { return {r.command, r.args, r.version, r.host, r.started_ms}; }
 
-std::string quotedPath(const std::string& path) { return "\"" + path.substr(0, 200) + "\""; }
+std::string quotedPath(const std::string& path) {
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict, PR105651) on a + chain.
+  std::string out = "\"";
+  out += path.substr(0, 200);
+  out += '"';
+  return out;
+}
 
 Expected<InputContents> readInput(const std::string& path) {
-  // Store::open creates a missing file: an input must exist first.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return Status::invalid("db merge: input " + quotedPath(path) + ": no such store");
-  auto store = Store::open(path);
+  auto store = Store::openInput(path, "db merge: input " + quotedPath(path));
   if (!store) return store.status();
   InputContents in;
   in.path = path;

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "seam/reports/gpu_import.h"
+#include "seam/reports/output_file.h"
 #include "seam/sim/replay/bit_identity.h"
 #include "svg_plot.h"
 
@@ -499,18 +500,7 @@ Status writeReport(Store& store, const std::string& path, const std::vector<std:
   auto text =
       renderReport(store, ext == "md" ? ReportFormat::kMarkdown : ReportFormat::kHtml, graphs);
   if (!text) return text.status();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return Status::invalid("-o \"" + path.substr(0, 200) + "\": cannot write there");
-    out << *text;
-    if (!out) return Status::invalid("-o \"" + path.substr(0, 200) + "\": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::invalid("-o \"" + path.substr(0, 200) + "\": cannot write there");
-  }
-  return Status::ok();
+  return writeOutputFile("-o", path, *text);
 }
 
 }  // namespace seam::reports

@@ -346,6 +346,19 @@ Expected<Store> Store::open(const std::string& path) {
   return Store(std::move(impl));
 }
 
+Expected<Store> Store::openInput(const std::string& path, const std::string& label) {
+  struct stat st {};
+  if (path.empty()) return Status::invalid(label + ": the path is empty");
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return cannotRead(path, errno);
+    return Status::invalid(label + ": no such store");
+  }
+  if (S_ISREG(st.st_mode) && st.st_size == 0) {
+    return Status::invalid(label + ": an empty file, not a seam store");
+  }
+  return open(path);
+}
+
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;

@@ -124,12 +124,13 @@ TEST(Junit, ReplacesAnExistingFileAndRefusesAMissingDirectoryNamingThePath) {
   EXPECT_NE(readFile(path).find("<testcase name=\"n\""), std::string::npos);
   EXPECT_FALSE(exists(path + ".tmp"));
 
-  const std::string bad = tempPath("no_such_junit_dir") + "/junit.xml";
+  const std::string missing = tempPath("no_such_junit_dir");
+  const std::string bad = missing + "/junit.xml";
   const Status refused = writeJunit(bad, "s", {});
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidInput);
   EXPECT_EQ(refused.message(),
-            "cannot write JUnit XML to \"" + bad + "\" (No such file or directory)");
+            "--junit \"" + bad + "\": the directory \"" + missing + "\" does not exist");
 }
 }  // namespace
 }  // namespace seam::reports::store_test

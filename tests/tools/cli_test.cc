@@ -175,3 +175,25 @@ TEST(CliTraining, MutateListsTheTrainingOperatorsOnly) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, AnIntegerWithLeadingZerosReadsAsDecimalInEveryOption) {
+  // CLI11's own options (--tp, --world of configs, --rank) and seam's lists
+  // (--tokens, --shard) alike: 010 is ten, 08 is eight.
+  const std::pair<std::string, std::string> same[] = {
+      {"configs --world 16 --tp 08", "configs --world 16 --tp 8"},
+      {"configs --world 010", "configs --world 10"},
+      {"configs --world 8 --shard 01/04", "configs --world 8 --shard 1/4"},
+      {"plan --pattern M- --tp 02 --dp 02 --rank 01 --tokens 04,03",
+       "plan --pattern M- --tp 2 --dp 2 --rank 1 --tokens 4,3"},
+  };
+  for (const auto& [zeros, plain] : same) {
+    const CliRun a = seam(zeros), b = seam(plain);
+    ASSERT_EQ(b.code, 0) << plain << "\n" << b.err;
+    EXPECT_EQ(a.code, 0) << zeros << "\n" << a.err;
+    EXPECT_EQ(a.out, b.out) << zeros;
+  }
+}
+
+}  // namespace

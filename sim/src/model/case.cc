@@ -4,9 +4,11 @@
 #include <cassert>
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "case_checks.h"
+#include "seam/sim/base/decimal.h"
 
 namespace seam {
 
@@ -148,20 +150,16 @@ Expected<Batch> parseBatch(std::string_view text) {
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     const std::string shard = "shard " + std::to_string(batch.tokens.size());
     if (field.empty()) return Status::invalid(what + ": " + shard + " is empty");
-    // Digits only: no signs, spaces or hex; the length bound keeps the value
-    // far from overflow before the range check.
+    // Digits only: no signs, spaces or hex.
     const bool digits =
         std::all_of(field.begin(), field.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits) {
       return Status::invalid(what + ": " + shard + " \"" + echoed(field) +
                              "\" is not a token count (a non-negative integer)");
     }
-    std::int64_t value = 0;
-    for (char c : field) {
-      value = value * 10 + (c - '0');
-      if (value > kMaxTokensPerShard) break;
-    }
-    if (value > kMaxTokensPerShard) {
+    const std::optional<std::int64_t> parsed = parseDecimal(field, 0, kMaxTokensPerShard);
+    const std::int64_t value = parsed.value_or(0);
+    if (!parsed) {
       return Status::invalid(what + ": " + shard + " \"" + echoed(field) + "\" exceeds " +
                              std::to_string(kMaxTokensPerShard) + " tokens per shard");
     }

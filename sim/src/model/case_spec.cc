@@ -1,11 +1,11 @@
 #include "seam/sim/model/case_spec.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <optional>
 
 #include "case_checks.h"
+#include "seam/sim/base/decimal.h"
 #include "seam/sim/model/config_space.h"
 #include "seam/sim/model/model.h"
 
@@ -22,13 +22,9 @@ std::optional<std::vector<int>> parseInts(const std::string& text, int lo, int h
     const size_t comma = text.find(',', start);
     const std::string field =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int v = 0;
-    auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
-    if (field.empty() || ec != std::errc() || ptr != field.data() + field.size() || v < lo ||
-        v > hi) {
-      return std::nullopt;
-    }
-    out.push_back(v);
+    const std::optional<std::int64_t> v = parseDecimal(field, lo, hi);
+    if (!v) return std::nullopt;
+    out.push_back(static_cast<int>(*v));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

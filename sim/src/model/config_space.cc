@@ -1,7 +1,10 @@
 #include "seam/sim/model/config_space.h"
 
-#include <charconv>
+#include <limits>
+#include <optional>
 #include <string>
+
+#include "seam/sim/base/decimal.h"
 
 namespace seam {
 
@@ -16,9 +19,10 @@ std::vector<int> divisors(int n) {
 }
 
 bool parseInt(std::string_view text, int* value) {
-  if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
-  return ec == std::errc() && ptr == text.data() + text.size();
+  const std::optional<std::int64_t> v =
+      parseDecimal(text, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+  if (v) *value = static_cast<int>(*v);
+  return v.has_value();
 }
 
 }  // namespace
@@ -48,8 +52,10 @@ Expected<ConfigSpace> ConfigSpace::build(int world, const ModelPreset* model,
     if (*value && (**value < 1 || world % **value != 0)) {
       // Built with += : GCC 12 warns falsely (-Wrestrict, PR105651) on a + chain here.
       std::string message = name;
-      message += "=" + std::to_string(**value);
-      message += " does not divide world=" + std::to_string(world);
+      message += '=';
+      message += std::to_string(**value);
+      message += " does not divide world=";
+      message += std::to_string(world);
       return Status::invalid(message);
     }
   }

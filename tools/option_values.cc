@@ -1,0 +1,58 @@
+#include "option_values.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "seam/sim/base/decimal.h"
+
+namespace seam::tools {
+
+namespace {
+
+std::string echoed(const std::string& text) { return "\"" + text.substr(0, 32) + "\""; }
+
+/// CLI11 reads an integer with strtoll's base 0 ("010" is octal 8, "0x10"
+/// is 16): the value is checked here as decimal and handed on without its
+/// leading zeros, so that CLI11 reads the same number.
+std::string decimalForCli11(std::string& text, bool is_unsigned) {
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const bool in_range = is_unsigned ? parseDecimalUnsigned(text).has_value()
+                                    : parseDecimal(text, kMin, kMax).has_value();
+  if (!in_range) {
+    const bool digits = !text.empty() && text.find_first_not_of("-0123456789") == std::string::npos;
+    return echoed(text) + (digits ? " is out of range" : " is not a decimal integer") +
+           (is_unsigned ? " (0.." + std::to_string(std::numeric_limits<std::uint64_t>::max()) + ")"
+                        : "");
+  }
+  const bool negative = text[0] == '-';
+  const std::size_t first = text.find_first_not_of('0', negative ? 1 : 0);
+  text = first == std::string::npos ? "0" : (negative ? "-" : "") + text.substr(first);
+  return {};
+}
+
+CLI::Validator valueCheck(bool is_integer, bool is_unsigned) {
+  return CLI::Validator(
+      [is_integer, is_unsigned](std::string& text) -> std::string {
+        if (text.empty()) return "the value is empty";
+        return is_integer ? decimalForCli11(text, is_unsigned) : std::string();
+      },
+      // No description: --help shows the option's type as before.
+      "");
+}
+
+}  // namespace
+
+void checkOptionValues(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_size_max() == 0) continue;  // a flag
+    const std::string type = option->get_type_name();
+    const bool is_unsigned = type.starts_with("UINT");
+    const bool is_integer = is_unsigned || type.starts_with("INT");
+    option->transform(valueCheck(is_integer, is_unsigned));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) checkOptionValues(*sub);
+}
+
+}  // namespace seam::tools
