@@ -196,4 +196,21 @@ TEST(Cli, AnIntegerWithLeadingZerosReadsAsDecimalInEveryOption) {
   }
 }
 
+// arg_groups/overrides.py (_a2a_ep_size): with an all-to-all backend SGLang
+// sets ep_size to tp_size and runs, so seam plans that case and says so.
+TEST(Cli, ADeepepCaseRunsWithMoeEpSetToTpAndThePlanHeaderSaysSo) {
+  CliRun given = seam("plan --model nemotron-3-nano --tp 2 --a2a deepep");
+  ASSERT_EQ(given.code, 0) << given.err;
+  EXPECT_NE(given.out.find("moe_ep=2"), std::string::npos) << given.out;
+  const std::string note = "engine override: moe_ep 1 -> 2: SGLang's _a2a_ep_size";
+  const size_t at = given.out.find(note);
+  ASSERT_NE(at, std::string::npos) << given.out;
+  CliRun explicit_ep = seam("plan --model nemotron-3-nano --tp 2 --ep 2 --a2a deepep");
+  ASSERT_EQ(explicit_ep.code, 0) << explicit_ep.err;
+  EXPECT_EQ(explicit_ep.out.find("engine override"), std::string::npos);
+  std::string without_note = given.out;
+  without_note.erase(at, without_note.find('\n', at) + 1 - at);
+  EXPECT_EQ(without_note, explicit_ep.out);
+}
+
 }  // namespace

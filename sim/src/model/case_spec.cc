@@ -122,6 +122,17 @@ Expected<Flags> caseFlags(const CaseSpec& o, int stages) {
   return f;
 }
 
+/// arg_groups/overrides.py (_a2a_ep_size): with an all-to-all MoE backend
+/// SGLang sets ep_size to tp_size, logs it and runs; seam applies it the same
+/// way (moe_dp > 1 is left to the config's checks, which refuse it).
+void applyA2aEpSize(const CaseSpec& o, Case& c) {
+  auto a2a = parseA2a(o.a2a);
+  if (!a2a || *a2a == A2aBackend::kNone || o.ep == o.tp || o.moe_dp != 1) return;
+  c.config.moe_ep = o.tp;
+  c.engine_overrides.push_back("moe_ep " + std::to_string(o.ep) + " -> " + std::to_string(o.tp) +
+                               ": SGLang's _a2a_ep_size sets ep_size = tp_size for --a2a " + o.a2a);
+}
+
 }  // namespace
 
 Expected<Case> buildCase(const CaseSpec& o) {
@@ -131,6 +142,7 @@ Expected<Case> buildCase(const CaseSpec& o) {
   c.model = std::move(*model);
   c.config = ParallelConfig{
       .pp = o.pp, .tp = o.tp, .attn_dp = o.dp, .attn_cp = o.cp, .moe_ep = o.ep, .moe_dp = o.moe_dp};
+  applyA2aEpSize(o, c);
   if (Status st = validate(c.config); !st) return st;
   auto batch = caseBatch(o, c.config);
   if (!batch) return batch.status();

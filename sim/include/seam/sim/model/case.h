@@ -110,6 +110,9 @@ struct Case {
   ParallelConfig config;
   Flags flags;
   Batch batch;
+  /// The start-up overrides the engine applied to the options as given, in
+  /// words (buildCase fills it; a plan's header says them).
+  std::vector<std::string> engine_overrides;
 };
 
 /// Checks the batch against the config (one entry per DP shard) and the
