@@ -196,11 +196,23 @@ PlanBuilder::Hand PlanBuilder::ffnExitOnAttentionRows(const Sides& s, std::int8_
   return h;
 }
 
+// exit.py (_ffn_sum_can_move_to_next_layer @060c48f7): under DP attention an
+// EAGLE-family speculative run (seam: an MTP step or EAGLE3 captures) keeps
+// the all-reduce + dp_scatter return at the FFN's exit; a reduce-scatter
+// return (_select_ffn_completion's separate branch) still leaves for the next
+// layer. The legacy parent's rule is not read yet: it keeps seam's old plan.
+bool PlanBuilder::speculativeKeepsDpReturn(const StepList& complete) const {
+  const bool speculative = !c_.model.pattern.mtp.empty() || !c_.flags.capture.empty();
+  return !legacy_ && D_ > 1 && speculative && complete.size() > 0 &&
+         (complete.end() - 1)->kind == OpKind::kDpScatter;
+}
+
 // Under attention DP the FFN output is on full rows and returns over DP (§6.6).
 PlanBuilder::Hand PlanBuilder::ffnExitOverDp(const Sides& s, std::int8_t owed, bool may_defer) {
   Hand h;
   StepList complete;
   dpCompleteSteps(complete, s.producer, owed);
+  if (speculativeKeepsDpReturn(complete)) may_defer = false;
   if ((may_defer || s.terminal_defers) && !schema_.on(Decision::kFfnKeepsSumFromMixer)) {
     // UnreducedOutput(reduce_to_dp_local = dp_step, or AR + dp_scatter): run by the next entry.
     h.handoff = {RowKind::kFull, SumGroup::kDpReturn, Completer::kCarried, true};

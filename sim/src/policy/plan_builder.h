@@ -175,6 +175,8 @@ class PlanBuilder {
   bool mixerMayCarry(const Sides& s) const;
   /// Declared (_sum_deferral_allowed): an FFN's sum may be left for the next entry.
   bool ffnMayDefer(const Sides& s, std::int8_t owed) const;
+  /// Under DP attention with speculation, an all-reduce return stays at the FFN.
+  bool speculativeKeepsDpReturn(const StepList& complete) const;
   /// LayerCommunicator._declared_sides under prefill CP: an FFN output may
   /// leave its sum (defer it, or leave it to a DP reduce-scatter).
   bool mayLeave(LayerKind ffn) const;
