@@ -295,7 +295,7 @@ TEST(LedgerViolation, AResidualNotSlicedToLocalRowsIsALayoutMismatch) {
 TEST(LedgerViolation, OneRankAllReducingADifferentByteCountIsACollectiveMismatch) {
   Plan plan = mustBuild(patternCase("M-*E-", {.tp = 2}, {4}));
   const int rank = 1;
-  const int i = findOp(plan, rank, 3, Phase::kExit, OpKind::kAllReduce);
+  const int i = findOp(plan, rank, 4, Phase::kExit, OpKind::kAllReduce);
   ASSERT_GE(i, 0);
   plan.ranks[rank][i].bytes += 2;
   const Replays r = replayBoth(plan);
@@ -303,7 +303,7 @@ TEST(LedgerViolation, OneRankAllReducingADifferentByteCountIsACollectiveMismatch
   const Want want{.property = Property::kCollectivesMatch,
                   .cls = ViolationClass::kCollectiveMismatch,
                   .rank = 1,
-                  .stage = 3,
+                  .stage = 4,
                   .phase = Phase::kExit,
                   .op = OpKind::kAllReduce,
                   .check_op = true};

@@ -174,7 +174,13 @@ PlanBuilder::Hand PlanBuilder::ffnExitOnAttentionRows(const Sides& s, std::int8_
                    /*after_ffn=*/true);  // nobody completes it
       return h;
     }
-    if (fusedEntryCompletes(static_cast<Axis>(owed))) {
+    if (s.consumer_ffn) {
+      // construction.py (StagePlan): an FFN stage has no carried fusions, so
+      // prepare.py (_consumer_step) completes the sum with a plain all-reduce,
+      // then reads its input as it would a complete one.
+      h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
+      addEntryRead(h.entry, s.consumer, s.final_norm, true, false, /*after_ffn=*/true);
+    } else if (fusedEntryCompletes(static_cast<Axis>(owed))) {
       h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, owed});
     } else {
       h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});

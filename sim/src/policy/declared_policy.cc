@@ -19,17 +19,19 @@ bool PlanBuilder::mixerMayCarry(const Sides& s) const {
          D_ == 1 && (!legacy_ || legacyMayLeave(static_cast<std::int8_t>(Axis::kTp)));
 }
 
-// An FFN defers its sum to the next mixer's entry unless it is terminal, the
-// next stage is an FFN too, or the batch is empty. Legacy: the FFN skips its
-// all-reduce only for the fused kernel of the next layer's input
-// (should_fuse_mlp_allreduce_with_next_layer), never under DP attention.
+// An FFN defers its sum to the next stage's entry unless it is terminal or
+// the batch is empty, whatever kind of stage comes next: factories.py
+// (_ffn_decl) and exit.py (_select_ffn_completion) @060c48f7 ask nothing of the
+// consumer. Legacy: the FFN skips its all-reduce only for the fused kernel of
+// the next mixer's input (should_fuse_mlp_allreduce_with_next_layer), never
+// under DP attention.
 bool PlanBuilder::ffnMayDefer(const Sides& s, std::int8_t owed) const {
   // _sum_deferral_allowed: not (ep > 1 and moe_tp > 1 and not mergeable).
   const bool hybrid_ep_tp = s.producer == LayerKind::kMoe && cfg_.moe_ep > 1 && cfg_.moeTp() > 1 &&
                             postExpertsAxis() != Axis::kTp;
-  return handsOnPartials() && T_ > 1 && !s.terminal && !s.final_norm && !s.consumer_ffn &&
-         !hybrid_ep_tp && total_tokens_ > 0 && mayLeave(s.producer) &&
-         (!legacy_ || legacyMayLeave(owed));
+  return handsOnPartials() && T_ > 1 && !s.terminal && !s.final_norm &&
+         !(legacy_ && s.consumer_ffn) && !hybrid_ep_tp && total_tokens_ > 0 &&
+         mayLeave(s.producer) && (!legacy_ || legacyMayLeave(owed));
 }
 
 // The GQA CP moves have no reduce-scatter, so an FFN output may leave its sum
