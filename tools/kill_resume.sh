@@ -125,7 +125,9 @@ resume_check() {
       landed=$((landed + 1))
       points+=("${delay}ms@${done_cost}/${total_cost}${kill_note}")
       if [[ -s "$cut" ]]; then
-        integrity=$(query "$cut" "PRAGMA integrity_check" 2>&1 || true)
+        # Read-write, as the next run opens it: a kill can leave a hot journal
+        # that any opener rolls back (a read-only open cannot).
+        integrity=$(sqlite3 "$cut" "PRAGMA integrity_check" 2>&1 || true)
         [[ "$integrity" == ok ]] || { fail "$name: store damaged by kill $landed: $integrity"; return; }
       fi
       # Resume what the killed run had stored; start afresh when it had not
