@@ -41,7 +41,9 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
       ->capture_default_str();
   sub->add_option("--dp-padding", o.dp_padding, "DP padding: max_len|sum_len")
       ->capture_default_str();
-  sub->add_option("--reduction", o.reduction, "FFN return over DP: ar|rs|rsv|rs+rsv")
+  sub->add_option(
+         "--reduction", o.reduction,
+         "FFN return over DP: auto|ar|rs|rsv|rs+rsv (auto: SGLang's default for the model)")
       ->capture_default_str();
   sub->add_option("--mode", o.mode, "forward mode: decode|extend")->capture_default_str();
   sub->add_flag("--ln-sp", o.ln_sp, "LayerNorm sequence parallel");

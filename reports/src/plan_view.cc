@@ -133,8 +133,7 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
                     "  rank " + std::to_string(rank) + " of " + std::to_string(plan.world()) +
                     "  (" + plan.source.config.describe() + "; " + shown.describe() + "; tokens " +
                     plan.source.batch.describe() + ")\n";
-  for (const std::string& note : plan.source.engine_overrides)
-    out += "engine override: " + note + "\n";
+  for (const std::string& note : plan.source.engine_notes) out += "engine " + note + "\n";
 
   Table t({"#", "layer", "stage", "phase", "op", "tensor", "group", "ranks", "rows in", "rows out",
            "bytes"},

@@ -213,4 +213,44 @@ TEST(Cli, ADeepepCaseRunsWithMoeEpSetToTpAndThePlanHeaderSaysSo) {
   EXPECT_EQ(without_note, explicit_ep.out);
 }
 
+// arg_groups/boundary_reduction.py @0fbe7e46 (model_boundary_reduction):
+// rsv for LongcatFlashForCausalLM, ar for Qwen3ForCausalLM, rs+rsv for the
+// rest (NemotronHForCausalLM, DeepseekV3ForCausalLM, ...). Without
+// --reduction a DP case runs that default and its header names it; the same
+// case with the value given is the same plan without the note.
+TEST(Cli, WithoutReductionADpCaseRunsTheModelsSglangDefaultAndTheHeaderSaysSo) {
+  struct Expect {
+    const char* args;
+    const char* reduction;
+    const char* architecture;
+  };
+  for (const Expect& e :
+       {Expect{"--model nemotron-h-8b --tp 2 --dp 2", "rs+rsv", "NemotronHForCausalLM"},
+        Expect{"--model deepseek-v3 --tp 8 --dp 8 --tokens 1,1,1,1,1,1,1,1", "rs+rsv",
+               "DeepseekV3ForCausalLM"},
+        Expect{"--model qwen3-8b --tp 2 --dp 2", "ar", "Qwen3ForCausalLM"},
+        Expect{"--model longcat-flash --tp 8 --dp 8 --tokens 1,1,1,1,1,1,1,1", "rsv",
+               "LongcatFlashForCausalLM"}}) {
+    CliRun given = seam(std::string("plan ") + e.args);
+    ASSERT_EQ(given.code, 0) << e.args << given.err;
+    const std::string note = std::string("engine default: reduction ") + e.reduction +
+                             ": SGLang's model_boundary_reduction for " + e.architecture + "\n";
+    const size_t at = given.out.find(note);
+    ASSERT_NE(at, std::string::npos) << e.args << "\n" << given.out;
+    CliRun explicit_red = seam(std::string("plan ") + e.args + " --reduction " + e.reduction);
+    ASSERT_EQ(explicit_red.code, 0) << explicit_red.err;
+    std::string without_note = given.out;
+    without_note.erase(at, note.size());
+    EXPECT_EQ(without_note, explicit_red.out) << e.args;
+  }
+  CliRun no_dp = seam("plan --model nemotron-h-8b --tp 2");
+  ASSERT_EQ(no_dp.code, 0) << no_dp.err;
+  EXPECT_EQ(no_dp.out.find("engine default"), std::string::npos) << no_dp.out;
+  CliRun bad = seam("plan --model nemotron-h-8b --reduction rsvv");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--reduction \"rsvv\" is not one of auto, ar, rs, rsv, rs+rsv"),
+            std::string::npos)
+      << bad.err;
+}
+
 }  // namespace

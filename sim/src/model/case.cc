@@ -179,8 +179,12 @@ Expected<ModelRef> modelFromPreset(const ModelPreset& preset) {
   const std::string name(preset.name);
   Expected<Pattern> pattern = preset.parsedPattern();
   if (!pattern) return pattern.status();
-  return ModelRef{name, preset.family, std::move(pattern).value(), preset.shape,
-                  preset.allow_reduce_scatter};
+  return ModelRef{name,
+                  preset.family,
+                  std::move(pattern).value(),
+                  preset.shape,
+                  preset.allow_reduce_scatter,
+                  std::string(preset.architecture)};
 }
 
 Expected<ModelRef> modelFromPattern(std::string_view text, LayerFamily family) {
@@ -204,8 +208,12 @@ Expected<ModelRef> modelFromPattern(std::string_view text, LayerFamily family) {
     shape.mamba_groups = (*falcon)->shape.mamba_groups;
     shape.ssm_state = (*falcon)->shape.ssm_state;
   }
-  return ModelRef{"pattern", two ? LayerFamily::kTwoStage : LayerFamily::kSingleStage,
-                  std::move(pattern).value(), shape, (*donor)->allow_reduce_scatter};
+  return ModelRef{"pattern",
+                  two ? LayerFamily::kTwoStage : LayerFamily::kSingleStage,
+                  std::move(pattern).value(),
+                  shape,
+                  (*donor)->allow_reduce_scatter,
+                  std::string((*donor)->architecture)};
 }
 
 Expected<LayerFamily> parsePatternFamily(std::string_view text) {
@@ -252,6 +260,14 @@ Status validateCaseAgainstConfig(const Case& c) {
                            " but pp=" + std::to_string(c.config.pp));
   }
   return Status::ok();
+}
+
+BoundaryReduction engineDefaultReduction(const ModelRef& model) {
+  // seam's presets have one architecture each of _RSV_ARCHITECTURES and
+  // _AR_ARCHITECTURES; the rest fall through to the catch-all.
+  if (model.architecture == "LongcatFlashForCausalLM") return BoundaryReduction::kRsv;
+  if (model.architecture == "Qwen3ForCausalLM") return BoundaryReduction::kAr;
+  return BoundaryReduction::kRsRsv;
 }
 
 bool isQwen3Dense(const ModelRef& model) {

@@ -82,8 +82,31 @@ Expected<Batch> caseBatch(const CaseSpec& o, const ParallelConfig& config) {
   return b;
 }
 
+/// --reduction: "auto" is the engine's default for the model
+/// (resolve_boundary_reduction with boundary_reduction auto), said in the
+/// case's notes where the reduction can change a plan (attention DP or CP).
+Expected<BoundaryReduction> caseReduction(const CaseSpec& o, Case& c) {
+  if (o.reduction != "auto") {
+    auto parsed = parseReduction(o.reduction);
+    if (!parsed) {
+      return Status::invalid("--reduction \"" + o.reduction.substr(0, 64) +
+                             "\" is not one of auto, ar, rs, rsv, rs+rsv");
+    }
+    return parsed;
+  }
+  const BoundaryReduction r = engineDefaultReduction(c.model);
+  if (c.config.attn_dp > 1 || c.config.attn_cp > 1) {
+    const std::string arch =
+        c.model.architecture.empty() ? "a checkpoint of no SGLang class" : c.model.architecture;
+    c.engine_notes.push_back("default: reduction " + std::string(reductionName(r)) +
+                             ": SGLang's model_boundary_reduction for " + arch);
+  }
+  return r;
+}
+
 /// --a2a .. --capture; a capture names a stage of the `stages`-stage pattern.
-Expected<Flags> caseFlags(const CaseSpec& o, int stages) {
+Expected<Flags> caseFlags(const CaseSpec& o, Case& c) {
+  const int stages = c.model.pattern.size();
   Flags f;
   auto a2a = parseA2a(o.a2a);
   if (!a2a) return a2a.status();
@@ -95,7 +118,7 @@ Expected<Flags> caseFlags(const CaseSpec& o, int stages) {
   auto pad = parsePadding(o.dp_padding);
   if (!pad) return pad.status();
   f.dp_padding = *pad;
-  auto red = parseReduction(o.reduction);
+  auto red = caseReduction(o, c);
   if (!red) return red.status();
   f.reduction = *red;
   auto mode = parseMode(o.mode);
@@ -129,8 +152,9 @@ void applyA2aEpSize(const CaseSpec& o, Case& c) {
   auto a2a = parseA2a(o.a2a);
   if (!a2a || *a2a == A2aBackend::kNone || o.ep == o.tp || o.moe_dp != 1) return;
   c.config.moe_ep = o.tp;
-  c.engine_overrides.push_back("moe_ep " + std::to_string(o.ep) + " -> " + std::to_string(o.tp) +
-                               ": SGLang's _a2a_ep_size sets ep_size = tp_size for --a2a " + o.a2a);
+  c.engine_notes.push_back("override: moe_ep " + std::to_string(o.ep) + " -> " +
+                           std::to_string(o.tp) +
+                           ": SGLang's _a2a_ep_size sets ep_size = tp_size for --a2a " + o.a2a);
 }
 
 }  // namespace
@@ -147,7 +171,7 @@ Expected<Case> buildCase(const CaseSpec& o) {
   auto batch = caseBatch(o, c.config);
   if (!batch) return batch.status();
   c.batch = std::move(*batch);
-  auto flags = caseFlags(o, c.model.pattern.size());
+  auto flags = caseFlags(o, c);
   if (!flags) return flags.status();
   c.flags = std::move(*flags);
   // The config is valid: the rest of validateCase.

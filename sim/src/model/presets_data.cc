@@ -8,6 +8,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-h-4b",
         .display_name = "Nemotron-H-4B",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 52,
         .pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
@@ -36,6 +37,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-h-8b",
         .display_name = "Nemotron-H-8B",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 52,
         .pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
@@ -64,6 +66,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-h-47b",
         .display_name = "Nemotron-H-47B",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 98,
         .pattern = "M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---"
@@ -93,6 +96,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-h-56b",
         .display_name = "Nemotron-H-56B",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 118,
         .pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-"
@@ -122,6 +126,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-nano-9b-v2",
         .display_name = "Nemotron-Nano-9B-v2",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 56,
         .pattern = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
@@ -152,6 +157,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-nano-12b-v2",
         .display_name = "Nemotron-Nano-12B-v2",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 62,
         .pattern = "M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M-",
@@ -180,6 +186,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-3-nano",
         .display_name = "Nemotron-3-Nano-30B-A3B",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 52,
         .pattern = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
@@ -208,6 +215,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "nemotron-3-super",
         .display_name = "Nemotron-3-Super-120B-A12B",
+        .architecture = "NemotronHForCausalLM",
         .family = LayerFamily::kSingleStage,
         .layers = 88,
         .pattern = "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*"
@@ -236,6 +244,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "qwen3-next-80b-a3b",
         .display_name = "Qwen3-Next-80B-A3B",
+        .architecture = "Qwen3NextForCausalLM",
         .family = LayerFamily::kTwoStage,
         .layers = 48,
         .pattern = "GGG*GGG*GGG*GGG*GGG*GGG*GGG*GGG*GGG*GGG*GGG*GGG*",
@@ -263,6 +272,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "falcon-h1-7b",
         .display_name = "Falcon-H1-7B",
+        .architecture = "FalconH1ForCausalLM",
         .family = LayerFamily::kParallelHybrid,
         .layers = 44,
         .pattern = "",
@@ -290,6 +300,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "falcon-h1-3b",
         .display_name = "Falcon-H1-3B",
+        .architecture = "FalconH1ForCausalLM",
         .family = LayerFamily::kParallelHybrid,
         .layers = 32,
         .pattern = "",
@@ -316,6 +327,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "falcon-h1-24l-2048",
         .display_name = "Falcon-H1 (24 layers, hidden 2048)",
+        .architecture = "FalconH1ForCausalLM",
         .family = LayerFamily::kParallelHybrid,
         .layers = 24,
         .pattern = "",
@@ -342,6 +354,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "falcon-h1-tiny-90m",
         .display_name = "Falcon-H1-Tiny-90M",
+        .architecture = "FalconH1ForCausalLM",
         .family = LayerFamily::kParallelHybrid,
         .layers = 24,
         .pattern = "",
@@ -368,6 +381,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "mamba2-hybrid-8b",
         .display_name = "NVIDIA-Mamba2-Hybrid-8B (research)",
+        .architecture = "",
         .family = LayerFamily::kSingleStage,
         .layers = 56,
         .pattern = "M-M-M--M-M*-M-M-M-M--M*-M-M-M-M-M*--M-M-M-M-M*-M--M-M-M-",
@@ -394,6 +408,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "deepseek-v3",
         .display_name = "DeepSeek-V3",
+        .architecture = "DeepseekV3ForCausalLM",
         .family = LayerFamily::kTwoStage,
         .layers = 61,
         .pattern = "*************************************************************",
@@ -426,6 +441,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "qwen3-8b",
         .display_name = "Qwen3-8B",
+        .architecture = "Qwen3ForCausalLM",
         .family = LayerFamily::kTwoStage,
         .layers = 36,
         .pattern = "************************************",
@@ -455,6 +471,7 @@ const ModelPreset kPresets[] = {
     {
         .name = "longcat-flash",
         .display_name = "LongCat-Flash",
+        .architecture = "LongcatFlashForCausalLM",
         .family = LayerFamily::kBranchMerge,
         .layers = 28,
         .pattern = "****************************",

@@ -87,6 +87,8 @@ struct ModelRef {
   Pattern pattern;                    ///< main stack's stages (with cuts) and MTP stages
   ModelShape shape;                   ///< shapes used for byte counts and fit checks
   bool allow_reduce_scatter = false;  ///< ModelPreset::allow_reduce_scatter
+  /// ModelPreset::architecture; a bare pattern takes its shape donor's.
+  std::string architecture;
   /// Decoder layers per stage of `pattern`.
   int stagesPerLayer() const { return stagesPerLayerOf(family); }
 };
@@ -104,15 +106,23 @@ Expected<LayerFamily> parsePatternFamily(std::string_view text);
 /// LayerNorm SP on (layernorm_sp.SP_SUPPORTED_ARCHITECTURES).
 bool isQwen3Dense(const ModelRef& model);
 
+/// The boundary reduction SGLang picks for `model` when none is asked for
+/// (arg_groups/boundary_reduction.py @0fbe7e46, model_boundary_reduction):
+/// rsv for LongcatFlashForCausalLM, ar for Qwen3ForCausalLM, rs+rsv for
+/// every other architecture, an unknown one included.
+BoundaryReduction engineDefaultReduction(const ModelRef& model);
+
 /// One case. `batch.tokens.size()` must equal `config.attn_dp`.
 struct Case {
   ModelRef model;
   ParallelConfig config;
   Flags flags;
   Batch batch;
-  /// The start-up overrides the engine applied to the options as given, in
-  /// words (buildCase fills it; a plan's header says them).
-  std::vector<std::string> engine_overrides;
+  /// What the engine decided at start-up that the options did not say, in
+  /// words: "override: ..." where it changed an option as given, "default:
+  /// ..." where it picked a value left to it (buildCase fills it; a plan's
+  /// header prints each after "engine ").
+  std::vector<std::string> engine_notes;
 };
 
 /// Checks the batch against the config (one entry per DP shard) and the

@@ -24,7 +24,7 @@ struct CaseSpec {
   std::string a2a = "none";
   std::string fusion = "on";
   std::string dp_padding = "max_len";
-  std::string reduction = "ar";
+  std::string reduction = "auto";  ///< auto: engineDefaultReduction of the model
   std::string mode = "decode";
   bool ln_sp = false;
   bool input_scattered = false;

@@ -58,6 +58,9 @@ struct ModelShape {
 struct ModelPreset {
   std::string_view name;          ///< the CLI name, e.g. "nemotron-h-8b"
   std::string_view display_name;  ///< the name in checkpoints.md, e.g. "Nemotron-H-8B"
+  /// The checkpoint's config.json `architectures` class SGLang dispatches on,
+  /// e.g. "NemotronHForCausalLM"; "" for a checkpoint SGLang has no class for.
+  std::string_view architecture;
   LayerFamily family;
   int layers;                    ///< decoder layers (single stage: pattern length)
   std::string_view pattern;      ///< exact pattern; kMixerOnly alphabet for two-stage; "" if none
