@@ -28,6 +28,17 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
       ->capture_default_str();
   sub->add_option("--docs", o.docs,
                   "--family training: document lengths of the packed row, e.g. 5,2,9");
+  sub->add_option("--ac", o.ac, "--family training: PrimeRL activation checkpointing on|off")
+      ->capture_default_str();
+  sub->add_option("--router-dtype", o.router_dtype,
+                  "--family training: PrimeRL moe_router_dtype float32|bfloat16")
+      ->capture_default_str();
+  sub->add_option("--reduce-dtype", o.reduce_dtype,
+                  "--family training: PrimeRL FSDP reduce_dtype float32|bfloat16")
+      ->capture_default_str();
+  sub->add_option("--ep-backend", o.ep_backend,
+                  "--family training: PrimeRL ep_comm_backend torch|deepep")
+      ->capture_default_str();
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
   sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")

@@ -80,7 +80,7 @@ bool kvReplicaGradsNotSummed(TrainingPlan& plan) {
   const TrainingPlan* p = &plan;
   auto s = firstSite(plan, [p](const TrainingOp& op) {
     return op.transform == Transform::kSumRepeats &&
-           p->tensors[op.writes[0]].name.find(".kv") != std::string::npos;
+           p->tensors[op.writes[0]].space == Space::kKvHeads;
   });
   return s && editEverywhere(plan, *s, [](auto& ops, int i) { ops[i].perm = {0}; });
 }

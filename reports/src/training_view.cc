@@ -32,7 +32,7 @@ nlohmann::ordered_json opJson(const TrainingPlan& plan, const TrainingOp& op) {
   nlohmann::ordered_json j;
   j["layer"] = op.layer;
   j["stage"] = op.layer;
-  j["phase"] = op.pass == Pass::kForward ? "forward" : "backward";
+  j["phase"] = op.recompute ? "recompute" : op.pass == Pass::kForward ? "forward" : "backward";
   j["op"] = std::string(opName(op.kind));
   j["tensor"] = op.writes.empty()
                     ? (op.reads.empty() ? names(plan, op.params) : names(plan, op.reads))
@@ -112,7 +112,10 @@ std::string renderTrainingPlan(const TrainingPlan& plan, int rank, Format format
     const TrainingOp& op = ops[i];
     std::string group =
         op.hasGroup() ? std::string(trainAxisName(op.axis)) + "[" + ints(op.ranks) + "]" : "-";
-    t.addRow({std::to_string(i), op.pass == Pass::kForward ? "fwd" : "bwd",
+    t.addRow({std::to_string(i),
+              op.recompute                ? "re"
+              : op.pass == Pass::kForward ? "fwd"
+                                          : "bwd",
               std::to_string(op.layer), std::string(opName(op.kind)), op.step, group,
               names(plan, op.reads),
               op.writes.empty() ? names(plan, op.params) : names(plan, op.writes),

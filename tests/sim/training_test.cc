@@ -57,11 +57,20 @@ std::string firstViolation(const LedgerResult& r) {
   return r.holds() ? "holds" : describeViolation(r.violations.front());
 }
 
-int count(const TrainingPlan& plan, int rank, int layer, Pass pass, OpKind kind) {
+/// Ops of a pass (recomputed forward ops counted apart: `recompute`).
+int count(const TrainingPlan& plan, int rank, int layer, Pass pass, OpKind kind,
+          bool recompute = false) {
   return static_cast<int>(
       std::count_if(plan.ranks[rank].begin(), plan.ranks[rank].end(), [&](const TrainingOp& op) {
-        return op.layer == layer && op.pass == pass && op.kind == kind;
+        return op.layer == layer && op.pass == pass && op.kind == kind && op.recompute == recompute;
       }));
+}
+
+/// The plan's decoder layers (the loss ops carry this layer).
+size_t dimsLayers(const TrainingPlan& plan) {
+  int top = 0;
+  for (const TrainingOp& op : plan.ranks[0]) top = std::max(top, static_cast<int>(op.layer));
+  return static_cast<size_t>(top);
 }
 
 /// Edits every rank's first op matching `pred` (the same slot everywhere).
@@ -141,10 +150,33 @@ TEST(TrainingRules, OnlyTheNemotron3PresetsHaveTrainingLayouts) {
 
 // ---- the plans --------------------------------------------------------------
 
-TEST(TrainingPlans, APrimeRlMambaLayerUnderUlyssesIssuesSixAllToAllsEachWay) {
-  const TrainingPlan plan = planOf(primeRl(1, 4, 4, {5, 2, 9}));
+TEST(TrainingPlans, APrimeRlMambaLayerUnderUlyssesIssuesSixAllToAllsEachWayAndSixRecomputed) {
+  TrainingCase c = primeRl(1, 4, 4, {5, 2, 9});
+  const TrainingPlan plan = planOf(c);
   EXPECT_EQ(count(plan, 0, 0, Pass::kForward, OpKind::kAllToAll), 6);
+  EXPECT_EQ(count(plan, 0, 0, Pass::kForward, OpKind::kAllToAll, true), 6);
   EXPECT_EQ(count(plan, 0, 0, Pass::kBackward, OpKind::kAllToAll), 6);
+  c.config.recompute = false;
+  const TrainingPlan off = planOf(c);
+  EXPECT_EQ(count(off, 0, 0, Pass::kForward, OpKind::kAllToAll, true), 0);
+  EXPECT_EQ(count(off, 0, 0, Pass::kBackward, OpKind::kAllToAll), 6);
+}
+
+TEST(TrainingPlans, APrimeRlMoeLayerHasItsFp32RouterAsAThirdUnitUnderEp) {
+  TrainingCase c = primeRl(4, 1, 2, {5, 2, 9});
+  const TrainingPlan plan = planOf(c);
+  // Block, router (fp32) and experts (over dp_mod_ep): three all-gathers forward.
+  EXPECT_EQ(count(plan, 0, 1, Pass::kForward, OpKind::kAllGather), 3);
+  c.config.router_fp32 = false;
+  EXPECT_EQ(count(planOf(c), 0, 1, Pass::kForward, OpKind::kAllGather), 2);
+}
+
+TEST(TrainingPlans, PrimeRlLmHeadIsNotGatheredAgainInBackward) {
+  const TrainingPlan plan = planOf(primeRl(1, 2, 1, {5, 2, 9}));
+  const int head = static_cast<int>(dimsLayers(plan));
+  EXPECT_EQ(count(plan, 0, head, Pass::kForward, OpKind::kAllGather), 1);
+  EXPECT_EQ(count(plan, 0, head, Pass::kBackward, OpKind::kAllGather), 0);
+  EXPECT_EQ(count(plan, 0, head, Pass::kBackward, OpKind::kReduceScatter), 1);
 }
 
 TEST(TrainingPlans, KvHeadsAreReplicatedWhenFewerThanCpAndTheirGradientsSummedBack) {

@@ -223,6 +223,9 @@ Expected<TrainingCase> buildTrainingCase(const CaseSpec& o) {
   c.config.tp = o.tp;
   c.config.ep = o.ep;
   c.config.sp = *layout == TrainingLayout::kMegatron && o.tp > 1;
+  if (Status st = applyEngineOptions(c.config, o.ac, o.router_dtype, o.reduce_dtype, o.ep_backend);
+      !st)
+    return st;
   if (o.pp != 1)
     return Status::invalid("--pp " + std::to_string(o.pp) +
                            ": the training layouts are modelled with pp = 1");

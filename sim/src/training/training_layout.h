@@ -18,6 +18,8 @@ struct Dims {
   int mamba_heads = 0, mamba_head_dim = 0, groups = 0, state = 0;  ///< groups 0: unknown
   int experts = 0, top_k = 0, expert_inter = 0, shared_inter = 0;
   int latent = 0;  ///< latent MoE size (0: none)
+  int vocab = 0;   ///< embedding and lm_head rows
+  int conv_kernel = 4;
   std::vector<LayerKind> layers;
 };
 Dims dimsOf(const ModelPreset& m);

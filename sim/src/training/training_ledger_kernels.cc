@@ -261,33 +261,36 @@ bool Replay::checkAttentionInputs(int r, const TrainingOp& op) {
   const RankState& s = st_[r];
   const std::vector<int> row = lay_.rowTokens(r);
   const Buf& q = s.bufs[op.reads[0]];
-  const Buf& kv = s.bufs[op.reads[1]];
   const std::vector<int> qt = distinctTokens(q);
   if (qt != row && qt != lay_.cpTokens(r)) {
     sameTokens(r, op, q, row, T(op.reads[0]).name);
     return false;
   }
-  if (!rectangular(r, op, q, "q") || !rectangular(r, op, kv, "kv")) return false;
-  std::vector<int> kt = distinctTokens(kv);
-  if (qt == row) {
-    if (!sameTokens(r, op, kv, row, "keys")) return false;
-  } else {
-    std::vector<int> sorted = kt;
-    std::sort(sorted.begin(), sorted.end());
-    if (sorted != row) {
-      violate(r, op, Property::kOwedOnce, ViolationClass::kLayoutMismatch,
-              "the keys are not every token of the row exactly once");
-      return false;
-    }
-  }
+  if (!rectangular(r, op, q, "q")) return false;
   std::set<int> need;
   for (int h : headUnits(q)) need.insert(lay_.kvOfQ(h));
-  const std::set<int> have = srcs(kv);
-  if (need != have) {
-    violate(r, op, Property::kOwedOnce, ViolationClass::kForeignTerm,
-            "the q heads on this rank attend KV heads other than the ones it holds (GQA "
-            "grouping broken)");
-    return false;
+  // K and V (one read each): every key once, the KV heads the q heads attend.
+  for (size_t i = 1; i < op.reads.size(); ++i) {
+    const Buf& kv = s.bufs[op.reads[i]];
+    const std::string what = T(op.reads[i]).name;
+    if (!rectangular(r, op, kv, what)) return false;
+    if (qt == row) {
+      if (!sameTokens(r, op, kv, row, "keys")) return false;
+    } else {
+      std::vector<int> sorted = distinctTokens(kv);
+      std::sort(sorted.begin(), sorted.end());
+      if (sorted != row) {
+        violate(r, op, Property::kOwedOnce, ViolationClass::kLayoutMismatch,
+                what + ": the keys are not every token of the row exactly once");
+        return false;
+      }
+    }
+    if (need != srcs(kv)) {
+      violate(r, op, Property::kOwedOnce, ViolationClass::kForeignTerm,
+              "the q heads on this rank attend KV heads other than the ones it holds in " + what +
+                  " (GQA grouping broken)");
+      return false;
+    }
   }
   return checkSegments(r, op);
 }

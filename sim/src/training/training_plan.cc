@@ -293,20 +293,19 @@ int Builder::spScatter(int layer, char block, int o, const std::string& name) {
   return s;
 }
 
-/// The per-layer FSDP parameter all-gather (PrimeRL), for the collectives' sake.
-void Builder::paramGather(int layer, char block, const std::vector<int>& params, TrainAxis axis) {
-  if (params.empty()) return;
-  TrainingOp proto;
-  proto.layer = static_cast<std::int16_t>(layer);
-  proto.block = block;
-  proto.kind = OpKind::kAllGather;
-  proto.axis = axis;
-  proto.step = axis == TrainAxis::kExpertDp ? "expert fsdp all-gather" : "fsdp all-gather";
-  for (int p : params) proto.params.push_back(static_cast<std::int16_t>(p));
-  emit(proto, [&](int r, TrainingOp& op) {
-    op.ranks = lay_.group(axis, r);
-    op.bytes = paramBytes(params);
-  });
+/// Registers a PrimeRL FSDP2 unit (in the order units finish their
+/// forward: nested router and experts units before their block).
+int Builder::unit(const std::string& name, int layer, char block, std::vector<int> params,
+                  std::vector<std::pair<std::int64_t, std::int64_t>> shapes) {
+  FsdpUnit u;
+  u.name = name;
+  u.layer = layer;
+  u.block = block;
+  u.params = std::move(params);
+  u.shapes = std::move(shapes);
+  u.reduce_bytes = k().reduce_fp32 ? 4 : 2;
+  units_.push_back(std::move(u));
+  return static_cast<int>(units_.size()) - 1;
 }
 
 TrainingPlan Builder::build() {
@@ -317,6 +316,7 @@ TrainingPlan Builder::build() {
   int h = h0_;
   for (int l = 0; l < nl_; ++l) {
     cur_layer_ = l;
+    const int first = static_cast<int>(fwd_[0].size());
     switch (d.layers[l]) {
       case LayerKind::kMamba:
         h = mamba(l, h);
@@ -331,10 +331,19 @@ TrainingPlan Builder::build() {
         assert(false && "validated: only M * E");
         break;
     }
+    if (const int u = megatron() ? -1 : blockUnit(l); u >= 0) {
+      units_[u].first = first;
+      closeUnit(u);
+    }
   }
   cur_layer_ = nl_;
   loss(h);
-  backward();
+  if (megatron()) {
+    backward();
+  } else {
+    insertForwardGathers();
+    backwardFsdp();
+  }
   completeGradients();
   plan_.ranks = std::move(fwd_);
   return std::move(plan_);

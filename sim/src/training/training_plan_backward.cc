@@ -10,31 +10,30 @@
 
 namespace seam::training {
 
+/// Megatron's backward (PrimeRL's: training_plan_fsdp.cc): the conjugates
+/// in reverse, a column-parallel GEMM's sequence-parallel input gathered
+/// again for its weight gradient, and the gradient reductions of
+/// finalize_model_grads after the whole backward.
 void Builder::backward() {
   for (int r = 0; r < W(); ++r) {
     std::vector<TrainingOp> bwd;
     const std::vector<TrainingOp>& f = fwd_[r];
     for (int i = static_cast<int>(f.size()) - 1; i >= 0; --i) {
-      // FSDP reshards after forward: a block's parameters are all-gathered
-      // again before its backward (PrimeRL; the forward's gathers in reverse).
-      const bool layer_starts = i == static_cast<int>(f.size()) - 1 || f[i + 1].layer != f[i].layer;
-      if (layer_starts && !megatron()) {
-        for (const TrainingOp& g : f) {
-          if (g.layer != f[i].layer || g.pass != Pass::kForward || g.kind != OpKind::kAllGather ||
-              !g.reads.empty())
-            continue;
-          TrainingOp again = g;
-          again.pass = Pass::kBackward;
-          again.step = g.step + " (backward)";
-          bwd.push_back(std::move(again));
-        }
+      // TE LayerNormLinear / Linear (and ColumnParallelLinear) backward under
+      // SP: the saved local input is all-gathered again before the dgrad GEMM,
+      // whose reduce-scatter (the conjugate of the forward gather) follows.
+      if (f[i].kind == OpKind::kCompute && i > 0 && f[i - 1].step == "sp all-gather" &&
+          !f[i].reads.empty() && f[i].reads[0] == f[i - 1].writes[0]) {
+        TrainingOp again = f[i - 1];
+        again.recompute = true;
+        again.step = "sp all-gather (backward, for wgrad)";
+        bwd.push_back(std::move(again));
       }
       bool keep = false;
       TrainingOp b = conjugate(f[i], i, r, &keep);
       if (keep) bwd.push_back(std::move(b));
-      const bool layer_done = i == 0 || f[i - 1].layer != f[i].layer;
-      if (layer_done) gradReductions(f[i].layer, f[i].block, bwd, r);
     }
+    finalizeGrads(bwd, r);
     fwd_[r].insert(fwd_[r].end(), std::make_move_iterator(bwd.begin()),
                    std::make_move_iterator(bwd.end()));
   }
@@ -59,6 +58,10 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
       for (auto w : b.writes) b.bytes += cells_[w][r] * plan_.tensors[w].unit_bytes;
       return b;
     case OpKind::kAllToAll:
+      if (f.reads.empty()) {  // the EP counts exchange runs under no_grad
+        *keep = false;
+        return b;
+      }
       b.reads = {g(f.writes[0])};
       b.writes = {g(f.reads[0])};
       if (f.a2a == A2aMode::kSeqToHead) b.a2a = A2aMode::kHeadToSeq;
@@ -70,6 +73,10 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
         b.reads.push_back(f.reads[0]);
       }
       std::swap(b.in_splits, b.out_splits);
+      if (!f.in_splits.empty()) {  // the backward sends what the forward received
+        b.bytes = f.recv_bytes;
+        b.recv_bytes = f.bytes;
+      }
       return b;
     case OpKind::kAllGather:
       if (f.reads.empty()) {  // FSDP parameter all-gather: its gradient reduction is the layer's
@@ -137,19 +144,21 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
   }
 }
 
-/// The gradient reductions of a layer's parameters on rank r, appended to `out`.
-void Builder::gradReductions(int layer, char block, std::vector<TrainingOp>& out, int r) {
-  const LayerParams& lp = layer_params_[layer + 1];
-  auto reduce = [&](OpKind kind, TrainAxis axis, const std::vector<int>& params,
+/// Megatron's finalize_model_grads on rank r, appended to `out`: DDP's
+/// finish_grad_sync first (no overlap by default: one bucket of the dense
+/// parameters over dp x cp, then one of the experts over expert-DP), then
+/// the sequence-parallel parameters' gradients, coalesced into one
+/// all-reduce over tp (_allreduce_non_tensor_model_parallel_grads).
+void Builder::finalizeGrads(std::vector<TrainingOp>& out, int r) {
+  auto reduce = [&](TrainAxis axis, int layer_of, const std::vector<int>& params,
                     const std::string& step) {
     if (params.empty()) return;
     std::vector<int> g = lay_.group(axis, r);
     if (g.size() < 2) return;
     TrainingOp op;
     op.pass = Pass::kBackward;
-    op.layer = static_cast<std::int16_t>(layer);
-    op.block = block;
-    op.kind = kind;
+    op.layer = static_cast<std::int16_t>(layer_of);
+    op.kind = OpKind::kAllReduce;
     op.axis = axis;
     op.ranks = std::move(g);
     op.step = step;
@@ -157,20 +166,15 @@ void Builder::gradReductions(int layer, char block, std::vector<TrainingOp>& out
     op.bytes = paramBytes(params);
     out.push_back(std::move(op));
   };
-  if (!megatron()) {
-    // FSDP's post-backward hook: reduce-scatter over dp_shard x cp, then HSDP's all-reduce.
-    reduce(OpKind::kReduceScatter, TrainAxis::kFsdp, lp.dense, "fsdp reduce-scatter grads");
-    reduce(OpKind::kAllReduce, TrainAxis::kDpReplicate, lp.dense, "hsdp all-reduce grads");
-    reduce(OpKind::kReduceScatter, TrainAxis::kExpertDp, lp.experts,
-           "expert fsdp reduce-scatter grads");
-    reduce(OpKind::kAllReduce, TrainAxis::kDpReplicate, lp.experts, "hsdp all-reduce expert grads");
-  } else {
-    // finalize_model_grads: SP-replicated parameters summed over tp; DDP over dp x cp; experts over
-    // expert-DP.
-    reduce(OpKind::kAllReduce, TrainAxis::kTp, lp.tp_sum, "tp all-reduce sequence-parallel grads");
-    reduce(OpKind::kAllReduce, TrainAxis::kDpCp, lp.dense, "ddp all-reduce grads");
-    reduce(OpKind::kAllReduce, TrainAxis::kExpertDp, lp.experts, "expert-dp all-reduce grads");
+  std::vector<int> dense, experts, tp_sum;
+  for (const LayerParams& lp : layer_params_) {
+    dense.insert(dense.end(), lp.dense.begin(), lp.dense.end());
+    experts.insert(experts.end(), lp.experts.begin(), lp.experts.end());
+    tp_sum.insert(tp_sum.end(), lp.tp_sum.begin(), lp.tp_sum.end());
   }
+  reduce(TrainAxis::kDpCp, -1, dense, "ddp all-reduce grads (one bucket)");
+  reduce(TrainAxis::kExpertDp, -1, experts, "expert-dp all-reduce grads (one bucket)");
+  reduce(TrainAxis::kTp, -1, tp_sum, "tp all-reduce sequence-parallel grads (coalesced)");
 }
 
 /// The gradient tensor of a root: `d:<root>`.

@@ -1,8 +1,10 @@
 // Private to sim/: the training planner (training_plan.h), shared by the
 // files that define it. training_plan.cc holds its primitives (tensors, the
-// ops it emits on every rank) and the build; training_plan_forward.cc each
-// layer kind's forward as the engine runs it; training_plan_backward.cc the
-// backward as the conjugates of the forward ops and the gradient reductions.
+// ops it emits on every rank) and the build; training_plan_forward.cc and
+// training_plan_moe.cc each layer kind's forward as the engine runs it;
+// training_plan_backward.cc Megatron's backward (the conjugates of the
+// forward ops, TE's re-gathers, finalize_model_grads); training_plan_fsdp.cc
+// PrimeRL's FSDP2 units and schedule and its activation recompute.
 #pragma once
 
 #include <cstdint>
@@ -46,12 +48,34 @@ struct MoeLayer {
   int lat = 0;    ///< the experts' width: the latent size, or hidden
   int p_norm = -1, p_router = -1, p_fc1 = -1, p_fc2 = -1, p_sh = -1, p_ex = -1;  ///< -1: none
   int disp = -1;  ///< the (token, expert) cells before the dispatch: the combine's handle
+  int u_router = -1, u_experts = -1;  ///< PrimeRL: their own FSDP units (-1: in the block's)
+};
+
+/// A PrimeRL FSDP2 unit (setup_fsdp): a block, a MoE layer's fp32 router,
+/// its experts under EP, the embedding, or [lm_head, final norm].
+struct FsdpUnit {
+  std::string name;  ///< "block", "router", "experts", "embedding", "lm_head+norm"
+  int layer = -1;
+  char block = ' ';
+  bool nested = false;      ///< a router or experts unit inside its block
+  std::vector<int> params;  ///< the ledger's parameters whose gradients it reduces
+  /// The engine's parameters it flattens: (dim 0, elements per dim-0 row);
+  /// FSDP2 pads dim 0 to a multiple of the shard count.
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+  TrainAxis axis = TrainAxis::kFsdp;
+  std::int64_t param_bytes = 2;   ///< the all-gather dtype (MixedPrecisionPolicy.param_dtype)
+  std::int64_t reduce_bytes = 4;  ///< the reduce-scatter dtype (reduce_dtype)
+  bool reshard = true;            ///< reshard_after_forward
+  int first = -1, last = -1;      ///< the forward ops (rank-independent indices) it spans
 };
 
 /// The EP all-to-all split sizes of one MoE layer, per rank.
 struct ExpertSplits {
   std::vector<std::vector<int>> send;  ///< cells rank r sends to each EP member
   std::vector<std::vector<int>> recv;  ///< cells rank r receives from each EP member
+  /// DeepEP: rows rank r sends to each EP member, one per (token, member
+  /// owning at least one of its experts).
+  std::vector<std::vector<int>> rows;
 };
 
 /// Builds one training plan: the forward on every rank, then the backward.
@@ -105,9 +129,22 @@ class Builder {
                  const std::vector<int>& reads, int to, const Fill& fill);
   int spGather(int layer, char block, int h, const std::string& name);
   int spScatter(int layer, char block, int o, const std::string& name);
-  void paramGather(int layer, char block, const std::vector<int>& params, TrainAxis axis);
+  int unit(const std::string& name, int layer, char block, std::vector<int> params,
+           std::vector<std::pair<std::int64_t, std::int64_t>> shapes);
+  void openUnit(int u) { units_[u].first = static_cast<int>(fwd_[0].size()); }
+  void closeUnit(int u) { units_[u].last = static_cast<int>(fwd_[0].size()) - 1; }
 
-  // training_plan_forward.cc: each layer kind's forward.
+  // training_plan_fsdp.cc: PrimeRL's FSDP2 schedule and activation recompute.
+  std::int64_t unitElements(const FsdpUnit& u, bool shard) const;
+  TrainingOp fsdpOp(int u, OpKind kind, Pass pass, int r, const std::string& step) const;
+  void insertForwardGathers();
+  void backwardFsdp();
+  void preBackward(int u, std::vector<char>& unsharded, std::vector<TrainingOp>& out, int r);
+  void postBackward(int u, std::vector<TrainingOp>& out, int r);
+  int blockUnit(int layer) const;
+  int nestedUnit(int layer, const std::string& name) const;
+
+  // training_plan_forward.cc and training_plan_moe.cc: each layer kind's forward.
   void embed();
   int mamba(int l, int h);
   MambaLayer mambaParams(int l);
@@ -122,8 +159,10 @@ class Builder {
   int attention(int l, int h);
   int moe(int l, int h);
   MoeLayer moeParams(int l);
+  void moeUnits(MoeLayer& m);
   ExpertSplits expertSplits(int l) const;
   int routedCells(int r) const;
+  std::pair<std::int64_t, std::int64_t> expertRows(const ExpertSplits& s, int r) const;
   int moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits);
   int moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertSplits& splits);
   void loss(int h);
@@ -131,7 +170,7 @@ class Builder {
   // training_plan_backward.cc: the backward and the gradients.
   void backward();
   TrainingOp conjugate(const TrainingOp& f, int index, int r, bool* keep);
-  void gradReductions(int layer, char block, std::vector<TrainingOp>& out, int r);
+  void finalizeGrads(std::vector<TrainingOp>& out, int r);
   int gradRoot(int rt);
   int gradOf(int b);
   void completeGradients();
@@ -156,6 +195,7 @@ class Builder {
   int cur_layer_ = -1;
   int nl_ = 0;                                 ///< decoder layers; the loss ops carry layer nl_
   std::vector<std::pair<int, int>> moe_sums_;  ///< (experts' output, its routed sum)
+  std::vector<FsdpUnit> units_;                ///< PrimeRL: in order of forward completion
 };
 
 }  // namespace seam::training

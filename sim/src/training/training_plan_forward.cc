@@ -1,7 +1,7 @@
-// The training planner's forward (training_plan_builder.h): each layer kind
-// as PrimeRL or Megatron runs it (training-layouts §1, §2), the embedding and
-// the loss. Every tensor is made and every op emitted in the engine's order:
-// tensor ids and op order are the plan.
+// The training planner's forward (training_plan_builder.h): the Mamba and
+// attention layers as PrimeRL or Megatron runs them (training-layouts §1,
+// §2), the embedding and the loss (MoE layers: training_plan_moe.cc). Every tensor is made and
+// every op emitted in the engine's order: tensor ids and op order are the plan.
 #include <algorithm>
 #include <numeric>
 
@@ -13,15 +13,19 @@ namespace seam::training {
 void Builder::embed() {
   const auto& d = lay_.dims();
   const bool tpv = k().tp > 1;
-  const int pe = param("embed", Space::kHidden, tpv ? k().tp : 1, 0, tpv);
+  const int pe = param("embed", Space::kHidden, tpv ? k().tp : 1,
+                       static_cast<std::int64_t>(d.vocab) * d.hidden, tpv);
   layer_params_[0].dense.push_back(pe);
-  if (!megatron()) paramGather(-1, ' ', {pe}, TrainAxis::kFsdp);
+  // Its own unit: Nemotron-3 does not tie the embedding to lm_head (setup_fsdp).
+  const int u = megatron() ? -1 : unit("embedding", -1, ' ', {pe}, {{d.vocab, d.hidden}});
+  if (u >= 0) openUnit(u);
   const int e = tensor("h0.embed", Space::kHidden, 1, d.hidden * kBf16, -1);
   // Megatron's vocab-parallel embedding leaves a partial over tp (reduce-scattered under SP).
   plan_.tensors[e].shards = tpv ? k().tp : 1;
   kernel(
       -1, ' ', Kernel::kLinear, "embedding", {}, {e}, {pe},
       [&](int r, int) { return tpv ? cpCells(r, 1) : localCells(r, 1); }, tpv);
+  if (u >= 0) closeUnit(u);
   h0_ = spScatter(-1, ' ', e, "h0.sp");
 }
 
@@ -56,9 +60,12 @@ MambaLayer Builder::mambaParams(int l) {
   m.p_in = param(
       L + "in_proj", Space::kHidden, tps ? tp : 1,
       static_cast<std::int64_t>(d.hidden) * (2 * d_in + 2 * m.G * d.state + d.mamba_heads), tps);
-  m.p_convx = param(L + "conv1d.x", Space::kHeads, m.nb, static_cast<std::int64_t>(d_in) * 4, tps);
+  // conv1d weight [conv_dim, 1, kernel] and its bias [conv_dim].
+  const int K = d.conv_kernel;
+  m.p_convx =
+      param(L + "conv1d.x", Space::kHeads, m.nb, static_cast<std::int64_t>(d_in) * (K + 1), tps);
   m.p_convbc = param(L + "conv1d.BC", Space::kGroups, m.G,
-                     static_cast<std::int64_t>(2 * m.G * d.state) * 4, tps);
+                     static_cast<std::int64_t>(2 * m.G * d.state) * (K + 1), tps);
   m.p_alog = param(L + "A_log", Space::kHeads, m.nb, d.mamba_heads, tps);
   m.p_d = param(L + "D", Space::kHeads, m.nb, d.mamba_heads, tps);
   m.p_dtb = param(L + "dt_bias", Space::kHeads, m.nb, d.mamba_heads, tps);
@@ -69,7 +76,20 @@ MambaLayer Builder::mambaParams(int l) {
   for (int p : {m.p_norm, m.p_in, m.p_convx, m.p_convbc, m.p_alog, m.p_d, m.p_dtb, m.p_gn, m.p_out})
     lp.dense.push_back(p);
   if (tps) lp.tp_sum.push_back(m.p_norm);
-  if (!megatron()) paramGather(l, 'M', lp.dense, TrainAxis::kFsdp);
+  if (!megatron()) {
+    const std::int64_t H = d.hidden, nh = d.mamba_heads, gn = std::int64_t{d.groups} * d.state;
+    const std::int64_t conv_dim = d_in + 2 * gn;
+    unit("block", l, 'M', lp.dense,
+         {{H, 1},
+          {2 * d_in + 2 * gn + nh, H},
+          {conv_dim, K},
+          {conv_dim, 1},
+          {nh, 1},
+          {nh, 1},
+          {nh, 1},
+          {d_in, 1},
+          {H, d_in}});
+  }
   return m;
 }
 
@@ -125,7 +145,12 @@ std::vector<int> Builder::mambaToHeads(const MambaLayer& m, const std::vector<in
     }
   }
   if (cp == 1) return cur;
-  for (int i = 0; i < 5; ++i) {
+  // The engines' order of the five all-to-alls (outs is z, x, dt, B, C):
+  // PrimeRL z, dt, x, B, C (cp_mamba.py mamba_cp_forward); Megatron z, x, B,
+  // C, dt (mamba_context_parallel.py pre_conv_ssm).
+  const std::vector<int> order =
+      megatron() ? std::vector<int>{0, 1, 3, 4, 2} : std::vector<int>{0, 2, 1, 3, 4};
+  for (int i : order) {
     const int hh = derived(plan_.tensors[cur[i]].name + ".h", cur[i]);
     const int src = cur[i];
     collective(l, 'M', OpKind::kAllToAll, A2aMode::kSeqToHead, TrainAxis::kCp,
@@ -305,7 +330,11 @@ int Builder::attention(int l, int h) {
                         static_cast<std::int64_t>(d.q_heads) * d.head_dim * d.hidden, tps);
   for (int p : {p_norm, p_qkv, p_o}) lp.dense.push_back(p);
   if (tps) lp.tp_sum.push_back(p_norm);
-  if (!megatron()) paramGather(l, '*', lp.dense, TrainAxis::kFsdp);
+  if (!megatron()) {
+    const std::int64_t H = d.hidden, q = std::int64_t{d.q_heads} * d.head_dim,
+                       kvd = std::int64_t{d.kv_heads} * d.head_dim;
+    unit("block", l, '*', lp.dense, {{H, 1}, {q, H}, {kvd, H}, {kvd, H}, {H, q}});
+  }
   const int hin = spGather(l, '*', h, L + "h.full");
   int ln = hin;
   if (!megatron()) {
@@ -314,50 +343,64 @@ int Builder::attention(int l, int h) {
            [&](int r, int) { return localCells(r, 1); });
   }
   const int q = tensor(L + "q", Space::kQHeads, d.q_heads, hb, l, true);
-  const int kv = tensor(L + "kv", Space::kKvHeads, d.kv_heads, 2 * hb, l, true);
+  const int kk = tensor(L + "k", Space::kKvHeads, d.kv_heads, hb, l, true);
+  const int vv = tensor(L + "v", Space::kKvHeads, d.kv_heads, hb, l, true);
   kernel(
       l, '*', Kernel::kLinear, megatron() ? "norm+qkv" : "qkv",
-      {{ln, tps ? Partial::kTp : Partial::kNone}}, {q, kv},
+      {{ln, tps ? Partial::kTp : Partial::kNone}}, {q, kk, vv},
       megatron() ? std::vector<int>{p_norm, p_qkv} : std::vector<int>{p_qkv},
       [&](int r, int w) { return cpCells(r, (w == 0 ? d.q_heads : d.kv_heads) / tp); }, tps);
-  int qa = q, kva = kv;
+  int qa = q;
+  std::vector<int> kva = {kk, vv};
   Partial kvp = Partial::kNone;
   if (cp > 1 && !megatron()) {
-    // Ulysses (layers/ulysses_attn.py): KV heads replicated when fewer than cp.
-    if (d.kv_heads < cp) {
-      const int reps = cp / d.kv_heads;
-      const int rep = derived(L + "kv.rep", kv, d.kv_heads * reps);
-      plan_.tensors[rep].reps = reps;
-      transform(l, '*', Transform::kRepeat, "repeat kv heads", {kv}, rep,
-                [&](int r, TrainingOp& op) {
-                  op.reps = reps;
-                  cells_[rep][r] = cells_[kv][r] * reps;
-                });
-      kva = rep;
-      kvp = Partial::kReps;
-    }
+    // Ulysses (layers/ulysses_attn.py ulysses_flash_attn_varlen_func): q, k
+    // and v each their own all-to-all, q first; K and V heads replicated
+    // (repeat_interleave) when fewer than cp.
     const int qh = derived(L + "q.h", q);
     collective(l, '*', OpKind::kAllToAll, A2aMode::kSeqToHead, TrainAxis::kCp, "a2a seq->head q", q,
                qh, [&](int r) { return cells_[q][r]; });
-    const int kvh = derived(L + "kv.h", kva);
-    const int src = kva;
-    collective(l, '*', OpKind::kAllToAll, A2aMode::kSeqToHead, TrainAxis::kCp, "a2a seq->head kv",
-               src, kvh, [&](int r) { return cells_[src][r]; });
     qa = qh;
-    kva = kvh;
+    if (d.kv_heads < cp) {
+      const int reps = cp / d.kv_heads;
+      for (int& t : kva) {
+        const int src = t;
+        const int rep = derived(plan_.tensors[src].name + ".rep", src, d.kv_heads * reps);
+        plan_.tensors[rep].reps = reps;
+        transform(l, '*', Transform::kRepeat, "repeat kv heads", {src}, rep,
+                  [&](int r, TrainingOp& op) {
+                    op.reps = reps;
+                    cells_[rep][r] = cells_[src][r] * reps;
+                  });
+        t = rep;
+      }
+      kvp = Partial::kReps;
+    }
+    for (int& t : kva) {
+      const int src = t;
+      const int th = derived(plan_.tensors[src].name + ".h", src);
+      collective(l, '*', OpKind::kAllToAll, A2aMode::kSeqToHead, TrainAxis::kCp,
+                 "a2a seq->head " + plan_.tensors[root(src)].name.substr(L.size()), src, th,
+                 [&](int r) { return cells_[src][r]; });
+      t = th;
+    }
   } else if (cp > 1) {
-    // Megatron attention CP, all-gather flavour (the logical content of p2p too):
-    // K/V gathered over cp, dK/dV reduce-scattered back.
-    const int kvall = derived(L + "kv.all", kv);
-    collective(l, '*', OpKind::kAllGather, A2aMode::kNone, TrainAxis::kCp, "cp all-gather kv", kv,
-               kvall, [&](int r) { return cells_[kv][r] * cp; });
-    kva = kvall;
+    // Megatron attention CP, all-gather flavour (TE AttnFuncWithCPAndKVAllGather):
+    // K and V gathered over cp separately, dK/dV reduce-scattered back.
+    for (int& t : kva) {
+      const int src = t;
+      const int all = derived(plan_.tensors[src].name + ".all", src);
+      collective(l, '*', OpKind::kAllGather, A2aMode::kNone, TrainAxis::kCp,
+                 "cp all-gather " + plan_.tensors[src].name.substr(L.size()), src, all,
+                 [&](int r) { return cells_[src][r] * cp; });
+      t = all;
+    }
     kvp = Partial::kCp;
   }
   const int ao = tensor(L + "attn", Space::kQHeads, d.q_heads, hb, l, true);
   kernel(
-      l, '*', Kernel::kAttention, "flash attention varlen", {{qa}, {kva, kvp}}, {ao}, {},
-      [&](int r, int) { return cells_[qa][r]; }, false, true);
+      l, '*', Kernel::kAttention, "flash attention varlen", {{qa}, {kva[0], kvp}, {kva[1], kvp}},
+      {ao}, {}, [&](int r, int) { return cells_[qa][r]; }, false, true);
   int av = ao;
   if (cp > 1 && !megatron()) {
     const int as = derived(L + "attn.seq", ao);
@@ -368,191 +411,25 @@ int Builder::attention(int l, int h) {
   return projectAndAdd(l, '*', "o_proj", av, p_o, h);
 }
 
-/// A MoE layer: norm, router, the routed experts (dispatched and combined
-/// under EP), the shared expert and the residual add. Returns its output.
-int Builder::moe(int l, int h) {
-  const auto& d = lay_.dims();
-  MoeLayer m = moeParams(l);
-  const std::string& L = m.L;
-  const int tp = k().tp;
-  const bool tps = tp > 1;
-  const int ln = tensor(L + "ln", Space::kHidden, 1, d.hidden * kBf16, l);
-  kernel(l, 'E', Kernel::kNorm, "pre-mlp norm", {{h}}, {ln}, {m.p_norm},
-         [&](int r, int) { return localCells(r, 1); });
-  // Router (fp32 sigmoid, top-k): consumes ln, gives the (token, expert) choices.
-  kernel(l, 'E', Kernel::kRouter, "router top-k", {{ln}}, {}, {m.p_router},
-         [&](int, int) { return 0; });
-  // fc1 latent before the dispatch (DeepEP path; identity for Nano).
-  int xl = ln;
-  if (m.p_fc1 >= 0) {
-    xl = tensor(L + "latent", Space::kHidden, 1, m.lat * kBf16, l);
-    kernel(l, 'E', Kernel::kLinear, "fc1_latent_proj", {{ln}}, {xl}, {m.p_fc1},
-           [&](int r, int) { return localCells(r, 1); });
-  }
-  const ExpertSplits splits = expertSplits(l);
-  const int at_experts = moeDispatch(m, xl, splits);
-  const int mo = moeCombine(m, at_experts, xl, splits);
-  // Shared expert on the full-H input (Megatron: TP column/row with SP).
-  const int lnf = spGather(l, 'E', ln, L + "ln.full");
-  const int so = tensor(L + "shared.out", Space::kHidden, 1, d.hidden * kBf16, l);
-  plan_.tensors[so].shards = tps ? tp : 1;
-  kernel(
-      l, 'E', Kernel::kLinear, "shared expert", {{lnf, tps ? Partial::kTp : Partial::kNone}}, {so},
-      {m.p_sh}, [&](int r, int) { return cpCells(r, 1); }, tps);
-  const int ss = spScatter(l, 'E', so, L + "shared.sp");
-  const int hn = tensor("h" + std::to_string(l + 1), Space::kHidden, 1, d.hidden * kBf16, l);
-  kernel(l, 'E', Kernel::kAdd, "residual add", {{h}, {mo}, {ss}}, {hn}, {},
-         [&](int r, int) { return localCells(r, 1); });
-  return hn;
-}
-
-/// A MoE layer's parameters (FSDP-gathered under PrimeRL, the experts over
-/// expert-DP).
-MoeLayer Builder::moeParams(int l) {
-  const auto& d = lay_.dims();
-  MoeLayer m;
-  m.l = l;
-  m.L = "L" + std::to_string(l) + ".";
-  const std::string& L = m.L;
-  const int tp = k().tp;
-  const bool tps = tp > 1;
-  m.lat = d.latent > 0 ? d.latent : d.hidden;
-  m.p_norm = param(L + "norm", Space::kHidden, 1, d.hidden);
-  m.p_router =
-      param(L + "router", Space::kHidden, 1, static_cast<std::int64_t>(d.hidden) * d.experts);
-  m.p_fc1 = d.latent > 0 ? param(L + "fc1_latent", Space::kHidden, 1,
-                                 static_cast<std::int64_t>(d.hidden) * m.lat)
-                         : -1;
-  m.p_fc2 = d.latent > 0 ? param(L + "fc2_latent", Space::kHidden, 1,
-                                 static_cast<std::int64_t>(d.hidden) * m.lat)
-                         : -1;
-  m.p_sh = param(L + "shared_expert", Space::kHidden, tps ? tp : 1,
-                 static_cast<std::int64_t>(2) * d.hidden * d.shared_inter, tps);
-  m.p_ex = param(L + "experts", Space::kExperts, d.experts,
-                 static_cast<std::int64_t>(2) * d.experts * m.lat * d.expert_inter, false, true);
-  LayerParams& lp = layer_params_[l + 1];
-  for (int p : {m.p_norm, m.p_router, m.p_fc1, m.p_fc2, m.p_sh}) {
-    if (p >= 0) lp.dense.push_back(p);
-  }
-  lp.experts.push_back(m.p_ex);
-  if (tps) {
-    // Norm, router and the duplicated latent projections run on SP rows: summed over tp.
-    for (int p : {m.p_norm, m.p_router, m.p_fc1, m.p_fc2}) {
-      if (p >= 0) lp.tp_sum.push_back(p);
-    }
-  }
-  if (!megatron()) {
-    paramGather(l, 'E', lp.dense, TrainAxis::kFsdp);
-    if (lay_.group(TrainAxis::kExpertDp, 0).size() > 1)
-      paramGather(l, 'E', lp.experts, TrainAxis::kExpertDp);
-  }
-  return m;
-}
-
-/// The (token, expert) cells each rank sends to and receives from each EP
-/// member at layer l (empty without EP).
-ExpertSplits Builder::expertSplits(int l) const {
-  ExpertSplits s;
-  s.send.resize(W());
-  s.recv.resize(W());
-  if (k().ep == 1) return s;
-  for (int r = 0; r < W(); ++r) {
-    std::vector<int>& out = s.send[r];
-    out.assign(lay_.group(TrainAxis::kEp, r).size(), 0);
-    for (int t : lay_.localTokens(r)) {
-      for (int e : lay_.route(l, t)) ++out[lay_.expertOwner(e)];
-    }
-  }
-  for (int r = 0; r < W(); ++r) {
-    for (int m : lay_.group(TrainAxis::kEp, r)) s.recv[r].push_back(s.send[m][lay_.coord(r).ep]);
-  }
-  return s;
-}
-
-/// A rank's (token, expert) cells: its tokens times top-k.
-int Builder::routedCells(int r) const {
-  return static_cast<int>(lay_.localTokens(r).size()) * lay_.dims().top_k;
-}
-
-/// The permute by expert and, under EP, the dispatch to the experts' owners.
-/// Returns the tensor the experts read.
-int Builder::moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits) {
-  const int l = m.l;
-  const int disp = derived(m.L + "routed", xl, lay_.dims().experts);
-  plan_.tensors[disp].space = Space::kExperts;
-  m.disp = disp;
-  transform(l, 'E', Transform::kPermute, "permute by expert", {xl}, disp,
-            [&](int r, TrainingOp&) { cells_[disp][r] = routedCells(r); });
-  if (k().ep == 1) return disp;
-  const int de = derived(m.L + "routed.ep", disp);
-  collective(
-      l, 'E', OpKind::kAllToAll, A2aMode::kToExpert, TrainAxis::kEp, "ep dispatch", disp, de,
-      [&](int r) {
-        const auto& rs = splits.recv[r];
-        return std::accumulate(rs.begin(), rs.end(), 0);
-      },
-      [&](int r, TrainingOp& op) {
-        op.in_splits = splits.send[r];
-        op.out_splits = splits.recv[r];
-        std::int64_t n = std::accumulate(op.in_splits.begin(), op.in_splits.end(), 0);
-        op.bytes = n * m.lat * kBf16;
-      });
-  return de;
-}
-
-/// The grouped experts, the routing weights (x routed_scaling_factor,
-/// applied once after the experts, before the combine: PR
-/// distributed/deepep.py), under EP the combine, the unpermute (sum over
-/// k) and the fc2 latent projection. Returns the MoE output.
-int Builder::moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertSplits& splits) {
-  const auto& d = lay_.dims();
-  const int l = m.l;
-  const std::string& L = m.L;
-  const int ye = tensor(L + "experts.out", Space::kExperts, d.experts, m.lat * kBf16, l);
-  kernel(l, 'E', Kernel::kExperts, "grouped experts", {{at_experts, Partial::kRouted}}, {ye},
-         {m.p_ex}, [&](int r, int) { return cells_[at_experts][r]; });
-  const int yw = derived(L + "experts.weighted", ye);
-  transform(l, 'E', Transform::kRouteWeight, "routing weights", {ye}, yw,
-            [&](int r, TrainingOp&) { cells_[yw][r] = cells_[ye][r]; });
-  int back = yw;
-  if (k().ep > 1) {
-    const int yb = derived(L + "experts.back", yw);
-    collective(
-        l, 'E', OpKind::kAllToAll, A2aMode::kToSource, TrainAxis::kEp, "ep combine", yw, yb,
-        [&](int r) { return routedCells(r); },
-        [&](int r, TrainingOp& op) {
-          op.reads.push_back(static_cast<std::int16_t>(m.disp));  // the order the handle restores
-          op.in_splits = splits.recv[r];
-          op.out_splits = splits.send[r];
-          std::int64_t n = std::accumulate(op.in_splits.begin(), op.in_splits.end(), 0);
-          op.bytes = n * m.lat * kBf16;
-        });
-    back = yb;
-  }
-  const int ms = tensor(L + "moe.sum", Space::kHidden, 1, m.lat * kBf16, l);
-  plan_.tensors[ms].routed_from = ye;
-  plan_.tensors[ye].grad_value = -2;  // resolved to d:moe.sum by completeGradients
-  transform(l, 'E', Transform::kSumOverK, "unpermute (sum over k)", {back, xl}, ms,
-            [&](int r, TrainingOp&) { cells_[ms][r] = localCells(r, 1); });
-  moe_sums_.push_back({ye, ms});
-  if (m.p_fc2 < 0) return ms;
-  const int mo = tensor(L + "moe.out", Space::kHidden, 1, d.hidden * kBf16, l);
-  kernel(l, 'E', Kernel::kLinear, "fc2_latent_proj", {{ms}}, {mo}, {m.p_fc2},
-         [&](int r, int) { return localCells(r, 1); });
-  return mo;
-}
-
 /// The final norm, lm_head and loss, where the backward starts.
 void Builder::loss(int h) {
   const auto& d = lay_.dims();
   const bool tps = k().tp > 1;
   const int p_fn = param("final_norm", Space::kHidden, 1, d.hidden);
-  const int p_head = param("lm_head", Space::kHidden, tps ? k().tp : 1, 0, tps);
+  const int p_head = param("lm_head", Space::kHidden, tps ? k().tp : 1,
+                           static_cast<std::int64_t>(d.vocab) * d.hidden, tps);
   LayerParams& lp = layer_params_[nl_ + 1];
   lp.dense.push_back(p_fn);
   lp.dense.push_back(p_head);
   if (tps) lp.tp_sum.push_back(p_fn);
-  if (!megatron()) paramGather(nl_, ' ', {p_fn, p_head}, TrainAxis::kFsdp);
+  // [lm_head, final norm] one unit, kept unsharded after forward (setup_fsdp).
+  const int u = megatron() ? -1
+                           : unit("lm_head+norm", nl_, ' ', {p_fn, p_head},
+                                  {{d.vocab, d.hidden}, {d.hidden, 1}});
+  if (u >= 0) {
+    units_[u].reshard = false;
+    openUnit(u);
+  }
   const int hf = tensor("final.ln", Space::kHidden, 1, d.hidden * kBf16, nl_);
   kernel(nl_, ' ', Kernel::kNorm, "final norm", {{h}}, {hf}, {p_fn},
          [&](int r, int) { return localCells(r, 1); });
@@ -560,6 +437,7 @@ void Builder::loss(int h) {
   kernel(
       nl_, ' ', Kernel::kLoss, "lm_head + loss", {{hff, tps ? Partial::kTp : Partial::kNone}}, {},
       {p_head}, [&](int, int) { return 0; }, tps);
+  if (u >= 0) closeUnit(u);
 }
 
 }  // namespace seam::training

@@ -27,7 +27,37 @@ std::string describeConfig(const TrainingConfig& c) {
   if (c.layout == TrainingLayout::kMegatron)
     s += " tp=" + std::to_string(c.tp) + (c.sp ? " sp=on" : " sp=off");
   s += " ep=" + std::to_string(c.ep);
+  if (!c.recompute) s += " ac=off";
+  if (!c.router_fp32) s += " router=bf16";
+  if (!c.reduce_fp32) s += " reduce=bf16";
+  if (c.deepep) s += " ep_backend=deepep";
   return s;
+}
+
+Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::string& router_dtype,
+                          const std::string& reduce_dtype, const std::string& ep_backend) {
+  if (ep_backend != "torch" && ep_backend != "deepep")
+    return Status::invalid("--ep-backend \"" + ep_backend.substr(0, 64) +
+                           "\" is not torch or deepep");
+  if (ac != "on" && ac != "off")
+    return Status::invalid("--ac \"" + ac.substr(0, 64) + "\" is not on or off");
+  for (const auto& [flag, v] :
+       {std::pair<const char*, const std::string&>{"--router-dtype", router_dtype},
+        {"--reduce-dtype", reduce_dtype}}) {
+    if (v != "float32" && v != "bfloat16")
+      return Status::invalid(std::string(flag) + " \"" + v.substr(0, 64) +
+                             "\" is not float32 or bfloat16");
+  }
+  c.recompute = ac == "on";
+  c.router_fp32 = router_dtype == "float32";
+  c.reduce_fp32 = reduce_dtype == "float32";
+  c.deepep = ep_backend == "deepep";
+  const bool non_default = !c.recompute || !c.router_fp32 || !c.reduce_fp32 || c.deepep;
+  if (non_default && c.layout == TrainingLayout::kMegatron)
+    return Status::invalid(
+        "--ac, --router-dtype, --reduce-dtype and --ep-backend are PrimeRL options (--layout "
+        "primerl)");
+  return Status::ok();
 }
 
 int TrainingCase::tokens() const { return std::accumulate(docs.begin(), docs.end(), 0); }
@@ -39,7 +69,12 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
   if (k.dp_replicate != 1) s += " --dp-replicate " + std::to_string(k.dp_replicate);
   s += " --dp " + std::to_string(k.dp) + " --cp " + std::to_string(k.cp);
   if (k.tp != 1) s += " --tp " + std::to_string(k.tp);
-  s += " --ep " + std::to_string(k.ep) + " --docs ";
+  s += " --ep " + std::to_string(k.ep);
+  if (!k.recompute) s += " --ac off";
+  if (!k.router_fp32) s += " --router-dtype bfloat16";
+  if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
+  if (k.deepep) s += " --ep-backend deepep";
+  s += " --docs ";
   for (size_t i = 0; i < c.docs.size(); ++i) s += (i ? "," : "") + std::to_string(c.docs[i]);
   return s;
 }
@@ -232,6 +267,9 @@ Dims dimsOf(const ModelPreset& m) {
   d.shared_inter = s.moe_shared_intermediate;
   // checkpoints.md: Super has moe_latent_size = 1024; Nano none.
   d.latent = m.name == std::string_view("nemotron-3-super") ? 1024 : 0;
+  // Both checkpoints' config.json: vocab_size 131072, conv_kernel 4 (with a conv bias).
+  d.vocab = 131072;
+  d.conv_kernel = 4;
   auto p = parsePattern(m.pattern);
   if (p) d.layers = p->layers;  // the main stack (the MTP step is not trained here)
   return d;

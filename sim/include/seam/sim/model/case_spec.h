@@ -37,6 +37,10 @@ struct CaseSpec {
   /// --family training: document lengths of the packed row (default: the
   /// sweep's uneven batch).
   std::string docs;
+  std::string ac = "on";                 ///< --family training: PrimeRL activation checkpointing
+  std::string router_dtype = "float32";  ///< --family training: PrimeRL moe_router_dtype
+  std::string reduce_dtype = "float32";  ///< --family training: PrimeRL FSDP reduce_dtype
+  std::string ep_backend = "torch";      ///< --family training: PrimeRL ep_comm_backend
 };
 
 /// Tokens per DP shard when --tokens is not given.

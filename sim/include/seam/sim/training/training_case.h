@@ -34,12 +34,24 @@ struct TrainingConfig {
   int tp = 1;  ///< Megatron only (PrimeRL has no TP on main)
   int ep = 1;
   bool sp = false;  ///< Megatron sequence parallel (the space turns it on iff tp > 1)
+  // PrimeRL's options that change its collectives, at the engine's defaults
+  // (prime-rl configs/trainer.py: ac, moe_router_dtype, reduce_dtype).
+  bool recompute = true;    ///< full activation checkpointing of every layer (apply_ac)
+  bool router_fp32 = true;  ///< the router its own fp32 FSDP unit (setup_fsdp)
+  bool reduce_fp32 = true;  ///< FSDP gradient reductions in fp32 (MixedPrecisionPolicy)
+  bool deepep = false;      ///< ep_comm_backend deepep (default torch: TorchTitan all-to-alls)
   int world() const { return dp_replicate * dp * cp * tp; }
   int dataReplicas() const { return dp_replicate * dp; }
   friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;
 };
-/// "dp_replicate=1 dp=2 cp=4 tp=1 ep=8 sp=off".
+/// "dp_replicate=1 dp=2 cp=4 tp=1 ep=8 sp=off" (PrimeRL's options when not the default).
 std::string describeConfig(const TrainingConfig& c);
+/// Sets PrimeRL's engine options from their CLI values: --ac on|off,
+/// --router-dtype and --reduce-dtype float32|bfloat16, --ep-backend
+/// torch|deepep; the error names the
+/// bad value (and a non-default option under the megatron layout).
+Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::string& router_dtype,
+                          const std::string& reduce_dtype, const std::string& ep_backend = "torch");
 
 /// One training case: a preset, a layout and config, and the packed row's
 /// document lengths (every data-parallel replica packs the same lengths).

@@ -150,6 +150,10 @@ struct TrainingOp {
   std::vector<int> out_splits;  ///< all_to_all: cells received from each member
   int conj_of = -1;             ///< backward collectives: index of the forward op they undo
   std::int64_t bytes = 0;       ///< payload this rank moves (collectives) or writes
+  std::int64_t recv_bytes = 0;  ///< all_to_all with split lists: payload this rank receives
+  /// A forward op re-run in backward (activation checkpointing): its pass is
+  /// kForward, it sits among the backward ops and rewrites what it wrote.
+  bool recompute = false;
   bool hasGroup() const { return axis != TrainAxis::kNone; }
   friend bool operator==(const TrainingOp&, const TrainingOp&) = default;
 };

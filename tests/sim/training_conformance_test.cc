@@ -1,0 +1,147 @@
+// The training conformance suite: every entry of
+// tests/sim/training_conformance/*.json, per-rank collective sequences
+// derived by hand from PrimeRL's or Megatron's code, against seam's training
+// plan of the same case. An `agrees` entry fails when seam differs (the first
+// difference and the citations are printed) or when seam's plan of the case
+// violates a property; a `disagrees` entry fails when seam no longer differs
+// where the entry says, so a planner fix flips it to `agrees`.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+#include "seam/sim/training/training_ledger.h"
+#include "training_conformance_case.h"
+
+namespace seam::training_conformance {
+namespace {
+
+const std::vector<Entry>& allEntries() {
+  static const std::vector<Entry> entries =
+      loadEntries(std::string(SEAM_SOURCE_DIR) + "/tests/sim/training_conformance");
+  return entries;
+}
+
+std::string citation(const Entry& e) {
+  std::ostringstream o;
+  o << e.topic << ".json #" << e.index << ": " << e.name << "\n  case: " << e.options;
+  for (const auto& c : e.cite) o << "\n  cites: " << c;
+  return o.str();
+}
+
+class TrainingConformance : public ::testing::TestWithParam<int> {};
+
+TEST_P(TrainingConformance, SeamPlansWhatTheEntryDerivedFromTheEngineStates) {
+  const Entry& e = allEntries().at(static_cast<size_t>(GetParam()));
+  const TrainingCase c = parseCase(e.options);
+  auto plan = buildTrainingPlan(c);
+  ASSERT_TRUE(plan.hasValue()) << plan.status().message() << "\n" << citation(e);
+  std::optional<Difference> first;
+  int at_rank = -1;
+  for (int rank : e.ranks) {
+    auto d = firstDifference(e, *plan, rank);
+    if (d && (!first || d->index < first->index)) {
+      first = d;
+      at_rank = rank;
+    }
+  }
+  if (e.agrees) {
+    EXPECT_FALSE(first.has_value()) << "rank " << at_rank << ", step " << (first ? first->index : 0)
+                                    << ": " << (first ? first->what : "") << "\n"
+                                    << citation(e);
+    const LedgerResult r = checkTrainingPlan(*plan);
+    EXPECT_TRUE(r.violations.empty())
+        << (r.violations.empty() ? "" : r.violations[0].detail) << "\n"
+        << citation(e);
+    return;
+  }
+  ASSERT_TRUE(first.has_value()) << "seam now plans what the engine does: flip this entry to "
+                                    "agrees and close the section '"
+                                 << e.section << "'\n"
+                                 << citation(e);
+  EXPECT_EQ(first->index, e.first_difference)
+      << "seam still differs, but not where the entry says (rank " << at_rank
+      << "): " << first->what << "\n"
+      << citation(e);
+}
+
+std::string entryName(const ::testing::TestParamInfo<int>& info) {
+  const Entry& e = allEntries().at(static_cast<size_t>(info.param));
+  std::string name = e.topic + "_" + std::to_string(e.index);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+std::vector<int> entryIndices() {
+  std::vector<int> out;
+  for (size_t i = 0; i < allEntries().size(); ++i) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Training, TrainingConformance, ::testing::ValuesIn(entryIndices()),
+                         entryName);
+
+TEST(TrainingConformanceSuite, HoldsAtLeastFortyEntriesEachNamedOnceAndCited) {
+  std::set<std::string> names;
+  for (const Entry& e : allEntries()) {
+    EXPECT_TRUE(names.insert(e.name).second) << "two entries named: " << e.name;
+    EXPECT_FALSE(e.cite.empty()) << e.name;
+    EXPECT_FALSE(e.expect.empty()) << e.name;
+  }
+  EXPECT_GE(allEntries().size(), 40u);
+}
+
+TEST(TrainingConformanceSuite, EveryDisagreementNamesASectionOfAnEnginePage) {
+  std::string text;
+  for (const char* page : {"primerl.md", "megatron.md"}) {
+    std::ifstream in(std::string(SEAM_SOURCE_DIR) + "/docs/modelling/" + page);
+    text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (const Entry& e : allEntries())
+    if (!e.agrees) EXPECT_NE(text.find("### " + e.section), std::string::npos) << e.name;
+}
+
+TEST(TrainingConformanceSuite, GroupsAreTheEnginesRankLayouts) {
+  TrainingConfig p;
+  p.dp_replicate = 2;
+  p.dp = 2;
+  p.cp = 2;
+  p.ep = 2;
+  EXPECT_EQ(engineGroup("fsdp", p, 5), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(engineGroup("cp", p, 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(engineGroup("dp_replicate", p, 5), (std::vector<int>{1, 5}));
+  EXPECT_EQ(engineGroup("expert_dp", p, 5), (std::vector<int>{5, 7}));
+  TrainingConfig m;
+  m.layout = TrainingLayout::kMegatron;
+  m.tp = 2;
+  m.cp = 2;
+  m.dp = 2;
+  EXPECT_EQ(engineGroup("tp", m, 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(engineGroup("cp", m, 5), (std::vector<int>{5, 7}));
+  EXPECT_EQ(engineGroup("dp_cp", m, 5), (std::vector<int>{1, 3, 5, 7}));
+}
+
+TEST(TrainingConformanceSuite, AnEntryStatingAnotherCollectiveFailsAtThatStep) {
+  Entry e;
+  e.options = "--layout primerl --model nemotron-3-nano --dp 2 --docs 8";
+  e.layers = {0, 0};
+  Step s;
+  s.pass = "fwd";
+  s.layer = 0;
+  s.kind = OpKind::kReduceScatter;
+  s.group = "fsdp";
+  s.text = "fwd L0 reduce_scatter fsdp *";
+  e.expect.push_back(s);
+  auto plan = buildTrainingPlan(parseCase(e.options));
+  ASSERT_TRUE(plan.hasValue());
+  auto d = firstDifference(e, *plan, 0);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->index, 0);
+  EXPECT_NE(d->what.find("fwd L0 reduce_scatter fsdp"), std::string::npos) << d->what;
+}
+
+}  // namespace
+}  // namespace seam::training_conformance
