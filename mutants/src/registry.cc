@@ -186,10 +186,20 @@ const TrainingMutant kTrWeights(
     "the routing weights (x routed_scaling_factor) are applied twice to the expert outputs",
     &routingWeightsTwice);
 
+const TrainingMutant kTrRecompute(
+    "training.recompute-collective-dropped-on-one-rank",
+    "one rank's activation recompute skips a forward collective the others re-run",
+    &recomputeCollectiveDroppedOnOneRank);
+
+const TrainingMutant kTrPrefetch(
+    "training.fsdp-prefetch-missing-on-one-rank",
+    "one rank does not issue an FSDP unit's backward all-gather where its shard group does",
+    &fsdpPrefetchMissingOnOneRank);
+
 const Mutant* const kTrainingRegistry[] = {
     &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs,  &kTrZigzagRedo, &kTrZigzagUndo,
     &kTrKvGrads,        &kTrSwap,      &kTrSpNorm,    &kTrSplits,  &kTrSlice,      &kTrDgrad,
-    &kTrGatherSlices,   &kTrKvTiled,   &kTrEarly,     &kTrWeights,
+    &kTrGatherSlices,   &kTrKvTiled,   &kTrEarly,     &kTrWeights, &kTrRecompute,  &kTrPrefetch,
 };
 
 }  // namespace

@@ -215,4 +215,34 @@ bool routingWeightsTwice(TrainingPlan& plan) {
          });
 }
 
+/// The last rank leaves out its first op matching `pred` (the other ranks
+/// keep theirs): a rank that takes another path through its hooks.
+bool dropOnLastRank(TrainingPlan& plan, const std::function<bool(const TrainingOp&)>& pred) {
+  if (plan.world() < 2) return false;
+  auto& ops = plan.ranks[plan.world() - 1];
+  const auto it = std::find_if(ops.begin(), ops.end(), pred);
+  if (it == ops.end()) return false;
+  ops.erase(it);
+  return true;
+}
+
+bool recomputeCollectiveDroppedOnOneRank(TrainingPlan& plan) {
+  // Activation checkpointing re-runs a block's forward collectives in
+  // backward; a rank whose recompute skips one (a data-dependent branch in
+  // the checkpointed region) leaves its group waiting.
+  return dropOnLastRank(plan, [](const TrainingOp& op) {
+    return op.recompute && op.hasGroup() && op.ranks.size() > 1;
+  });
+}
+
+bool fsdpPrefetchMissingOnOneRank(TrainingPlan& plan) {
+  // FSDP2 prefetches the next unit's all-gather from a pre-backward hook; a
+  // rank on which the hook does not fire (or fires for another unit) issues
+  // its all-gathers in another order than its shard group.
+  return dropOnLastRank(plan, [](const TrainingOp& op) {
+    return op.pass == Pass::kBackward && op.kind == OpKind::kAllGather && op.reads.empty() &&
+           op.ranks.size() > 1;
+  });
+}
+
 }  // namespace seam::mutants

@@ -43,5 +43,7 @@ bool gatherBackwardSlices(TrainingPlan& plan);
 bool kvRepeatTiled(TrainingPlan& plan);
 bool gradReducedBeforeLastContribution(TrainingPlan& plan);
 bool routingWeightsTwice(TrainingPlan& plan);
+bool recomputeCollectiveDroppedOnOneRank(TrainingPlan& plan);
+bool fsdpPrefetchMissingOnOneRank(TrainingPlan& plan);
 
 }  // namespace seam::mutants

@@ -181,7 +181,7 @@ std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, i
       in = xr == mr && xd == md && xt == mt;
     else if (name == "tp" && !prime)
       in = xd == md && xc == mc;
-    else if (name == "dp_cp" && !prime)
+    else if (name == "dp_cp")  // PrimeRL: dp_replicate x dp_shard x cp
       in = xt == mt;
     else if (name == "fsdp" && prime)
       in = xr == mr;

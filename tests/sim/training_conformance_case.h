@@ -53,7 +53,7 @@ TrainingCase parseCase(const std::string& options);
 /// Members of the engine's group `name` that `rank` belongs to. PrimeRL's
 /// world mesh is (dp_replicate, dp_shard, cp), row-major (parallel_dims.py):
 /// fsdp = dp_shard x cp, cp, dp_replicate, ep = contiguous blocks of ep in
-/// dp_shard x cp, expert_dp = dp_shard_mod_ep. Megatron's order is
+/// dp_shard x cp, expert_dp = dp_shard_mod_ep, dp_cp = every rank. Megatron's order is
 /// tp-cp-ep-dp (parallel_state.py): tp, cp, dp_cp; experts ep blocks of
 /// consecutive ranks, expert_dp the stride-ep rest.
 std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, int rank);

@@ -66,11 +66,9 @@ int count(const TrainingPlan& plan, int rank, int layer, Pass pass, OpKind kind,
       }));
 }
 
-/// The plan's decoder layers (the loss ops carry this layer).
+/// The plan's decoder layers (lm_head and the loss carry this layer).
 size_t dimsLayers(const TrainingPlan& plan) {
-  int top = 0;
-  for (const TrainingOp& op : plan.ranks[0]) top = std::max(top, static_cast<int>(op.layer));
-  return static_cast<size_t>(top);
+  return static_cast<size_t>(plan.source.model->layers);
 }
 
 /// Edits every rank's first op matching `pred` (the same slot everywhere).
@@ -171,6 +169,37 @@ TEST(TrainingPlans, APrimeRlMoeLayerHasItsFp32RouterAsAThirdUnitUnderEp) {
   EXPECT_EQ(count(planOf(c), 0, 1, Pass::kForward, OpKind::kAllGather), 2);
 }
 
+TEST(TrainingPlans, DeepEpSendsOneRowPerTokenAndDestinationNotPerExpert) {
+  TrainingCase c = primeRl(2, 1, 2, {8}, 1, "nemotron-3-nano");
+  auto dispatchBytes = [](const TrainingPlan& p) {
+    for (const TrainingOp& op : p.ranks[0])
+      if (op.a2a == A2aMode::kToExpert) return op.bytes;
+    return std::int64_t{-1};
+  };
+  const std::int64_t torch = dispatchBytes(planOf(c));
+  c.config.deepep = true;
+  const std::int64_t deepep = dispatchBytes(planOf(c));
+  // 8 tokens x top-6 rows of 2688 bf16 with torch; at most 2 ranks per token with DeepEP.
+  EXPECT_EQ(torch, 8 * 6 * 2688 * 2);
+  EXPECT_GT(deepep, 0);
+  EXPECT_LE(deepep, 8 * 2 * 2688 * 2);
+}
+
+TEST(TrainingCases, AnEngineOptionWithABadValueOrUnderMegatronIsRefusedByName) {
+  TrainingConfig c;
+  EXPECT_NE(applyEngineOptions(c, "sometimes", "float32", "float32").message().find("--ac"),
+            std::string::npos);
+  EXPECT_NE(applyEngineOptions(c, "on", "fp16", "float32").message().find("fp16"),
+            std::string::npos);
+  EXPECT_NE(applyEngineOptions(c, "on", "float32", "float32", "nccl").message().find("nccl"),
+            std::string::npos);
+  EXPECT_TRUE(applyEngineOptions(c, "off", "bfloat16", "bfloat16", "deepep").isOk());
+  EXPECT_FALSE(c.recompute || c.router_fp32 || c.reduce_fp32 || !c.deepep);
+  c = TrainingConfig{};
+  c.layout = TrainingLayout::kMegatron;
+  EXPECT_FALSE(applyEngineOptions(c, "off", "float32", "float32").isOk());
+}
+
 TEST(TrainingPlans, PrimeRlLmHeadIsNotGatheredAgainInBackward) {
   const TrainingPlan plan = planOf(primeRl(1, 2, 1, {5, 2, 9}));
   const int head = static_cast<int>(dimsLayers(plan));
@@ -233,7 +262,7 @@ TEST(TrainingLedger, AGradientReductionDroppedLeavesTheGradientIncomplete) {
       plan,
       [](const TrainingOp& op) {
         return op.pass == Pass::kBackward && op.hasGroup() && op.reads.empty() &&
-               op.kind != OpKind::kAllGather;
+               !op.params.empty() && op.kind != OpKind::kAllGather;
       },
       [](auto& ops, int i) { ops.erase(ops.begin() + i); });
   const LedgerResult r = checkTrainingPlan(plan);
@@ -247,7 +276,7 @@ TEST(TrainingLedger, AGradientReducedTwiceIsCountedTwice) {
       plan,
       [](const TrainingOp& op) {
         return op.pass == Pass::kBackward && op.hasGroup() && op.reads.empty() &&
-               op.kind != OpKind::kAllGather;
+               !op.params.empty() && op.kind != OpKind::kAllGather;
       },
       [](auto& ops, int i) { ops.insert(ops.begin() + i, ops[i]); });
   const LedgerResult r = checkTrainingPlan(plan);

@@ -18,7 +18,13 @@ void Builder::backward() {
   for (int r = 0; r < W(); ++r) {
     std::vector<TrainingOp> bwd;
     const std::vector<TrainingOp>& f = fwd_[r];
+    std::vector<char> done(f.size(), 0);
     for (int i = static_cast<int>(f.size()) - 1; i >= 0; --i) {
+      if (done[i]) continue;
+      if (f[i].kernel == Kernel::kAttention && k().cp > 1) {
+        attentionCpBackward(f, i, r, bwd, done);
+        continue;
+      }
       // TE LayerNormLinear / Linear (and ColumnParallelLinear) backward under
       // SP: the saved local input is all-gathered again before the dgrad GEMM,
       // whose reduce-scatter (the conjugate of the forward gather) follows.
@@ -36,6 +42,32 @@ void Builder::backward() {
     finalizeGrads(bwd, r);
     fwd_[r].insert(fwd_[r].end(), std::make_move_iterator(bwd.begin()),
                    std::make_move_iterator(bwd.end()));
+  }
+}
+
+/// TE's AttnFuncWithCPAndKVAllGather.backward on rank r for the attention
+/// kernel at forward index i: K and V all-gathered again over cp, the
+/// kernel's backward, then dK and dV reduce-scattered in that order (the
+/// forward gathers marked done).
+void Builder::attentionCpBackward(const std::vector<TrainingOp>& f, int i, int r,
+                                  std::vector<TrainingOp>& bwd, std::vector<char>& done) {
+  std::vector<int> gathers;  // the forward K and V all-gathers, in forward order
+  for (int j = i - 1; j >= 0 && f[j].layer == f[i].layer; --j) {
+    if (f[j].kind == OpKind::kAllGather && !f[j].reads.empty() && f[j].axis == TrainAxis::kCp)
+      gathers.insert(gathers.begin(), j);
+  }
+  for (int j : gathers) {
+    TrainingOp again = f[j];
+    again.recompute = true;
+    again.step += " (backward)";
+    bwd.push_back(std::move(again));
+  }
+  bool keep = false;
+  TrainingOp b = conjugate(f[i], i, r, &keep);
+  if (keep) bwd.push_back(std::move(b));
+  for (int j : gathers) {
+    bwd.push_back(conjugate(f[j], j, r, &keep));
+    done[j] = 1;
   }
 }
 
@@ -79,8 +111,13 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
       }
       return b;
     case OpKind::kAllGather:
-      if (f.reads.empty()) {  // FSDP parameter all-gather: its gradient reduction is the layer's
-        *keep = false;
+      if (f.reads.empty()) {
+        // An FSDP parameter all-gather (its gradient reduction is the
+        // unit's) or a loss statistic; of those only the log-probs have a
+        // gradient, reduce-scattered back (torch.distributed.nn all_gather).
+        *keep = f.step == kLogprobsGather;
+        b.kind = OpKind::kReduceScatter;
+        b.step = "cp reduce-scatter logprobs grads";
         return b;
       }
       b.kind = OpKind::kReduceScatter;

@@ -19,6 +19,9 @@
 namespace seam::training {
 
 inline constexpr std::int64_t kBf16 = 2;
+/// PrimeRL's log-prob all-gather over cp, the one loss statistic with a
+/// gradient (reduce-scattered back in backward).
+inline constexpr const char* kLogprobsGather = "cp all-gather logprobs";
 
 /// How a kernel's gradient for one read is partial.
 enum class Partial { kNone, kTp, kCp, kReps, kRouted };
@@ -166,11 +169,15 @@ class Builder {
   int moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits);
   int moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertSplits& splits);
   void loss(int h);
+  void statCollective(int layer, OpKind kind, TrainAxis axis, const std::string& step,
+                      const std::function<std::int64_t(int rank)>& bytes);
 
   // training_plan_backward.cc: the backward and the gradients.
   void backward();
   TrainingOp conjugate(const TrainingOp& f, int index, int r, bool* keep);
   void finalizeGrads(std::vector<TrainingOp>& out, int r);
+  void attentionCpBackward(const std::vector<TrainingOp>& f, int i, int r,
+                           std::vector<TrainingOp>& bwd, std::vector<char>& done);
   int gradRoot(int rt);
   int gradOf(int b);
   void completeGradients();

@@ -13,6 +13,11 @@ namespace seam::training {
 void Builder::embed() {
   const auto& d = lay_.dims();
   const bool tpv = k().tp > 1;
+  // PrimeRL's train step: the loss components' token counts (3 x int64)
+  // summed over dp x cp before the forward (rl/train.py).
+  if (!megatron())
+    statCollective(-1, OpKind::kAllReduce, TrainAxis::kDpCp, "token counts all-reduce",
+                   [](int) { return std::int64_t{24}; });
   const int pe = param("embed", Space::kHidden, tpv ? k().tp : 1,
                        static_cast<std::int64_t>(d.vocab) * d.hidden, tpv);
   layer_params_[0].dense.push_back(pe);
@@ -438,6 +443,40 @@ void Builder::loss(int h) {
       nl_, ' ', Kernel::kLoss, "lm_head + loss", {{hff, tps ? Partial::kTp : Partial::kNone}}, {},
       {p_head}, [&](int, int) { return 0; }, tps);
   if (u >= 0) closeUnit(u);
+  if (megatron() && tps) {
+    // VocabParallelCrossEntropy.forward: the max logit, then the target
+    // logit and the exp sum fused, all-reduced over tp (fp32 per token).
+    statCollective(nl_, OpKind::kAllReduce, TrainAxis::kTp, "cross-entropy max all-reduce",
+                   [&](int r) { return std::int64_t{4} * cpCells(r, 1); });
+    statCollective(nl_, OpKind::kAllReduce, TrainAxis::kTp,
+                   "cross-entropy logit+sum-exp all-reduce",
+                   [&](int r) { return std::int64_t{8} * cpCells(r, 1); });
+  }
+  if (!megatron() && k().cp > 1) {
+    // rl/train.py: the per-token log-probs all-gathered over cp with autograd
+    // (utils/cp.py gather_for_cp; reduce-scattered back in backward), the
+    // entropy without (gather_for_cp_wo_grad); fp32.
+    const std::int64_t row = std::int64_t{4} * lay_.tokens();
+    statCollective(nl_ + 1, OpKind::kAllGather, TrainAxis::kCp, kLogprobsGather,
+                   [&](int) { return row; });
+    statCollective(nl_ + 1, OpKind::kAllGather, TrainAxis::kCp, "cp all-gather entropy",
+                   [&](int) { return row; });
+  }
+}
+
+/// A collective of the loss or the step that moves statistics (counts,
+/// log-probs, softmax terms), not the ledger's activations or gradients.
+void Builder::statCollective(int layer, OpKind kind, TrainAxis axis, const std::string& step,
+                             const std::function<std::int64_t(int rank)>& bytes) {
+  TrainingOp proto;
+  proto.layer = static_cast<std::int16_t>(layer);
+  proto.kind = kind;
+  proto.axis = axis;
+  proto.step = step;
+  emit(proto, [&](int r, TrainingOp& op) {
+    op.ranks = lay_.group(axis, r);
+    op.bytes = bytes(r);
+  });
 }
 
 }  // namespace seam::training

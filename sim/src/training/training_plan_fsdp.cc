@@ -21,7 +21,7 @@ namespace seam::training {
 
 namespace {
 bool isFsdpGather(const TrainingOp& op) {
-  return op.kind == OpKind::kAllGather && op.reads.empty();
+  return op.kind == OpKind::kAllGather && op.reads.empty() && !op.params.empty();
 }
 }  // namespace
 
@@ -170,8 +170,8 @@ void Builder::backwardFsdp() {
       const int layer = f[idx[hi]].layer;
       int lo = hi;
       while (lo > 0 && f[idx[lo - 1]].layer == layer) --lo;
-      const int bu = blockUnit(layer);
-      preBackward(bu, unsharded, bwd, r);
+      const int bu = blockUnit(layer);  // -1: the loss statistics, no unit
+      if (bu >= 0) preBackward(bu, unsharded, bwd, r);
       if (k().recompute && layer >= 0 && layer < nl_) {
         for (int q = lo; q <= hi; ++q) {
           for (size_t u = 0; u < units_.size(); ++u) {
@@ -201,7 +201,7 @@ void Builder::backwardFsdp() {
           if (units_[u].nested && units_[u].first == i) postBackward(static_cast<int>(u), bwd, r);
         }
       }
-      postBackward(bu, bwd, r);
+      if (bu >= 0) postBackward(bu, bwd, r);
       hi = lo - 1;
     }
     fwd_[r].insert(fwd_[r].end(), std::make_move_iterator(bwd.begin()),

@@ -232,6 +232,14 @@ std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world) {
           c.sp = c.tp > 1;
         }
         out.push_back(c);
+        if (layout == TrainingLayout::kPrimeRl) {
+          // PrimeRL's options off their defaults: no recompute, the router
+          // and the reductions in bf16, and DeepEP when there is EP.
+          TrainingConfig v = c;
+          v.recompute = v.router_fp32 = v.reduce_fp32 = false;
+          v.deepep = ep > 1;
+          out.push_back(v);
+        }
       }
     }
   }

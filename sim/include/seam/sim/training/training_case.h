@@ -70,7 +70,9 @@ Status validateTrainingCase(const TrainingCase& c);
 
 /// Every configuration of `world` the layout's engine may be asked for, in a
 /// fixed order (invalid ones included: validation refuses them, and sweeps
-/// count them as refused).
+/// count them as refused); PrimeRL's each twice, at the engine's defaults
+/// and with every engine option flipped (--ac off, bf16 router and
+/// reductions, DeepEP under EP).
 std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world);
 /// The packed batches a sweep checks for a config: one document, and three
 /// uneven ones (lengths the engine accepts: S % cp for PrimeRL, every
