@@ -127,7 +127,7 @@ mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const Muta
     o.kill_reproduce = k.reproduce;
     Violation v;
     v.property = static_cast<Property>(k.property);
-    for (int c = 0; c <= static_cast<int>(ViolationClass::kResetLeak); ++c) {  // the last class
+    for (int c = 0; c < kViolationClassCount; ++c) {
       if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class)
         v.cls = static_cast<ViolationClass>(c);
     }

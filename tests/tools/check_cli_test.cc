@@ -27,6 +27,51 @@ constexpr int kExitBadInput = 2;
 
 // ---- seam check ------------------------------------------------------------
 
+/// `seam plan CASE --format jsonl --rank all`, each line passed through `edit`
+/// (which may drop it: an empty string), then `seam check CASE --trace`.
+template <class Edit>
+CliRun checkEditedTrace(const std::string& the_case, Edit edit) {
+  const std::string path =
+      ::testing::TempDir() + "seam_check_edited_" + std::to_string(getpid()) + ".jsonl";
+  CliRun plan = seam("plan " + the_case + " --format jsonl --rank all");
+  EXPECT_EQ(plan.code, kExitOk) << plan.err;
+  std::istringstream in(plan.out);
+  std::ofstream out(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("op")) continue;
+    if (edit(j)) out << j.dump() << "\n";
+  }
+  out.close();
+  CliRun r = seam("check " + the_case + " --trace " + path);
+  std::remove(path.c_str());
+  return r;
+}
+
+TEST(CheckCli, AnUneditedTraceHolds) {
+  CliRun r = checkEditedTrace("--model nemotron-h-8b --tp 2 --capture 2,5",
+                              [](nlohmann::json&) { return true; });
+  EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
+}
+
+TEST(CheckCli, ATraceWithEverySnapshotDroppedFailsSnapshots) {
+  CliRun r = checkEditedTrace("--model nemotron-h-8b --tp 2 --capture 2,5", [](nlohmann::json& j) {
+    return j["op"] != "snapshot" && j["tensor"] != "snapshot";
+  });
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("snapshots violated (missing-snapshot)"), std::string::npos) << r.out;
+}
+
+TEST(CheckCli, ATraceWhoseAllReducesMoveTwiceTheirBytesOnEveryRankFailsCallSizes) {
+  CliRun r = checkEditedTrace("--model nemotron-h-8b --tp 4 --fusion off", [](nlohmann::json& j) {
+    if (j["op"] == "all_reduce") j["bytes"] = 2 * j["bytes"].get<std::int64_t>();
+    return true;
+  });
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("call-sizes violated (wrong-size)"), std::string::npos) << r.out;
+}
+
 TEST(CheckCli, TheMStarEExampleAtTpTwoHoldsAndSaysSo) {
   CliRun r = seam("check --pattern 'M-*E-' --tp 2");
   EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
@@ -44,7 +89,7 @@ TEST(CheckCli, JsonFormatIsOneObjectThatHolds) {
   EXPECT_EQ(j["holds"], true);
   ASSERT_TRUE(j.contains("properties"));
   ASSERT_TRUE(j["properties"].is_array());
-  EXPECT_EQ(j["properties"].size(), 6u);  // properties 1-6 of DESIGN §4
+  EXPECT_EQ(j["properties"].size(), 8u);  // properties 1-6, 8 and 9 of DESIGN §4
   for (const auto& p : j["properties"]) EXPECT_EQ(p["holds"], true) << p.dump();
 }
 
