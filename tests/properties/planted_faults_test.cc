@@ -163,6 +163,27 @@ TEST(PlantedFaults, TheResidualAddDuplicatedViolatesResidualFollows) {
   EXPECT_EQ(v->cls, ViolationClass::kCountedTwice);
 }
 
+TEST(PlantedFaults, AnA2aExitsResidualFoldDuplicatedViolatesResidualFollows) {
+  // hs += residual twice: the second finds no residual (the ledger adds
+  // nothing), so only the count per stage can see it.
+  Flags flags;
+  flags.a2a = A2aBackend::kDeepep;
+  const Case c = presetCase("nemotron-3-nano", {.tp = 4, .moe_ep = 4}, {8}, flags);
+  Plan trace = asTrace(mustBuild(c));
+  for (auto& ops : trace.ranks) {
+    auto it = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+      return op.kind == OpKind::kAdd && op.tensor == Tensor::kHidden && op.phase == Phase::kExit;
+    });
+    ASSERT_NE(it, ops.end());
+    ops.insert(it, *it);
+  }
+  EXPECT_TRUE(replayPlan(trace).holds())
+      << "the ledger alone now sees it; this test no longer shows the gap it was written for";
+  const auto v = violationOf(trace, Property::kResidualFollows);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->cls, ViolationClass::kCountedTwice);
+}
+
 TEST(PlantedFaults, ATraceWhoseStageReadsOtherRowsThanTheLastWroteViolatesBoundariesAgree) {
   Flags flags;
   flags.a2a = A2aBackend::kDeepep;
