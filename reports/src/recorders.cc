@@ -71,8 +71,9 @@ std::string campaignArgs(const mutants::CampaignSpec& spec) {
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   for (const auto* m : spec.mutants) ids += (ids.empty() ? "" : ",") + std::string(m->id());
   return "worlds=" + worlds + " policy=" + std::string(policyName(spec.policy)) +
-         " schema=" + std::to_string(spec.schema.flipped) +
-         " mutants=" + (ids.empty() ? "all" : ids) + " models=" + models;
+         " schema=" + std::to_string(spec.schema.flipped) + " seed=" + std::to_string(spec.seed) +
+         (spec.bound_cases ? " bounds=1" : "") + " mutants=" + (ids.empty() ? "all" : ids) +
+         " models=" + models;
 }
 
 SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
@@ -367,9 +368,15 @@ Status writeCampaignJunit(const mutants::CampaignResult& result, const std::stri
     j.suite = "mutate";
     j.classname = std::string(mutants::kindName(o.mutant->kind()));
     j.name = std::string(o.mutant->id());
+    j.seconds = o.seconds;
+    // Survivors fail; mutants left out of the score (equivalent, not
+    // covered, planner error) are skipped with their status; a kill passes
+    // and says how to replay it.
     j.failed = o.status == mutants::MutantStatus::kSurvived;
-    j.skipped = o.status == mutants::MutantStatus::kEquivalent;
-    j.message = o.argument;
+    j.skipped = !j.failed && o.status != mutants::MutantStatus::kKilled;
+    j.message = o.status == mutants::MutantStatus::kKilled
+                    ? "killed: replay: " + o.kill_reproduce
+                    : std::string(mutants::statusName(o.status)) + ": " + o.argument;
     out.push_back(std::move(j));
   }
   return writeJunit(path, "mutate", out);

@@ -176,4 +176,58 @@ TEST(PlanCli, JsonHasTheKeysOfDesignSectionNine) {
   EXPECT_EQ(summary, counted);
 }
 
+// ---- seam check --mutant: a campaign's kill lines replay --------------------
+
+/// The text after `key` on the line of `text` that contains `key`.
+std::string afterOnLine(const std::string& text, const std::string& key) {
+  const auto at = text.find(key);
+  if (at == std::string::npos) return "";
+  const auto end = text.find('\n', at);
+  return text.substr(at + key.size(), end - at - key.size());
+}
+
+TEST(CheckCli, EveryKillLineOfACampaignReplaysTheKillAndWithoutTheMutantHolds) {
+  const std::string dir = ::testing::TempDir();
+  const std::string db = dir + "check_mutant.db", junit = dir + "check_mutant.xml";
+  std::remove(db.c_str());
+  CliRun m = seam(
+      "mutate --pattern 'M-M' --world 4 --mutant plan.site-regroup --mutant "
+      "decision.mixer-weights-over-tp --seed 5 --jobs 1 --db " +
+      db + " --junit " + junit);
+  ASSERT_EQ(m.code, kExitOk) << m.out << m.err;
+  for (const std::string id : {"plan.site-regroup", "decision.mixer-weights-over-tp"}) {
+    const std::string line = afterOnLine(m.out, "killed " + id + ": replay: seam ");
+    ASSERT_FALSE(line.empty()) << m.out;
+    EXPECT_NE(line.find("--mutant " + id), std::string::npos) << line;
+    CliRun replay = seam(line);
+    EXPECT_EQ(replay.code, 1) << line << "\n" << replay.out << replay.err;
+    const std::string plain = line.substr(0, line.find(" --mutant "));
+    EXPECT_EQ(seam(plain).code, kExitOk) << plain;
+    std::ifstream in(junit);
+    const std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(xml.find("--mutant " + id), std::string::npos) << xml;
+  }
+}
+
+TEST(CheckCli, MutantAndSiteMistakesAreOneLineWithExitTwo) {
+  const struct {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"check --pattern 'M-' --tp 2 --mutant plan.nope", "is not a mutant id"},
+      {"check --pattern 'M-' --tp 2 --site 1", "--site 1 needs --mutant"},
+      {"check --pattern 'M-' --tp 2 --mutant plan.site-drop-collective --site 99",
+       "--site 99: plan.site-drop-collective has"},
+      {"check --pattern 'M-' --tp 2 --mutant plan.site-drop-collective --site -1", "must be >= 0"},
+      {"check --pattern 'M-' --tp 2 --mutant decision.terminal-defers --site 1",
+       "is a decision mutant"},
+  };
+  for (const auto& c : cases) {
+    CliRun r = seam(c.args);
+    EXPECT_EQ(r.code, kExitBadInput) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  }
+}
+
 }  // namespace
