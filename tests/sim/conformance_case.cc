@@ -62,7 +62,9 @@ Step parseStep(const std::string& text, const std::string& where) {
   if ((!mtp && place[0] != 's') || digits.empty())
     bad(where, "bad place '" + place + "' (want s<N> or mtp<N>)");
   s.stack = mtp ? 1 : 0;
-  s.stage = intList(digits, where).at(0);
+  // Stage -1 of the MTP stack is its input projection (eh_proj).
+  const bool negative = digits[0] == '-';
+  s.stage = intList(digits.substr(negative ? 1 : 0), where).at(0) * (negative ? -1 : 1);
   if (w[1] == "entry") {
     s.phase = Phase::kEntry;
   } else if (w[1] == "compute") {
@@ -129,6 +131,10 @@ Entry parseEntry(const json& e, const std::string& topic, int index) {
   if (e.contains("stages"))
     entry.stages = {e["stages"].at(0).get<int>(), e["stages"].at(1).get<int>()};
   entry.mtp = e.value("mtp", false);
+  if (e.contains("mtp_stages")) {
+    entry.mtp = true;
+    entry.mtp_stages = {e["mtp_stages"].at(0).get<int>(), e["mtp_stages"].at(1).get<int>()};
+  }
   if (e.contains("per_rank")) {
     for (const auto& [rank, steps] : e["per_rank"].items())
       entry.expect[intList(rank, where).at(0)] = parseSteps(steps, where);
@@ -260,11 +266,9 @@ std::vector<const Op*> comparedOps(const Entry& entry, const Plan& plan, int ran
     const bool matters = communicates(op.kind) || op.kind == OpKind::kDpScatter ||
                          op.kind == OpKind::kSlice || op.kind == OpKind::kSnapshot;
     if (!matters) continue;
-    if (entry.stages) {
-      if (op.stack == 1 && !entry.mtp) continue;
-      if (op.stack == 0 && (op.stage < entry.stages->first || op.stage > entry.stages->second))
-        continue;
-    }
+    const auto& window = op.stack == 0 ? entry.stages : entry.mtp_stages;
+    if (entry.stages && op.stack == 1 && !entry.mtp) continue;
+    if (window && (op.stage < window->first || op.stage > window->second)) continue;
     out.push_back(&op);
   }
   return out;

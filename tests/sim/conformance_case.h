@@ -52,6 +52,8 @@ struct Entry {
   /// when `mtp` is set); absent: every op.
   std::optional<std::pair<int, int>> stages;
   bool mtp = false;
+  /// Only MTP-stack ops of stages in [lo, hi] (-1: its input projection).
+  std::optional<std::pair<int, int>> mtp_stages;
 };
 
 /// Reads every *.json under `dir`; a malformed entry throws with its file,
