@@ -4,6 +4,7 @@
 #include "case_options.h"
 #include "command.h"
 #include "seam/properties/check.h"
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/training_view.h"
 #include "seam/reports/verdict_view.h"
 
@@ -36,7 +37,11 @@ Command registerCheck(CLI::App& app) {
             if (!plan) return fail(plan.status());
             Ledger ledger;
             const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
-            std::cout << reports::renderVerdict(*plan, verdict, *format);
+            const auto first = verdict.firstViolation();
+            const std::string engine_site = first && plansEngineAsRun(o->c)
+                                                ? properties::engineFindingSite(*plan, *first)
+                                                : std::string();
+            std::cout << reports::renderVerdict(*plan, verdict, *format, engine_site);
             return verdict.holds() ? kExitOk : kExitPropertyFailed;
           }};
 }
