@@ -6,6 +6,7 @@
 #include "command.h"
 #include "seam/mutants/mutant.h"
 #include "seam/properties/check.h"
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/training_view.h"
 #include "seam/reports/verdict_view.h"
 
@@ -100,7 +101,11 @@ Command registerCheck(CLI::App& app) {
             if (!plan) return fail(plan.status());
             Ledger ledger;
             const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
-            std::cout << reports::renderVerdict(*plan, verdict, *format);
+            const auto first = verdict.firstViolation();
+            const std::string engine_site = first && plansEngineAsRun(o->c)
+                                                ? properties::engineFindingSite(*plan, *first)
+                                                : std::string();
+            std::cout << reports::renderVerdict(*plan, verdict, *format, engine_site);
             return verdict.holds() ? kExitOk : kExitPropertyFailed;
           }};
 }

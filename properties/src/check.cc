@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "seam/properties/call_arguments.h"
 #include "seam/sim/plan/dp_gather.h"
 #include "seam/sim/plan/tbo.h"
 
@@ -223,6 +224,7 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
   }
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   for (const Violation& v : checkCollectiveSequences(plan)) record(v);
+  for (const Violation& v : checkCallArguments(plan)) record(v);
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   LedgerOptions options;
   options.max_violations = depth == Depth::kFirst ? 1 : 256;

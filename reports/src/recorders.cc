@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/shard_rows.h"
 
 namespace seam::reports {
@@ -137,9 +138,13 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
   auto failures = store.firstFailures(run_id);
   if (!failures) return failures.status();
   std::map<std::int64_t, std::string> failure_text;
-  for (const auto& [idx, v] : *failures) failure_text[idx] = v.text;
-
   properties::SweepResult r;
+  for (const auto& [idx, v] : *failures) {
+    failure_text[idx] = v.text;
+    const auto [violation, call] = properties::splitFailureText(v.text);
+    if (!call.empty()) ++r.engine_findings[std::string(call)];
+  }
+
   r.seconds = live.seconds;
   r.run_here = live.run_here;
   r.per_model = live.per_model;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/recorders.h"
 #include "seam/sim/base/bytes.h"
 
@@ -31,7 +32,7 @@ std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
     if (r.violation) {
       failing.push_back({static_cast<int>(r.violation->property), false,
                          std::string(violationClassName(r.violation->cls)),
-                         describeViolation(*r.violation)});
+                         properties::failureText(*r.violation, r.engine_site)});
     }
     out.emplace_back(std::move(rec), std::move(failing));
   }
