@@ -194,7 +194,7 @@ TEST(CliTraining, MutateListsTheTrainingOperatorsOnly) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("training.kv-replica-grads-not-summed"), std::string::npos);
   EXPECT_EQ(r.out.find("plan.drop-completing-collective"), std::string::npos);
-  EXPECT_EQ(lines(r.out), 16);
+  EXPECT_EQ(lines(r.out), 18);
 }
 
 }  // namespace
