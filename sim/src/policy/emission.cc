@@ -49,8 +49,7 @@ void PlanBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& 
   // Uneven attention-TP splits use the variable-size collectives; LayerNorm
   // SP's padded shards are equal, its collectives the plain ones.
   const bool local_side = s.in == RowKind::kLocal || s.out == RowKind::kLocal;
-  if ((s.axis == static_cast<std::int8_t>(Axis::kAttnTp) || local_side) &&
-      rows_.shardTokens(rank) % a_ != 0 && !ln_sp_) {
+  if (local_side && rows_.shardTokens(rank) % a_ != 0 && !ln_sp_) {
     if (op.kind == OpKind::kReduceScatter) op.kind = OpKind::kReduceScatterv;
     if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
   }
