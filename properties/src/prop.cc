@@ -19,7 +19,9 @@ constexpr std::array<std::string_view, kDecisionCount> kDecisionNames = {
     "ffn_keeps_sum_from_mixer",      "snapshot_not_completed",
     "stack_start_ffn_with_residual", "stack_never_entered",
     "ffn_reduces_over_attn_tp",      "terminal_defers",
-    "mtp_not_marked_last",           "dp_gather_sum_residual_every_rank"};
+    "mtp_not_marked_last",           "dp_gather_sum_residual_every_rank",
+    "fusion_token_bound_moved",      "fusion_ignores_dp_attention",
+    "mixer_weights_over_tp",         "post_experts_not_merged"};
 
 // The tag a refused case carries, so the listener can count refusals.
 constexpr const char* kRefusedTag = "refused";

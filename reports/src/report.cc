@@ -10,6 +10,7 @@
 #include <map>
 
 #include "seam/reports/gpu_import.h"
+#include "seam/reports/mutate_view.h"
 #include "seam/reports/output_file.h"
 #include "seam/sim/replay/bit_identity.h"
 #include "svg_plot.h"
@@ -374,19 +375,16 @@ Status renderCampaign(Doc& d, Store& store, const RunRecord& r,
   std::map<std::string, KillRecord> kill_of;
   for (const KillRecord& k : *kills) kill_of[k.mutant_id] = k;
   std::vector<std::vector<std::string>> rows;
-  int killed = 0, equivalent = 0;
+  StatusCounts counts;
   for (const MutantRecord& m : mutants) {
-    killed += m.status == "killed";
-    equivalent += m.status == "equivalent";
+    counts.add(m.status);
     const auto it = kill_of.find(m.id);
     rows.push_back({m.id, m.kind, m.status, std::to_string(m.cases_run),
                     it == kill_of.end()
                         ? m.argument
                         : it->second.violation_class + ": " + it->second.reproduce});
   }
-  const int denom = static_cast<int>(mutants.size()) - equivalent;
-  d.para("mutation score: " + std::to_string(killed) + "/" + std::to_string(denom) + ", " +
-         std::to_string(equivalent) + " equivalent");
+  d.para(scoreLine(counts));
   d.table({"mutant", "kind", "status", "cases run", "first kill, or why"}, rows);
   return Status::ok();
 }

@@ -149,6 +149,14 @@ Expected<Plan> importTrace(const std::string& path, const Plan& skeleton) {
     } else if (communicates(op.kind)) {
       return err(std::string(opName(op.kind)) + " needs a group");
     }
+    if (j.contains("sizes_per")) {
+      if (!str(j, "sizes_per", &s) || (s != "member" && s != "dp_shard"))
+        return err("\"sizes_per\" is not one of member, dp_shard");
+      if (op.kind != OpKind::kReduceScatterv && op.kind != OpKind::kAllGatherv)
+        return err("\"sizes_per\" on " + std::string(opName(op.kind)) +
+                   ", which takes no sizes (only reduce_scatterv and all_gatherv do)");
+      op.sizes = s == "dp_shard" ? SplitSizes::kPerDpShard : SplitSizes::kPerMember;
+    }
     if (Status st = readRows(j, "rows_in", &op.rows_in, err); !st) return st;
     if (Status st = readRows(j, "rows_out", &op.rows_out, err); !st) return st;
     op.layer = static_cast<std::int16_t>(layer);

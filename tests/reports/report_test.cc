@@ -54,7 +54,10 @@ TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
   EXPECT_NE(md->find("3 runs in the store."), std::string::npos);
   EXPECT_NE(md->find("| nemotron-h-8b | 1 | 1 | 0 |"), std::string::npos) << *md;
   EXPECT_NE(md->find("owed-once violated <here>"), std::string::npos);
-  EXPECT_NE(md->find("mutation score: 1/1, 1 equivalent"), std::string::npos);
+  EXPECT_NE(md->find("mutation score: 1/1 (100.0%), 0 survived; coverage: 2/2 reached (0 not "
+                     "covered), 1 equivalent, 0 planner errors"),
+            std::string::npos)
+      << *md;
   EXPECT_NE(md->find("| gpu:declared | reference | yes | yes |"), std::string::npos);
   EXPECT_NE(md->find("12.50"), std::string::npos);
   auto html = renderReport(*store, ReportFormat::kHtml);

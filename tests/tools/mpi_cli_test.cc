@@ -57,7 +57,8 @@ std::string withoutTimings(const std::string& out) {
       model_rows = true;
     if (line.rfind("refused", 0) == 0 || line.rfind("checked", 0) == 0) model_rows = false;
     if (line.find("cases/s") != std::string::npos ||
-        line.find("this process ran") != std::string::npos || line.rfind("campaign took", 0) == 0) {
+        line.find("this process ran") != std::string::npos || line.rfind("campaign took", 0) == 0 ||
+        line.rfind("took ", 0) == 0) {
       continue;
     }
     std::istringstream words(line);
