@@ -67,6 +67,17 @@ inline void PlanBuilder::emitCompute(int rank, int stack, int stage) {
   // LongCat-Flash's MoE computes on the branch's copy of its input.
   const Tensor t = branch_ && stack == 0 && stage % spl_ == 1 ? Tensor::kBranch : Tensor::kHidden;
   if (a2aMoe(k)) return emitAllToAllCompute(rank, stack, stage, t, axis);
+  if (input_scattered_ && isMixer(k)) {
+    // prepare.py (_hand_scattered_input_to_attention) @96bbe18f: with a QKV
+    // hook and no DSA the attention reads its slice, and the hook all-gathers
+    // the q/kv latents over tp after the projection, inside the attention.
+    // The ledger's rows are per token, so the gather before the GEMM stands
+    // for it; its bytes are the hidden state's (seam's shapes carry no
+    // kv_lora_rank).
+    emit(rank, stack, stage, Phase::kCompute,
+         {OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kLocal,
+          RowKind::kAttention});
+  }
   const RowKind rows = denseOnLocal(k) ? localRows()
                        : isFfn(k)      ? sharedFfnRows(k)
                                        : RowKind::kAttention;

@@ -229,8 +229,8 @@ void PlanBuilder::inputScatteredEntry(StepList& steps, bool owes_tp,
         {OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
   }
   steps.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
-  // The attention's QKV hook gathers the latents over TP (tp_gather).
-  steps.push_back({OpKind::kAllGather, Tensor::kHidden, tp, RowKind::kLocal, RowKind::kAttention});
+  // The attention takes its slice; its QKV hook gathers the latents over tp
+  // after the projection (emitCompute).
   residual_local_ = true;
 }
 

@@ -58,8 +58,7 @@ class ArithmeticDomain {
     return node(kProject, static_cast<std::uint64_t>(stack), static_cast<std::uint64_t>(rows), in);
   }
   /// A column shard is its columns' part of the same GEMM.
-  Value projectShard(const Value& in, int stack, int, int j, int k, std::uint64_t,
-                     int rows) const {
+  Value projectShard(const Value& in, int stack, int, int j, int k, std::uint64_t, int rows) const {
     return node(kProject, static_cast<std::uint64_t>(stack), static_cast<std::uint64_t>(rows), in,
                 pack(j, k));
   }

@@ -96,7 +96,8 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
 ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
   if (e == Expect::kNormed) return normed(stack, stage, t);
   Value v;
-  for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j) v.emplace_back(key(kE, stack, 0, t, j), 1);
+  for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j)
+    v.emplace_back(key(kE, stack, 0, t, j), 1);
   const auto& shards = (*stacks_)[stack].shards;
   const auto& joins = (*stacks_)[stack].joins_at;
   for (int s = 0; s < static_cast<int>(shards.size()); ++s) {

@@ -78,8 +78,7 @@ class FastDomain {
     return t < 0 ? junk(junk_id) : embed(stack, t);
   }
   /// Column shard j of the stack's input projection.
-  Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id,
-                     int) const {
+  Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : mul(a_column_[stack][j], b_[t]);
   }
   /// The all-gather of the columns: the projection when every member held its
@@ -123,9 +122,7 @@ class ExactDomain {
   void add(Value& a, const Value& b) const { addTerms(a, b); }
   static void addTerms(Value& a, const Value& b);
   Value embed(int stack, int t) const { return {{key(kE, stack, 0, t, 0), 1}}; }
-  Value embedShard(int stack, int t, int j, int) const {
-    return {{key(kE, stack, 0, t, j), 1}};
-  }
+  Value embedShard(int stack, int t, int j, int) const { return {{key(kE, stack, 0, t, j), 1}}; }
   Value partial(int stack, int stage, int t, int j) const {
     return {{key(kP, stack, stage, t, j), 1}};
   }
@@ -144,8 +141,7 @@ class ExactDomain {
     return t < 0 ? junk(junk_id) : embed(stack, t);
   }
   /// Column shard j of the stack's input projection: the term p(s-1, t, j).
-  Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id,
-                     int) const {
+  Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : Value{{key(kP, stack, -1, t, j), 1}};
   }
   /// As FastDomain::joinColumns.

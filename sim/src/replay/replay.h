@@ -101,9 +101,7 @@ class Replay {
   void shapeStacks();
   /// The group a column-parallel input projection splits its output over:
   /// attention TP under attention DP, else tp.
-  Axis columnAxis() const {
-    return plan_->source.config.attn_dp > 1 ? Axis::kAttnTp : Axis::kTp;
-  }
+  Axis columnAxis() const { return plan_->source.config.attn_dp > 1 ? Axis::kAttnTp : Axis::kTp; }
   /// Every rank starts on the batch's lane with no residual, branch or snapshot.
   void resetRanks();
   /// The embedding on attention rows: complete (VocabParallelEmbedding reduces

@@ -56,7 +56,8 @@ inline void Replay<Domain>::execCollective(const std::vector<int>& members, cons
     case OpKind::kAllGatherv:
       if (op.rows_out.kind == RowKind::kFull || op.rows_out.kind == RowKind::kCpGathered) {
         gatherCpShards(members, op);
-      } else if (op.rows_in.kind == RowKind::kAttention && op.rows_out.kind == RowKind::kAttention) {
+      } else if (op.rows_in.kind == RowKind::kAttention &&
+                 op.rows_out.kind == RowKind::kAttention) {
         gatherColumns(members, op);
       } else {
         gatherLocal(members, op);
