@@ -102,7 +102,8 @@ Command registerCheck(CLI::App& app) {
             Ledger ledger;
             const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
             const auto first = verdict.firstViolation();
-            const std::string engine_site = first && plansEngineAsRun(o->c)
+            const bool engine_as_run = plansEngineAsRun(o->c) && *m == nullptr;
+            const std::string engine_site = first && engine_as_run
                                                 ? properties::engineFindingSite(*plan, *first)
                                                 : std::string();
             std::cout << reports::renderVerdict(*plan, verdict, *format, engine_site);

@@ -119,3 +119,11 @@ compare() {
   compared=$((compared + 1))
 }
 
+
+# verdict_wait PID: waits for a run; true when it finished with a verdict,
+# exit 0 (every property holds) or 1 (a violation, e.g. an engine finding).
+verdict_wait() {
+  local rc=0
+  wait "$1" || rc=$?
+  ((rc == 0 || rc == 1))
+}

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "campaign_run.h"
+#include "seam/properties/engine_finding.h"
 
 namespace seam::mutants {
 
@@ -145,6 +146,8 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
   std::vector<char> refused(all.size(), 0);
   std::vector<char> failed(all.size(), 0);
   std::vector<std::optional<Violation>> baseline_violation(all.size());
+  std::vector<char> engine_finding(all.size(), 0);
+  const bool engine_as_run = properties::modelsEngineAsRun(spec.policy, spec.schema);
   parallelFor(
       static_cast<std::int64_t>(all.size()), spec.jobs, kChunk,
       [&](std::int64_t i, Ledger& ledger) {
@@ -161,8 +164,13 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
         }
         auto verdict = properties::checkPlan(*plan, ledger);
         if (!verdict.holds()) {
+          const Violation v = *verdict.firstViolation();
+          if (engine_as_run && !properties::engineFindingSite(*plan, v).empty()) {
+            engine_finding[i] = 1;
+            return;
+          }
           failed[i] = 1;
-          baseline_violation[i] = verdict.firstViolation();
+          baseline_violation[i] = v;
         }
       },
       [](std::int64_t) { return false; });
@@ -177,6 +185,8 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
     }
     if (refused[i]) {
       ++result.baseline_refused;
+    } else if (engine_finding[i]) {
+      ++result.baseline_engine_findings;
     } else {
       cases.push_back(std::move(all[i]));
     }

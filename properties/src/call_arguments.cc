@@ -8,6 +8,8 @@
 #include <string>
 #include <tuple>
 
+#include "op_violation.h"
+
 namespace seam::properties {
 
 namespace {
@@ -44,20 +46,12 @@ std::vector<Violation> checkCallArguments(const Plan& plan) {
       if (!seen.insert({op.stack, op.stage, static_cast<int>(op.phase), static_cast<int>(op.kind)})
                .second)
         continue;
-      Violation v;
-      v.property = Property::kCollectivesMatch;
-      v.cls = ViolationClass::kCollectiveMismatch;
-      v.rank = r;
-      v.op_index = i;
-      v.stack = op.stack;
-      v.layer = op.layer;
-      v.stage = op.stage;
-      v.phase = op.phase;
-      v.op = op.kind;
-      v.detail = std::string(opName(op.kind)) + " over " + std::string(axisName(op.groupAxis())) +
-                 " (" + std::to_string(members) + " ranks) is passed " + std::to_string(given) +
-                 " sizes, one per attention-DP shard: the call needs one per member, so it "
-                 "fails on every rank of the group";
+      Violation v = opViolation(
+          plan, r, i, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+          std::string(opName(op.kind)) + " over " + std::string(axisName(op.groupAxis())) + " (" +
+              std::to_string(members) + " ranks) is passed " + std::to_string(given) +
+              " sizes, one per attention-DP shard: the call needs one per member, so it fails on "
+              "every rank of the group");
       out.push_back(std::move(v));
     }
   }

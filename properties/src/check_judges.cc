@@ -8,30 +8,12 @@
 #include <string>
 #include <tuple>
 
+#include "op_violation.h"
 #include "seam/properties/check.h"
 
 namespace seam::properties {
 
 namespace {
-
-Violation opViolation(const Plan& plan, int rank, int index, Property p, ViolationClass c,
-                      std::string detail) {
-  Violation v;
-  v.property = p;
-  v.cls = c;
-  v.rank = rank;
-  if (index >= 0) {
-    const Op& op = plan.ranks[rank][index];
-    v.op_index = index;
-    v.stack = op.stack;
-    v.layer = op.layer;
-    v.stage = op.stage;
-    v.phase = op.phase;
-    v.op = op.kind;
-  }
-  v.detail = std::move(detail);
-  return v;
-}
 
 int ppRankOf(const Plan& plan, int rank) { return rank / plan.source.config.tp; }
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "seam/properties/check.h"
+#include "seam/properties/engine_finding.h"
 
 namespace seam::properties {
 
@@ -131,7 +132,11 @@ Expected<PropResult> runProp(const PropSpec& spec) {
     }
     const PlanVerdict verdict = checkPlan(*plan, ledger, Depth::kFirst);
     if (std::optional<Violation> v = verdict.firstViolation()) {
-      last = {c, describeViolation(*v), *v};
+      // With no decision planted the declared plan is the engine as it runs:
+      // the words name the SGLang call behind an engine finding.
+      const std::string site =
+          modelsEngineAsRun(PolicyKind::kDeclared, schema) ? engineFindingSite(*plan, *v) : "";
+      last = {c, failureText(*v, site), *v};
       RC_FAIL(last.words);
     }
   };

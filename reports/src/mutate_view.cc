@@ -63,6 +63,11 @@ std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::Cam
                     worlds + ", policy " + std::string(policyName(spec.policy)) + ": " +
                     std::to_string(r.cases) + " cases (" + std::to_string(r.baseline_refused) +
                     " refused by the engine, left out)\n";
+  if (r.baseline_engine_findings > 0) {
+    out += std::to_string(r.baseline_engine_findings) +
+           " cases left out as engine findings: the engine's own plan violates a property there "
+           "(seam sweep lists them)\n";
+  }
   if (!r.baseline_holds) {
     out +=
         "BASELINE FAILS: the unmutated policy violates a property, so no kill would mean "

@@ -250,12 +250,6 @@ TEST(Campaign, KillsEveryMutantButTheKnownOnesOnSyntheticPatternsThatReachTheirS
       // No case here has 2049 tokens (no bound cases), none fuses under DP.
       {"decision.fusion-token-bound-moved", MutantStatus::kNotCovered},
       {"decision.fusion-ignores-dp-attention", MutantStatus::kNotCovered},
-      // The ledger takes an expert's partial-sum group from the op's own
-      // axis: a planner that declares the EP group owes only that sum.
-      {"decision.post-experts-not-merged", MutantStatus::kSurvived},
-      // No property compares bytes with rows, or asks that a capture is taken.
-      {"plan.site-bytes-doubled", MutantStatus::kSurvived},
-      {"plan.site-snapshot-dropped", MutantStatus::kSurvived},
   };
   for (const auto& o : r->outcomes) {
     const auto known = not_killed.find(o.mutant->id());

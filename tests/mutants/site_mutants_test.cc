@@ -42,14 +42,12 @@ std::vector<SiteCase> siteCases() {
        true},
       {"plan.site-residual-added-twice", patternCase("M-", {.tp = 2}, {4}), true},
       {"plan.site-residual-not-added", patternCase("M-", {.tp = 2}, {4}), true},
-      // No property asks that a requested capture is taken: a missing
-      // snapshot is never replayed, so nothing fails (captures exactly once
-      // at the requested boundary is the property that would kill it).
-      {"plan.site-snapshot-dropped", patternCase("M-M-", {.tp = 2}, {4}, withCapture({2})), false},
+      // Property 6 judges the case's capture list: a requested capture missing.
+      {"plan.site-snapshot-dropped", patternCase("M-M-", {.tp = 2}, {4}, withCapture({2})), true},
       {"plan.site-snapshot-moved", patternCase("M-M-", {.tp = 2}, {4}, withCapture({2})), true},
-      // No property compares a collective's bytes with its rows yet: every
-      // member moving twice the bytes agrees with every other member.
-      {"plan.site-bytes-doubled", patternCase("M-", {.tp = 2}, {4}), false},
+      // Every member moving twice the bytes agrees with every other member;
+      // property 8 compares the bytes with the rows the call moves.
+      {"plan.site-bytes-doubled", patternCase("M-", {.tp = 2}, {4}), true},
   };
 }
 

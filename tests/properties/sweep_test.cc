@@ -94,11 +94,28 @@ TEST(Sweep, CountsRefusedCombinationsApartFromCheckedOnes) {
   EXPECT_GT(r->refused, 0);  // attention CP and deepep with moe_ep != tp
   EXPECT_GT(r->checked, 0);
   EXPECT_EQ(r->cases, r->checked + r->refused);
-  EXPECT_EQ(r->violated, 0);
+  // The only violations are engine findings (at tp 4 with ep 2, the fused
+  // kernel's group and the DP return's reduce_scatterv; engine_findings_test.cc).
+  std::int64_t findings = 0;
+  for (const auto& [call, n] : r->engine_findings) findings += n;
+  EXPECT_GT(findings, 0);
+  EXPECT_EQ(r->violated, findings);
+  for (const SweepFailure& f : r->failures) EXPECT_FALSE(f.engine_site.empty()) << f.text;
   bool cp = false;
   for (const auto& [why, n] : r->refusals)
     cp |= why.find("attention context parallel") != std::string::npos;
   EXPECT_TRUE(cp);
+}
+
+TEST(Sweep, AViolationUnderAPlantedDecisionIsNoEngineFinding) {
+  SweepSpec spec;
+  spec.models = {patternModel("M-*E-")};
+  spec.world = 2;
+  spec.schema = Schema::with(Decision::kFfnKeepsSumFromMixer);
+  auto r = runSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_GT(r->violated, 0);
+  EXPECT_TRUE(r->engine_findings.empty());
 }
 
 TEST(Sweep, FindsAndListsTheCasesAPlantedMutantBreaks) {

@@ -128,6 +128,7 @@ Entry parseEntry(const json& e, const std::string& topic, int index) {
   } else if (status != "agrees") {
     bad(where, "status must be agrees or disagrees, not '" + status + "'");
   }
+  if (e.contains("engine_finding")) entry.engine_finding = required(e, "engine_finding", where);
   if (e.contains("stages"))
     entry.stages = {e["stages"].at(0).get<int>(), e["stages"].at(1).get<int>()};
   entry.mtp = e.value("mtp", false);
@@ -338,7 +339,18 @@ std::optional<std::string> stepDiffers(const Entry& entry, const Plan& plan, int
   }
   if (step.rows_in && !(op.rows_in == *step.rows_in)) return "different rows in";
   if (step.rows_out && !(op.rows_out == *step.rows_out)) return "different rows out";
-  if (!step.sizes.empty()) {
+  if (!step.sizes.empty() && op.sizes == SplitSizes::kPerDpShard) {
+    // seam plans the call with one size per DP shard, as the engine passes
+    // them: each shard's rows, read on the shard's first member.
+    const auto members = sglangGroup(step.group, config, rank);
+    const int per_shard = config.attnTp() * config.attn_cp;
+    std::vector<int> shard_members;
+    for (size_t i = 0; i < members.size(); i += static_cast<size_t>(per_shard))
+      shard_members.push_back(members[i]);
+    const auto implied = impliedSizes(entry, plan, rank, at, shard_members);
+    if (implied != step.sizes)
+      return "split sizes differ (seam's per-DP-shard rows: " + joined(implied) + ")";
+  } else if (!step.sizes.empty()) {
     const auto members = sglangGroup(step.group, config, rank);
     if (step.sizes.size() != members.size())
       return "the engine's " + std::to_string(step.sizes.size()) +

@@ -45,6 +45,10 @@ struct Entry {
   std::vector<std::string> cite;
   bool agrees = true;
   std::string section;  ///< disagrees: the heading in sglang_disagreements.md
+  /// The heading in docs/engine-findings.md when SGLang's plan of the case
+  /// violates a property (seam must then report an engine finding); empty:
+  /// every property holds on it.
+  std::string engine_finding;
   /// disagrees: the index of the first expected step seam does not match
   /// (the step count when seam has extra steps after them all).
   int first_difference = -1;

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "conformance_case.h"
+#include "seam/properties/check.h"
+#include "seam/properties/engine_finding.h"
 #include "seam/sim/policy/policy.h"
 
 namespace seam::conformance {
@@ -54,6 +56,17 @@ TEST_P(Conformance, SeamPlansWhatTheEntryDerivedFromSglangStates) {
     EXPECT_FALSE(first.has_value()) << "rank " << at_rank << ", step " << (first ? first->index : 0)
                                     << ": " << (first ? first->what : "") << "\n"
                                     << citation(e);
+    // The plan is SGLang's: it holds, or its violation is the engine finding
+    // the entry names.
+    Ledger ledger;
+    const auto v = properties::checkPlan(*plan, ledger).firstViolation();
+    const std::string site = v ? properties::engineFindingSite(*plan, *v) : "";
+    if (e.engine_finding.empty()) {
+      EXPECT_FALSE(v.has_value()) << describeViolation(*v) << "\n" << citation(e);
+    } else {
+      EXPECT_FALSE(site.empty()) << "no engine finding: " << e.engine_finding << "\n"
+                                 << citation(e);
+    }
     return;
   }
   ASSERT_TRUE(first.has_value())

@@ -47,12 +47,12 @@ TEST(AttentionInputFusion, RunsOnTheMoeEpGroupsWorkspaceWhenEpIsMoreThanOne) {
 }
 
 TEST(AttentionInputFusion, RunsOnTheMoeTpGroupsWorkspaceAtEpOne) {
-  // There the MoE TP group is the whole TP group (one object in SGLang, named
-  // tp in a plan): the owed group, so the case holds.
+  // There the MoE TP group is the whole TP group, the owed one (a plan names
+  // it as the owed group), so the case holds.
   const Plan plan = mustBuild(patternCase("E*", {.tp = 4}, {4}));
   const int i = findOp(plan, 0, kAttentionStage, Phase::kEntry, OpKind::kArAddNorm);
   ASSERT_GE(i, 0);
-  EXPECT_EQ(plan.ranks[0][i].groupAxis(), Axis::kTp);
+  EXPECT_EQ(plan.ranks[0][i].groupAxis(), Axis::kMoeTp);
   expectHolds(plan);
 }
 

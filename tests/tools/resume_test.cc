@@ -78,7 +78,8 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
   removeStore(whole_db);
   removeStore(cut_db);
   const auto whole = runSeam(args + " --db " + whole_db);
-  ASSERT_EQ(whole.code, 0) << whole.err;
+  // A verdict: 0, or 1 for the engine findings of world 16 (docs/engine-findings.md).
+  ASSERT_TRUE(whole.code == 0 || whole.code == 1) << whole.err;
 
   // Kill it once a good part of the cases is stored; on a loaded machine the
   // sweep may finish first: then start over and kill it earlier.
@@ -94,7 +95,7 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
   ASSERT_GT(stored_before, 0);
 
   const auto resumed = runSeam(args + " --db " + cut_db + " --resume");
-  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  ASSERT_EQ(resumed.code, whole.code) << resumed.err;
   // Everything but the timing lines is the same, case counts included.
   // Rates are timings: drop the per-model cases/s column and the last line's rate.
   const auto drop = [](const std::string& out) {

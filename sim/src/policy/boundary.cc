@@ -196,7 +196,7 @@ PlanBuilder::Hand PlanBuilder::ffnExitOnAttentionRows(const Sides& s, std::int8_
       h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
       addEntryRead(h.entry, s.consumer, s.final_norm, true, false, /*after_ffn=*/true);
     } else if (fusedEntryCompletes(static_cast<Axis>(owed))) {
-      h.entry.push_back(attentionInputFusion());
+      h.entry.push_back(attentionInputFusion(static_cast<Axis>(owed)));
     } else {
       h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
       h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});

@@ -92,15 +92,16 @@ class PlanBuilder {
   /// flashinfer_comm_fusion.py (ensure_workspace_initialized) then takes the
   /// MoE EP group when moe_ep > 1, else the MoE TP group, whatever group the
   /// carried sum is owed over.
-  /// Named tp where that group is the whole TP group (SGLang reuses the object).
-  Axis attentionInputKernelAxis() const {
+  /// Named as the owed group where the two are the same ranks.
+  Axis attentionInputKernelAxis(Axis owed) const {
     const Axis kernel = cfg_.moe_ep > 1 ? Axis::kMoeEp : Axis::kMoeTp;
-    return sameGroup(kernel, Axis::kTp) ? Axis::kTp : kernel;
+    return sameGroup(kernel, owed) ? owed : kernel;
   }
-  /// The fused step that completes a carried sum at an attention input.
-  Step attentionInputFusion() const {
+  /// The fused step that completes a sum owed over `owed`, carried to an
+  /// attention input.
+  Step attentionInputFusion(Axis owed) const {
     Step s{OpKind::kArAddNorm, Tensor::kHidden,
-           static_cast<std::int8_t>(attentionInputKernelAxis())};
+           static_cast<std::int8_t>(attentionInputKernelAxis(owed))};
     s.site = EngineSite::kAttentionInputFusion;
     return s;
   }

@@ -62,7 +62,7 @@ PlanBuilder::Hand PlanBuilder::mixerExit(const Sides& s) {
     if (!s.terminal_defers) {
       const std::int8_t tp = static_cast<std::int8_t>(Axis::kTp);
       if (fusedEntryCompletes(Axis::kTp)) {
-        h.entry.push_back(attentionInputFusion());
+        h.entry.push_back(attentionInputFusion(Axis::kTp));
       } else {
         h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, tp});
         h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});

@@ -91,6 +91,10 @@ struct CampaignResult {
   /// Serving: the cases the engine refuses, left out (a training space is
   /// enumerated without them).
   std::int64_t baseline_refused = 0;
+  /// Serving, declared policy: the cases where the engine's own plan violates
+  /// a property (engine findings, properties/engine_finding.h), left out: a
+  /// mutant cannot be killed where the parent already fails.
+  std::int64_t baseline_engine_findings = 0;
   bool baseline_holds = true;
   std::optional<Case> baseline_case;  ///< serving: the first failing baseline case
   std::string baseline_reproduce;     ///< the `seam check` line of the first failing case
