@@ -45,7 +45,7 @@ CASES = [
      f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --dp-padding sum_len --policy legacy"),
     ("two_stage_moe_rs_declared", "declared, boundary_reduction rs with MAX_LEN: dp_reduce_scatter carried to the next attention input",
      f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --reduction rs"),
-    ("two_stage_moe_rsv_declared", "declared, boundary_reduction rsv with moe_ep == attn_dp: reduce_scatterv carried to the next attention input",
+    ("two_stage_moe_rsv_declared", "declared, boundary_reduction rsv with moe_ep == attn_dp: reduce_scatterv carried to the next attention input (an engine finding: its one size per DP shard cannot fit the 4-rank tp group)",
      f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --ep 2 --tokens 3,2 --reduction rsv"),
     ("two_stage_a2a_dense_then_sparse", "a2a MoE after first-k dense layers (DeepSeek): FFN input #5 RS(attn_tp), the first sparse layer slices the residual, the next receives it sliced; attention input on local rows: add+norm, AG(attn_tp); the last layer's _gather",
      f"--pattern '*-*E*E' {TWO} --tp 4 --ep 4 --a2a deepep"),
@@ -118,7 +118,10 @@ def main():
         if run.returncode != 0:
             sys.exit(f"gen_goldens.py: `seam {full}` exited {run.returncode}: {run.stderr.strip()}")
         check = subprocess.run(f"{seam} check {args}", shell=True, capture_output=True, text=True)
-        if check.returncode != 0:
+        # A golden pins a plan that holds, or one that is SGLang's own fault
+        # (an engine finding, docs/engine-findings.md): its pins say which.
+        finding = check.returncode == 1 and "ENGINE FINDING" in check.stdout
+        if check.returncode != 0 and not (finding and "engine finding" in pins):
             sys.exit(f"gen_goldens.py: `seam check {args}` does not hold:\n{check.stdout}")
         path = os.path.join(OUT, name + ".txt")
         wanted.add(name + ".txt")
