@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
+#include "gpu_import_check.h"
 #include "seam/properties/gpu_json.h"
+#include "seam/reports/input_file.h"
 #include "seam/sim/replay/bit_identity.h"
 
 namespace seam::reports {
@@ -302,13 +302,14 @@ void addAllReduce(const properties::GpuAllReduceRecord& bench, GpuResultFile* fi
 }  // namespace
 
 Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& version) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::invalid("\"" + path.substr(0, 200) + "\": cannot read it");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto result = properties::parseGpuResult(buf.str());
-  if (!result)
-    return Status::invalid("\"" + path.substr(0, 200) + "\": " + result.status().message());
+  const std::string label = "\"" + path.substr(0, 200) + "\"";
+  auto text = readInputFile(label, path, kMaxGpuJsonBytes);
+  if (!text) return text.status();
+  auto result = properties::parseGpuResult(*text);
+  if (!result) return Status::invalid(label + ": " + result.status().message());
+  if (Status s = detail::checkGpuResult(*result, version); !s) {
+    return Status::invalid(label + ": " + s.message());
+  }
   GpuResultFile file;
   file.path = path;
   file.tool = properties::gpuToolName(*result);

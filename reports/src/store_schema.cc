@@ -107,6 +107,17 @@ static_assert(kStoreSchemaVersion == 1, "kSchemaV1 is the schema of version 1");
 
 namespace detail {
 
+Status createSchemaOfVersion(sqlite3* db, int version) {
+  if (version < 1 || version > kStoreSchemaVersion) {
+    return Status::internal("no schema of version " + std::to_string(version));
+  }
+  const int rc = sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    return Status::internal(std::string("the schema did not build: ") + sqlite3_errmsg(db));
+  }
+  return Status::ok();
+}
+
 Status checkSchema(sqlite3* db, const std::string& path) {
   auto sqliteContext = [&] { return SqliteContext{db, &path}; };
   // One scalar query; a file SQLite cannot read as a database is refused.
@@ -158,7 +169,7 @@ Expected<bool> Store::Impl::createSchema() {
   detail::Statement count(raw);
   if (rc == SQLITE_OK) rc = sqlite3_step(raw);
   if (rc != SQLITE_ROW) {
-    const Status failed = detail::sqliteFailure(sqliteContext(), rc, __FILE__, __LINE__);
+    const Status failed = detail::sqliteFailure(sqliteContext(), rc);
     (void)exec("ROLLBACK");
     return failed;
   }
