@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "command.h"
+#include "memory_budget.h"
 #include "mpi_runs.h"
 #include "progress.h"
 #include "seam/mutants/campaign.h"
@@ -43,10 +44,9 @@ Expected<std::vector<const mutants::Mutant*>> chosenMutants(const std::vector<st
   for (const std::string& id : ids) {
     const mutants::Mutant* m = mutants::findMutant(id);
     if (m == nullptr || m->family() != family) {
-      return Status::invalid("--mutant \"" + id.substr(0, 64) +
-                             (training ? "\" is not a training mutant id (see seam mutate "
-                                         "--family training --list)"
-                                       : "\" is not a mutant id (see seam mutate --list)"));
+      const std::string kind = training ? "training mutant id (see seam mutate --family training"
+                                        : "mutant id (see seam mutate";
+      return Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a " + kind + " --list)");
     }
     out.push_back(m);
   }
@@ -90,6 +90,8 @@ Expected<mutants::CampaignSpec> servingSpec(const MutateOptions& o) {
   auto models = properties::sweepModels(o.model, o.pattern);
   if (!models) return models.status();
   spec.models = std::move(*models);
+  const Status memory = checkSpaceMemory(spec.worlds, modelCount(spec.models), {}, spec.jobs);
+  if (!memory) return memory;
   auto chosen = chosenMutants(o.mutant_ids, mutants::MutantFamily::kServing);
   if (!chosen) return chosen.status();
   spec.mutants = std::move(*chosen);
@@ -178,9 +180,10 @@ Command registerMutate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--layout", o->layout,
                   "--family training: only primerl or megatron (default: both)");
-  return {sub, [o]() {
+  return {sub, [o, sub]() {
             auto training = trainingFamily(o->family);
             if (!training) return fail(training.status());
+            if (Status s = *training ? refuseStoreOptions(*sub) : Status::ok(); !s) return fail(s);
             if (o->list) {
               for (const mutants::Mutant* m :
                    *training ? mutants::trainingRegistry() : mutants::registry()) {
