@@ -28,6 +28,12 @@ Expected<Plan> buildCasePlan(const CaseOptions& o, const Case& c);
 /// The policy's plan of the case (--policy, --decision); no trace.
 Expected<Plan> buildPolicyPlan(const CaseOptions& o, const Case& c);
 
+/// Whether the options plan the engine as it runs: the declared policy, no
+/// decision, no trace (a violation is then an engine finding).
+inline bool plansEngineAsRun(const CaseOptions& o) {
+  return o.policy == "declared" && o.decision.empty() && o.trace.empty();
+}
+
 /// Parallel leaves a space-wide command fixes (`seam configs`, `seam sweep`).
 struct FilterOptions {
   std::optional<int> pp, tp, dp, cp, ep, moe_dp;

@@ -1,6 +1,6 @@
-// `seam mutate`: a mutation campaign over a case space (default: every
-// preset at worlds 1, 2, 4, 8, 16). Exit 0, or 1 when the baseline fails or
-// (with --fail-on-survivor) a mutant survives.
+// `seam mutate`: a mutation campaign over a case space (default: every preset
+// at worlds 1, 2, 4, 8, 16). Exit 0, or 1 when the baseline fails or (with
+// --fail-on-survivor) a mutant survives.
 #include <unistd.h>
 
 #include <optional>
@@ -23,8 +23,7 @@ namespace {
 
 struct MutateOptions {
   std::string worlds = "1,2,4,8,16";
-  std::string model;
-  std::string pattern;
+  std::string model, pattern;
   std::vector<std::string> mutant_ids;
   int jobs = 0;
   bool fail_on_survivor = false;
@@ -34,6 +33,7 @@ struct MutateOptions {
   std::string junit;
   std::string family = "serving";
   std::string layout;
+  std::uint64_t seed = 1;
 };
 
 /// The --mutant ids of `family`; the error says where the ids are listed.
@@ -95,6 +95,8 @@ Expected<mutants::CampaignSpec> servingSpec(const MutateOptions& o) {
   auto chosen = chosenMutants(o.mutant_ids, mutants::MutantFamily::kServing);
   if (!chosen) return chosen.status();
   spec.mutants = std::move(*chosen);
+  spec.seed = o.seed;
+  spec.bound_cases = true;
   return spec;
 }
 
@@ -168,13 +170,14 @@ Command registerMutate(CLI::App& app) {
   sub->add_option("--pattern", o->pattern, "one bare single-stage pattern instead of the presets");
   sub->add_option("--mutant", o->mutant_ids, "run only these mutant ids (repeatable; see --list)");
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
+  sub->add_option("--seed", o->seed, "case order and sampled sites (0: case order)")
+      ->capture_default_str();
   sub->add_flag("--fail-on-survivor", o->fail_on_survivor, "exit 1 when a mutant survives");
   sub->add_flag("--list", o->list, "list the mutation operators and exit");
   sub->add_option("--db", o->db, "SQLite store the campaign is written to")->capture_default_str();
   sub->add_flag("--resume", o->resume,
                 "continue the latest unfinished campaign with the same arguments in --db");
-  sub->add_option("--junit", o->junit,
-                  "also write JUnit XML (one testcase per mutant) to this file");
+  sub->add_option("--junit", o->junit, "also write JUnit XML (a testcase per mutant) to this file");
   sub->add_option("--family", o->family,
                   "serving or training (the training mutants over the training layouts)")
       ->capture_default_str();

@@ -30,7 +30,7 @@ dump_sweep() {
 # and the line only a resumed run prints. A sweep's rate column widens with
 # its widest rate (a resumed run that reran a few cases of a model shows a
 # huge one), which moves the header's words: runs of spaces count as one.
-stable_mutate() { grep -v -e '^campaign took' -e 'resumed' "$1" || true; }
+stable_mutate() { grep -v -e '^campaign took' -e '^took ' -e 'resumed' "$1" || true; }
 stable_sweep() {
   grep -v -e '^checked ' -e 'resumed' "$1" |
     sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//; s/ +/ /g' || true
@@ -119,3 +119,11 @@ compare() {
   compared=$((compared + 1))
 }
 
+
+# verdict_wait PID: waits for a run; true when it finished with a verdict,
+# exit 0 (every property holds) or 1 (a violation, e.g. an engine finding).
+verdict_wait() {
+  local rc=0
+  wait "$1" || rc=$?
+  ((rc == 0 || rc == 1))
+}

@@ -1,47 +1,103 @@
 #include "seam/mutants/campaign.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <functional>
 #include <tuple>
 
 #include "campaign_run.h"
+#include "seam/properties/engine_finding.h"
 
 namespace seam::mutants {
 
-std::string_view statusName(MutantStatus s) {
-  switch (s) {
-    case MutantStatus::kKilled:
-      return "killed";
-    case MutantStatus::kSurvived:
-      return "survived";
-    case MutantStatus::kEquivalent:
-      return "equivalent";
-  }
-  return "?";
+namespace {
+
+constexpr std::array<std::string_view, 5> kStatusNames = {"killed", "survived", "equivalent",
+                                                          "not-covered", "planner-error"};
+
+/// splitmix64: a fixed mixing function, the same on every platform.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
-int CampaignResult::killed() const {
-  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) {
-    return o.status == MutantStatus::kKilled;
-  }));
+/// FNV-1a of a mutant's id.
+std::uint64_t idHash(std::string_view id) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (char ch : id) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  return h;
 }
-int CampaignResult::survived() const {
-  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) {
-    return o.status == MutantStatus::kSurvived;
-  }));
+
+}  // namespace
+
+std::string_view statusName(MutantStatus s) { return kStatusNames[static_cast<int>(s)]; }
+
+MutantStatus statusFrom(bool killed, std::int64_t differed, std::int64_t planner_errors,
+                        std::int64_t applied) {
+  if (killed) return MutantStatus::kKilled;
+  if (differed > 0) return MutantStatus::kSurvived;
+  if (planner_errors > 0) return MutantStatus::kPlannerError;
+  return applied > 0 ? MutantStatus::kEquivalent : MutantStatus::kNotCovered;
 }
-int CampaignResult::equivalent() const {
-  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) {
-    return o.status == MutantStatus::kEquivalent;
-  }));
+
+std::optional<MutantStatus> parseStatus(std::string_view name) {
+  for (size_t i = 0; i < kStatusNames.size(); ++i) {
+    if (kStatusNames[i] == name) return static_cast<MutantStatus>(i);
+  }
+  return std::nullopt;
 }
+
+int sampledSite(std::uint64_t seed, std::string_view mutant_id, std::int64_t case_index,
+                int sites) {
+  if (sites <= 1) return 0;
+  const std::uint64_t x =
+      mix(mix(seed ^ idHash(mutant_id)) ^ static_cast<std::uint64_t>(case_index));
+  return static_cast<int>(x % static_cast<std::uint64_t>(sites));
+}
+
+int CampaignResult::count(MutantStatus s) const {
+  return static_cast<int>(std::count_if(outcomes.begin(), outcomes.end(),
+                                        [s](const auto& o) { return o.status == s; }));
+}
+
+std::string killReproduce(const Case& c, PolicyKind policy, const Mutant& m, int site) {
+  std::string line = reproduceCommand(c, policyName(policy)) + " --mutant " + std::string(m.id());
+  if (m.kind() == MutantKind::kPlan) line += " --site " + std::to_string(site);
+  return line;
+}
+
+namespace {
+
+/// The fusion gate's token bound, reached: for each model and world, the
+/// first fused, unscattered case with tp > 1 and no DP attention again with
+/// kFuseMaxTokens and kFuseMaxTokens + 1 tokens (a few cases: a replay's
+/// cost grows with the rows).
+void addBoundCases(const std::vector<Case>& enumerated, std::vector<Case>& out) {
+  for (const Case& c : enumerated) {
+    if (c.config.tp < 2 || c.config.attn_dp != 1 || !c.flags.fusion || c.flags.input_scattered)
+      continue;
+    for (int tokens : {kFuseMaxTokens, kFuseMaxTokens + 1}) {
+      Case bound = c;
+      bound.batch = Batch{{tokens}};
+      out.push_back(std::move(bound));
+    }
+    return;
+  }
+}
+
+}  // namespace
 
 std::vector<Case> campaignCases(const CampaignSpec& spec) {
   std::vector<Case> out;
   for (const auto& m : spec.models) {
     if (!m.model) continue;
     for (int world : spec.worlds) {
-      for (Case& c : properties::enumerateCases(*m.model, world)) out.push_back(std::move(c));
+      std::vector<Case> enumerated = properties::enumerateCases(*m.model, world);
+      if (spec.bound_cases) addBoundCases(enumerated, out);
+      for (Case& c : enumerated) out.push_back(std::move(c));
     }
   }
   return out;
@@ -90,6 +146,8 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
   std::vector<char> refused(all.size(), 0);
   std::vector<char> failed(all.size(), 0);
   std::vector<std::optional<Violation>> baseline_violation(all.size());
+  std::vector<char> engine_finding(all.size(), 0);
+  const bool engine_as_run = properties::modelsEngineAsRun(spec.policy, spec.schema);
   parallelFor(
       static_cast<std::int64_t>(all.size()), spec.jobs, kChunk,
       [&](std::int64_t i, Ledger& ledger) {
@@ -106,8 +164,13 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
         }
         auto verdict = properties::checkPlan(*plan, ledger);
         if (!verdict.holds()) {
+          const Violation v = *verdict.firstViolation();
+          if (engine_as_run && !properties::engineFindingSite(*plan, v).empty()) {
+            engine_finding[i] = 1;
+            return;
+          }
           failed[i] = 1;
-          baseline_violation[i] = verdict.firstViolation();
+          baseline_violation[i] = v;
         }
       },
       [](std::int64_t) { return false; });
@@ -122,6 +185,8 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
     }
     if (refused[i]) {
       ++result.baseline_refused;
+    } else if (engine_finding[i]) {
+      ++result.baseline_engine_findings;
     } else {
       cases.push_back(std::move(all[i]));
     }
@@ -129,67 +194,107 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
   return cases;
 }
 
-/// Why a mutant whose plans never differ is equivalent.
-std::string equivalenceArgument(const Mutant& m, const MutantOutcome& o, std::int64_t n) {
-  if (m.kind() == MutantKind::kDecision) {
-    return "planning with this decision flipped gives the unmutated plan on all " +
-           std::to_string(n) + " cases: no case of this space reaches the decision site";
+/// The order in which a campaign tries the cases: case order for seed 0,
+/// else a permutation drawn from the seed (Fisher-Yates over splitmix64).
+std::vector<std::int64_t> trialOrder(std::int64_t n, std::uint64_t seed) {
+  std::vector<std::int64_t> order(n);
+  for (std::int64_t i = 0; i < n; ++i) order[i] = i;
+  if (seed == 0) return order;
+  std::uint64_t state = seed;
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    state = mix(state);
+    std::swap(order[i], order[state % static_cast<std::uint64_t>(i + 1)]);
   }
-  return o.applied == 0
-             ? "its site occurs in none of the " + std::to_string(n) +
-                   " cases: every mutated plan is the unmutated plan"
-             : "its plans run the same ops on the same communicators as the "
-               "unmutated plans on all " +
-                   std::to_string(o.applied) + " cases where its site occurs (none of the other " +
-                   std::to_string(n - o.applied) + " has it)";
+  return order;
 }
 
-/// One mutant against the space, stopped at its first kill in case order.
+/// The argument of a mutant that was not killed.
+std::string verdictArgument(const MutantOutcome& o, std::int64_t n) {
+  const std::string all = std::to_string(n);
+  switch (o.status) {
+    case MutantStatus::kNotCovered:
+      return "its site occurs in none of the " + all + " cases: not covered, left out of the score";
+    case MutantStatus::kEquivalent:
+      return "its site occurs in " + std::to_string(o.applied) + " of the " + all +
+             " cases and on each the mutated plan runs the same ops on the same communicators "
+             "as the unmutated plan";
+    default:
+      return "";
+  }
+}
+
+/// Plans case `i` under mutant `m` at its sampled site; says what it found.
+void tryCase(const CampaignSpec& spec, const Mutant& m, const Case& c, std::int64_t i,
+             std::int64_t t, Ledger& ledger, MutantFindings& found,
+             const std::function<bool(std::int64_t, std::int64_t)>& smaller) {
+  auto base = buildPlan(c, spec.policy, spec.schema);
+  if (!base) return;
+  int site = 0;
+  Expected<Plan> mutated = *base;
+  if (m.kind() == MutantKind::kDecision) {
+    std::uint32_t reached = 0;
+    mutated = buildPlan(c, spec.policy, Schema{spec.schema.flipped | m.schema().flipped, &reached});
+    if ((reached & m.schema().flipped) == 0) return;  // the site was not reached
+    if (!mutated) {
+      // The mutated planner fails where the real one plans: an error, not a kill.
+      found.plannerError(t, mutated.status().message());
+      return;
+    }
+  } else {
+    const int sites = m.sites(*base);
+    if (sites <= 0) return;
+    site = sampledSite(spec.seed, m.id(), i, sites);
+    if (!m.applyAt(*mutated, site)) return;
+  }
+  found.applied(t);
+  if (samePlan(*base, *mutated)) return;
+  found.differed(t);
+  auto verdict = properties::checkPlan(*mutated, ledger);
+  if (!verdict.holds()) {
+    found.killed(t, verdict.firstViolation(), site);
+  } else {
+    found.survived(t, smaller, site);
+  }
+}
+
+/// One mutant against the space, stopped at its first kill in trial order.
 MutantOutcome runMutant(const CampaignSpec& spec, const Mutant& m, const std::vector<Case>& cases) {
+  const auto start = std::chrono::steady_clock::now();
   const std::int64_t n = static_cast<std::int64_t>(cases.size());
-  MutantFindings found;
+  // Each mutant tries the cases in an order of its own: its cases tried up
+  // to a kill are a sample of how rare its killing cases are.
+  const std::vector<std::int64_t> order =
+      trialOrder(n, spec.seed == 0 ? 0 : spec.seed ^ idHash(m.id()));
+  MutantFindings found(n);
+  const std::function<bool(std::int64_t, std::int64_t)> smaller = [&](std::int64_t a,
+                                                                      std::int64_t b) {
+    return sizeOf(cases[order[a]]) < sizeOf(cases[order[b]]);
+  };
   parallelFor(
       n, spec.jobs, kChunk,
-      [&](std::int64_t i, Ledger& ledger) {
-        auto base = buildPlan(cases[i], spec.policy, spec.schema);
-        if (!base) return;
-        const Schema flipped{spec.schema.flipped | m.schema().flipped};
-        Expected<Plan> mutated = m.kind() == MutantKind::kDecision
-                                     ? buildPlan(cases[i], spec.policy, flipped)
-                                     : Expected<Plan>(*base);
-        if (!mutated) {
-          // The mutated planner refuses or fails where the real one plans: killed.
-          Violation v;
-          v.detail = "the mutated planner fails: " + mutated.status().message();
-          found.killed(i, v);
-          return;
-        }
-        if (m.kind() == MutantKind::kPlan && !m.apply(*mutated)) return;
-        found.applied();
-        if (samePlan(*base, *mutated)) return;
-        found.differed();
-        auto verdict = properties::checkPlan(*mutated, ledger);
-        if (!verdict.holds()) {
-          found.killed(i, verdict.firstViolation());
-        } else {
-          found.survived(i, [&](std::int64_t a, std::int64_t b) {
-            return sizeOf(cases[a]) < sizeOf(cases[b]);
-          });
-        }
+      [&](std::int64_t t, Ledger& ledger) {
+        tryCase(spec, m, cases[order[t]], order[t], t, ledger, found, smaller);
       },
-      [&](std::int64_t i) { return found.decidedBefore(i); });
+      [&](std::int64_t t) { return found.decidedBefore(t); });
   MutantOutcome o = found.outcome(&m, n);
   if (o.status == MutantStatus::kKilled) {
+    o.kill_index = order[o.kill_index];
     o.kill_case = cases[o.kill_index];
-    o.kill_reproduce = reproduceCommand(cases[o.kill_index], policyName(spec.policy));
-  } else if (o.status == MutantStatus::kEquivalent) {
-    o.argument = equivalenceArgument(m, o, n);
-  } else {
-    o.smallest = cases[found.smallest()];
+    o.kill_reproduce = killReproduce(cases[o.kill_index], spec.policy, m, o.kill_site);
+  } else if (o.status == MutantStatus::kSurvived) {
+    const Case& smallest = cases[order[found.smallest()]];
+    o.smallest = smallest;
     o.argument = "its plans differ on " + std::to_string(o.differed) +
                  " cases and every property holds on all of them; smallest: " +
-                 reproduceCommand(cases[found.smallest()], policyName(spec.policy));
+                 killReproduce(smallest, spec.policy, m, found.smallestSite());
+  } else if (o.status == MutantStatus::kPlannerError) {
+    o.argument = "the mutated planner fails on " + std::to_string(o.planner_errors) +
+                 " cases where the real one plans (not a kill): " + found.errorDetail() +
+                 "; first: " + killReproduce(cases[order[found.firstError()]], spec.policy, m, 0);
+  } else {
+    o.argument = verdictArgument(o, n);
   }
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return o;
 }
 
@@ -207,6 +312,7 @@ Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener*
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   CampaignResult result;
+  result.seed = spec.seed;
   // The space, without the cases the engine refuses (they plan under no mutant).
   const std::vector<Case> cases = runBaseline(spec, result);
   result.cases = static_cast<std::int64_t>(cases.size());

@@ -2,6 +2,7 @@
 // append new operators, never rename or reuse an id.
 #include "plan_mutants.h"
 #include "seam/mutants/mutant.h"
+#include "site_mutants.h"
 #include "training_mutants.h"
 
 namespace seam::mutants {
@@ -21,6 +22,7 @@ class DecisionMutant final : public Mutant {
   std::string_view description() const override { return description_; }
   MutantKind kind() const override { return MutantKind::kDecision; }
   Schema schema() const override { return Schema::with(decision_); }
+  bool apply(Plan&) const override { return true; }
 
  private:
   std::string_view id_, description_;
@@ -105,13 +107,60 @@ const TboHalvesSwappedOnOneRank kTboSwap;
 const TboSplitSkipsResidual kTboSplit;
 const TboMergeDropsHalf kTboMerge;
 
+// Decision sites of the planner's geometry and gates (case_facts.cc).
+const DecisionMutant kFusionBound(
+    "decision.fusion-token-bound-moved",
+    "the FlashInfer fusion gate admits 2049 tokens (its bound is 2048)",
+    Decision::kFusionTokenBoundMoved);
+const DecisionMutant kFusionDp(
+    "decision.fusion-ignores-dp-attention",
+    "the fusion gate fuses under DP attention (it requires attn_dp == 1)",
+    Decision::kFusionIgnoresDpAttention);
+const DecisionMutant kMixerTp("decision.mixer-weights-over-tp",
+                              "a mixer's row-parallel output projection owes its sum over tp, not "
+                              "attention TP",
+                              Decision::kMixerWeightsOverTp);
+const DecisionMutant kPostExperts("decision.post-experts-not-merged",
+                                  "the post-expert reduction stays on the EP group where the EP "
+                                  "and MoE-TP reductions merge into tp",
+                                  Decision::kPostExpertsNotMerged);
+
+// The systematic operators: every op they apply to is a site (site_mutants.h).
+const DropCollectiveAt kSiteDrop("plan.site-drop-collective",
+                                 "a collective over more than one rank is not run");
+const DuplicateCollectiveAt kSiteDup("plan.site-duplicate-collective",
+                                     "a collective over more than one rank runs twice");
+const SwapWithNextAt kSiteSwap("plan.site-swap-with-next",
+                               "an op and the next op on the same buffer run in the other order");
+const RegroupAt kSiteRegroup("plan.site-regroup",
+                             "an all-reduce, gather, reduce-scatter or all-to-all runs over "
+                             "another axis whose group has another size");
+const RowsOffByOneAt kSiteRows("plan.site-rows-off-by-one",
+                               "an op reads or writes one row more than its layout has (padding "
+                               "geometry off by one)");
+const BytesDoubledAt kSiteBytes("plan.site-bytes-doubled",
+                                "a collective moves twice its bytes, on every member alike");
+const SliceOtherAt kSiteSlice("plan.site-slice-other-position",
+                              "a slice takes the next attention-TP (or CP) position's rows");
+const ResidualAddedTwiceAt kSiteResTwice("plan.site-residual-added-twice",
+                                         "a residual fold (add, add-norm) runs twice");
+const ResidualNotAddedAt kSiteResNone(
+    "plan.site-residual-not-added",
+    "a residual fold adds nothing: an add is dropped, an add-norm only normalises");
+const SnapshotDroppedAt kSiteSnapDrop("plan.site-snapshot-dropped", "a snapshot is not taken");
+const SnapshotMovedAt kSiteSnapMove("plan.site-snapshot-moved",
+                                    "a snapshot is taken one op earlier or later");
+
 const Mutant* const kRegistry[] = {
-    &kDrop,        &kDuplicate, &kAttnTpToTp, &kTpToAttnTp,   &kTpToMoeEp,
-    &kMoeToTp,     &kNoGather,  &kSliceOff,   &kResNotSliced, &kResNotGathered,
-    &kPadding,     &kIdleSkips, &kSwap,       &kMixerKeeps,   &kResidualNotFollow,
-    &kFfnKeeps,    &kSnapshot,  &kStackStart, &kNeverEntered, &kDownProj,
-    &kTerminal,    &kMtp,       &kDpResidual, &kDpZeroFill,   &kDpWriters,
-    &kDpUnaligned, &kTboSwap,   &kTboSplit,   &kTboMerge,
+    &kDrop,         &kDuplicate,   &kAttnTpToTp,   &kTpToAttnTp,   &kTpToMoeEp,
+    &kMoeToTp,      &kNoGather,    &kSliceOff,     &kResNotSliced, &kResNotGathered,
+    &kPadding,      &kIdleSkips,   &kSwap,         &kMixerKeeps,   &kResidualNotFollow,
+    &kFfnKeeps,     &kSnapshot,    &kStackStart,   &kNeverEntered, &kDownProj,
+    &kTerminal,     &kMtp,         &kDpResidual,   &kDpZeroFill,   &kDpWriters,
+    &kDpUnaligned,  &kTboSwap,     &kTboSplit,     &kTboMerge,     &kFusionBound,
+    &kFusionDp,     &kMixerTp,     &kPostExperts,  &kSiteDrop,     &kSiteDup,
+    &kSiteSwap,     &kSiteRegroup, &kSiteRows,     &kSiteBytes,    &kSiteSlice,
+    &kSiteResTwice, &kSiteResNone, &kSiteSnapDrop, &kSiteSnapMove,
 };
 
 // The training family (reference training-layouts.md §4-§5).

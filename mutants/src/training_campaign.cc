@@ -71,7 +71,7 @@ bool runTrainingBaseline(const TrainingCampaignSpec& spec, const std::vector<Tra
 MutantOutcome runTrainingMutant(const TrainingCampaignSpec& spec, const Mutant& m,
                                 const std::vector<TrainingCase>& cases) {
   const std::int64_t n = static_cast<std::int64_t>(cases.size());
-  MutantFindings found;
+  MutantFindings found(n);
   parallelFor(
       n, spec.jobs, kChunk,
       [&](std::int64_t i, Ledger&) {
@@ -80,11 +80,14 @@ MutantOutcome runTrainingMutant(const TrainingCampaignSpec& spec, const Mutant& 
         Expected<TrainingPlan> mutated = m.kind() == MutantKind::kDecision
                                              ? buildTrainingPlan(cases[i], m.trainingDecision())
                                              : Expected<TrainingPlan>(*base);
-        if (!mutated) return;
+        if (!mutated) {
+          found.plannerError(i, mutated.status().message());
+          return;
+        }
         if (!m.applyTraining(*mutated)) return;
-        found.applied();
+        found.applied(i);
         if (samePlan(*base, *mutated)) return;
-        found.differed();
+        found.differed(i);
         LedgerResult r = checkTrainingPlan(*mutated);
         if (!r.holds()) {
           found.killed(i, r.violations.front());
@@ -97,10 +100,17 @@ MutantOutcome runTrainingMutant(const TrainingCampaignSpec& spec, const Mutant& 
       [&](std::int64_t i) { return found.decidedBefore(i); });
   MutantOutcome o = found.outcome(&m, n);
   if (o.status == MutantStatus::kKilled) {
-    o.kill_reproduce = reproduceTrainingCommand(cases[o.kill_index]);
+    o.kill_reproduce =
+        reproduceTrainingCommand(cases[o.kill_index]) + " --mutant " + std::string(m.id());
   } else if (o.status == MutantStatus::kEquivalent) {
-    o.argument = "its site occurs in none of the " + std::to_string(n) +
-                 " cases (or its plans equal the unmutated ones)";
+    o.argument = "its site occurs in " + std::to_string(o.applied) + " of the " +
+                 std::to_string(n) + " cases and every mutated plan equals the unmutated one";
+  } else if (o.status == MutantStatus::kNotCovered) {
+    o.argument = "its site occurs in none of the " + std::to_string(n) + " cases";
+  } else if (o.status == MutantStatus::kPlannerError) {
+    o.argument = "the mutated planner fails on " + std::to_string(o.planner_errors) +
+                 " cases (not a kill): " + found.errorDetail() +
+                 "; first: " + reproduceTrainingCommand(cases[found.firstError()]);
   } else {
     o.argument = "its plans differ on " + std::to_string(o.differed) +
                  " cases and every property holds; smallest: " +

@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "seam/properties/call_arguments.h"
 #include "seam/sim/plan/dp_gather.h"
 #include "seam/sim/plan/tbo.h"
 
@@ -216,9 +217,14 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
     pv.holds = false;
     if (!pv.first) pv.first = v;
   };
-  for (const Violation& v : checkBoundariesAgree(plan)) record(v);
+  // A trace's boundaries are judged from its own ops: the skeleton's
+  // declarations it was imported onto are the policy's, not the trace's.
+  if (plan.policy != "trace") {
+    for (const Violation& v : checkBoundariesAgree(plan)) record(v);
+  }
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   for (const Violation& v : checkCollectiveSequences(plan)) record(v);
+  for (const Violation& v : checkCallArguments(plan)) record(v);
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   LedgerOptions options;
   options.max_violations = depth == Depth::kFirst ? 1 : 256;
@@ -228,6 +234,20 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
   for (const Violation& v : result.violations) {
     record(v);
     deadlocked = deadlocked || v.cls == ViolationClass::kDeadlock;
+  }
+  if (!deadlocked && (depth == Depth::kAll || verdict.holds())) {
+    // The judges that read the ops against the case, after the ledger so that
+    // a fault the ledger sees keeps its first violation there.
+    const JudgeGeometry geometry = judgeGeometry(plan.source);
+    const auto judge = [&](const std::vector<Violation>& found) {
+      for (const Violation& v : found) record(v);
+      return depth == Depth::kFirst && !verdict.holds();
+    };
+    if (judge(checkPlanGeometry(plan, geometry)) || judge(checkCallSizes(plan, geometry)) ||
+        judge(checkRequestedSnapshots(plan, geometry)) || judge(checkResidualOnce(plan)) ||
+        judge(checkOpBoundaries(plan))) {
+      return verdict;
+    }
   }
   if (deadlocked) {
     // The replay stopped: properties it had not yet judged stay unjudged.

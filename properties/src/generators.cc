@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "seam/sim/model/model.h"
+#include "seam/sim/plan/rows.h"
+#include "seam/sim/policy/policy.h"
 
 namespace seam::properties {
 
@@ -323,10 +325,17 @@ Flags flagsFrom(const FlagLeaves& leaves, const ModelRef& model, const ParallelC
 }
 
 // Tokens of one shard: busy (1..9) first, so that shrinking moves towards one
-// token everywhere; idle (0) one time in four.
+// token everywhere; idle (0) one time in four; one time in twenty at a token
+// bound of the planner's gates (one below, at, one past: prefill CP's zigzag
+// minimum, the fusion gate's 2048), which shrinks towards the bound's lower
+// side, so a failure found there shrinks to the smallest failing count.
 rc::Gen<std::vector<int>> genShardLeaves() {
   const auto busy = gen::map(genIndex(kMaxGeneratedTokens), [](int i) { return i + 1; });
-  const auto shard = genWeighted<int>({{3, busy}, {1, gen::just(0)}});
+  const auto near = [](int bound) {
+    return gen::map(genIndex(3), [bound](int i) { return bound - 1 + i; });
+  };
+  const auto bound = gen::oneOf(near(kZigzagMinTokens), near(kFuseMaxTokens));
+  const auto shard = genWeighted<int>({{14, busy}, {5, gen::just(0)}, {1, bound}});
   return gen::container<std::vector<int>>(kShardLeaves, shard);
 }
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "seam/properties/check.h"
+#include "seam/properties/engine_finding.h"
 
 namespace seam::properties {
 
@@ -19,7 +20,9 @@ constexpr std::array<std::string_view, kDecisionCount> kDecisionNames = {
     "ffn_keeps_sum_from_mixer",      "snapshot_not_completed",
     "stack_start_ffn_with_residual", "stack_never_entered",
     "ffn_reduces_over_attn_tp",      "terminal_defers",
-    "mtp_not_marked_last",           "dp_gather_sum_residual_every_rank"};
+    "mtp_not_marked_last",           "dp_gather_sum_residual_every_rank",
+    "fusion_token_bound_moved",      "fusion_ignores_dp_attention",
+    "mixer_weights_over_tp",         "post_experts_not_merged"};
 
 // The tag a refused case carries, so the listener can count refusals.
 constexpr const char* kRefusedTag = "refused";
@@ -129,7 +132,11 @@ Expected<PropResult> runProp(const PropSpec& spec) {
     }
     const PlanVerdict verdict = checkPlan(*plan, ledger, Depth::kFirst);
     if (std::optional<Violation> v = verdict.firstViolation()) {
-      last = {c, describeViolation(*v), *v};
+      // With no decision planted the declared plan is the engine as it runs:
+      // the words name the SGLang call behind an engine finding.
+      const std::string site =
+          modelsEngineAsRun(PolicyKind::kDeclared, schema) ? engineFindingSite(*plan, *v) : "";
+      last = {c, failureText(*v, site), *v};
       RC_FAIL(last.words);
     }
   };

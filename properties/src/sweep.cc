@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "seam/properties/engine_finding.h"
 #include "sweep_tally.h"
 
 namespace seam::properties {
@@ -344,6 +345,8 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
         } else {
           o.plan_hash = planHash(*plan);
           o.violation = checkPlan(*plan, ledger, Depth::kFirst).firstViolation();
+          if (o.violation && modelsEngineAsRun(spec.policy, spec.schema))
+            o.engine_site = engineFindingSite(*plan, *o.violation);
         }
         seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
@@ -367,10 +370,12 @@ Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
     ModelTally& tally = result.per_model[items[i].model];
     tally.seconds += seconds[i];
     ++tally.run_here;
+    if (!o.engine_site.empty()) ++result.engine_findings[o.engine_site];
     if (countCase(result, tally, refusals, o.refused, o.refusal, o.violation.has_value(),
                   spec.max_failures)) {
-      result.failures.push_back({items[i].index, describeViolation(*o.violation),
-                                 reproduceCommand(items[i].c, policyName(spec.policy))});
+      result.failures.push_back({items[i].index, failureText(*o.violation, o.engine_site),
+                                 reproduceCommand(items[i].c, policyName(spec.policy)),
+                                 o.engine_site});
     }
   }
   result.cases = result.checked + result.refused;

@@ -166,6 +166,10 @@ std::string render(const std::string& suite_name, const std::vector<JunitCase>& 
       } else if (c.skipped) {
         xml +=
             ">\n      <skipped message=\"" + escaped(c.message, true) + "\"/>\n    </testcase>\n";
+      } else if (!c.message.empty()) {
+        // A passing case's note (a campaign's kill: the line that replays it).
+        xml += ">\n      <system-out>" + escaped(c.message, false) +
+               "</system-out>\n    </testcase>\n";
       } else {
         xml += "/>\n";
       }

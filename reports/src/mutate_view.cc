@@ -8,16 +8,52 @@
 
 namespace seam::reports {
 
-std::string mutationScoreLine(const mutants::CampaignResult& r) {
-  const int all = static_cast<int>(r.outcomes.size());
-  const int eq = r.equivalent();
-  const int denom = all - eq;
-  const int killed = r.killed();
+void StatusCounts::add(std::string_view status) {
+  const auto s = mutants::parseStatus(status);
+  if (!s) return;
+  switch (*s) {
+    case mutants::MutantStatus::kKilled:
+      ++killed;
+      break;
+    case mutants::MutantStatus::kSurvived:
+      ++survived;
+      break;
+    case mutants::MutantStatus::kEquivalent:
+      ++equivalent;
+      break;
+    case mutants::MutantStatus::kNotCovered:
+      ++not_covered;
+      break;
+    case mutants::MutantStatus::kPlannerError:
+      ++planner_errors;
+      break;
+  }
+}
+
+StatusCounts countStatuses(const mutants::CampaignResult& r) {
+  StatusCounts c;
+  for (const auto& o : r.outcomes) c.add(mutants::statusName(o.status));
+  return c;
+}
+
+std::string scoreLine(const StatusCounts& c) {
+  const int denom = c.killed + c.survived;
   char pct[32];
-  std::snprintf(pct, sizeof pct, "%.1f", denom > 0 ? 100.0 * killed / denom : 100.0);
-  return "mutation score: " + std::to_string(killed) + "/" + std::to_string(denom) + " (" + pct +
-         "%), " + std::to_string(r.survived()) + " survivors, " + std::to_string(eq) +
-         " equivalent";
+  if (denom > 0) {
+    std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * c.killed / denom);
+  } else {
+    std::snprintf(pct, sizeof pct, "no scored mutant");
+  }
+  const int reached = c.total() - c.not_covered;
+  return "mutation score: " + std::to_string(c.killed) + "/" + std::to_string(denom) + " (" + pct +
+         "), " + std::to_string(c.survived) + " survived; coverage: " + std::to_string(reached) +
+         "/" + std::to_string(c.total()) + " reached (" + std::to_string(c.not_covered) +
+         " not covered), " + std::to_string(c.equivalent) + " equivalent, " +
+         std::to_string(c.planner_errors) + " planner errors";
+}
+
+std::string mutationScoreLine(const mutants::CampaignResult& r) {
+  return scoreLine(countStatuses(r));
 }
 
 std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::CampaignResult& r) {
@@ -27,6 +63,11 @@ std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::Cam
                     worlds + ", policy " + std::string(policyName(spec.policy)) + ": " +
                     std::to_string(r.cases) + " cases (" + std::to_string(r.baseline_refused) +
                     " refused by the engine, left out)\n";
+  if (r.baseline_engine_findings > 0) {
+    out += std::to_string(r.baseline_engine_findings) +
+           " cases left out as engine findings: the engine's own plan violates a property there "
+           "(seam sweep lists them)\n";
+  }
   if (!r.baseline_holds) {
     out +=
         "BASELINE FAILS: the unmutated policy violates a property, so no kill would mean "
@@ -40,54 +81,66 @@ std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::Cam
 
   // Per operator kind.
   struct Tally {
-    int mutants = 0, killed = 0, survived = 0, equivalent = 0;
+    StatusCounts counts;
     std::map<std::string, int> by_property;
   };
   std::map<std::string, Tally> kinds;
   for (const auto& o : r.outcomes) {
     Tally& t = kinds[std::string(mutants::kindName(o.mutant->kind()))];
-    ++t.mutants;
-    if (o.status == mutants::MutantStatus::kKilled) {
-      ++t.killed;
-      if (o.kill_violation) ++t.by_property[std::string(propertyName(o.kill_violation->property))];
-    }
-    t.survived += o.status == mutants::MutantStatus::kSurvived;
-    t.equivalent += o.status == mutants::MutantStatus::kEquivalent;
+    t.counts.add(mutants::statusName(o.status));
+    if (o.status == mutants::MutantStatus::kKilled && o.kill_violation)
+      ++t.by_property[std::string(propertyName(o.kill_violation->property))];
   }
-  Table k({"kind", "mutants", "killed", "survived", "equivalent", "killed first by"},
-          {false, true, true, true, true, false});
+  Table k({"kind", "mutants", "killed", "survived", "equivalent", "not covered", "planner error",
+           "killed first by"},
+          {false, true, true, true, true, true, true, false});
   for (const auto& [name, t] : kinds) {
     std::string props;
     for (const auto& [p, n] : t.by_property)
       props += (props.empty() ? "" : ", ") + p + " " + std::to_string(n);
-    k.addRow({name, std::to_string(t.mutants), std::to_string(t.killed), std::to_string(t.survived),
-              std::to_string(t.equivalent), props});
+    const StatusCounts& c = t.counts;
+    k.addRow({name, std::to_string(c.total()), std::to_string(c.killed), std::to_string(c.survived),
+              std::to_string(c.equivalent), std::to_string(c.not_covered),
+              std::to_string(c.planner_errors), props});
   }
   out += k.render() + "\n";
 
-  Table m({"mutant", "status", "cases run", "first kill", "property", "class"},
-          {false, false, true, true, false, false});
+  Table m({"mutant", "status", "cases tried", "reached", "first kill", "site", "property", "class"},
+          {false, false, true, true, true, true, false, false});
   for (const auto& o : r.outcomes) {
     const bool killed = o.status == mutants::MutantStatus::kKilled;
     m.addRow(
         {std::string(o.mutant->id()), std::string(mutants::statusName(o.status)),
-         std::to_string(o.cases_run), killed ? "#" + std::to_string(o.kill_index) : "-",
+         std::to_string(o.cases_run), std::to_string(o.applied),
+         killed ? "#" + std::to_string(o.kill_index) : "-",
+         killed && o.mutant->kind() == mutants::MutantKind::kPlan ? std::to_string(o.kill_site)
+                                                                  : "-",
          killed && o.kill_violation ? std::string(propertyName(o.kill_violation->property)) : "-",
          killed && o.kill_violation ? std::string(violationClassName(o.kill_violation->cls))
                                     : "-"});
   }
   out += m.render();
   for (const auto& o : r.outcomes) {
-    if (o.status == mutants::MutantStatus::kSurvived) {
-      out += "SURVIVOR " + std::string(o.mutant->id()) + " (" +
-             std::string(o.mutant->description()) + "): " + o.argument + "\n";
-    } else if (o.status == mutants::MutantStatus::kEquivalent) {
-      out += "equivalent " + std::string(o.mutant->id()) + ": " + o.argument + "\n";
+    const std::string id(o.mutant->id());
+    if (o.status == mutants::MutantStatus::kKilled) {
+      out += "killed " + id + ": replay: " + o.kill_reproduce + "\n";
+    } else if (o.status == mutants::MutantStatus::kSurvived) {
+      out += "SURVIVOR " + id + " (" + std::string(o.mutant->description()) + "): " + o.argument +
+             "\n";
+    } else {
+      out += std::string(mutants::statusName(o.status)) + " " + id + ": " + o.argument + "\n";
     }
+  }
+  // Wall times differ from run to run (and a resumed run recalls its decided
+  // mutants with none): each on a line of its own, all starting "took ".
+  for (const auto& o : r.outcomes) {
+    char took[32];
+    std::snprintf(took, sizeof took, "%.2f", o.seconds);
+    out += "took " + std::string(o.mutant->id()) + ": " + took + " s\n";
   }
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", r.seconds);
-  out += "campaign took " + std::string(secs) + " s\n";
+  out += "campaign took " + std::string(secs) + " s (site seed " + std::to_string(r.seed) + ")\n";
   out += mutationScoreLine(r) + "\n";
   return out;
 }

@@ -48,6 +48,9 @@ Json opJson(const Op& op, const Topology& topology, int rank) {
   j["rows_in"] = rowsJson(op.rows_in);
   j["rows_out"] = rowsJson(op.rows_out);
   j["bytes"] = op.bytes;
+  // A variable-size collective passed another list than one size per member
+  // says so; the default keeps exactly the keys of DESIGN §9.
+  if (op.sizes == SplitSizes::kPerDpShard) j["sizes_per"] = "dp_shard";
   return j;
 }
 

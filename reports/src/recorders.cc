@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/shard_rows.h"
 
 namespace seam::reports {
@@ -71,8 +72,9 @@ std::string campaignArgs(const mutants::CampaignSpec& spec) {
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   for (const auto* m : spec.mutants) ids += (ids.empty() ? "" : ",") + std::string(m->id());
   return "worlds=" + worlds + " policy=" + std::string(policyName(spec.policy)) +
-         " schema=" + std::to_string(spec.schema.flipped) +
-         " mutants=" + (ids.empty() ? "all" : ids) + " models=" + models;
+         " schema=" + std::to_string(spec.schema.flipped) + " seed=" + std::to_string(spec.seed) +
+         (spec.bound_cases ? " bounds=1" : "") + " mutants=" + (ids.empty() ? "all" : ids) +
+         " models=" + models;
 }
 
 SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
@@ -136,9 +138,13 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
   auto failures = store.firstFailures(run_id);
   if (!failures) return failures.status();
   std::map<std::int64_t, std::string> failure_text;
-  for (const auto& [idx, v] : *failures) failure_text[idx] = v.text;
-
   properties::SweepResult r;
+  for (const auto& [idx, v] : *failures) {
+    failure_text[idx] = v.text;
+    const auto [violation, call] = properties::splitFailureText(v.text);
+    if (!call.empty()) ++r.engine_findings[std::string(call)];
+  }
+
   r.seconds = live.seconds;
   r.run_here = live.run_here;
   r.per_model = live.per_model;
@@ -367,9 +373,15 @@ Status writeCampaignJunit(const mutants::CampaignResult& result, const std::stri
     j.suite = "mutate";
     j.classname = std::string(mutants::kindName(o.mutant->kind()));
     j.name = std::string(o.mutant->id());
+    j.seconds = o.seconds;
+    // Survivors fail; mutants left out of the score (equivalent, not
+    // covered, planner error) are skipped with their status; a kill passes
+    // and says how to replay it.
     j.failed = o.status == mutants::MutantStatus::kSurvived;
-    j.skipped = o.status == mutants::MutantStatus::kEquivalent;
-    j.message = o.argument;
+    j.skipped = !j.failed && o.status != mutants::MutantStatus::kKilled;
+    j.message = o.status == mutants::MutantStatus::kKilled
+                    ? "killed: replay: " + o.kill_reproduce
+                    : std::string(mutants::statusName(o.status)) + ": " + o.argument;
     out.push_back(std::move(j));
   }
   return writeJunit(path, "mutate", out);

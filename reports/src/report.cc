@@ -8,8 +8,10 @@
 #include <iterator>
 #include <map>
 
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/gpu_import.h"
 #include "seam/reports/input_file.h"
+#include "seam/reports/mutate_view.h"
 #include "seam/reports/output_file.h"
 #include "seam/sim/replay/bit_identity.h"
 #include "svg_plot.h"
@@ -342,7 +344,37 @@ Status renderGraphs(Doc& d, ReportFormat format, const std::vector<std::string>&
   return Status::ok();
 }
 
-/// A run's counts per group and outcome, and its first 20 violated cases.
+/// The run's engine findings (properties/engine_finding.h), by SGLang call:
+/// how many cases, the first one's violation and its reproduce line.
+void renderEngineFindings(Doc& d, const std::vector<CaseRecord>& cases,
+                          const std::map<std::int64_t, std::string>& text) {
+  struct Finding {
+    std::int64_t cases = 0;
+    std::string first_violation, first_reproduce;
+  };
+  std::map<std::string, Finding> by_call;
+  for (const CaseRecord& c : cases) {
+    const auto it = text.find(c.index);
+    if (c.outcome != CaseOutcome::kViolated || it == text.end()) continue;
+    const auto [violation, call] = properties::splitFailureText(it->second);
+    if (call.empty()) continue;
+    Finding& f = by_call[std::string(call)];
+    if (f.cases++ == 0) {
+      f.first_violation = std::string(violation);
+      f.first_reproduce = c.reproduce;
+    }
+  }
+  if (by_call.empty()) return;
+  d.heading(3, "Engine findings: SGLang's own plans violate a property");
+  for (const auto& [call, f] : by_call) {
+    d.para(std::to_string(f.cases) + " cases. SGLang calls " + call +
+           ". First: " + f.first_violation + ".");
+    d.code(f.first_reproduce);
+  }
+}
+
+/// A run's counts per group and outcome, its engine findings, and its first
+/// 20 violated cases.
 Status renderCases(Doc& d, Store& store, const RunRecord& r, const std::vector<CaseRecord>& cases) {
   // Counts per group (model, diff class, ...) and outcome.
   std::map<std::string, std::array<std::int64_t, 3>> by_group;
@@ -356,13 +388,16 @@ Status renderCases(Doc& d, Store& store, const RunRecord& r, const std::vector<C
   if (!failures) return failures.status();
   std::map<std::int64_t, std::string> text;
   for (const auto& [idx, v] : *failures) text[idx] = v.text;
+  renderEngineFindings(d, cases, text);
   std::vector<std::vector<std::string>> failing;
   for (const CaseRecord& c : cases) {
     if (c.outcome != CaseOutcome::kViolated || failing.size() >= 20) continue;
-    failing.push_back({"#" + std::to_string(c.index),
-                       text[c.index].empty() ? c.refusal : text[c.index], c.reproduce});
+    const std::string& words = text[c.index].empty() ? c.refusal : text[c.index];
+    const auto [violation, call] = properties::splitFailureText(words);
+    failing.push_back({"#" + std::to_string(c.index), call.empty() ? "-" : "yes",
+                       std::string(violation), c.reproduce});
   }
-  if (!failing.empty()) d.table({"case", "violation", "reproduce"}, failing);
+  if (!failing.empty()) d.table({"case", "engine finding", "violation", "reproduce"}, failing);
   return Status::ok();
 }
 
@@ -374,19 +409,16 @@ Status renderCampaign(Doc& d, Store& store, const RunRecord& r,
   std::map<std::string, KillRecord> kill_of;
   for (const KillRecord& k : *kills) kill_of[k.mutant_id] = k;
   std::vector<std::vector<std::string>> rows;
-  int killed = 0, equivalent = 0;
+  StatusCounts counts;
   for (const MutantRecord& m : mutants) {
-    killed += m.status == "killed";
-    equivalent += m.status == "equivalent";
+    counts.add(m.status);
     const auto it = kill_of.find(m.id);
     rows.push_back({m.id, m.kind, m.status, std::to_string(m.cases_run),
                     it == kill_of.end()
                         ? m.argument
                         : it->second.violation_class + ": " + it->second.reproduce});
   }
-  const int denom = static_cast<int>(mutants.size()) - equivalent;
-  d.para("mutation score: " + std::to_string(killed) + "/" + std::to_string(denom) + ", " +
-         std::to_string(equivalent) + " equivalent");
+  d.para(scoreLine(counts));
   d.table({"mutant", "kind", "status", "cases run", "first kill, or why"}, rows);
   return Status::ok();
 }

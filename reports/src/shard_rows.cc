@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/recorders.h"
 #include "seam/sim/base/bytes.h"
 
@@ -31,7 +32,7 @@ std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
     if (r.violation) {
       failing.push_back({static_cast<int>(r.violation->property), false,
                          std::string(violationClassName(r.violation->cls)),
-                         describeViolation(*r.violation)});
+                         properties::failureText(*r.violation, r.engine_site)});
     }
     out.emplace_back(std::move(rec), std::move(failing));
   }
@@ -97,16 +98,22 @@ MutantRows mutantRows(const mutants::MutantOutcome& o, PolicyKind policy) {
   rec.status = std::string(mutants::statusName(o.status));
   rec.argument = o.argument;
   rec.cases_run = o.cases_run;
+  rec.applied = o.applied;
+  rec.differed = o.differed;
+  rec.planner_errors = o.planner_errors;
+  rec.seconds = o.seconds;
   if (o.status == mutants::MutantStatus::kKilled) {
     KillRecord k;
     k.mutant_id = rec.id;
     k.case_index = o.kill_index;
+    k.site = o.kill_site;
     if (o.kill_violation) {
       k.property = static_cast<int>(o.kill_violation->property);
       k.violation_class = std::string(violationClassName(o.kill_violation->cls));
       k.text = describeViolation(*o.kill_violation);
     }
-    if (o.kill_case) k.reproduce = reproduceCommand(*o.kill_case, policyName(policy));
+    if (o.kill_case)
+      k.reproduce = mutants::killReproduce(*o.kill_case, policy, *o.mutant, o.kill_site);
     rows.kill = std::move(k);
   }
   return rows;
@@ -117,17 +124,20 @@ mutants::MutantOutcome outcomeFromRows(const mutants::Mutant* mutant, const Muta
   mutants::MutantOutcome o;
   o.mutant = mutant;
   o.cases_run = m.cases_run;
+  o.applied = m.applied;
+  o.differed = m.differed;
+  o.planner_errors = m.planner_errors;
+  o.seconds = m.seconds;
   o.argument = m.argument;
-  o.status = m.status == "killed"       ? mutants::MutantStatus::kKilled
-             : m.status == "equivalent" ? mutants::MutantStatus::kEquivalent
-                                        : mutants::MutantStatus::kSurvived;
+  o.status = mutants::parseStatus(m.status).value_or(mutants::MutantStatus::kSurvived);
   if (rows.kill) {
     const KillRecord& k = *rows.kill;
     o.kill_index = k.case_index;
+    o.kill_site = k.site;
     o.kill_reproduce = k.reproduce;
     Violation v;
     v.property = static_cast<Property>(k.property);
-    for (int c = 0; c <= static_cast<int>(ViolationClass::kResetLeak); ++c) {  // the last class
+    for (int c = 0; c < kViolationClassCount; ++c) {
       if (violationClassName(static_cast<ViolationClass>(c)) == k.violation_class)
         v.cls = static_cast<ViolationClass>(c);
     }
@@ -321,10 +331,15 @@ std::string encodeCampaignShard(const CampaignShardRows& shard) {
                                  &m.mutant.status, &m.mutant.argument}) {
       w.put(*s);
     }
-    w.put(m.mutant.cases_run);
+    for (std::int64_t v :
+         {m.mutant.cases_run, m.mutant.applied, m.mutant.differed, m.mutant.planner_errors}) {
+      w.put(v);
+    }
+    w.put(m.mutant.seconds);
     w.put(static_cast<std::int64_t>(m.kill.has_value()));
     if (m.kill) {
       w.put(m.kill->case_index);
+      w.put(static_cast<std::int64_t>(m.kill->site));
       w.put(static_cast<std::int64_t>(m.kill->property));
       w.put(m.kill->violation_class);
       w.put(m.kill->text);
@@ -340,18 +355,23 @@ Expected<CampaignShardRows> decodeCampaignShard(const std::string& bytes) {
   shard.cases = r.int64();
   shard.baseline_refused = r.int64();
   shard.baseline_holds = r.int64() != 0;
-  const std::int64_t n = r.count(8 * 7);
+  const std::int64_t n = r.count(8 * 11);
   for (std::int64_t i = 0; i < n && r.ok(); ++i) {
     MutantRows m;
     for (std::string* s : {&m.mutant.id, &m.mutant.kind, &m.mutant.description, &m.mutant.status,
                            &m.mutant.argument}) {
       *s = r.text();
     }
-    m.mutant.cases_run = r.int64();
+    for (std::int64_t* v :
+         {&m.mutant.cases_run, &m.mutant.applied, &m.mutant.differed, &m.mutant.planner_errors}) {
+      *v = r.int64();
+    }
+    m.mutant.seconds = r.real();
     if (r.int64() != 0) {
       KillRecord k;
       k.mutant_id = m.mutant.id;
       k.case_index = r.int64();
+      k.site = static_cast<int>(r.int64());
       k.property = static_cast<int>(r.int64());
       k.violation_class = r.text();
       k.text = r.text();

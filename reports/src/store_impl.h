@@ -148,6 +148,8 @@ struct Store::Impl {
   /// Creates the schema in a file that is new or empty. False when another
   /// process created something in it first (the caller then inspects it).
   Expected<bool> createSchema();
+  /// Migrates a version 1 store to the current version (nothing otherwise).
+  Status migrate();
 
   /// Per-connection settings of every store connection.
   Status configure();

@@ -342,6 +342,7 @@ Expected<Store> Store::open(const std::string& path) {
     auto db = openExisting(path, size);
     if (!db) return db.status();
     impl->db = std::move(*db);
+    if (Status s = impl->migrate(); !s) return s;
   }
   if (Status s = impl->configure(); !s) return s;
   return Store(std::move(impl));

@@ -59,13 +59,15 @@ VerdictRecord readVerdict(sqlite3_stmt* s) {
 
 MutantRecord readMutant(sqlite3_stmt* s) {
   MutantRecord m;
-  readColumns(s, 0, m.id, m.kind, m.description, m.status, m.argument, m.cases_run);
+  readColumns(s, 0, m.id, m.kind, m.description, m.status, m.argument, m.cases_run, m.applied,
+              m.differed, m.planner_errors, m.seconds);
   return m;
 }
 
 KillRecord readKill(sqlite3_stmt* s) {
   KillRecord k;
-  readColumns(s, 0, k.mutant_id, k.case_index, k.property, k.violation_class, k.text, k.reproduce);
+  readColumns(s, 0, k.mutant_id, k.case_index, k.property, k.violation_class, k.text, k.reproduce,
+              k.site);
   return k;
 }
 

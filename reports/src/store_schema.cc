@@ -1,6 +1,7 @@
-// The store's schema: the CREATE TABLE text of version 1, the marks that
-// identify a seam store (application id, seam_meta rows, user_version), the
-// creation of the schema in a new file and the check of an existing one.
+// The store's schema: the CREATE TABLE text of version 1 and its migration
+// to version 2, the marks that identify a seam store (application id,
+// seam_meta rows, user_version), the creation of the schema in a new file,
+// the check of an existing one and the migration of a version 1 file.
 #include <string>
 
 #include "store_impl.h"
@@ -101,7 +102,22 @@ PRAGMA application_id = 1397047629;
 PRAGMA user_version = 1;
 )sql";
 static_assert(kSeamApplicationId == 1397047629, "kSchemaV1 spells the application id out");
-static_assert(kStoreSchemaVersion == 1, "kSchemaV1 is the schema of version 1");
+
+// Version 1 -> 2: a campaign's mutants say how many cases reached their
+// site, differed and failed to plan, and the time spent; a kill names the
+// site it mutated. Columns added with defaults, so a version 1 row reads as
+// it was (its site 0, no counts). A new store is created as version 1 and
+// migrated in the same transaction: one path for both.
+constexpr const char* kMigrateV1ToV2 = R"sql(
+ALTER TABLE mutants ADD COLUMN applied INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mutants ADD COLUMN differed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mutants ADD COLUMN planner_errors INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mutants ADD COLUMN seconds REAL NOT NULL DEFAULT 0;
+ALTER TABLE kills ADD COLUMN site INTEGER NOT NULL DEFAULT 0;
+UPDATE seam_meta SET value = '2' WHERE key = 'schema_version';
+PRAGMA user_version = 2;
+)sql";
+static_assert(kStoreSchemaVersion == 2, "kMigrateV1ToV2 ends at version 2");
 
 }  // namespace
 
@@ -152,10 +168,11 @@ Status checkSchema(sqlite3* db, const std::string& path) {
     return s;
   }
   if (!found) return refuse(path, "a seam store without a schema version");
-  if (value != std::to_string(kStoreSchemaVersion)) {
+  if (value != "1" && value != std::to_string(kStoreSchemaVersion)) {
     return Status::invalid(dbName(path) + ": a seam store of schema version " +
                            value.substr(0, 16) + ", but this seam reads and writes version " +
-                           std::to_string(kStoreSchemaVersion) + "; refusing to write to it");
+                           std::to_string(kStoreSchemaVersion) +
+                           " (and migrates version 1); refusing to write to it");
   }
   return Status::ok();
 }
@@ -183,11 +200,47 @@ Expected<bool> Store::Impl::createSchema() {
     (void)exec("ROLLBACK");
     return s;
   }
+  if (Status s = exec(kMigrateV1ToV2); !s) {
+    (void)exec("ROLLBACK");
+    return s;
+  }
   if (Status s = exec("COMMIT"); !s) {
     (void)exec("ROLLBACK");
     return s;
   }
   return true;
+}
+
+}  // namespace seam::reports
+
+namespace seam::reports {
+
+Status Store::Impl::migrate() {
+  SEAM_SQLITE_CHECK(sqlite3_exec(db.get(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr));
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v2(db.get(), "SELECT value FROM seam_meta WHERE key = 'schema_version'",
+                              -1, &raw, nullptr);
+  detail::Statement version(raw);
+  if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+  if (rc != SQLITE_ROW) {
+    const Status failed = detail::sqliteFailure(sqliteContext(), rc, __FILE__, __LINE__);
+    (void)exec("ROLLBACK");
+    return failed;
+  }
+  // Read inside the write lock: two runs opening one version 1 file migrate it once.
+  const bool v1 = detail::columnText(raw, 0) == "1";
+  version.reset();
+  if (v1) {
+    if (Status s = exec(kMigrateV1ToV2); !s) {
+      (void)exec("ROLLBACK");
+      return s;
+    }
+  }
+  if (Status s = exec("COMMIT"); !s) {
+    (void)exec("ROLLBACK");
+    return s;
+  }
+  return Status::ok();
 }
 
 }  // namespace seam::reports

@@ -44,18 +44,21 @@ constexpr std::array<const char*, static_cast<std::size_t>(Sql::kCount)> kSqlTex
     "ORDER BY case_idx, seq",
     // kPutMutant: an upsert keeps the row's rowid, so mutants() keeps the
     // order in which the campaign first put them (the registry's order).
-    "INSERT INTO mutants(run_id, id, kind, description, status, argument, cases_run) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, id) DO UPDATE SET kind = excluded.kind, "
+    "INSERT INTO mutants(run_id, id, kind, description, status, argument, cases_run, applied, "
+    "differed, planner_errors, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT(run_id, id) DO UPDATE SET kind = excluded.kind, "
     "description = excluded.description, status = excluded.status, "
-    "argument = excluded.argument, cases_run = excluded.cases_run",
+    "argument = excluded.argument, cases_run = excluded.cases_run, applied = excluded.applied, "
+    "differed = excluded.differed, planner_errors = excluded.planner_errors, "
+    "seconds = excluded.seconds",
     // kMutants
-    "SELECT id, kind, description, status, argument, cases_run FROM mutants WHERE run_id = ? "
-    "ORDER BY rowid",
+    "SELECT id, kind, description, status, argument, cases_run, applied, differed, "
+    "planner_errors, seconds FROM mutants WHERE run_id = ? ORDER BY rowid",
     // kAddKill: a mutant's row is its first kill; later kills do not replace it.
-    "INSERT INTO kills(run_id, mutant_id, case_idx, property, violation_class, text, reproduce) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, mutant_id) DO NOTHING",
+    "INSERT INTO kills(run_id, mutant_id, case_idx, property, violation_class, text, reproduce, "
+    "site) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, mutant_id) DO NOTHING",
     // kKills
-    "SELECT mutant_id, case_idx, property, violation_class, text, reproduce FROM kills "
+    "SELECT mutant_id, case_idx, property, violation_class, text, reproduce, site FROM kills "
     "WHERE run_id = ? ORDER BY rowid",
     // kClearKills
     "DELETE FROM kills WHERE run_id = ?",

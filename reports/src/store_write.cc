@@ -104,12 +104,12 @@ Status Store::Impl::insertCase(std::int64_t run_id, const CaseRecord& c,
 
 Status Store::putMutant(std::int64_t run_id, const MutantRecord& m) {
   return impl_->write(Sql::kPutMutant, run_id, m.id, m.kind, m.description, m.status, m.argument,
-                      m.cases_run);
+                      m.cases_run, m.applied, m.differed, m.planner_errors, m.seconds);
 }
 
 Status Store::addKill(std::int64_t run_id, const KillRecord& k) {
   return impl_->write(Sql::kAddKill, run_id, k.mutant_id, k.case_index, k.property,
-                      k.violation_class, k.text, k.reproduce);
+                      k.violation_class, k.text, k.reproduce, k.site);
 }
 
 Status Store::clearMutants(std::int64_t run_id) {

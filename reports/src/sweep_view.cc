@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/table.h"
 #include "seam/reports/verdict_view.h"
 
@@ -17,8 +18,14 @@ std::string rate(std::int64_t n, double seconds) {
 
 std::string sweepSummaryLine(const properties::SweepResult& r) {
   // The rate counts the cases this process ran, not those a resumed run did.
-  return std::to_string(r.cases) + " cases, " + std::to_string(r.violated) + " violations, " +
-         rate(r.run_here, r.seconds) + " cases/s";
+  std::int64_t findings = 0;
+  for (const auto& [call, n] : r.engine_findings) findings += n;
+  std::string engine;
+  if (findings > 0) {
+    engine = " (" + std::to_string(findings) + " engine findings)";
+  }
+  return std::to_string(r.cases) + " cases, " + std::to_string(r.violated) + " violations" +
+         engine + ", " + rate(r.run_here, r.seconds) + " cases/s";
 }
 
 std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t>>& refusals) {
@@ -56,8 +63,18 @@ std::string renderSweep(const properties::SweepSpec& spec, const properties::Swe
   out += t.render();
   out += renderRefusals(r.refusals);
   for (const auto& f : r.failures) {
-    out += "FAIL case #" + std::to_string(f.index) + ": " + f.text + "\n";
+    // An engine finding: the declared policy, which models SGLang's code as
+    // it runs, violates a property, so the engine does (engine_finding.h).
+    const auto [violation, call] = properties::splitFailureText(f.text);
+    out += (call.empty() ? "FAIL case #" : "ENGINE FINDING case #") + std::to_string(f.index) +
+           ": " + std::string(violation) + "\n";
+    if (!call.empty()) out += "  SGLang calls " + std::string(call) + "\n";
     out += "  reproduce: " + f.reproduce + "\n";
+  }
+  if (!r.engine_findings.empty()) {
+    out += "engine findings (the engine's own plan violates a property), by SGLang call:\n";
+    for (const auto& [call, n] : r.engine_findings)
+      out += "  " + std::to_string(n) + " x " + call + "\n";
   }
   if (r.violated > static_cast<std::int64_t>(r.failures.size())) {
     out += "(" + std::to_string(r.violated - static_cast<std::int64_t>(r.failures.size())) +

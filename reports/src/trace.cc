@@ -31,7 +31,7 @@ struct LineError {
 /// refused, so that a misspelt key is not read as a missing one.
 constexpr std::string_view kKeys[] = {"rank",    "layer",    "stage", "stack",      "phase",
                                       "op",      "tensor",   "group", "group_size", "ranks",
-                                      "rows_in", "rows_out", "bytes"};
+                                      "rows_in", "rows_out", "bytes", "sizes_per"};
 
 Status unknownKeys(const json& j, const LineError& err) {
   for (const auto& [key, value] : j.items()) {
@@ -209,6 +209,14 @@ Status readOp(const json& j, const Plan& plan, const Topology& topo, const LineE
                "\" is not one of hidden, residual, snapshot");
   }
   if (Status s = readGroup(j, topo, static_cast<int>(rank), op, err); !s) return s;
+  if (j.contains("sizes_per")) {
+    if (!str(j, "sizes_per", &text) || (text != "member" && text != "dp_shard"))
+      return err("\"sizes_per\" is not one of member, dp_shard");
+    if (op->kind != OpKind::kReduceScatterv && op->kind != OpKind::kAllGatherv)
+      return err("\"sizes_per\" on " + std::string(opName(op->kind)) +
+                 ", which takes no sizes (only reduce_scatterv and all_gatherv do)");
+    op->sizes = text == "dp_shard" ? SplitSizes::kPerDpShard : SplitSizes::kPerMember;
+  }
   if (Status s = readRows(j, "rows_in", &op->rows_in, err); !s) return s;
   if (Status s = readRows(j, "rows_out", &op->rows_out, err); !s) return s;
   if (Status s = integer(j, "bytes", 0, std::numeric_limits<std::int64_t>::max(), &bytes, err);

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "seam/reports/mutate_view.h"
 #include "seam/reports/sweep_view.h"
 
 namespace seam::reports {
@@ -210,12 +211,7 @@ std::string renderTrainingCampaign(const mutants::TrainingCampaignSpec& spec,
              o.argument + "\n";
     }
   }
-  const int n = static_cast<int>(r.outcomes.size()), k = r.killed(), e = r.equivalent();
-  char pct[32];
-  std::snprintf(pct, sizeof pct, "%.0f", n - e > 0 ? 100.0 * k / (n - e) : 100.0);
-  out += "mutation score: " + std::to_string(k) + "/" + std::to_string(n - e) + " (" + pct +
-         "%), " + std::to_string(r.survived()) + " survivors, " + std::to_string(e) +
-         " equivalent\n";
+  out += mutationScoreLine(r) + "\n";
   return out;
 }
 

@@ -25,7 +25,8 @@ nlohmann::json violationJson(const Violation& v) {
 
 }  // namespace
 
-std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdict, Format format) {
+std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdict, Format format,
+                          const std::string& engine_site) {
   const Case& c = plan.source;
   if (format != Format::kText) {
     nlohmann::json props = nlohmann::json::array();
@@ -37,11 +38,17 @@ std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdi
            {"judged", p.judged},
            {"first_violation", p.first ? violationJson(*p.first) : nlohmann::json(nullptr)}});
     }
-    nlohmann::json doc = {{"model", c.model.name},         {"pattern", c.model.pattern.text()},
-                          {"policy", plan.policy},         {"config", c.config.describe()},
-                          {"flags", c.flags.describe()},   {"tokens", c.batch.describe()},
-                          {"holds", verdict.holds()},      {"ops_executed", verdict.ops_executed},
-                          {"properties", std::move(props)}};
+    nlohmann::json doc = {{"model", c.model.name},
+                          {"pattern", c.model.pattern.text()},
+                          {"policy", plan.policy},
+                          {"config", c.config.describe()},
+                          {"flags", c.flags.describe()},
+                          {"tokens", c.batch.describe()},
+                          {"holds", verdict.holds()},
+                          {"ops_executed", verdict.ops_executed},
+                          {"properties", std::move(props)},
+                          {"engine_finding", engine_site.empty() ? nlohmann::json(nullptr)
+                                                                 : nlohmann::json(engine_site)}};
     return format == Format::kJsonl ? doc.dump() + "\n" : doc.dump(2) + "\n";
   }
   std::string out = "case: " + c.model.name + " '" + c.model.pattern.text() + "'  " +
@@ -56,6 +63,12 @@ std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdi
   out += t.render();
   if (auto v = verdict.firstViolation()) {
     out += "first violation: " + describeViolation(*v) + "\n";
+    if (!engine_site.empty()) {
+      out +=
+          "ENGINE FINDING: this case is SGLang's code as it runs (declared policy, nothing "
+          "planted); SGLang calls " +
+          engine_site + "\n";
+    }
   } else {
     out += "all properties hold (" + std::to_string(verdict.ops_executed) + " ops replayed)\n";
   }

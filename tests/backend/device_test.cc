@@ -15,9 +15,12 @@ TEST(Backend, ReportsTheCudaAndNcclVersionsItLinks) {
   EXPECT_NE(v->describe().find("nccl 2."), std::string::npos) << v->describe();
 }
 
-TEST(Backend, ListsDevicesOrNoneWithoutFailing) {
+TEST(Backend, ListsEveryDeviceWithItsNameAndMemory) {
   auto devices = listDevices();
   ASSERT_TRUE(devices.hasValue()) << devices.status().message();
+  if (devices->empty())
+    GTEST_SKIP() << "no CUDA device on this machine: nothing listed to check (GPU tests run on "
+                    "the lent GPU machine)";
   for (const DeviceInfo& d : *devices) {
     EXPECT_FALSE(d.name.empty());
     EXPECT_GT(d.memory_bytes, 0u);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "../sim/case_builders.h"
@@ -225,7 +226,7 @@ CampaignSpec smallSpec(std::vector<const char*> patterns) {
   return spec;
 }
 
-TEST(Campaign, KillsEveryMutantOnSyntheticPatternsThatReachEverySite) {
+TEST(Campaign, KillsEveryMutantButTheKnownOnesOnSyntheticPatternsThatReachTheirSites) {
   auto spec = smallSpec({"M-*E-", "-M", "--M*", "E*E-", "M-M*E/*E"});
   // DeepSeek-like two-stage layers: the two-batch-overlap sites.
   properties::SweepModel deepseek;
@@ -244,14 +245,22 @@ TEST(Campaign, KillsEveryMutantOnSyntheticPatternsThatReachEverySite) {
   auto r = runCampaign(spec);
   ASSERT_TRUE(r.hasValue());
   ASSERT_TRUE(r->baseline_holds);
+  // The mutants this space does not kill, and why (docs/mutants.md).
+  const std::map<std::string_view, MutantStatus> not_killed = {
+      // No case here has 2049 tokens (no bound cases), none fuses under DP.
+      {"decision.fusion-token-bound-moved", MutantStatus::kNotCovered},
+      {"decision.fusion-ignores-dp-attention", MutantStatus::kNotCovered},
+  };
   for (const auto& o : r->outcomes) {
-    EXPECT_EQ(o.status, MutantStatus::kKilled) << o.mutant->id() << ": " << o.argument;
+    const auto known = not_killed.find(o.mutant->id());
+    const MutantStatus want = known == not_killed.end() ? MutantStatus::kKilled : known->second;
+    EXPECT_EQ(o.status, want) << o.mutant->id() << ": " << o.argument;
     if (o.status == MutantStatus::kKilled) {
       ASSERT_TRUE(o.kill_case.has_value());
       ASSERT_TRUE(o.kill_violation.has_value());
     }
   }
-  EXPECT_EQ(r->killed(), static_cast<int>(registry().size()));
+  EXPECT_EQ(r->killed(), static_cast<int>(registry().size() - not_killed.size()));
 }
 
 TEST(Campaign, StopsEachMutantAtItsFirstKillInCaseOrder) {
@@ -280,17 +289,6 @@ TEST(Campaign, StopsEachMutantAtItsFirstKillInCaseOrder) {
     }
   }
   EXPECT_EQ(o.kill_index, expected);
-}
-
-TEST(Campaign, CallsAMutantEquivalentWithItsArgumentWhenItsPlansNeverChange) {
-  // No preset-like pattern here starts with an FFN: the decision is never reached.
-  auto spec = smallSpec({"M-*E"});
-  spec.mutants = {findMutant("decision.stack-start-ffn-with-residual")};
-  auto r = runCampaign(spec);
-  ASSERT_TRUE(r.hasValue());
-  ASSERT_EQ(r->outcomes[0].status, MutantStatus::kEquivalent);
-  EXPECT_NE(r->outcomes[0].argument.find("unmutated plan"), std::string::npos);
-  EXPECT_EQ(r->equivalent(), 1);
 }
 
 TEST(Campaign, AFailingBaselineAbortsTheCampaignBeforeAnyMutant) {

@@ -97,10 +97,12 @@ TEST(Diff, BothPoliciesRefuseWhatNemotronHRefuses) {
             DiffClass::kBothRefuse);
 }
 
-TEST(Diff, NoCaseOfTheSyntheticSpaceHasValuesThatDiffer) {
+// Worlds 1 and 2: at world 4 the declared side has engine findings (its
+// values differ there because SGLang's plan is wrong; engine_findings_test.cc).
+TEST(Diff, NoCaseOfTheSyntheticSpaceOfWorldsOneAndTwoHasValuesThatDiffer) {
   DiffSpec spec;
   spec.models = syntheticDiffModels();
-  spec.worlds = {1, 2, 4};
+  spec.worlds = {1, 2};
   spec.jobs = 2;
   auto r = runDiff(spec);
   ASSERT_TRUE(r.hasValue());

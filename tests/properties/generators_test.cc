@@ -8,8 +8,11 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <sstream>
 
+#include "seam/sim/plan/rows.h"
 #include "seam/sim/policy/policy.h"
 
 namespace seam::properties {
@@ -42,8 +45,9 @@ RC_GTEST_PROP(Generators, EveryGeneratedCaseIsValidInput, ()) {
   const Case c = *genCase(0);
   if (const Status st = validateCase(c); !st) RC_FAIL(st.message());
   RC_ASSERT(static_cast<int>(c.batch.tokens.size()) == c.config.attn_dp);
-  // Input-scattered batches round one shard up to a multiple of tp.
-  const int most = c.flags.input_scattered ? 9 + c.config.tp : 9;
+  // Input-scattered batches round one shard up to a multiple of tp; a shard
+  // at a gate's bound has at most one token past the fusion gate's.
+  const int most = (c.flags.input_scattered ? c.config.tp : 0) + kFuseMaxTokens + 1;
   for (int t : c.batch.tokens) RC_ASSERT(t >= 0 && t <= most);
   for (int s : c.flags.capture) RC_ASSERT(s >= 0 && s < c.model.pattern.size());
   if (c.flags.layernorm_sp) {
@@ -244,6 +248,47 @@ TEST(Generators, DrawLayerNormSpCasesOnQwen3DenseStacksThatPlan) {
   }
   EXPECT_GT(sp, 0);
   EXPECT_EQ(planned, sp) << "every drawn LayerNorm SP case is one the engine runs and seam models";
+}
+
+int mostTokens(const Case& c) {
+  return *std::max_element(c.batch.tokens.begin(), c.batch.tokens.end());
+}
+
+TEST(Generators, TokenCountsReachEveryGateBoundOnBothSides) {
+  // One below, at and one past: prefill CP's zigzag minimum (128) and the
+  // fusion gate's bound (2048).
+  std::map<int, int> seen;
+  for (const Case& c : sample(genCase(0), kSamples)) {
+    for (int t : c.batch.tokens) ++seen[t];
+  }
+  for (int bound : {kZigzagMinTokens, kFuseMaxTokens}) {
+    for (int t : {bound - 1, bound, bound + 1}) EXPECT_GT(seen[t], 0) << t;
+  }
+}
+
+TEST(Generators, AFailureAboveTheFusionBoundShrinksToTheSmallestFailingCount) {
+  // A planted failure at more than 2048 tokens in a shard: rapidcheck's
+  // shrinks of a case drawn there end at 2049, the smallest count that fails.
+  rc::Random random(11);
+  std::optional<rc::Shrinkable<Case>> failing;
+  for (int i = 0; i < 4 * kSamples && !failing; ++i) {
+    auto s = genCase(0)(random.split(), i % (rc::kNominalSize + 1));
+    if (mostTokens(s.value()) > kFuseMaxTokens) failing = s;
+  }
+  ASSERT_TRUE(failing.has_value());
+  rc::Shrinkable<Case> now = *failing;
+  for (bool moved = true; moved;) {
+    moved = false;
+    auto shrinks = now.shrinks();
+    while (auto next = shrinks.next()) {
+      if (mostTokens(next->value()) > kFuseMaxTokens) {
+        now = *next;
+        moved = true;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(mostTokens(now.value()), kFuseMaxTokens + 1);
 }
 
 TEST(Generators, ShowValuePrintsTheReproduceCommand) {

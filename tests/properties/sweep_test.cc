@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "seam/sim/model/config_space.h"
+
 namespace seam::properties {
 namespace {
 
@@ -13,17 +15,36 @@ SweepModel patternModel(const char* pattern) {
   return *m;
 }
 
-TEST(Sweep, EnumeratesConfigsFlagsAndBatchesInAFixedOrder) {
+TEST(Sweep, EnumeratesCasesConfigByConfigInTheConfigSpacesOrderWithoutRepeats) {
+  // The order shard i/n relies on: configs in ConfigSpace order (each
+  // config's cases together), every (config, flags, batch) once.
   const SweepModel m = patternModel("M-*E");
-  const auto a = enumerateCases(*m.model, 4);
-  const auto b = enumerateCases(*m.model, 4);
-  ASSERT_EQ(a.size(), b.size());
-  ASSERT_GT(a.size(), 0u);
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].config, b[i].config);
-    EXPECT_EQ(a[i].flags, b[i].flags);
-    EXPECT_EQ(a[i].batch, b[i].batch);
+  const auto cases = enumerateCases(*m.model, 4);
+  auto space = ConfigSpace::build(4);
+  ASSERT_TRUE(space.hasValue());
+  ASSERT_GT(cases.size(), 0u);
+  auto indexOf = [&](const ParallelConfig& k) {
+    for (int i = 0; i < space->size(); ++i) {
+      if ((*space)[i] == k) return i;
+    }
+    return -1;
+  };
+  int last = -1;
+  std::set<int> configs_seen;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const int at = indexOf(cases[i].config);
+    ASSERT_GE(at, 0) << "a config not in the space: " << cases[i].config.describe();
+    ASSERT_GE(at, last) << "case " << i << " goes back to an earlier config";
+    if (at != last) {
+      EXPECT_TRUE(configs_seen.insert(at).second) << "config " << at << " twice";
+    }
+    last = at;
+    for (size_t j = i + 1; j < cases.size() && cases[j].config == cases[i].config; ++j) {
+      EXPECT_FALSE(cases[j].flags == cases[i].flags && cases[j].batch == cases[i].batch)
+          << "cases " << i << " and " << j << " are the same case";
+    }
   }
+  EXPECT_EQ(static_cast<int>(configs_seen.size()), space->size()) << "a config has no case";
 }
 
 TEST(Sweep, IncludesABatchWithAnIdleDpRankWheneverDpAttentionIsOn) {
@@ -73,11 +94,28 @@ TEST(Sweep, CountsRefusedCombinationsApartFromCheckedOnes) {
   EXPECT_GT(r->refused, 0);  // attention CP and deepep with moe_ep != tp
   EXPECT_GT(r->checked, 0);
   EXPECT_EQ(r->cases, r->checked + r->refused);
-  EXPECT_EQ(r->violated, 0);
+  // The only violations are engine findings (at tp 4 with ep 2, the fused
+  // kernel's group and the DP return's reduce_scatterv; engine_findings_test.cc).
+  std::int64_t findings = 0;
+  for (const auto& [call, n] : r->engine_findings) findings += n;
+  EXPECT_GT(findings, 0);
+  EXPECT_EQ(r->violated, findings);
+  for (const SweepFailure& f : r->failures) EXPECT_FALSE(f.engine_site.empty()) << f.text;
   bool cp = false;
   for (const auto& [why, n] : r->refusals)
     cp |= why.find("attention context parallel") != std::string::npos;
   EXPECT_TRUE(cp);
+}
+
+TEST(Sweep, AViolationUnderAPlantedDecisionIsNoEngineFinding) {
+  SweepSpec spec;
+  spec.models = {patternModel("M-*E-")};
+  spec.world = 2;
+  spec.schema = Schema::with(Decision::kFfnKeepsSumFromMixer);
+  auto r = runSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_GT(r->violated, 0);
+  EXPECT_TRUE(r->engine_findings.empty());
 }
 
 TEST(Sweep, FindsAndListsTheCasesAPlantedMutantBreaks) {

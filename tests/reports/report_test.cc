@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/gpu_import.h"
 
 namespace seam::reports {
@@ -54,7 +55,10 @@ TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
   EXPECT_NE(md->find("3 runs in the store."), std::string::npos);
   EXPECT_NE(md->find("| nemotron-h-8b | 1 | 1 | 0 |"), std::string::npos) << *md;
   EXPECT_NE(md->find("owed-once violated <here>"), std::string::npos);
-  EXPECT_NE(md->find("mutation score: 1/1, 1 equivalent"), std::string::npos);
+  EXPECT_NE(md->find("mutation score: 1/1 (100.0%), 0 survived; coverage: 2/2 reached (0 not "
+                     "covered), 1 equivalent, 0 planner errors"),
+            std::string::npos)
+      << *md;
   EXPECT_NE(md->find("| gpu:declared | reference | yes | yes |"), std::string::npos);
   EXPECT_NE(md->find("12.50"), std::string::npos);
   auto html = renderReport(*store, ReportFormat::kHtml);
@@ -78,6 +82,41 @@ int count(const std::string& text, const std::string& needle) {
   int n = 0;
   for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
   return n;
+}
+
+TEST(Report, GroupsASweepsEngineFindingsBySglangCallWithTheirFirstReproduceLine) {
+  const std::string db = temp("findings.db");
+  for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue());
+  RunRecord sweep{.command = "sweep", .args = "world=4"};
+  ASSERT_TRUE(store->beginRun(sweep).isOk());
+  Violation v;
+  v.detail = "the call cannot run";
+  const std::string finding = properties::failureText(v, "g.rsv() at ops.py (f) @abc");
+  for (int i = 0; i < 3; ++i) {
+    CaseRecord c{.index = i,
+                 .model = "m",
+                 .group = "g",
+                 .outcome = CaseOutcome::kViolated,
+                 .reproduce = "seam check --tp " + std::to_string(4 + i)};
+    ASSERT_TRUE(store->addCase(sweep.id, c, {{4, false, "collective-mismatch", finding}}).isOk());
+  }
+  CaseRecord plain{.index = 3,
+                   .model = "m",
+                   .group = "g",
+                   .outcome = CaseOutcome::kViolated,
+                   .reproduce = "seam check --tp 8"};
+  ASSERT_TRUE(store->addCase(sweep.id, plain, {{2, false, "never-completed", "not one"}}).isOk());
+  auto md = renderReport(*store, ReportFormat::kMarkdown);
+  ASSERT_TRUE(md.hasValue()) << md.status().message();
+  EXPECT_NE(md->find("### Engine findings"), std::string::npos) << *md;
+  EXPECT_NE(md->find("3 cases. SGLang calls g.rsv() at ops.py (f) @abc. First: "),
+            std::string::npos)
+      << *md;
+  EXPECT_NE(md->find("```\nseam check --tp 4\n```"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| #0 | yes |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| #3 | - | not one |"), std::string::npos) << *md;
 }
 
 TEST(Report, DrawsTheBenchRunsOfTheCommittedGpuResultsAsInlineSvgPlots) {

@@ -21,7 +21,7 @@ TEST(StoreOpen, CreatesANewFileWithTheSeamSchemaMarksAndWalMode) {
   const std::string path = tempPath("new.db");
   { Store store = openOrDie(path); }
   EXPECT_EQ(rawSql(path, "PRAGMA application_id"), std::to_string(0x5345414D));
-  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), std::to_string(kStoreSchemaVersion));
   EXPECT_EQ(rawSql(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(rawSql(path, "SELECT value FROM seam_meta WHERE key = 'application'"), "seam");
   EXPECT_EQ(rawSql(path, "SELECT value FROM seam_meta WHERE key = 'schema_version'"),
@@ -175,17 +175,55 @@ TEST(StoreOpen, RefusesACrashedApplicationsWalDatabaseWithoutCheckpointingIt) {
 }
 
 TEST(StoreOpen, RefusesASeamStoreOfAnotherSchemaVersion) {
-  const std::string path = tempPath("v2.db");
+  const std::string path = tempPath("v3.db");
   { Store store = openOrDie(path); }
   ASSERT_EQ(rawSql(path,
-                   "UPDATE seam_meta SET value = '2' WHERE key = 'schema_version'; "
+                   "UPDATE seam_meta SET value = '3' WHERE key = 'schema_version'; "
                    "SELECT value FROM seam_meta WHERE key = 'schema_version'"),
-            "2");
+            "3");
   ASSERT_FALSE(hasSideFiles(path));
   const std::string message = expectRefusedAndUnchanged(path);
   EXPECT_EQ(message, "--db \"" + path +
-                         "\": a seam store of schema version 2, but this seam reads and writes "
-                         "version 1; refusing to write to it");
+                         "\": a seam store of schema version 3, but this seam reads and writes "
+                         "version 2 (and migrates version 1); refusing to write to it");
+}
+
+TEST(StoreOpen, MigratesAVersionOneStoreKeepingItsRows) {
+  // A version 1 store: the current schema less the columns version 2 added.
+  const std::string path = tempPath("v1.db");
+  { Store store = openOrDie(path); }
+  ASSERT_EQ(
+      rawSql(path,
+             "ALTER TABLE mutants DROP COLUMN applied; "
+             "ALTER TABLE mutants DROP COLUMN differed; "
+             "ALTER TABLE mutants DROP COLUMN planner_errors; "
+             "ALTER TABLE mutants DROP COLUMN seconds; ALTER TABLE kills DROP COLUMN site; "
+             "UPDATE seam_meta SET value = '1' WHERE key = 'schema_version'; "
+             "PRAGMA user_version = 1; "
+             "INSERT INTO runs VALUES (1, 'mutate', 'a', 'v', '', '', '', '', 1, 2); "
+             "INSERT INTO mutants VALUES (1, 'plan.x', 'plan', 'd', 'equivalent', 'never', 9); "
+             "INSERT INTO kills VALUES (1, 'plan.y', 3, 2, 'c', 't', 'seam check'); "
+             "SELECT count(*) FROM pragma_table_info('mutants')"),
+      "7");
+  {
+    Store store = openOrDie(path);
+    auto mutants = store.mutants(1);
+    ASSERT_TRUE(mutants.hasValue()) << mutants.status().message();
+    ASSERT_EQ(mutants->size(), 1u);
+    EXPECT_EQ((*mutants)[0].status, "equivalent");
+    EXPECT_EQ((*mutants)[0].cases_run, 9);
+    EXPECT_EQ((*mutants)[0].applied, 0);
+    auto kills = store.kills(1);
+    ASSERT_TRUE(kills.hasValue());
+    ASSERT_EQ(kills->size(), 1u);
+    EXPECT_EQ((*kills)[0].site, 0);
+    EXPECT_EQ((*kills)[0].reproduce, "seam check");
+  }
+  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(rawSql(path, "SELECT value FROM seam_meta WHERE key = 'schema_version'"), "2");
+  // Opened again, it is a version 2 store and stays one.
+  { Store store = openOrDie(path); }
+  EXPECT_EQ(rawSql(path, "SELECT count(*) FROM pragma_table_info('mutants')"), "11");
 }
 
 TEST(StoreOpen, RefusesAFileInAFormatSqliteCannotReadAsBadInputNotAnInternalError) {

@@ -42,7 +42,11 @@ TEST(Trace, APlanWrittenAsJsonLinesAndImportedBackIsTheSamePlan) {
     std::ofstream(path) << traceOf(plan);
     auto back = importTrace(path, plan);
     ASSERT_TRUE(back.hasValue()) << back.status().message();
-    EXPECT_TRUE(back->ranks == plan.ranks) << c.model.pattern.text();
+    // A trace holds what ran, not which engine call seam names for an op.
+    std::vector<std::vector<Op>> ran = plan.ranks;
+    for (auto& ops : ran)
+      for (Op& op : ops) op.site = EngineSite::kUnnamed;
+    EXPECT_TRUE(back->ranks == ran) << c.model.pattern.text();
     EXPECT_TRUE(replayPlan(*back).holds());
     std::remove(path.c_str());
   }

@@ -13,6 +13,8 @@
 
 namespace {
 
+constexpr int kExitPropertyFailed = 1;  // a property failed (engine findings included)
+
 using seam::testing::killWhen;
 using seam::testing::lineCount;
 using seam::testing::readText;
@@ -48,8 +50,9 @@ TEST(ConcurrentRuns, ASweepAndACampaignStartedAtOnceOnANewStoreBothSucceedWithAl
       spawnSeam("sweep --world 8 --jobs 1 --db " + db, sweep_out + "2", sweep_err + "2");
   const pid_t c = spawnSeam("mutate --model nemotron-3-nano --world 1,2,4 --jobs 1 --db " + db,
                             mutate_out, mutate_err);
-  EXPECT_EQ(waitExit(a), 0) << readText(sweep_err);
-  EXPECT_EQ(waitExit(b), 0) << readText(sweep_err + "2");
+  // Each sweep ends with its verdict: world 8 has engine findings (exit 1).
+  EXPECT_EQ(waitExit(a), kExitPropertyFailed) << readText(sweep_err);
+  EXPECT_EQ(waitExit(b), kExitPropertyFailed) << readText(sweep_err + "2");
   EXPECT_EQ(waitExit(c), 0) << readText(mutate_err);
 
   auto store = seam::reports::Store::open(db);
@@ -108,7 +111,7 @@ TEST(ConcurrentRuns, TwoResumesOfOneKilledSweepAtOnceFinishItOnceAndRefuseTheOth
   long long swept = 0;
   for (int i = 0; i < 2; ++i) {
     const std::string e = readText(err[i]);
-    if (codes[i] == 0) {
+    if (codes[i] == 0 || codes[i] == 1) {  // a verdict (world 16 has engine findings)
       ++finished;
       swept = sweptCases(readText(out[i]));
     } else {

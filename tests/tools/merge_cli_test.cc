@@ -50,11 +50,13 @@ std::vector<std::string> contentRows(const std::string& db) {
 TEST(MergeCli, TheMergedShardsOfASweepHoldTheRowsOfOneUnshardedRun) {
   const std::string whole = tempPath("whole.db"), out = tempPath("out.db");
   const std::string sweep = "sweep --world 4 --model nemotron-3-nano --jobs 2";
-  ASSERT_EQ(runSeam(sweep + " --db " + whole).code, 0);
+  // World 4 has engine findings (exit 1): their verdict rows are merged too.
+  ASSERT_EQ(runSeam(sweep + " --db " + whole).code, 1);
   std::string parts;
   for (int i = 0; i < 3; ++i) {
     const std::string part = tempPath("part" + std::to_string(i) + ".db");
-    ASSERT_EQ(runSeam(sweep + " --shard " + std::to_string(i) + "/3 --db " + part).code, 0);
+    const int code = runSeam(sweep + " --shard " + std::to_string(i) + "/3 --db " + part).code;
+    ASSERT_TRUE(code == 0 || code == 1) << "shard " << i;
     parts += " " + part;
   }
   const auto merged = runSeam("db merge " + out + parts);

@@ -57,7 +57,8 @@ std::string withoutTimings(const std::string& out) {
       model_rows = true;
     if (line.rfind("refused", 0) == 0 || line.rfind("checked", 0) == 0) model_rows = false;
     if (line.find("cases/s") != std::string::npos ||
-        line.find("this process ran") != std::string::npos || line.rfind("campaign took", 0) == 0) {
+        line.find("this process ran") != std::string::npos || line.rfind("campaign took", 0) == 0 ||
+        line.rfind("took ", 0) == 0) {
       continue;
     }
     std::istringstream words(line);
@@ -92,7 +93,8 @@ TEST(MpiCli, TwoRanksSweepLikeOneProcess) {
   const std::string args = " sweep --world 4 --model deepseek-v3 --jobs 1 --db ";
   const auto single = runSeam(args + one);
   const auto split = runSeam(args + two, kMpirun);
-  ASSERT_EQ(single.code, 0) << single.err;
+  // A verdict: 0, or 1 for the space's engine findings (docs/engine-findings.md).
+  ASSERT_TRUE(single.code == 0 || single.code == 1) << single.err;
   ASSERT_EQ(split.code, single.code) << split.err;
   EXPECT_EQ(withoutTimings(split.out), withoutTimings(single.out));
   const std::string cases =
@@ -186,7 +188,7 @@ TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProc
   const std::string one = tempPath("sweep_one.db"), cut = tempPath("sweep_cut.db");
   const std::string args = " sweep --world 8 --model nemotron-3-nano --jobs 1 --db ";
   const auto single = runSeam(args + one);
-  ASSERT_EQ(single.code, 0) << single.err;
+  ASSERT_TRUE(single.code == 0 || single.code == 1) << single.err;  // a verdict
   const std::string cases =
       "select idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, "
       "reproduce, plan_hash "
@@ -208,7 +210,7 @@ TEST(MpiCli, ASweepKilledUnderMpirunKeepsItsWrittenBatchesAndResumesToTheOneProc
   EXPECT_EQ(rows(cut, "select finished_ms from runs"), "0\n");
 
   const auto resumed = runSeam(args + cut + " --resume", kMpirun);
-  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  ASSERT_EQ(resumed.code, single.code) << resumed.err;
   EXPECT_EQ(withoutTimings(resumed.out), withoutTimings(single.out));
   EXPECT_NE(resumed.out.find("of them by the interrupted run resumed here"), std::string::npos)
       << resumed.out;

@@ -30,8 +30,9 @@ std::string lineStartingWith(const std::string& text, const std::string& prefix)
   return text.substr(at, text.find('\n', at) - at);
 }
 
+// World 2: no engine finding fits there (each needs tp >= 4).
 TEST(PropCli, TwoHundredCasesWithSeedOnePassAndSaySo) {
-  CliRun r = seam("prop --cases 200 --seed 1");
+  CliRun r = seam("prop --cases 200 --seed 1 --world 2");
   EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
   EXPECT_EQ(r.out.rfind("seam prop: 200 cases, seed 1", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("\n200 cases passed (seed 1)\n"), std::string::npos) << r.out;

@@ -38,7 +38,8 @@ std::string stable(const std::string& out, const char* timing_prefix) {
   std::istringstream in(out);
   std::string line, kept;
   while (std::getline(in, line)) {
-    if (line.rfind(timing_prefix, 0) == 0) continue;
+    // Per-mutant wall times ("took ...") differ between runs too.
+    if (line.rfind(timing_prefix, 0) == 0 || line.rfind("took ", 0) == 0) continue;
     kept += line + "\n";
   }
   return kept;
@@ -77,7 +78,8 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
   removeStore(whole_db);
   removeStore(cut_db);
   const auto whole = runSeam(args + " --db " + whole_db);
-  ASSERT_EQ(whole.code, 0) << whole.err;
+  // A verdict: 0, or 1 for the engine findings of world 16 (docs/engine-findings.md).
+  ASSERT_TRUE(whole.code == 0 || whole.code == 1) << whole.err;
 
   // Kill it once a good part of the cases is stored; on a loaded machine the
   // sweep may finish first: then start over and kill it earlier.
@@ -89,9 +91,11 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
     if (killed) break;
   }
   ASSERT_TRUE(killed) << "the sweep finished before it could be killed, three times";
+  const std::int64_t stored_before = storedCases(cut_db);
+  ASSERT_GT(stored_before, 0);
 
   const auto resumed = runSeam(args + " --db " + cut_db + " --resume");
-  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  ASSERT_EQ(resumed.code, whole.code) << resumed.err;
   // Everything but the timing lines is the same, case counts included.
   // Rates are timings: drop the per-model cases/s column and the last line's rate.
   const auto drop = [](const std::string& out) {
@@ -119,7 +123,22 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
     return kept;
   };
   EXPECT_EQ(drop(resumed.out), drop(whole.out));
-  EXPECT_NE(resumed.out.find("by the interrupted run resumed here"), std::string::npos);
+  // A resume that recomputed everything would end with the same table: the
+  // resumed process must have taken exactly the stored cases from the store
+  // and run only the others.
+  const std::string marker = " of them by the interrupted run resumed here";
+  const size_t at = resumed.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << resumed.out;
+  const size_t open = resumed.out.rfind('(', at);
+  ASSERT_NE(open, std::string::npos);
+  EXPECT_EQ(std::stoll(resumed.out.substr(open + 1, at - open - 1)), stored_before)
+      << "the resumed run did not skip exactly the cases the killed run stored";
+  const std::string ran = "this process ran ";
+  const size_t r = resumed.out.find(ran, at);
+  ASSERT_NE(r, std::string::npos) << resumed.out;
+  const std::int64_t ran_here = std::stoll(resumed.out.substr(r + ran.size()));
+  EXPECT_EQ(ran_here + stored_before, storedCases(cut_db))
+      << "every case once, the stored ones not again";
   removeStore(whole_db);
   removeStore(cut_db);
 }

@@ -137,8 +137,16 @@ void PlanBuilder::dpCompleteSteps(StepList& complete, LayerKind producer, std::i
   const OpKind dp_step =
       two_stage_ && legacy_ ? classicDpStep(owes_tp) : strategyDpStep(producer, owes_tp);
   if (dp_step != OpKind::kDpScatter) {
-    complete.push_back({dp_step, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp),
-                        RowKind::kFull, RowKind::kAttention});
+    Step step{dp_step, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kFull,
+              RowKind::kAttention};
+    if (dp_step == OpKind::kReduceScatterv) {
+      // _reduce_and_redistribute_output_varlen (the classic communicator's
+      // _scatter_hidden_states calls it too) passes get_dp_global_num_tokens():
+      // one size per attention-DP rank, to a call on the whole TP group.
+      step.sizes = SplitSizes::kPerDpShard;
+      step.site = EngineSite::kDpReduceScatterv;
+    }
+    complete.push_back(step);
   } else {
     dpReturnSteps(complete, owed);
   }
@@ -181,7 +189,7 @@ PlanBuilder::Hand PlanBuilder::ffnExitOnAttentionRows(const Sides& s, std::int8_
       h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
       addEntryRead(h.entry, s.consumer, s.final_norm, true, false, /*after_ffn=*/true);
     } else if (fusedEntryCompletes(static_cast<Axis>(owed))) {
-      h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, owed});
+      h.entry.push_back(attentionInputFusion(static_cast<Axis>(owed)));
     } else {
       h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, owed});
       h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});

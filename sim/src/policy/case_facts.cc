@@ -10,9 +10,6 @@
 namespace seam::policy_detail {
 namespace {
 
-/// FUSE_ALLREDUCE_MAX_BATCH_SIZE of the FlashInfer gate.
-constexpr int kFuseMaxTokens = 2048;
-
 /// The batch takes the CONTEXT_PARALLEL variant (prefill CP shards its
 /// tokens): an extend batch the CP strategy can apply to (layers/cp/). Zigzag
 /// (GQA) needs every sequence to hold at least max(128, 2cp) tokens; seam's
@@ -83,7 +80,10 @@ std::array<std::uint8_t, kAxisCount> PlanBuilder::sameGroups(const ParallelConfi
 // (moe_ep > 1, moe_tp > 1, moe_dp == 1); else the EP group if moe_ep > 1;
 // else the MoE-TP group.
 Axis PlanBuilder::postExpertsAxis() const {
-  if (cfg_.moe_ep > 1 && cfg_.moeTp() > 1 && cfg_.moe_dp == 1) return Axis::kTp;
+  if (cfg_.moe_ep > 1 && cfg_.moeTp() > 1 && cfg_.moe_dp == 1 &&
+      !schema_.on(Decision::kPostExpertsNotMerged)) {
+    return Axis::kTp;
+  }
   if (cfg_.moe_ep > 1) return Axis::kMoeEp;
   return Axis::kMoeTp;
 }
@@ -91,14 +91,18 @@ Axis PlanBuilder::postExpertsAxis() const {
 // apply_flashinfer_allreduce_fusion: available, no DP attention, tp > 1,
 // 0 < tokens <= 2048.
 bool PlanBuilder::fusable() const {
-  return mayFuse() && c_.flags.fusion && D_ == 1 && T_ > 1 && total_tokens_ > 0 &&
-         total_tokens_ <= kFuseMaxTokens;
+  // The flipped gates are asked only where they decide (attn_dp > 1, 2049 tokens).
+  return mayFuse() && c_.flags.fusion && T_ > 1 && total_tokens_ > 0 &&
+         (D_ == 1 || schema_.on(Decision::kFusionIgnoresDpAttention)) &&
+         (total_tokens_ <= kFuseMaxTokens ||
+          (total_tokens_ == kFuseMaxTokens + 1 && schema_.on(Decision::kFusionTokenBoundMoved)));
 }
 
 std::int8_t PlanBuilder::weightAxis(LayerKind k) const {
   Axis axis;
   if (isMixer(k)) {
-    axis = Axis::kAttnTp;  // o_proj / out_proj are row-parallel over attn_tp
+    // o_proj / out_proj are row-parallel over attn_tp
+    axis = schema_.on(Decision::kMixerWeightsOverTp) ? Axis::kTp : Axis::kAttnTp;
   } else if (denseOnLocal(k)) {
     return kNoAxis;  // replicated weights on every rank
   } else if (k == LayerKind::kDenseMlp) {

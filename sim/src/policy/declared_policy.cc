@@ -50,7 +50,11 @@ OpKind PlanBuilder::strategyDpStep(LayerKind producer, bool owes_tp) const {
   const bool strategy_rsv = mayLeave(producer) && (strategy == BoundaryReduction::kRsv ||
                                                    strategy == BoundaryReduction::kRsRsv);
   const bool strategy_rs = mayLeave(producer) && useRs();
-  if (strategy_rsv && c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp)
+  // The naive baseline makes no call that cannot run: the engine's
+  // reduce_scatterv takes one size per DP shard, which fits the TP group only
+  // when every DP shard is one rank.
+  const bool rsv_fits = !naive_ || T_ == D_;
+  if (strategy_rsv && c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp && rsv_fits)
     return OpKind::kReduceScatterv;  // should_use_dp_reduce_scatterv
   if (strategy_rs && padding_ == DpPadding::kMaxLen && owes_tp) return OpKind::kDpReduceScatter;
   return OpKind::kDpScatter;

@@ -46,6 +46,8 @@ void PlanBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& 
   op.axis = s.axis;
   op.rows_in = {s.in, rows_.count(s.in, rank)};
   op.rows_out = {s.out, rows_.count(s.out, rank)};
+  op.sizes = s.sizes;
+  op.site = s.site;
   // Uneven attention-TP splits use the variable-size collectives; LayerNorm
   // SP's padded shards are equal, its collectives the plain ones.
   const bool local_side = s.in == RowKind::kLocal || s.out == RowKind::kLocal;

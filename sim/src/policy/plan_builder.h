@@ -32,6 +32,8 @@ struct Step {
       false;  ///< partial-order DP gather: only attn-TP rank 0 adds the residual
   bool cp_sharded_only =
       false;  ///< runs only where the rank's DP shard is CP-sharded (model-boundary CP gather)
+  SplitSizes sizes = SplitSizes::kPerMember;  ///< v-collectives: the sizes the engine passes
+  EngineSite site = EngineSite::kUnnamed;     ///< the engine call that issues it
 };
 
 /// The steps of one entry or exit: a handful, kept inline (no allocation on
@@ -84,6 +86,24 @@ class PlanBuilder {
   /// The next entry's fused kernel (AR + add + norm) completes a sum owed over `owed`.
   bool fusedEntryCompletes(Axis owed) const {
     return fusable() && sameGroup(owed, postExpertsAxis());
+  }
+  /// The group whose workspace the fused kernel of an attention input runs
+  /// on: complete_attention_input passes use_attn_tp_group=False, and
+  /// flashinfer_comm_fusion.py (ensure_workspace_initialized) then takes the
+  /// MoE EP group when moe_ep > 1, else the MoE TP group, whatever group the
+  /// carried sum is owed over.
+  /// Named as the owed group where the two are the same ranks.
+  Axis attentionInputKernelAxis(Axis owed) const {
+    const Axis kernel = cfg_.moe_ep > 1 ? Axis::kMoeEp : Axis::kMoeTp;
+    return sameGroup(kernel, owed) ? owed : kernel;
+  }
+  /// The fused step that completes a sum owed over `owed`, carried to an
+  /// attention input.
+  Step attentionInputFusion(Axis owed) const {
+    Step s{OpKind::kArAddNorm, Tensor::kHidden,
+           static_cast<std::int8_t>(attentionInputKernelAxis(owed))};
+    s.site = EngineSite::kAttentionInputFusion;
+    return s;
   }
   /// The boundary reduction strategy picks a reduce-scatter (rs, rs+rsv).
   bool useRs() const {

@@ -25,7 +25,9 @@ PlanBuilder::Hand PlanBuilder::mixerIntoFfn(const Sides& s) {
         {OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
   } else if (D_ == 1) {
     if (fusable()) {
-      h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, group});
+      Step fused{OpKind::kArAddNorm, Tensor::kHidden, group};
+      fused.site = EngineSite::kFfnInputFusion;
+      h.entry.push_back(fused);
     } else {
       h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, group});
       h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
@@ -60,7 +62,7 @@ PlanBuilder::Hand PlanBuilder::mixerExit(const Sides& s) {
     if (!s.terminal_defers) {
       const std::int8_t tp = static_cast<std::int8_t>(Axis::kTp);
       if (fusedEntryCompletes(Axis::kTp)) {
-        h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, tp});
+        h.entry.push_back(attentionInputFusion(Axis::kTp));
       } else {
         h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, tp});
         h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});

@@ -71,7 +71,9 @@ void PlanBuilder::intoFfnOnAttentionRows(Hand& h, LayerKind consumer, std::int8_
   if (!partial_in) {
     h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});
   } else if (fusable()) {
-    h.entry.push_back({OpKind::kArAddNorm, Tensor::kHidden, attn_tp});
+    Step fused{OpKind::kArAddNorm, Tensor::kHidden, attn_tp};
+    fused.site = EngineSite::kFfnInputFusion;
+    h.entry.push_back(fused);
   } else {
     h.entry.push_back({OpKind::kAllReduce, Tensor::kHidden, attn_tp});
     h.entry.push_back({OpKind::kAddNorm, Tensor::kHidden});

@@ -26,6 +26,10 @@ std::string_view propertyName(Property p) {
       return "snapshots";
     case Property::kExecutorsAgree:
       return "executors-agree";
+    case Property::kCallSizes:
+      return "call-sizes";
+    case Property::kPlanGeometry:
+      return "plan-geometry";
   }
   return "?";
 }
@@ -48,6 +52,12 @@ std::string_view propertySentence(Property p) {
       return "every aux snapshot equals the complete hidden state at its boundary";
     case Property::kExecutorsAgree:
       return "the numeric executor matches the single-rank reference bit for bit";
+    case Property::kCallSizes:
+      return "every op's rows and bytes are the case's (rows from the judges' geometry, hidden "
+             "size, bf16)";
+    case Property::kPlanGeometry:
+      return "the plan's padding, CP layout, local split, TBO split and stages are those the "
+             "judges derive from the case";
   }
   return "?";
 }
@@ -72,6 +82,12 @@ std::string_view violationClassName(ViolationClass c) {
       return "missing-output";
     case ViolationClass::kBoundaryDisagrees:
       return "boundary-disagrees";
+    case ViolationClass::kWrongSize:
+      return "wrong-size";
+    case ViolationClass::kGeometryDisagrees:
+      return "geometry-disagrees";
+    case ViolationClass::kMissingSnapshot:
+      return "missing-snapshot";
     case ViolationClass::kResetLeak:
       return "reset-leak";
   }

@@ -1,9 +1,8 @@
 // Mutation campaigns (DESIGN §5): a baseline over the case space with no
 // mutant (a broken baseline must not count as kills), then every mutant
-// against the space, each stopped at its first kill (first in case order).
-// A mutant whose plans equal the unmutated plans on every case of the space
-// is equivalent, with that argument; one whose plans differ somewhere while
-// every property holds survives, shown by its smallest such case.
+// against the space, each stopped at its first kill (first in trial order).
+// Statuses as Mull reports them (MutantStatus); the score is killed over
+// killed + survived, with the coverage beside it (mutate_view.h).
 #pragma once
 
 #include <cstdint>
@@ -29,31 +28,61 @@ struct CampaignSpec {
   Schema schema;
   std::vector<const Mutant*> mutants;  ///< empty: the whole registry
   int jobs = 1;
+  /// Which site of each case a site operator mutates, and the order in which
+  /// the cases are tried: 0 tries them in case order; any other seed in an
+  /// order drawn from it (so that the cases tried up to a kill measure how
+  /// rare the killing cases are, not where they sit in the enumeration).
+  std::uint64_t seed = 0;
+  /// Also the cases at the token bounds of the planner's gates (the fusion
+  /// gate's 2048 and 2049 tokens), a few per model and world.
+  bool bound_cases = false;
 };
 
 /// The case space of a campaign, in its fixed order (models x worlds x the
-/// sweep's configs, flags and batches).
+/// bound cases, then the sweep's configs, flags and batches).
 std::vector<Case> campaignCases(const CampaignSpec& spec);
 
-enum class MutantStatus { kKilled, kSurvived, kEquivalent };
+/// What became of a mutant (Mull's statuses): killed by a property;
+/// survived (its plans differ somewhere and every property holds); not
+/// covered (no case of the space reaches its site); equivalent (its site is
+/// reached and every mutated plan runs what the unmutated one runs: checked
+/// plan by plan); planner error (the mutated planner fails where the real
+/// one plans, and no property killed it: reported apart, not a kill).
+enum class MutantStatus { kKilled, kSurvived, kEquivalent, kNotCovered, kPlannerError };
 std::string_view statusName(MutantStatus s);
+/// The rule: killed when a case's mutated plan violates a property; else
+/// survived when some plan differed; else a planner error when the mutated
+/// planner failed somewhere; else equivalent when some case reached its
+/// site (every plan there equal to its parent), not covered when none did.
+MutantStatus statusFrom(bool killed, std::int64_t differed, std::int64_t planner_errors,
+                        std::int64_t applied);
+/// The status named `name` (as statusName spells it); nullopt if none.
+std::optional<MutantStatus> parseStatus(std::string_view name);
+
+/// The site a campaign mutates in the case at index `case_index` of a plan
+/// with `sites` sites (0 <= result < sites): drawn from the seed, the
+/// mutant's id and the case, so a kill is replayed by its site alone.
+int sampledSite(std::uint64_t seed, std::string_view mutant_id, std::int64_t case_index, int sites);
 
 /// What became of one mutant, in a serving or a training campaign.
 struct MutantOutcome {
   const Mutant* mutant = nullptr;
   MutantStatus status = MutantStatus::kSurvived;
-  std::int64_t cases_run = 0;  ///< cases up to the verdict, in case order (deterministic)
-  std::int64_t applied = 0;    ///< cases where its site existed (plan mutants) or it planned
+  std::int64_t cases_run = 0;  ///< cases tried up to the verdict, in trial order (deterministic)
+  std::int64_t applied = 0;    ///< cases where its site was reached
   std::int64_t differed = 0;   ///< cases where its plan differed from the unmutated one
+  std::int64_t planner_errors = 0;  ///< cases where the mutated planner failed
+  double seconds = 0;               ///< wall time of this mutant (0 when recalled)
   // killed:
   std::int64_t kill_index = -1;
+  int kill_site = 0;              ///< the site mutated in the killing case (`--site`)
   std::optional<Case> kill_case;  ///< serving: the killing case (training: kill_reproduce)
   std::string kill_reproduce;     ///< the `seam check` line that reproduces the kill
   std::optional<Violation> kill_violation;
   /// survived, serving: the smallest case where the plan differs and every
   /// property holds (training names its reproduce line in `argument`).
   std::optional<Case> smallest;
-  std::string argument;  ///< why equivalent, or what the survivor shows
+  std::string argument;  ///< why equivalent, not covered, a planner error, or what survived
 };
 
 /// The result of a campaign, serving or training.
@@ -62,16 +91,27 @@ struct CampaignResult {
   /// Serving: the cases the engine refuses, left out (a training space is
   /// enumerated without them).
   std::int64_t baseline_refused = 0;
+  /// Serving, declared policy: the cases where the engine's own plan violates
+  /// a property (engine findings, properties/engine_finding.h), left out: a
+  /// mutant cannot be killed where the parent already fails.
+  std::int64_t baseline_engine_findings = 0;
   bool baseline_holds = true;
   std::optional<Case> baseline_case;  ///< serving: the first failing baseline case
   std::string baseline_reproduce;     ///< the `seam check` line of the first failing case
   std::optional<Violation> baseline_violation;
   std::vector<MutantOutcome> outcomes;  ///< registry order
   double seconds = 0;
-  int killed() const;
-  int survived() const;
-  int equivalent() const;
+  std::uint64_t seed = 0;  ///< the spec's seed
+  int count(MutantStatus s) const;
+  int killed() const { return count(MutantStatus::kKilled); }
+  int survived() const { return count(MutantStatus::kSurvived); }
+  int equivalent() const { return count(MutantStatus::kEquivalent); }
+  int notCovered() const { return count(MutantStatus::kNotCovered); }
+  int plannerErrors() const { return count(MutantStatus::kPlannerError); }
 };
+
+/// The `seam check` line that replays a kill: the case, --mutant and --site.
+std::string killReproduce(const Case& c, PolicyKind policy, const Mutant& m, int site);
 
 /// Progress and per-mutant notifications (called from the calling thread).
 class CampaignListener {

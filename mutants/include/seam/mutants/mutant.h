@@ -1,8 +1,9 @@
 // Mutation operators (DESIGN §5, STYLE 13): one small class per operator with
 // a stable string id and a one-line description, listed in one registry
-// (registry.cc). Plan-level operators edit a built plan at its first
-// applicable site; decision operators flip a planner decision through the
-// Schema that sim/ defines. Ids are never renumbered: stored rows refer to them.
+// (registry.cc). Plan-level operators edit a built plan at one of its sites
+// (the site operators at any, the first-site ones at the first); decision operators flip a planner
+// decision through the Schema that sim/ defines. Ids are never renumbered: stored rows refer to
+// them.
 #pragma once
 
 #include <span>
@@ -30,7 +31,15 @@ class Mutant {
   virtual Schema schema() const { return {}; }
   /// Plan mutants: edits `plan` at its first applicable site; false (plan
   /// untouched) when the plan has no such site. Decision mutants: true.
-  virtual bool apply(Plan& plan) const { return true; }
+  virtual bool apply(Plan& plan) const { return applyAt(plan, 0); }
+  /// Plan mutants: how many sites `plan` offers, numbered 0..n-1 in a fixed
+  /// order (a campaign samples one per case; `seam check --mutant ID --site N`
+  /// replays one). The first-site operators offer at most one: they say 1
+  /// and applyAt says whether it exists.
+  virtual int sites(const Plan& plan) const { return 1; }
+  /// Plan mutants: edits `plan` at site `site`; false (plan untouched) when
+  /// the plan has no such site. Every operator overrides apply or applyAt.
+  virtual bool applyAt(Plan& plan, int site) const { return site == 0 && apply(plan); }
 
   /// Which family's plans it mutates: serving (Plan) or training (TrainingPlan).
   virtual MutantFamily family() const { return MutantFamily::kServing; }

@@ -7,14 +7,16 @@
 #include <vector>
 
 #include "seam/sim/plan/plan.h"
+#include "seam/sim/replay/judge_geometry.h"
 #include "seam/sim/replay/ledger.h"
 
 namespace seam::properties {
 
-/// Properties 1-6 (7, executors agree, needs the numeric executor).
-inline constexpr std::array<Property, 6> kPlanProperties = {
+/// Properties 1-6, 8 and 9 (7, executors agree, needs the numeric executor).
+inline constexpr std::array<Property, 8> kPlanProperties = {
     Property::kBoundariesAgree,  Property::kOwedOnce,       Property::kResidualFollows,
-    Property::kCollectivesMatch, Property::kOutputComplete, Property::kSnapshots};
+    Property::kCollectivesMatch, Property::kOutputComplete, Property::kSnapshots,
+    Property::kCallSizes,        Property::kPlanGeometry};
 
 /// The verdict on one property.
 struct PropertyVerdict {
@@ -43,13 +45,38 @@ std::vector<Violation> checkBoundariesAgree(const Plan& plan);
 /// same sequence of collectives with the same kinds and byte counts.
 std::vector<Violation> checkCollectiveSequences(const Plan& plan);
 
+/// Property 1 from the ops alone (a trace's own, not the policy's
+/// declarations): where the hidden state leaves one stage for the next on a
+/// rank, the next stage reads the rows the last one wrote.
+std::vector<Violation> checkOpBoundaries(const Plan& plan);
+
+/// Property 3, statically: on every rank, per stage (and TBO half), the
+/// hidden state is added into the residual (add on the residual, add_norm,
+/// ar_add_norm) at most once, and the residual into the hidden state (add on
+/// the hidden state) at most once. A second `hs += residual` finds no
+/// residual, so the ledger cannot see it. An absorb of a zero-filled hidden
+/// state (legacy's zero update) adds nothing and is not counted.
+std::vector<Violation> checkResidualOnce(const Plan& plan);
+
+/// Property 6 from the case's capture list: on every rank that runs a
+/// requested stage there is exactly one snapshot at its entry, and no other.
+std::vector<Violation> checkRequestedSnapshots(const Plan& plan, const JudgeGeometry& g);
+
+/// Property 8: every op's row counts are the judges' for its layouts and
+/// rank, and every collective's bytes are its rows times hidden times 2.
+std::vector<Violation> checkCallSizes(const Plan& plan, const JudgeGeometry& g);
+
+/// Property 9: the plan's padding, CP layout, local split, TBO split and
+/// stages agree with the judges' geometry; each disagreement names the field.
+std::vector<Violation> checkPlanGeometry(const Plan& plan, const JudgeGeometry& g);
+
 /// How much to judge.
 enum class Depth {
   kFirst,  ///< stop at the first violation (sweeps, campaigns)
   kAll,    ///< judge every property, collecting each one's first violation (`seam check`)
 };
 
-/// Properties 1-6 of one plan; `ledger` is reused scratch.
+/// Properties 1-6, 8 and 9 of one plan; `ledger` is reused scratch.
 PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth = Depth::kFirst);
 
 }  // namespace seam::properties

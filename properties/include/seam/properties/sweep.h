@@ -60,6 +60,10 @@ struct SweepFailure {
   std::int64_t index = 0;  ///< position in the sweep order
   std::string text;        ///< the violation in words
   std::string reproduce;   ///< the `seam check` line that reproduces it
+  /// An engine finding (the declared policy, nothing planted): the engine
+  /// call behind the violation (engine_finding.h); empty otherwise, or when
+  /// the op names no call.
+  std::string engine_site;
 };
 
 /// One finished case, handed to listeners (for the store).
@@ -70,6 +74,7 @@ struct CaseResult {
   bool refused = false;
   std::string refusal;  ///< the engine's reason
   std::optional<Violation> violation;
+  std::string engine_site;  ///< see SweepFailure::engine_site
   std::uint64_t plan_hash = 0;
 };
 
@@ -95,6 +100,9 @@ struct SweepResult {
   std::int64_t refused = 0;       ///< the engine's refusals and seam's gaps
   std::int64_t not_modelled = 0;  ///< of the refused: seam's gaps
   std::int64_t violated = 0;
+  /// Of the violated cases this process ran, the engine findings, by the
+  /// engine call behind them (engine_finding.h).
+  std::map<std::string, std::int64_t> engine_findings;
   std::int64_t run_here = 0;  ///< cases this process ran (the others were resumed)
   double seconds = 0;         ///< wall time of this process
   std::vector<ModelTally> per_model;

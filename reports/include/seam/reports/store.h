@@ -62,9 +62,15 @@ struct MutantRecord {
   std::string id;           ///< stable operator id, e.g. "plan.drop-completing-collective"
   std::string kind;         ///< "plan" or "decision"
   std::string description;  ///< one line
-  std::string status;       ///< "killed", "survived", "equivalent"
-  std::string argument;     ///< why equivalent / why it survived (smallest case)
+  /// "killed", "survived", "equivalent", "not-covered", "planner-error"
+  /// (a version 1 store's rows say only the first three).
+  std::string status;
+  std::string argument;  ///< why equivalent / not covered / an error / why it survived
   std::int64_t cases_run = 0;
+  std::int64_t applied = 0;         ///< cases where its site was reached
+  std::int64_t differed = 0;        ///< cases where its plan differed
+  std::int64_t planner_errors = 0;  ///< cases where the mutated planner failed
+  double seconds = 0;               ///< wall time spent on it
 };
 
 /// The first kill of a mutant.
@@ -74,7 +80,8 @@ struct KillRecord {
   int property = 0;
   std::string violation_class;
   std::string text;
-  std::string reproduce;
+  std::string reproduce;  ///< `seam check ... --mutant ID [--site N]`
+  int site = 0;           ///< the site mutated in the killing case
 };
 
 /// Two plans (or two executors) of one case compared: was bit-identity
@@ -175,7 +182,8 @@ class Store {
 };
 
 /// The schema version this build reads and writes.
-inline constexpr int kStoreSchemaVersion = 1;
+/// Version 1 stores are migrated to it when opened for writing.
+inline constexpr int kStoreSchemaVersion = 2;
 
 /// JUnit XML for CI systems: one <testsuite> per `suite`, one <testcase> per
 /// case (name = the case, classname = the group), a <failure> with the

@@ -13,6 +13,9 @@ namespace seam::reports {
 
 /// `seam check`: a header naming the case, one row per property (holds /
 /// VIOLATED / not judged) and the first violation in words; JSON on request.
-std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdict, Format format);
+/// `engine_site` (engine_finding.h), when not empty, names the engine call
+/// behind the first violation: the case is an engine finding.
+std::string renderVerdict(const Plan& plan, const properties::PlanVerdict& verdict, Format format,
+                          const std::string& engine_site = "");
 
 }  // namespace seam::reports

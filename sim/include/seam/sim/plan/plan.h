@@ -14,6 +14,7 @@
 
 #include "seam/sim/model/case.h"
 #include "seam/sim/model/parallel_config.h"
+#include "seam/sim/plan/engine_site.h"
 #include "seam/sim/plan/rows.h"
 
 namespace seam {
@@ -97,6 +98,14 @@ enum class Half : std::uint8_t { kWhole, kA, kB };
 inline constexpr int kHalfLanes = 3;
 std::string_view halfName(Half half);
 
+/// Variable-size collectives (all_gatherv, reduce_scatterv): what the `sizes`
+/// list the engine passes holds. The collective needs one entry per member of
+/// its group; a list of another length fails its call (property 4 says so).
+enum class SplitSizes : std::uint8_t {
+  kPerMember,   ///< one row count per member of the group
+  kPerDpShard,  ///< one per attention-DP shard (get_dp_global_num_tokens)
+};
+
 /// No group: the op does not communicate (or, for compute, its weights are
 /// replicated).
 inline constexpr std::int8_t kNoAxis = -1;
@@ -128,6 +137,11 @@ struct Op {
   /// half: a slice is the split (whole -> half), an add the merge (half ->
   /// its rows of the whole). Not in the JSON.
   bool tbo_move = false;
+  /// v-collectives: the sizes list the engine passes (JSON "sizes_per" on them).
+  SplitSizes sizes = SplitSizes::kPerMember;
+  /// The engine call that issues the op (declared plans; kUnnamed elsewhere).
+  /// Not in the JSON.
+  EngineSite site = EngineSite::kUnnamed;
 
   bool hasGroup() const { return axis != kNoAxis; }
   Axis groupAxis() const { return static_cast<Axis>(axis); }

@@ -38,13 +38,28 @@ enum class Decision : std::uint8_t {
   kMtpNotMarkedLast = 8,      ///< the MTP step's last layer is not terminal
   kDpGatherSumResidualEveryRank =
       9,  ///< partial-order DP gather with the residual added on every attn-TP rank
+  kFusionTokenBoundMoved = 10,     ///< the fusion gate admits one token past its bound (2048)
+  kFusionIgnoresDpAttention = 11,  ///< the fusion gate does not require attn_dp == 1
+  kMixerWeightsOverTp = 12,        ///< a mixer's row-parallel weights owe their sum over tp
+  kPostExpertsNotMerged = 13,      ///< the post-expert reduction keeps the EP group when it merges
 };
-inline constexpr int kDecisionCount = 10;
+inline constexpr int kDecisionCount = 14;
 
-/// Which decision sites take their mutated branch. Default: none.
+/// FUSE_ALLREDUCE_MAX_BATCH_SIZE of the FlashInfer fusion gate: the most
+/// tokens the planner fuses (a bound generators and campaigns reach).
+inline constexpr int kFuseMaxTokens = 2048;
+
+/// Which decision sites take their mutated branch. Default: none. `reached`
+/// (when set) collects the decisions the planner asked about: a campaign
+/// tells a decision whose site no case reaches (not covered) from one whose
+/// flip changes nothing where it is reached (equivalent).
 struct Schema {
   std::uint32_t flipped = 0;
-  bool on(Decision d) const { return (flipped >> static_cast<int>(d)) & 1u; }
+  std::uint32_t* reached = nullptr;
+  bool on(Decision d) const {
+    if (reached != nullptr) *reached |= 1u << static_cast<int>(d);
+    return (flipped >> static_cast<int>(d)) & 1u;
+  }
   static Schema with(Decision d) { return Schema{1u << static_cast<int>(d)}; }
 };
 

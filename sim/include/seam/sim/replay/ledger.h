@@ -33,6 +33,8 @@ enum class Property : std::uint8_t {
   kOutputComplete = 5,
   kSnapshots = 6,
   kExecutorsAgree = 7,
+  kCallSizes = 8,
+  kPlanGeometry = 9,
 };
 std::string_view propertyName(Property p);      ///< "owed-once", ...
 std::string_view propertySentence(Property p);  ///< "every partial sum is completed exactly once"
@@ -51,7 +53,11 @@ enum class ViolationClass : std::uint8_t {
   /// training: a recurrent state or attention runs across a document boundary
   /// (or resets inside a document): boundaries not the global, pre-shard ones
   kResetLeak,
+  kWrongSize,          ///< a call's rows or bytes are not those of the case
+  kGeometryDisagrees,  ///< a plan field disagrees with the judges' geometry of the case
+  kMissingSnapshot,    ///< a requested capture yields no snapshot, or one elsewhere
 };
+inline constexpr int kViolationClassCount = static_cast<int>(ViolationClass::kMissingSnapshot) + 1;
 std::string_view violationClassName(ViolationClass c);
 
 /// One violation, located.

@@ -1,0 +1,38 @@
+// Where SGLang's code issues an op of a declared plan. The declared policy
+// models what the engine does, bugs included, so a violation on a case the
+// engine runs is a finding about the engine: the site names the file and
+// function that make the call, for the finding's report.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace seam {
+
+/// The engine call that issues an op; kUnnamed where the planner names none.
+/// Ids are stable: stores and JSON refer to them by engineSiteName.
+enum class EngineSite : std::uint8_t {
+  kUnnamed,
+  /// The fused all-reduce + add + RMSNorm completing the sum a previous stage
+  /// left for an attention-like stage's input (complete_attention_input).
+  kAttentionInputFusion,
+  /// The fused all-reduce + add + RMSNorm completing a mixer's attention-TP
+  /// sum at an FFN's input (complete_ffn_input).
+  kFfnInputFusion,
+  /// The reduce_scatterv that returns an FFN's sum over attention DP
+  /// (_reduce_and_redistribute_output_varlen).
+  kDpReduceScatterv,
+};
+inline constexpr int kEngineSiteCount = 4;
+
+/// What the engine calls at a site and where, in SGLang's sources.
+struct EngineSiteInfo {
+  std::string_view name;   ///< stable id, e.g. "dp-reduce-scatterv"
+  std::string_view call;   ///< the call as the engine makes it
+  std::string_view where;  ///< file (function) @commit, under python/sglang/srt/
+};
+
+/// The site's description; kUnnamed has empty fields.
+const EngineSiteInfo& engineSiteInfo(EngineSite site);
+
+}  // namespace seam

@@ -1,0 +1,33 @@
+// The engine call sites the declared policy names, read in sgl-project/sglang
+// at the commits given (docs/modelling/sglang.md lists what each one does).
+#include "seam/sim/plan/engine_site.h"
+
+#include <array>
+
+namespace seam {
+
+namespace {
+
+constexpr std::array<EngineSiteInfo, kEngineSiteCount> kSites = {{
+    {"", "", ""},
+    {"attention-input-fusion",
+     "norm.forward_with_allreduce_fusion(use_attn_tp_group=False): flashinfer's fused "
+     "all-reduce + add + RMSNorm on the MoE EP group's workspace (the MoE TP group's at ep 1)",
+     "layers/communicator/fusions/allreduce.py (complete_attention_input) @060c48f7; "
+     "layers/flashinfer_comm_fusion.py (ensure_workspace_initialized) @00f6ebe5"},
+    {"ffn-input-fusion",
+     "norm.forward_with_allreduce_fusion(use_attn_tp_group=True): flashinfer's fused "
+     "all-reduce + add + RMSNorm on the attention TP group's workspace",
+     "layers/communicator/fusions/allreduce.py (complete_ffn_input) @060c48f7"},
+    {"dp-reduce-scatterv",
+     "tp_group.reduce_scatterv(hidden_states, sizes=get_dp_global_num_tokens()): one size "
+     "per attention-DP rank, on the TP group",
+     "layers/communicator/ops.py (_reduce_and_redistribute_output_varlen) @0bca4c6f; "
+     "distributed/parallel_state.py (GroupCoordinator.reduce_scatterv) @0005973a"},
+}};
+
+}  // namespace
+
+const EngineSiteInfo& engineSiteInfo(EngineSite site) { return kSites[static_cast<int>(site)]; }
+
+}  // namespace seam

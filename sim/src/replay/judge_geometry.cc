@@ -1,0 +1,305 @@
+// The judges' geometry (judge_geometry.h), written from the engine's rules
+// (docs/modelling/sglang.md) without the planner's helpers: positions and
+// group sizes from initialize_model_parallel's layout, the DP buffer from
+// dp_attention.py's padding, the CP shards from layers/cp/, the local split
+// from tensor_split or layernorm_sp.shard_token_rows.
+#include "seam/sim/replay/judge_geometry.h"
+
+#include <algorithm>
+
+namespace seam {
+
+namespace {
+
+/// A rank's place (parallel_state.py, initialize_model_parallel @0005973a84f7):
+/// every group but pp lives in one TP block of tp ranks; attention TP is
+/// contiguous, attention CP strides attn_tp, a DP shard is attn_tp * attn_cp ranks.
+struct Place {
+  int pp, dp, cp, tp_in_attn;
+};
+Place placeOf(const ParallelConfig& k, int rank) {
+  const int atp = k.tp / (k.attn_dp * k.attn_cp);
+  const int l = rank % k.tp;
+  return {rank / k.tp, l / (atp * k.attn_cp), (l / atp) % k.attn_cp, l % atp};
+}
+
+int sizeOf(const ParallelConfig& k, Axis axis) {
+  switch (axis) {
+    case Axis::kTp:
+      return k.tp;
+    case Axis::kAttnTp:
+      return k.tp / (k.attn_dp * k.attn_cp);
+    case Axis::kAttnCp:
+      return k.attn_cp;
+    case Axis::kAttnDp:
+      return k.attn_dp;
+    case Axis::kMoeEp:
+      return k.moe_ep;
+    case Axis::kMoeTp:
+      return k.tp / (k.moe_ep * k.moe_dp);
+    case Axis::kMoeDp:
+      // _MOE_DP is the attention-CP group when attn_cp > moe_dp (the MoE-CP alias).
+      return std::max(k.moe_dp, k.attn_cp);
+    case Axis::kPp:
+      return k.pp;
+  }
+  return 1;
+}
+
+int roundUp(int n, int m) { return m <= 1 ? n : (n + m - 1) / m * m; }
+
+/// DpPaddingMode.get_dp_padding_mode (sglang.md, DP gathers): extend batches
+/// SUM_LEN, except a hybrid (single-stage) model with an idle DP rank; decode
+/// keeps the requested mode; without DP attention nothing is padded.
+DpPadding paddingOf(const Case& c) {
+  if (c.config.attn_dp == 1 || c.flags.mode != ForwardMode::kExtend) return c.flags.dp_padding;
+  const bool idle = std::count(c.batch.tokens.begin(), c.batch.tokens.end(), 0) > 0;
+  return c.model.family == LayerFamily::kSingleStage && idle ? DpPadding::kMaxLen
+                                                             : DpPadding::kSumLen;
+}
+
+/// Whether the CP strategy shards a DP shard of `tokens` (can_apply of
+/// InterleaveCPStrategy: tokens >= cp; of ZigzagCPStrategy: max(128, 2cp)).
+bool shards(CpLayout layout, int tokens, int cp) {
+  if (cp <= 1) return false;
+  if (layout == CpLayout::kInterleave) return tokens >= cp;
+  if (layout == CpLayout::kZigzag) return tokens >= std::max(128, 2 * cp);
+  return false;
+}
+
+/// The CP layout of the batch (layers/cp/, _deepseek_family_overrides): two-stage
+/// stacks on an extend batch with attn_cp > 1; MLA interleaves when attn_tp ==
+/// attn_dp == 1, GQA zigzags; a batch no shard of which is long enough is replicated.
+CpLayout cpLayoutOf(const Case& c) {
+  const int cp = c.config.attn_cp;
+  if (c.model.family == LayerFamily::kSingleStage || c.flags.mode != ForwardMode::kExtend ||
+      cp <= 1)
+    return CpLayout::kReplicated;
+  const bool mla = c.model.shape.q_lora_rank > 0;
+  const CpLayout layout = mla ? CpLayout::kInterleave : CpLayout::kZigzag;
+  bool any = false;
+  for (int t : c.batch.tokens) any = any || shards(layout, t, cp);
+  if (!any) return CpLayout::kReplicated;
+  if (mla && !(sizeOf(c.config, Axis::kAttnTp) == 1 && c.config.attn_dp == 1))
+    return CpLayout::kReplicated;
+  return layout;
+}
+
+/// pad_logical_token_to_physical: a CP shard's physical rows. Interleave: the
+/// longest shard (ceil(B / cp)) rounded up to cp; zigzag: the longest pair of
+/// blocks (2cp blocks of B / 2cp, the first B % 2cp one longer) rounded up to 2cp.
+int cpShardRowsOf(CpLayout layout, int tokens, int cp) {
+  if (layout == CpLayout::kInterleave) return roundUp((tokens + cp - 1) / cp, cp);
+  const int n = 2 * cp;
+  auto block = [&](int b) { return tokens / n + (b < tokens % n ? 1 : 0); };
+  int longest = 0;
+  for (int c = 0; c < cp; ++c) longest = std::max(longest, block(c) + block(n - 1 - c));
+  return roundUp(longest, n);
+}
+
+JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding padding, CpLayout cp,
+                 LocalSplit split) {
+  const ParallelConfig& k = c.config;
+  const int world = k.pp * k.tp, atp = sizeOf(k, Axis::kAttnTp), acp = k.attn_cp;
+  const int D = k.attn_dp;
+  // _dp_gather's buffer: every entry aligned to attn_tp under DP attention;
+  // MAX_LEN D slots of the longest, SUM_LEN the sum.
+  int longest = 0, sum = 0;
+  for (int t : tokens) {
+    const int aligned = D > 1 ? roundUp(t, atp) : t;
+    longest = std::max(longest, aligned);
+    sum += aligned;
+  }
+  const int dp_buffer = D > 1 && padding == DpPadding::kMaxLen ? D * longest : sum;
+  JudgeRows out;
+  out.count.assign(world, {});
+  auto attention = [&](int r) {
+    const int b = tokens[placeOf(k, r).dp];
+    return shards(cp, b, acp) ? cpShardRowsOf(cp, b, acp) : b;
+  };
+  auto local = [&](int r) {
+    const int b = tokens[placeOf(k, r).dp];
+    const int i = placeOf(k, r).tp_in_attn;
+    if (split == LocalSplit::kPaddedEqual) return (b + atp - 1) / atp;
+    const int n = attention(r);  // torch.tensor_split: the first n % atp take one more
+    return n / atp + (i < n % atp ? 1 : 0);
+  };
+  const int mep = k.moe_ep, mtp = sizeOf(k, Axis::kMoeTp);
+  for (int r = 0; r < world; ++r) {
+    auto& row = out.count[r];
+    const int b = tokens[placeOf(k, r).dp];
+    const bool sharded = shards(cp, b, acp);
+    row[static_cast<int>(RowKind::kAttention)] = attention(r);
+    row[static_cast<int>(RowKind::kLocal)] = local(r);
+    row[static_cast<int>(RowKind::kSequence)] = b;
+    row[static_cast<int>(RowKind::kCpGathered)] = sharded ? acp * attention(r) : 0;
+    row[static_cast<int>(RowKind::kFull)] = D > 1 ? dp_buffer : sharded ? acp * attention(r) : b;
+    // The expert-parallel group: ranks of one moe_ep * moe_tp block sharing a MoE-TP position.
+    const int base = r / k.tp * k.tp, l = r % k.tp;
+    int dispatched = 0;
+    for (int e = 0; e < mep; ++e)
+      dispatched += local(base + l / (mep * mtp) * mep * mtp + l % mtp + e * mtp);
+    row[static_cast<int>(RowKind::kDispatched)] = dispatched;
+  }
+  return out;
+}
+
+/// The group a stage's weights are split over (its output's owed sum): mixers'
+/// o_proj/out_proj over attn_tp; dense MLPs over tp (dense_tp_size = tp), or
+/// replicated under moe_dense_tp_size 1 in two-stage layers; an a2a MoE over
+/// moe_ep; a MoE's post-experts reduction group (tp when EP and MoE-TP
+/// reductions merge with moe_dp 1, else moe_ep when > 1, else moe_tp).
+int weightAxisOf(const Case& c, LayerKind kind) {
+  const ParallelConfig& k = c.config;
+  Axis axis = Axis::kAttnTp;
+  if (isMixer(kind)) {
+    axis = Axis::kAttnTp;
+  } else if (kind == LayerKind::kDenseMlp) {
+    if (c.model.family != LayerFamily::kSingleStage && c.flags.dense_tp1) return kNoAxis;
+    axis = Axis::kTp;
+  } else if (c.flags.a2a != A2aBackend::kNone) {
+    axis = Axis::kMoeEp;
+  } else if (k.moe_ep > 1 && sizeOf(k, Axis::kMoeTp) > 1 && k.moe_dp == 1) {
+    axis = Axis::kTp;
+  } else {
+    axis = k.moe_ep > 1 ? Axis::kMoeEp : Axis::kMoeTp;
+  }
+  return sizeOf(k, axis) > 1 ? static_cast<int>(axis) : kNoAxis;
+}
+
+std::vector<JudgeStage> stagesOf(const Case& c) {
+  std::vector<JudgeStage> out;
+  const Pattern& p = c.model.pattern;
+  const int spl = c.model.stagesPerLayer(), pp = c.config.pp;
+  const int n0 = static_cast<int>(p.layers.size());
+  for (int stack = 0; stack < (p.mtp.empty() ? 1 : 2); ++stack) {
+    const auto& kinds = stack == 0 ? p.layers : p.mtp;
+    const int n = static_cast<int>(kinds.size());
+    for (int s = 0; s < n; ++s) {
+      JudgeStage st;
+      st.stack = stack;
+      st.kind = kinds[s];
+      st.weight_axis = weightAxisOf(c, kinds[s]);
+      st.shards =
+          st.weight_axis == kNoAxis ? 1 : sizeOf(c.config, static_cast<Axis>(st.weight_axis));
+      if (stack == 1) {
+        st.pp_rank = pp - 1;  // the MTP step runs after the last stage
+      } else if (!p.cuts.empty()) {
+        st.pp_rank = static_cast<int>(
+            std::count_if(p.cuts.begin(), p.cuts.end(), [s](int cut) { return cut <= s; }));
+      } else {
+        // Even split by decoder layer, the last pipeline stage taking the remainder.
+        const int per = std::max(1, n0 / spl / pp);
+        st.pp_rank = std::min(s / spl / per, pp - 1);
+      }
+      st.terminal = s == n - 1;
+      // LongCat-Flash (longcat_flash.py): the MoE (stage 1 of 5) is merged
+      // after mlp1's sum; mlp0 (stage 2) reads the MoE's normed input.
+      if (c.model.family == LayerFamily::kBranchMerge && stack == 0) {
+        if (s % spl == 1) st.joins_at = std::min(s + spl - 1, n);
+        if (s % spl == 2) st.reads_norm_of = s - 1;
+      }
+      out.push_back(st);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+JudgeGeometry judgeGeometry(const Case& c) {
+  JudgeGeometry g;
+  g.padding = paddingOf(c);
+  g.cp_layout = cpLayoutOf(c);
+  // LayerNorm SP (layernorm_sp.shard_token_rows) pads the rows to attn_tp equal chunks.
+  g.local_split = c.model.family != LayerFamily::kSingleStage && c.flags.layernorm_sp
+                      ? LocalSplit::kPaddedEqual
+                      : LocalSplit::kTensorSplit;
+  g.row_bytes = static_cast<std::int64_t>(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1) * 2;
+  g.stages = stagesOf(c);
+  g.rows[0] = rowsOf(c, c.batch.tokens, g.padding, g.cp_layout, g.local_split);
+  if (c.flags.tbo) {
+    // compute_split_seq_index: child A takes half of each shard's unpadded batch.
+    std::vector<int> a, b;
+    for (int t : c.batch.tokens) {
+      g.tbo_split.push_back(t / 2);
+      a.push_back(t / 2);
+      b.push_back(t - t / 2);
+    }
+    g.rows[1] = rowsOf(c, a, g.padding, g.cp_layout, g.local_split);
+    g.rows[2] = rowsOf(c, b, g.padding, g.cp_layout, g.local_split);
+  }
+  return g;
+}
+
+namespace {
+
+std::string stageText(const JudgeStage& s) {
+  return std::string("kind ") + layerChar(s.kind) + ", weights over " +
+         (s.weight_axis == kNoAxis ? std::string("none")
+                                   : std::string(axisName(static_cast<Axis>(s.weight_axis)))) +
+         " (" + std::to_string(s.shards) + " shards), pp rank " + std::to_string(s.pp_rank) +
+         (s.terminal ? ", terminal" : "") + ", reads the norm of " +
+         std::to_string(s.reads_norm_of) + ", joins at " + std::to_string(s.joins_at);
+}
+
+}  // namespace
+
+std::vector<GeometryDisagreement> planGeometryDisagreements(const Plan& plan,
+                                                            const JudgeGeometry& g) {
+  std::vector<GeometryDisagreement> out;
+  if (plan.padding != g.padding) {
+    out.push_back({"padding", "the plan pads " + std::string(paddingName(plan.padding)) +
+                                  " but the engine pads this case " +
+                                  std::string(paddingName(g.padding))});
+  }
+  auto cpName = [](CpLayout l) {
+    return l == CpLayout::kReplicated   ? "replicated"
+           : l == CpLayout::kInterleave ? "interleave"
+                                        : "zigzag";
+  };
+  if (plan.cp_layout != g.cp_layout) {
+    out.push_back({"cp_layout", std::string("the plan lays the batch over attn_cp ") +
+                                    cpName(plan.cp_layout) + " but the engine lays it " +
+                                    cpName(g.cp_layout)});
+  }
+  auto splitName = [](LocalSplit s) {
+    return s == LocalSplit::kTensorSplit ? "tensor_split" : "padded equal shards";
+  };
+  if (plan.local_split != g.local_split) {
+    out.push_back({"local_split", std::string("the plan splits attention rows by ") +
+                                      splitName(plan.local_split) + " but the engine by " +
+                                      splitName(g.local_split)});
+  }
+  if (!plan.tbo_split.empty() && plan.tbo_split != g.tbo_split) {
+    out.push_back({"tbo_split", g.tbo_split.empty()
+                                    ? "the plan splits the batch for two-batch overlap but the "
+                                      "case does not ask for it"
+                                    : "the plan splits the DP shards at other tokens than "
+                                      "compute_split_seq_index (half of each shard)"});
+  }
+  if (plan.stages.size() != g.stages.size()) {
+    out.push_back({"stages", "the plan has " + std::to_string(plan.stages.size()) +
+                                 " stages but the case's pattern has " +
+                                 std::to_string(g.stages.size())});
+    return out;
+  }
+  for (size_t i = 0; i < g.stages.size(); ++i) {
+    const StageInfo& p = plan.stages[i];
+    const JudgeStage& j = g.stages[i];
+    const JudgeStage mine{p.stack,   p.kind,     p.weight_axis,   p.shards,
+                          p.pp_rank, p.terminal, p.reads_norm_of, p.joins_at};
+    const bool same = mine.stack == j.stack && mine.kind == j.kind &&
+                      mine.weight_axis == j.weight_axis && mine.shards == j.shards &&
+                      mine.pp_rank == j.pp_rank && mine.terminal == j.terminal &&
+                      mine.reads_norm_of == j.reads_norm_of && mine.joins_at == j.joins_at;
+    if (same) continue;
+    out.push_back({"stages[" + std::to_string(i) + "]",
+                   "the plan's stage " + std::to_string(i) + " is " + stageText(mine) +
+                       "; from the case it is " + stageText(j)});
+    break;
+  }
+  return out;
+}
+
+}  // namespace seam

@@ -1,0 +1,145 @@
+// Two calls SGLang makes that cannot do what the boundary needs, modelled as
+// the engine makes them so that the properties find them. Expected plans
+// from SGLang's code, not from seam:
+// - layers/communicator/fusions/allreduce.py @060c48f7 (complete_attention_input)
+//   completes a sum left for an attention input with
+//   forward_with_allreduce_fusion(use_attn_tp_group=False) when the owed
+//   group is post_experts_reduction_group(); layers/flashinfer_comm_fusion.py
+//   @00f6ebe5 (ensure_workspace_initialized) then runs the kernel on the MoE
+//   EP group's workspace when moe_ep > 1, else the MoE TP group's. At tp 4,
+//   ep 2 the owed group is the whole TP group (the EP and MoE-TP reductions
+//   merge), so the kernel sums 2 of the 4 partial sums.
+// - layers/communicator/ops.py @0bca4c6f (_reduce_and_redistribute_output_varlen)
+//   calls tp_group.reduce_scatterv with sizes=get_dp_global_num_tokens(), one
+//   per attention-DP rank; distributed/parallel_state.py @0005973a
+//   (GroupCoordinator.reduce_scatterv) asserts len(sizes) == world_size.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "case_builders.h"
+#include "plan_probes.h"
+#include "seam/properties/call_arguments.h"
+#include "seam/properties/engine_finding.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/replay/numeric_executor.h"
+
+namespace seam {
+namespace {
+
+using seam::testing::expectHolds;
+using seam::testing::findOp;
+using seam::testing::firstViolation;
+using seam::testing::mustBuild;
+using seam::testing::patternCase;
+
+// `E*`: the MoE defers its sum, the attention's entry completes it fused.
+constexpr int kAttentionStage = 1;
+
+TEST(AttentionInputFusion, RunsOnTheMoeEpGroupsWorkspaceWhenEpIsMoreThanOne) {
+  const Plan plan = mustBuild(patternCase("E*", {.tp = 4, .moe_ep = 2}, {4}));
+  const int i = findOp(plan, 0, kAttentionStage, Phase::kEntry, OpKind::kArAddNorm);
+  ASSERT_GE(i, 0);
+  EXPECT_EQ(plan.ranks[0][i].groupAxis(), Axis::kMoeEp);
+  EXPECT_EQ(plan.ranks[0][i].site, EngineSite::kAttentionInputFusion);
+}
+
+TEST(AttentionInputFusion, RunsOnTheMoeTpGroupsWorkspaceAtEpOne) {
+  // There the MoE TP group is the whole TP group, the owed one (a plan names
+  // it as the owed group), so the case holds.
+  const Plan plan = mustBuild(patternCase("E*", {.tp = 4}, {4}));
+  const int i = findOp(plan, 0, kAttentionStage, Phase::kEntry, OpKind::kArAddNorm);
+  ASSERT_GE(i, 0);
+  EXPECT_EQ(plan.ranks[0][i].groupAxis(), Axis::kMoeTp);
+  expectHolds(plan);
+}
+
+TEST(AttentionInputFusion, LeavesHalfTheSumUncompletedAtTp4Ep2AndIsAnEngineFinding) {
+  const Plan plan = mustBuild(patternCase("E*", {.tp = 4, .moe_ep = 2}, {4}));
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  const std::string site = properties::engineFindingSite(plan, v);
+  EXPECT_NE(site.find("complete_attention_input"), std::string::npos) << site;
+}
+
+TEST(AttentionInputFusion, AtTp4Ep2TheEngineComputesOtherValuesThanTheSingleRankModel) {
+  // A second witness, numeric: the exact-mode executor runs the plan as the
+  // engine would and its output is not the reference's.
+  const Case c = patternCase("E*", {.tp = 4, .moe_ep = 2}, {4});
+  const NumericRun run = runPlanNumeric(mustBuild(c), numeric::Mode::kExact, {});
+  ASSERT_TRUE(run.ran());
+  EXPECT_FALSE(compareOutputs(runReference(c, numeric::Mode::kExact, {}), run.output).identical);
+}
+
+TEST(AttentionInputFusion, WithoutTheFusedKernelTheSameCaseHolds) {
+  Flags unfused;
+  unfused.fusion = false;
+  expectHolds(mustBuild(patternCase("E*", {.tp = 4, .moe_ep = 2}, {4}, unfused)));
+}
+
+Flags rsv() {
+  Flags f;
+  f.reduction = BoundaryReduction::kRsv;
+  return f;
+}
+
+TEST(DpReduceScatterv, IsPassedOneSizePerDpShard) {
+  const Plan plan =
+      mustBuild(patternCase("*E*", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {3, 5}, rsv()));
+  int found = 0;
+  for (const Op& op : plan.ranks[0]) {
+    if (op.kind != OpKind::kReduceScatterv) continue;
+    ++found;
+    EXPECT_EQ(op.sizes, SplitSizes::kPerDpShard);
+    EXPECT_EQ(op.site, EngineSite::kDpReduceScatterv);
+  }
+  EXPECT_GT(found, 0);
+}
+
+TEST(DpReduceScatterv, FitsItsGroupWhenEveryDpShardIsOneRank) {
+  const Plan plan =
+      mustBuild(patternCase("*E*", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {3, 5}, rsv()));
+  EXPECT_TRUE(properties::checkCallArguments(plan).empty());
+  expectHolds(plan);
+}
+
+TEST(DpReduceScatterv, CannotRunUnderAttentionTpAndIsAnEngineFinding) {
+  // tp 4 = attn_dp 2 x attn_tp 2; should_use_dp_reduce_scatterv holds (ep == attn_dp).
+  const Plan plan =
+      mustBuild(patternCase("*E*", {.tp = 4, .attn_dp = 2, .moe_ep = 2}, {3, 5}, rsv()));
+  const std::vector<Violation> found = properties::checkCallArguments(plan);
+  ASSERT_EQ(found.size(), 1u);  // one call site
+  const Violation& v = found.front();
+  EXPECT_EQ(v.property, Property::kCollectivesMatch);
+  EXPECT_EQ(v.op, OpKind::kReduceScatterv);
+  EXPECT_NE(v.detail.find("tp (4 ranks) is passed 2 sizes"), std::string::npos) << v.detail;
+  EXPECT_EQ(firstViolation(plan).property, Property::kCollectivesMatch);
+  const std::string site = properties::engineFindingSite(plan, v);
+  EXPECT_NE(site.find("_reduce_and_redistribute_output_varlen"), std::string::npos) << site;
+}
+
+TEST(EngineFinding, OnlyTheDeclaredPolicyWithNothingPlantedModelsTheEngineAsRun) {
+  EXPECT_TRUE(properties::modelsEngineAsRun(PolicyKind::kDeclared, {}));
+  EXPECT_FALSE(properties::modelsEngineAsRun(PolicyKind::kLegacy, {}));
+  EXPECT_FALSE(properties::modelsEngineAsRun(PolicyKind::kNaive, {}));
+  EXPECT_FALSE(properties::modelsEngineAsRun(PolicyKind::kDeclared,
+                                             Schema::with(Decision::kTerminalDefers)));
+}
+
+TEST(EngineFinding, ItsWordsSplitBackIntoTheViolationAndTheCall) {
+  Violation v;
+  v.detail = "a sum never completed";
+  const std::string plain = properties::failureText(v, "");
+  EXPECT_FALSE(properties::isEngineFinding(plain));
+  const std::string finding = properties::failureText(v, "f() at x.py (f) @abc");
+  EXPECT_TRUE(properties::isEngineFinding(finding));
+  const auto [violation, call] = properties::splitFailureText(finding);
+  EXPECT_EQ(violation, plain);
+  EXPECT_EQ(call, "f() at x.py (f) @abc");
+}
+
+}  // namespace
+}  // namespace seam

@@ -1,0 +1,139 @@
+// Every planner-decision mutant of policy.h is killed by checkPlan on a case
+// chosen for it, with the property and class it should report, while the
+// unmutated plan of the same case holds; the decisions checkPlan cannot
+// kill are named with the reason.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "case_builders.h"
+#include "seam/properties/check.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/plan/plan.h"
+#include "seam/sim/policy/policy.h"
+#include "seam/sim/replay/ledger.h"
+
+namespace seam {
+namespace {
+
+using seam::testing::mustBuild;
+using seam::testing::patternCase;
+
+Flags deepep() {
+  Flags f;
+  f.a2a = A2aBackend::kDeepep;
+  return f;
+}
+
+Flags capturing(std::vector<int> stages) {
+  Flags f;
+  f.capture = std::move(stages);
+  return f;
+}
+
+struct Kill {
+  Decision decision;
+  const char* why;
+  std::function<Case()> make;
+  Property property;  // the property checkPlan reports first
+  ViolationClass cls;
+};
+
+std::vector<Kill> kills() {
+  using D = Decision;
+  using P = Property;
+  using V = ViolationClass;
+  return {
+      {D::kMixerKeepsFusedSum, "mixer -> mixer carried at tp=2",
+       [] { return patternCase("MM", {.tp = 2}, {4}); }, P::kBoundariesAgree,
+       V::kBoundaryDisagrees},
+      {D::kResidualNotSliced, "DeepEP MoE after a mixer",
+       [] { return patternCase("*E", {.tp = 2, .moe_ep = 2}, {4}, deepep()); }, P::kResidualFollows,
+       V::kLayoutMismatch},
+      {D::kFfnKeepsSumFromMixer, "FFN -> mixer deferral at tp=2",
+       [] { return patternCase("-M", {.tp = 2}, {4}); }, P::kBoundariesAgree,
+       V::kBoundaryDisagrees},
+      {D::kSnapshotNotCompleted, "capture before a mixer that completes a carried FFN sum",
+       [] { return patternCase("-M", {.tp = 2}, {4}, capturing({1})); }, P::kSnapshots,
+       V::kNeverCompleted},
+      {D::kStackStartFfnWithResidual, "a pattern that starts with an FFN",
+       [] { return patternCase("-M", {.tp = 2}, {4}); }, P::kOwedOnce, V::kCountedTwice},
+      {D::kStackNeverEntered, "layer 0 never sets the residual",
+       [] { return patternCase("M-", {.tp = 2}, {4}); }, P::kOwedOnce, V::kNeverCompleted},
+      {D::kFfnReducesOverAttnTp, "dense FFN under attn_dp=2, attn_tp=2",
+       [] {
+         return patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 2});
+       },
+       P::kOwedOnce, V::kNeverCompleted},
+      {D::kTerminalDefers, "the last FFN defers into the final norm",
+       [] { return patternCase("M-", {.tp = 2}, {4}); }, P::kOutputComplete, V::kNeverCompleted},
+      {D::kMtpNotMarkedLast, "an MTP step *E after the main stack",
+       [] { return patternCase("M*E/*E", {.tp = 2}, {4}); }, P::kOutputComplete,
+       V::kNeverCompleted},
+      {D::kDpGatherSumResidualEveryRank, "partial-order DP gather with attn_tp=2",
+       [] {
+         return patternCase("M-", {.tp = 4, .attn_dp = 2}, {2, 2});
+       },
+       P::kOwedOnce, V::kCountedTwice},
+      {D::kMixerWeightsOverTp, "a mixer under attn_dp=2, attn_tp=2",
+       [] {
+         return patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 2});
+       },
+       P::kOwedOnce, V::kForeignTerm},
+      {D::kPostExpertsNotMerged,
+       "a MoE at ep=2, moe_tp=2 (unfused: the fused case is an "
+       "engine finding)",
+       [] {
+         Flags f;
+         f.fusion = false;
+         return patternCase("E*", {.tp = 4, .moe_ep = 2}, {4}, f);
+       },
+       P::kPlanGeometry, V::kGeometryDisagrees},
+  };
+}
+
+/// The decisions checkPlan cannot kill, and why.
+bool killedElsewhere(Decision d) {
+  switch (d) {
+    case Decision::kFusionTokenBoundMoved:
+      // Fused or not, the sum is completed once; only the gate's bound, as
+      // the conformance suite states it, tells them apart.
+    case Decision::kFusionIgnoresDpAttention:
+      // Under DP attention no boundary asks the fusion gate.
+      return true;
+    default:
+      return false;
+  }
+}
+
+TEST(LedgerKills, EveryPlannerDecisionHasACaseOnWhichCheckPlanFails) {
+  const std::vector<Kill> all = kills();
+  std::vector<bool> covered(kDecisionCount, false);
+  Ledger ledger;
+  for (const Kill& k : all) {
+    SCOPED_TRACE(std::string("decision ") + std::to_string(static_cast<int>(k.decision)) + ": " +
+                 k.why);
+    covered[static_cast<int>(k.decision)] = true;
+    const Case c = k.make();
+    // The unmutated plan of the same case holds: the kill is the decision's.
+    const Plan clean = mustBuild(c);
+    const auto baseline = properties::checkPlan(clean, ledger);
+    ASSERT_TRUE(baseline.holds()) << describeViolation(*baseline.firstViolation());
+    const Plan mutated = mustBuild(c, PolicyKind::kDeclared, Schema::with(k.decision));
+    const auto verdict = properties::checkPlan(mutated, ledger);
+    ASSERT_FALSE(verdict.holds()) << "survives: " << reproduceCommand(c, "declared");
+    const auto first = verdict.firstViolation();
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->property, k.property) << describeViolation(*first);
+    EXPECT_EQ(first->cls, k.cls) << describeViolation(*first);
+  }
+  for (int d = 0; d < kDecisionCount; ++d) {
+    if (killedElsewhere(static_cast<Decision>(d))) continue;
+    EXPECT_TRUE(covered[d]) << "decision " << d << " has no killing case";
+  }
+}
+
+}  // namespace
+}  // namespace seam
