@@ -127,7 +127,10 @@ Status createSchemaOfVersion(sqlite3* db, int version) {
   if (version < 1 || version > kStoreSchemaVersion) {
     return Status::internal("no schema of version " + std::to_string(version));
   }
-  const int rc = sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr);
+  // As a store of that version has it: created as version 1, then migrated.
+  int rc = sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK && version >= 2)
+    rc = sqlite3_exec(db, kMigrateV1ToV2, nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) {
     return Status::internal(std::string("the schema did not build: ") + sqlite3_errmsg(db));
   }

@@ -332,5 +332,33 @@ TEST(GpuImport, AFileOverTheCapOrADirectoryIsRefusedInOneLineBeforeItIsParsed) {
   EXPECT_NE(dir.status().message().find("a directory, not a file"), std::string::npos);
 }
 
+TEST(GpuImport, AFileImportedBeforeIsFoundAsItsRunAndAnotherTimingIsNot) {
+  const std::string db = temp("dup.db"), file = temp("dup.json"), other = temp("other.json");
+  std::remove(db.c_str());
+  write(file, kRunJson);
+  std::string retimed = kRunJson;
+  retimed.replace(retimed.find("\"median_us\": 6.3"), 16, "\"median_us\": 6.4");
+  write(other, retimed);
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue());
+  auto first = readGpuJson(file, "seam 0.1.0");
+  ASSERT_TRUE(first.hasValue()) << first.status().message();
+  auto none = importedAs(*store, *first);
+  ASSERT_TRUE(none.hasValue());
+  EXPECT_EQ(*none, 0);
+  auto written = writeGpuResult(*store, *first);
+  ASSERT_TRUE(written.hasValue());
+  auto again = importedAs(*store, *readGpuJson(file, "seam 0.1.0"));
+  ASSERT_TRUE(again.hasValue());
+  EXPECT_EQ(*again, written->run_id);
+  // The same command on the same GPUs timed again is another run.
+  auto second = importedAs(*store, *readGpuJson(other, "seam 0.1.0"));
+  ASSERT_TRUE(second.hasValue());
+  EXPECT_EQ(*second, 0);
+  EXPECT_TRUE(sameGpuResult(*first, *readGpuJson(file, "seam 0.1.0")));
+  EXPECT_FALSE(sameGpuResult(*first, *readGpuJson(other, "seam 0.1.0")));
+  for (const std::string& f : {db, file, other}) std::remove(f.c_str());
+}
+
 }  // namespace
 }  // namespace seam::reports
