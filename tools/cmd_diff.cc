@@ -65,7 +65,7 @@ int diffSpace(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   if (o.c.model.empty() && o.c.pattern.empty()) {
     for (auto& m : properties::syntheticDiffModels()) spec.models.push_back(std::move(m));
   }
-  if (Status s = checkSpaceMemory(spec.worlds, modelCount(spec.models), {}, spec.jobs); !s) {
+  if (Status s = checkSpaceMemory(spec.worlds, spec.models, {}, spec.jobs); !s) {
     return fail(s);
   }
   auto store = reports::Store::open(o.db);

@@ -1,6 +1,5 @@
-// `seam mutate`: a mutation campaign over a case space (default: every preset
-// at worlds 1, 2, 4, 8, 16). Exit 0, or 1 when the baseline fails or (with
-// --fail-on-survivor) a mutant survives.
+// `seam mutate`: a mutation campaign over a case space (default: every preset at worlds
+// 1-16). Exit 0, or 1 when the baseline fails or (--fail-on-survivor) a mutant survives.
 #include <unistd.h>
 
 #include <optional>
@@ -90,8 +89,7 @@ Expected<mutants::CampaignSpec> servingSpec(const MutateOptions& o) {
   auto models = properties::sweepModels(o.model, o.pattern);
   if (!models) return models.status();
   spec.models = std::move(*models);
-  const Status memory = checkSpaceMemory(spec.worlds, modelCount(spec.models), {}, spec.jobs);
-  if (!memory) return memory;
+  if (Status s = checkSpaceMemory(spec.worlds, spec.models, {}, spec.jobs); !s) return s;
   auto chosen = chosenMutants(o.mutant_ids, mutants::MutantFamily::kServing);
   if (!chosen) return chosen.status();
   spec.mutants = std::move(*chosen);
@@ -104,8 +102,7 @@ int mutateServing(const MutateOptions& o) {
   auto spec = servingSpec(o);
   if (!spec) return fail(spec.status());
   if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
-  // Under mpirun rank 0 opens the store (and every rank learns whether it
-  // could) and says which mutants a resumed run has.
+  // Under mpirun rank 0 opens the store; every rank learns the outcome and the decided mutants.
   const MpiWorld& mpi = mpiWorld();
   std::optional<reports::StoredRun> opened;
   Status open_status;

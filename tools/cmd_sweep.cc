@@ -81,8 +81,8 @@ Expected<properties::SweepSpec> servingSpec(const SweepOptions& o) {
   // Validate the fixed leaves once, with the message ConfigSpace gives.
   if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe)
     return probe.status();
-  if (Status s = checkSpaceMemory({spec.world}, modelCount(spec.models), spec.filter, spec.jobs,
-                                  spec.shard.count);
+  if (Status s =
+          checkSpaceMemory({spec.world}, spec.models, spec.filter, spec.jobs, spec.shard.count);
       !s) {
     return s;
   }

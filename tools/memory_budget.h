@@ -54,4 +54,11 @@ inline std::int64_t modelCount(const std::vector<properties::SweepModel>& models
 Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
                         const ConfigFilter& filter, int jobs, int shards = 1);
 
+/// checkSpaceMemory over the modelled ones of `models`.
+inline Status checkSpaceMemory(const std::vector<int>& worlds,
+                               const std::vector<properties::SweepModel>& models,
+                               const ConfigFilter& filter, int jobs, int shards = 1) {
+  return checkSpaceMemory(worlds, modelCount(models), filter, jobs, shards);
+}
+
 }  // namespace seam::tools

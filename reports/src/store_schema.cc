@@ -226,7 +226,7 @@ Status Store::Impl::migrate() {
   detail::Statement version(raw);
   if (rc == SQLITE_OK) rc = sqlite3_step(raw);
   if (rc != SQLITE_ROW) {
-    const Status failed = detail::sqliteFailure(sqliteContext(), rc, __FILE__, __LINE__);
+    const Status failed = detail::sqliteFailure(sqliteContext(), rc);
     (void)exec("ROLLBACK");
     return failed;
   }
