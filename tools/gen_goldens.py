@@ -45,7 +45,7 @@ CASES = [
      f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --dp-padding sum_len --policy legacy"),
     ("two_stage_moe_rs_declared", "declared, boundary_reduction rs with MAX_LEN: dp_reduce_scatter carried to the next attention input",
      f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --reduction rs"),
-    ("two_stage_moe_rsv_declared", "declared, boundary_reduction rsv with moe_ep == attn_dp: reduce_scatterv carried to the next attention input",
+    ("two_stage_moe_rsv_declared", "declared, boundary_reduction rsv with moe_ep == attn_dp: reduce_scatterv carried to the next attention input (an engine finding: its one size per DP shard cannot fit the 4-rank tp group)",
      f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --ep 2 --tokens 3,2 --reduction rsv"),
     ("two_stage_a2a_dense_then_sparse", "a2a MoE after first-k dense layers (DeepSeek): FFN input #5 RS(attn_tp), the first sparse layer slices the residual, the next receives it sliced; attention input on local rows: add+norm, AG(attn_tp); the last layer's _gather",
      f"--pattern '*-*E*E' {TWO} --tp 4 --ep 4 --a2a deepep"),
@@ -71,9 +71,9 @@ CASES = [
      f"--pattern 'GE*E' {TWO} --tp 2"),
     ("two_stage_dense_fully_dp", "fully-DP dense FFNs (moe_dense_tp_size 1): FFN input #5 RS(attn_tp) to local rows, replicated weights, no sum owed; the next attention input gathers the normed rows",
      f"--pattern '*-*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --dense-tp 1"),
-    ("two_stage_input_scattered", "input-scattered attention (§6.5, MLA with q_lora_rank, extend): tp_slice / tp_reduce_scatter of the layer input, add+norm on the slice, the latent gather over TP; the FFN input adds the residual slice into the sum, one AR(tp); the FFN leaves its TP sum to the next reduce-scatter",
+    ("two_stage_input_scattered", "input-scattered attention (§6.5, MLA with q_lora_rank, extend): layer 0 reduce-scatters the embedding's vocab-shard partial, later layers tp_reduce_scatter the FFN's sum; add+norm on the slice, the latent gather over TP in the attention; the FFN input adds the residual slice into the sum, one AR(tp); the FFN leaves its TP sum to the next reduce-scatter (rs+rsv)",
      f"--pattern '*-*E' {TWO} --tp 2 --tokens 4 --mode extend --input-scattered"),
-    ("two_stage_input_scattered_pp_cut", "input-scattered across a pipeline cut: the FFN completes before the send, the next stage slices",
+    ("two_stage_input_scattered_pp_cut", "input-scattered across a pipeline cut: the FFN's TP partial is sent unreduced and the next stage reduce-scatters it once",
      f"--pattern '*-|*E' {TWO} --pp 2 --tp 2 --tokens 4 --mode extend --input-scattered"),
     ("two_stage_ln_sp", "LayerNorm SP (§6.5 SEQUENCE_PARALLEL, extend): every stage on SGLang's padded equal shards (tp chunks of ceil(M/tp) rows, shard_token_rows), its column linear all-gathers them (narrowed to M) and its row linear reduce-scatters (M padded) with the plain collectives; boundaries only add and norm; the final norm runs on the shards and maybe_exit_gather gathers its output",
      f"--pattern '*-*-' {TWO} --tp 2 --tokens 3 --mode extend --ln-sp"),
@@ -118,7 +118,10 @@ def main():
         if run.returncode != 0:
             sys.exit(f"gen_goldens.py: `seam {full}` exited {run.returncode}: {run.stderr.strip()}")
         check = subprocess.run(f"{seam} check {args}", shell=True, capture_output=True, text=True)
-        if check.returncode != 0:
+        # A golden pins a plan that holds, or one that is SGLang's own fault
+        # (an engine finding, docs/engine-findings.md): its pins say which.
+        finding = check.returncode == 1 and "ENGINE FINDING" in check.stdout
+        if check.returncode != 0 and not (finding and "engine finding" in pins):
             sys.exit(f"gen_goldens.py: `seam check {args}` does not hold:\n{check.stdout}")
         path = os.path.join(OUT, name + ".txt")
         wanted.add(name + ".txt")

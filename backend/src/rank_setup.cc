@@ -254,7 +254,19 @@ Status RankExecutor::uploadEmbeddings() {
     }
     return host;
   };
-  auto e0 = upload(rowsOf(0, s_.rows.tokens(RowKind::kAttention, rank_)));
+  std::vector<float> first = rowsOf(0, s_.rows.tokens(RowKind::kAttention, rank_));
+  // Input-scattered attention: VocabParallelEmbedding skips its TP
+  // all-reduce, so this rank starts from its vocab shard's part (the ledger's
+  // embed(), numeric::embedShardOwner): zeros where another shard holds the token.
+  const ParallelConfig& cfg = s_.plan.source.config;
+  if (s_.plan.source.flags.input_scattered && cfg.tp > 1) {
+    const std::vector<int>& toks = s_.rows.tokens(RowKind::kAttention, rank_);
+    for (size_t i = 0; i < toks.size(); ++i) {
+      if (toks[i] < 0 || numeric::embedShardOwner(toks[i], cfg.tp) == rank_ % cfg.tp) continue;
+      std::fill(first.begin() + i * h_, first.begin() + (i + 1) * h_, 0.0f);
+    }
+  }
+  auto e0 = upload(first);
   if (!e0) return e0.status();
   embed0_ = std::move(*e0);
   // The MTP projection adds stack s's embedding to whatever rows the hidden

@@ -1,8 +1,21 @@
 // Pins input-scattered attention (§6.5, sim/src/policy/two_stage.cc:
-// inputScatteredEntry, inputScatteredFfnExit) against
-// reference/serving-boundaries.md: the TP slice an MLA attention with
-// q_lora_rank reads, the FFN input that adds the residual slice into the
-// sum, the engine's refusals, and hand-made wrong plans the ledger catches.
+// inputScatteredEntry, inputScatteredFfnExit) against SGLang's code:
+// - layers/communicator/factories.py (_connect) @060c48f7: the stack input of
+//   the INPUT_SCATTERED variant owes SumGroup.TP (VocabParallelEmbedding skips
+//   its all-reduce inside maybe_input_scattered, sglang PR #10568), so layer
+//   0's entry reduce-scatters it (ops.py tp_reduce_scatter, copy @0bca4c6f);
+// - factories.py (_ffn_decl, INPUT_SCATTERED) and exit.py
+//   (_ffn_leaves_sum_to_reduce_scatter) @060c48f7: the FFN leaves its sum to
+//   that reduce-scatter only under rs / rs+rsv; under ar it all-reduces and
+//   the next entry takes prepare.py's completed_step (_consumer_step
+//   @96bbe18f), a slice;
+// - TestBoundaryIntegrations.test_pipeline_preserves_declared_sum_for_one_receiver_completion:
+//   across a pipeline cut the partial travels unreduced and the receiver
+//   completes it with one reduce-scatter;
+// - prepare.py (_hand_scattered_input_to_attention) @96bbe18f: the QKV hook
+//   gathers the latents over tp inside the attention.
+// Plus the FFN input that adds the residual slice into the sum, the engine's
+// refusals, and hand-made wrong plans the ledger catches.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -30,22 +43,49 @@ Flags inputScattered() {
   Flags f;
   f.mode = ForwardMode::kExtend;
   f.input_scattered = true;
+  // DeepSeek's default (model_boundary_reduction @0fbe7e46: rs+rsv).
+  f.reduction = BoundaryReduction::kRsRsv;
   return f;
 }
 
 TEST(TwoStageRules,
      InputScatteredAttentionReadsATpSliceAndTheFfnInputAddsTheResidualSliceIntoTheSum) {
   const Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
-  const std::vector<OpKind> layer0 = {OpKind::kSlice, OpKind::kAddNorm, OpKind::kAllGather};
+  // The embedding's vocab-shard partial, reduce-scattered onto the slice.
+  const std::vector<OpKind> layer0 = {OpKind::kReduceScatter, OpKind::kAddNorm};
   EXPECT_EQ(kindsAt(plan, 0, 0, Phase::kEntry), layer0);
+  const std::vector<OpKind> attention = {OpKind::kAllGather, OpKind::kCompute};  // the latents
+  EXPECT_EQ(kindsAt(plan, 0, 0, Phase::kCompute), attention);
   const std::vector<OpKind> ffn_in = {OpKind::kAdd, OpKind::kAllReduce, OpKind::kAddNorm};
   EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kEntry), ffn_in);
   EXPECT_TRUE(kindsAt(plan, 0, 1, Phase::kExit).empty());  // the dense FFN leaves its TP sum
-  const std::vector<OpKind> layer1 = {OpKind::kReduceScatter, OpKind::kSlice, OpKind::kAddNorm,
-                                      OpKind::kAllGather};
+  const std::vector<OpKind> layer1 = {OpKind::kReduceScatter, OpKind::kSlice, OpKind::kAddNorm};
   EXPECT_EQ(kindsAt(plan, 0, 2, Phase::kEntry), layer1);
   EXPECT_EQ(kindsAt(plan, 0, 3, Phase::kExit),
             std::vector<OpKind>{OpKind::kAllReduce});  // terminal
+  expectHolds(plan);
+}
+
+TEST(TwoStageRules, UnderReductionArAnInputScatteredFfnAllReducesAndTheNextEntryOnlySlices) {
+  Flags f = inputScattered();
+  f.reduction = BoundaryReduction::kAr;
+  const Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, f));
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kExit), std::vector<OpKind>{OpKind::kAllReduce});
+  const std::vector<OpKind> layer1 = {OpKind::kSlice, OpKind::kSlice, OpKind::kAddNorm};
+  EXPECT_EQ(kindsAt(plan, 0, 2, Phase::kEntry), layer1);
+  // Layer 0 still completes the embedding's partial: the strategy is the FFN's.
+  EXPECT_EQ(kindsAt(plan, 0, 0, Phase::kEntry).front(), OpKind::kReduceScatter);
+  expectHolds(plan);
+}
+
+TEST(TwoStageRules, AnInputScatteredFfnSendsItsPartialAcrossAPipelineCutForTheReceiverToComplete) {
+  const Plan plan = mustBuild(twoStageCase("*-|*E", {.pp = 2, .tp = 2}, {4}, inputScattered()));
+  // Rank 0 (pipeline stage 0) sends the unreduced output and the residual.
+  EXPECT_EQ(kindsAt(plan, 0, 1, Phase::kExit), (std::vector<OpKind>{OpKind::kSend, OpKind::kSend}));
+  // Rank 2 receives them and runs one reduce-scatter.
+  const std::vector<OpKind> received = {OpKind::kRecv, OpKind::kRecv, OpKind::kReduceScatter,
+                                        OpKind::kSlice, OpKind::kAddNorm};
+  EXPECT_EQ(kindsAt(plan, 2, 2, Phase::kEntry), received);
   expectHolds(plan);
 }
 
@@ -90,6 +130,35 @@ TEST(TwoStageWrongPlans,
   EXPECT_EQ(v.property, Property::kOwedOnce);
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
   EXPECT_EQ(v.stage, 2);
+}
+
+TEST(TwoStageWrongPlans, ALayer0EntryThatSlicesTheEmbeddingAsIfItWereCompleteNeverCompletesIt) {
+  // What the plan was before the embedding's skipped all-reduce was modelled.
+  Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
+  sliceInsteadEverywhere(plan, 0, Phase::kEntry, OpKind::kReduceScatter);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(v.stage, 0);
+  EXPECT_NE(v.term.find("e(t"), std::string::npos) << v.term;  // an embedding shard's part
+}
+
+TEST(TwoStageWrongPlans, AnEmbeddingAllReducedBeforeLayer0sReduceScatterIsCountedTwice) {
+  // As if VocabParallelEmbedding all-reduced inside maybe_input_scattered.
+  Plan plan = mustBuild(twoStageCase("*-*E", {.tp = 2}, {4}, inputScattered()));
+  for (auto& ops : plan.ranks) {
+    const int i = seam::testing::findOp(plan, static_cast<int>(&ops - plan.ranks.data()), 0,
+                                        Phase::kEntry, OpKind::kReduceScatter);
+    ASSERT_GE(i, 0);
+    Op ar = ops[i];
+    ar.kind = OpKind::kAllReduce;
+    ar.rows_out = ar.rows_in;
+    ops.insert(ops.begin() + i, ar);
+  }
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kCountedTwice);
+  EXPECT_EQ(v.stage, 0);
 }
 
 }  // namespace

@@ -72,8 +72,15 @@ PlanBuilder::Hand PlanBuilder::embeddingEntry(const Sides& s) {
     return h;
   }
   if (input_scattered_ && !s.final_norm) {
-    // The MTP step's zero residual is laid out on the slice already.
-    inputScatteredEntry(h.entry, false, false);
+    // factories.py (_connect): with no producer the INPUT_SCATTERED variant
+    // declares that the stack input owes SumGroup.TP, and VocabParallelEmbedding
+    // skips its all-reduce inside maybe_input_scattered, so layer 0's entry
+    // completes the embedding's vocab-shard partial with tp_reduce_scatter.
+    // The MTP step's input is eh_proj's complete output, its zero residual
+    // laid out on the slice already.
+    const bool owes_tp = s.stack == 0;
+    if (owes_tp) h.handoff = {RowKind::kAttention, SumGroup::kTp, Completer::kConsumerEntry, false};
+    inputScatteredEntry(h.entry, owes_tp, false);
     h.residual_after = RowKind::kLocal;
     return h;
   }

@@ -131,6 +131,18 @@ void PlanBuilder::emitMtpInput(int r) {
          {OpKind::kSlice, Tensor::kHidden, kNoAxis, RowKind::kSequence, RowKind::kAttention});
   }
   emit(r, stack, -1, Phase::kCompute, {OpKind::kCompute, Tensor::kHidden, kNoAxis});
+  if (!two_stage_) {
+    // models/nemotron_h_mtp.py @008b79d2: eh_proj is a ColumnParallelLinear;
+    // without DP attention gather_output all-gathers its columns over tp;
+    // under DP it is split over attention TP and the forward all-gathers the
+    // hidden dimension there. A one-rank group returns its input.
+    const Axis columns = D_ > 1 ? Axis::kAttnTp : Axis::kTp;
+    if (axisSize(columns) > 1) {
+      emit(r, stack, -1, Phase::kCompute,
+           {OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(columns),
+            RowKind::kAttention, RowKind::kAttention});
+    }
+  }
   // The zero residual lies on the rows the first MTP layer reads (local
   // rows for an all-to-all MoE), like the hidden state it is added to.
   // LayerNorm SP slices onto local rows even when attn_tp == 1.

@@ -51,8 +51,7 @@ void PlanBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& 
   // Uneven attention-TP splits use the variable-size collectives; LayerNorm
   // SP's padded shards are equal, its collectives the plain ones.
   const bool local_side = s.in == RowKind::kLocal || s.out == RowKind::kLocal;
-  if ((s.axis == static_cast<std::int8_t>(Axis::kAttnTp) || local_side) &&
-      rows_.shardTokens(rank) % a_ != 0 && !ln_sp_) {
+  if (local_side && rows_.shardTokens(rank) % a_ != 0 && !ln_sp_) {
     if (op.kind == OpKind::kReduceScatter) op.kind = OpKind::kReduceScatterv;
     if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
   }
@@ -68,6 +67,17 @@ inline void PlanBuilder::emitCompute(int rank, int stack, int stage) {
   // LongCat-Flash's MoE computes on the branch's copy of its input.
   const Tensor t = branch_ && stack == 0 && stage % spl_ == 1 ? Tensor::kBranch : Tensor::kHidden;
   if (a2aMoe(k)) return emitAllToAllCompute(rank, stack, stage, t, axis);
+  if (input_scattered_ && isMixer(k)) {
+    // prepare.py (_hand_scattered_input_to_attention) @96bbe18f: with a QKV
+    // hook and no DSA the attention reads its slice, and the hook all-gathers
+    // the q/kv latents over tp after the projection, inside the attention.
+    // The ledger's rows are per token, so the gather before the GEMM stands
+    // for it; its bytes are the hidden state's (seam's shapes carry no
+    // kv_lora_rank).
+    emit(rank, stack, stage, Phase::kCompute,
+         {OpKind::kAllGather, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kLocal,
+          RowKind::kAttention});
+  }
   const RowKind rows = denseOnLocal(k) ? localRows()
                        : isFfn(k)      ? sharedFfnRows(k)
                                        : RowKind::kAttention;

@@ -194,13 +194,18 @@ PlanBuilder::Hand PlanBuilder::layerNormSpBoundary(const Sides& s) {
   return h;
 }
 
-// The FFN's sum is left for the next layer's tp_reduce_scatter when it is
-// a TP sum (may_reduce_scatter, not terminal); otherwise the exit
-// completes (also before a pipeline send) and the next entry slices.
+// factories.py (_ffn_decl, INPUT_SCATTERED) and exit.py
+// (_ffn_leaves_sum_to_reduce_scatter) @060c48f7: the FFN leaves its TP sum
+// for the next layer's tp_reduce_scatter when the boundary reduction is rs
+// or rs+rsv and the FFN is not the model's last (a pipeline cut is not
+// terminal: the partial crosses it and the receiver completes it, as
+// TestBoundaryIntegrations' pipeline test states). Otherwise the exit
+// all-reduces and the next entry takes the completed step, a slice
+// (prepare.py _consumer_step @96bbe18f).
 PlanBuilder::Hand PlanBuilder::inputScatteredFfnExit(const Sides& s) {
   Hand h;
-  const bool rs = !s.terminal && s.group != kNoAxis &&
-                  sameGroup(static_cast<Axis>(s.group), Axis::kTp) && c_.model.allow_reduce_scatter;
+  const bool rs = useRs() && !s.final_norm && s.group != kNoAxis &&
+                  sameGroup(static_cast<Axis>(s.group), Axis::kTp);
   h.handoff = {RowKind::kAttention, rs ? SumGroup::kTp : SumGroup::kNone,
                rs ? Completer::kCarried : Completer::kNone, true};
   if (!rs && s.group != kNoAxis) h.exit.push_back({OpKind::kAllReduce, Tensor::kHidden, s.group});
@@ -224,8 +229,8 @@ void PlanBuilder::inputScatteredEntry(StepList& steps, bool owes_tp,
         {OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
   }
   steps.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, RowKind::kLocal, RowKind::kLocal});
-  // The attention's QKV hook gathers the latents over TP (tp_gather).
-  steps.push_back({OpKind::kAllGather, Tensor::kHidden, tp, RowKind::kLocal, RowKind::kAttention});
+  // The attention takes its slice; its QKV hook gathers the latents over tp
+  // after the projection (emitCompute).
   residual_local_ = true;
 }
 

@@ -14,6 +14,7 @@
 #include "base/fingerprint.h"
 #include "replay/ledger_domains.h"
 #include "replay/replay.h"
+#include "seam/sim/replay/numeric.h"
 
 namespace seam::ledger_detail {
 
@@ -34,6 +35,10 @@ class ArithmeticDomain {
     a = node(kAdd, std::min(a, b), std::max(a, b));
   }
   Value embed(int stack, int t) const { return node(kEmbed, stack, t); }
+  /// The owner's vocab shard holds the row, the others exact zeros (numeric_domain.h).
+  Value embedShard(int stack, int t, int j, int n) const {
+    return numeric::embedShardOwner(t, n) == j ? embed(stack, t) : zero();
+  }
   Value junk(std::uint64_t id) const { return node(kJunk, id); }
   bool holds(const Value&, Expect, int, int, int) const { return true; }
   Explanation explain(const Value&, Expect, int, int, int) const { return {}; }
@@ -51,6 +56,17 @@ class ArithmeticDomain {
   }
   Value project(const Value& in, int stack, int, std::uint64_t, int rows) const {
     return node(kProject, static_cast<std::uint64_t>(stack), static_cast<std::uint64_t>(rows), in);
+  }
+  /// A column shard is its columns' part of the same GEMM.
+  Value projectShard(const Value& in, int stack, int, int j, int k, std::uint64_t, int rows) const {
+    return node(kProject, static_cast<std::uint64_t>(stack), static_cast<std::uint64_t>(rows), in,
+                pack(j, k));
+  }
+  /// A gather copies bits: the row is its shards in order.
+  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t) const {
+    Value h = node(kColumns, static_cast<std::uint64_t>(parts.size()));
+    for (Value p : parts) h = node(kOperand, h, p);
+    return h;
   }
 
   /// An NCCL reduction. Zeros drop out (x + 0 = x in any order); one or two
@@ -90,7 +106,8 @@ class ArithmeticDomain {
     kCompute,
     kProject,
     kReduce,
-    kOperand
+    kOperand,
+    kColumns
   };
   static std::uint64_t pack(int a, int b) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |

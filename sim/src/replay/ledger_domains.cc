@@ -29,6 +29,8 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
     for (int t = static_cast<int>(b_.size()); t < tokens; ++t) b_.push_back(point(1, t));
   }
   a_embed_.resize(stacks.size());
+  a_embed_shard_.resize(stacks.size());
+  a_column_.resize(stacks.size());
   a_partial_.resize(stacks.size());
   a_normed_.resize(stacks.size());
   prefix_.resize(stacks.size());
@@ -36,6 +38,15 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
     const auto& shards = stacks[k].shards;
     const int n = static_cast<int>(shards.size());
     a_embed_[k] = point(2, k);
+    // The vocab shards' parts: random but the last, which makes them sum to a_e.
+    auto& parts = a_embed_shard_[k];
+    parts.assign(std::max(1, stacks[k].embed_shards), a_embed_[k]);
+    for (size_t j = 0; j + 1 < parts.size(); ++j) {
+      parts[j] = point(5, k, j);
+      addMod(parts.back(), kPrime - parts[j]);
+    }
+    a_column_[k].resize(std::max(1, stacks[k].column_shards));
+    for (size_t j = 0; j < a_column_[k].size(); ++j) a_column_[k][j] = point(6, k, j);
     a_partial_[k].resize(n);
     a_normed_[k].resize(n + 1);
     prefix_[k].resize(n + 1);
@@ -84,7 +95,9 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
 
 ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
   if (e == Expect::kNormed) return normed(stack, stage, t);
-  Value v = embed(stack, t);
+  Value v;
+  for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j)
+    v.emplace_back(key(kE, stack, 0, t, j), 1);
   const auto& shards = (*stacks_)[stack].shards;
   const auto& joins = (*stacks_)[stack].joins_at;
   for (int s = 0; s < static_cast<int>(shards.size()); ++s) {
@@ -105,7 +118,7 @@ std::string ExactDomain::termName(std::uint64_t k) {
   const std::string pre = stack ? "mtp:" : "";
   switch (kind) {
     case kE:
-      return pre + "e(t" + std::to_string(t) + ")";
+      return pre + "e(t" + std::to_string(t) + (j > 0 ? ", j" + std::to_string(j) : "") + ")";
     case kP:
       return pre + "p(s" + std::to_string(stage) + ", t" + std::to_string(t) + ", j" +
              std::to_string(j) + ")";

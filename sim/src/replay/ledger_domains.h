@@ -18,6 +18,14 @@ namespace seam::ledger_detail {
 struct StackShape {
   std::vector<int> shards;    ///< per stage: number of p(s, t, j) terms
   std::vector<int> joins_at;  ///< per stage: the first stage whose complete input includes it
+  /// Terms of the embedding: 1 when it arrives complete; tp when the engine's
+  /// VocabParallelEmbedding skips its all-reduce (input-scattered attention)
+  /// and each TP rank holds its vocab shard's part e(t, j).
+  int embed_shards = 1;
+  /// Column shards of the stack's input projection: 1 when it is complete;
+  /// k when it is column-parallel over a group of k ranks (Nemotron-H's MTP
+  /// eh_proj) and each rank holds its columns until they are gathered.
+  int column_shards = 1;
 };
 
 /// What a row was expected to hold at a check.
@@ -43,6 +51,10 @@ class FastDomain {
   static void addMod(Value& a, const Value& b) { a = detail::fieldAdd(a, b); }
   void add(Value& a, const Value& b) const { addMod(a, b); }
   Value embed(int stack, int t) const { return mul(a_embed_[stack], b_[t]); }
+  /// Vocab shard j's part of the embedding (of `n`, as prepared); the shards sum to embed().
+  Value embedShard(int stack, int t, int j, int) const {
+    return mul(a_embed_shard_[stack][j], b_[t]);
+  }
   Value partial(int stack, int stage, int t, int j) const {
     return mul(a_partial_[stack][stage][j], b_[t]);
   }
@@ -65,6 +77,24 @@ class FastDomain {
   Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : embed(stack, t);
   }
+  /// Column shard j of the stack's input projection.
+  Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
+    return t < 0 ? junk(junk_id) : mul(a_column_[stack][j], b_[t]);
+  }
+  /// The all-gather of the columns: the projection when every member held its
+  /// own column shard, in group order; otherwise no column layout makes the
+  /// row, and the sum of what arrived fails the next check.
+  Value joinColumns(const std::vector<Value>& parts, int stack, int t,
+                    std::uint64_t junk_id) const {
+    if (t < 0) return junk(junk_id);
+    bool whole = parts.size() == a_column_[stack].size();
+    Value sum = 0;
+    for (size_t j = 0; j < parts.size(); ++j) {
+      whole = whole && parts[j] == mul(a_column_[stack][j], b_[t]);
+      addMod(sum, parts[j]);
+    }
+    return whole ? embed(stack, t) : sum;
+  }
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
     return v ==
            (e == Expect::kComplete ? mul(prefix_[stack][stage], b_[t]) : normed(stack, stage, t));
@@ -74,6 +104,8 @@ class FastDomain {
   static Value mul(Value a, Value b) { return detail::fieldMul(a, b); }
   std::vector<Value> b_;                                    // per token
   std::vector<Value> a_embed_;                              // per stack
+  std::vector<std::vector<Value>> a_embed_shard_;           // [stack][shard], summing to a_embed_
+  std::vector<std::vector<Value>> a_column_;                // [stack][column shard]
   std::vector<std::vector<std::vector<Value>>> a_partial_;  // [stack][stage][shard]
   std::vector<std::vector<Value>> a_normed_;                // [stack][stage], stage n = final
   std::vector<std::vector<Value>> prefix_;  // [stack][k] = a_e + sum_{s<k} sum_j a_p
@@ -90,6 +122,7 @@ class ExactDomain {
   void add(Value& a, const Value& b) const { addTerms(a, b); }
   static void addTerms(Value& a, const Value& b);
   Value embed(int stack, int t) const { return {{key(kE, stack, 0, t, 0), 1}}; }
+  Value embedShard(int stack, int t, int j, int) const { return {{key(kE, stack, 0, t, j), 1}}; }
   Value partial(int stack, int stage, int t, int j) const {
     return {{key(kP, stack, stage, t, j), 1}};
   }
@@ -106,6 +139,23 @@ class ExactDomain {
   }
   Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : embed(stack, t);
+  }
+  /// Column shard j of the stack's input projection: the term p(s-1, t, j).
+  Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
+    return t < 0 ? junk(junk_id) : Value{{key(kP, stack, -1, t, j), 1}};
+  }
+  /// As FastDomain::joinColumns.
+  Value joinColumns(const std::vector<Value>& parts, int stack, int t,
+                    std::uint64_t junk_id) const {
+    if (t < 0) return junk(junk_id);
+    const int k = (*stacks_)[stack].column_shards;
+    bool whole = static_cast<int>(parts.size()) == k;
+    Value sum;
+    for (size_t j = 0; j < parts.size(); ++j) {
+      whole = whole && parts[j] == Value{{key(kP, stack, -1, t, static_cast<int>(j)), 1}};
+      addTerms(sum, parts[j]);
+    }
+    return whole ? embed(stack, t) : sum;
   }
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
     return v == expected(e, stack, stage, t);

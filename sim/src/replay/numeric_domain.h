@@ -43,6 +43,11 @@ class NumericDomain {
     }
   }
   Value embed(int stack, int t) const { return numeric::embedRow(stack, t, mode_, shape_); }
+  /// VocabParallelEmbedding's unreduced output: a token's row lies in one
+  /// vocab shard (numeric::embedShardOwner), the others contribute zeros.
+  Value embedShard(int stack, int t, int j, int n) const {
+    return numeric::embedShardOwner(t, n) == j ? embed(stack, t) : zero();
+  }
   Value junk(std::uint64_t) const { return Value(shape_.hidden, numeric::kPaddingValue); }
   bool holds(const Value&, Expect, int, int, int) const { return true; }
   Explanation explain(const Value&, Expect, int, int, int) const { return {}; }
@@ -74,6 +79,23 @@ class NumericDomain {
     Value out(shape_.hidden);
     numeric::projectRow(in.data(), out.data(), stack, t < 0 ? 0 : t, mode_, shape_);
     kernelOfSize(out, rows);
+    return out;
+  }
+  /// Column shard j of k of the projection: its columns, zeros elsewhere
+  /// (ColumnParallelLinear's output_size / k columns per rank).
+  Value projectShard(const Value& in, int stack, int t, int j, int k, std::uint64_t junk_id,
+                     int rows) const {
+    Value out = project(in, stack, t, junk_id, rows);
+    const numeric::ColumnRange cols = numeric::shardColumns(shape_.hidden, k, j);
+    for (int c = 0; c < shape_.hidden; ++c) {
+      if (c < cols.begin || c >= cols.end) out[c] = 0.0f;
+    }
+    return out;
+  }
+  /// The gathered columns: each element comes from the one shard that holds it.
+  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t) const {
+    Value out = zero();
+    for (const Value& p : parts) add(out, p);
     return out;
   }
   /// ExecutionOrder::kCallDependent's reductions: element i adds the members

@@ -99,9 +99,14 @@ class Replay {
   // ---- the run (replay_run.h) ------------------------------------------------
   /// The stages of each stack, from the plan (StackShape).
   void shapeStacks();
+  /// The group a column-parallel input projection splits its output over:
+  /// attention TP under attention DP, else tp.
+  Axis columnAxis() const { return plan_->source.config.attn_dp > 1 ? Axis::kAttnTp : Axis::kTp; }
   /// Every rank starts on the batch's lane with no residual, branch or snapshot.
   void resetRanks();
-  /// The embedding: complete on attention rows (VocabParallelEmbedding reduces itself).
+  /// The embedding on attention rows: complete (VocabParallelEmbedding reduces
+  /// itself), or each TP rank's vocab-shard part where the engine skips that
+  /// all-reduce (input-scattered attention).
   void embed();
   /// Rounds over the ranks: each runs its local ops up to a collective, then
   /// every collective whose group's members all wait in it runs; a round
@@ -209,6 +214,9 @@ class Replay {
   void gatherCpShards(const std::vector<int>& members, const Op& op);
   /// Local slices to attention rows, each member's slice at its offset.
   void gatherLocal(const std::vector<int>& members, const Op& op);
+  /// Column shards (attention rows to attention rows, the hidden dimension
+  /// split): each row joined from the members' columns in group order.
+  void gatherColumns(const std::vector<int>& members, const Op& op);
   /// all_to_all dispatch: every member receives the concatenation of the members' rows.
   void dispatch(const std::vector<int>& members, const Op& op);
   /// all_to_all combine: each member's segment, summed over the experts' ranks.

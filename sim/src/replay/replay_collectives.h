@@ -56,6 +56,9 @@ inline void Replay<Domain>::execCollective(const std::vector<int>& members, cons
     case OpKind::kAllGatherv:
       if (op.rows_out.kind == RowKind::kFull || op.rows_out.kind == RowKind::kCpGathered) {
         gatherCpShards(members, op);
+      } else if (op.rows_in.kind == RowKind::kAttention &&
+                 op.rows_out.kind == RowKind::kAttention) {
+        gatherColumns(members, op);
       } else {
         gatherLocal(members, op);
       }
@@ -75,6 +78,30 @@ inline void Replay<Domain>::execCollective(const std::vector<int>& members, cons
     default:
       assert(false && "execCollective of a local op");
   }
+}
+
+template <class Domain>
+inline void Replay<Domain>::gatherColumns(const std::vector<int>& members, const Op& op) {
+  auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
+  const int r0 = members.front();
+  for (int m : members) {
+    if (!buf(m).present || buf(m).kind != RowKind::kAttention ||
+        buf(m).v.size() != buf(r0).v.size()) {
+      report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                "all_gather of columns: members hold different rows"));
+      return;
+    }
+  }
+  // Members are in group order; the owner of columns j is member j.
+  const auto& toks = tokensOf(buf(r0), r0);
+  std::vector<Value> parts(members.size());
+  std::vector<Value> joined(buf(r0).v.size());
+  for (size_t i = 0; i < joined.size(); ++i) {
+    for (size_t p = 0; p < members.size(); ++p) parts[p] = buf(members[p]).v[i];
+    const int t = i < toks.size() ? toks[i] : kPaddingRow;
+    joined[i] = domain_.joinColumns(parts, op.stack, t, ++junk_);
+  }
+  for (int m : members) buf(m).v = joined;
 }
 
 template <class Domain>

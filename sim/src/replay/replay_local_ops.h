@@ -308,8 +308,12 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
                    Property::kOwedOnce)) {
       return;
     }
+    // A column-parallel projection leaves each rank its columns (shapeStacks).
+    const int k = stacks_[op.stack].column_shards;
+    const int j = k > 1 ? topo_->rankIn(columnAxis(), r) : 0;
     for (size_t i = 0; i < toks.size(); ++i) {
-      h.v[i] = domain_.project(h.v[i], op.stack, toks[i], ++junk_, gemm_rows);
+      h.v[i] = k > 1 ? domain_.projectShard(h.v[i], op.stack, toks[i], j, k, ++junk_, gemm_rows)
+                     : domain_.project(h.v[i], op.stack, toks[i], ++junk_, gemm_rows);
     }
     return;
   }

@@ -44,6 +44,16 @@ inline void Replay<Domain>::shapeStacks() {
     shape.shards.push_back(s.shards);
     shape.joins_at.push_back(s.joins_at < 0 ? index + 1 : s.joins_at);
   }
+  // VocabParallelEmbedding (vocab_parallel_embedding.py forward) skips its
+  // TP all-reduce inside maybe_input_scattered: the case the engine runs with
+  // input-scattered attention starts from each TP rank's vocab-shard part
+  // (sglang PR #10568; the reason PR #21215 gives for a multimodal bug).
+  const ParallelConfig& cfg = plan_->source.config;
+  if (plan_->source.flags.input_scattered && cfg.tp > 1) stacks_[0].embed_shards = cfg.tp;
+  // Nemotron-H's MTP eh_proj (nemotron_h_mtp.py @008b79d2) is a
+  // ColumnParallelLinear over tp, or under DP attention over attention TP.
+  if (stacks_.size() > 1 && plan_->source.model.family == LayerFamily::kSingleStage)
+    stacks_[1].column_shards = static_cast<int>(topo_->groupOf(columnAxis(), 0).size());
   // Stages are stored stack 0 first, each stack in order.
   stage_base_[0] = 0;
   stage_base_[1] = static_cast<int>(stacks_[0].shards.size());
@@ -80,9 +90,14 @@ inline void Replay<Domain>::embed() {
     h.present = true;
     const auto& toks = rows().tokens(RowKind::kAttention, r);
     h.v.resize(toks.size());
-    // CP shard padding rows hold no token.
-    for (size_t i = 0; i < toks.size(); ++i)
-      h.v[i] = toks[i] == kPaddingRow ? freshJunk() : domain_.embed(0, toks[i]);
+    // CP shard padding rows hold no token. A sharded embedding: rank r holds
+    // vocab shard r % tp (its TP group is its pipeline stage's tp block).
+    const int n = stacks_[0].embed_shards;
+    for (size_t i = 0; i < toks.size(); ++i) {
+      h.v[i] = toks[i] == kPaddingRow ? freshJunk()
+               : n > 1                ? domain_.embedShard(0, toks[i], r % n, n)
+                                      : domain_.embed(0, toks[i]);
+    }
   }
 }
 

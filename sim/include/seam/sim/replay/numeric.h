@@ -63,6 +63,9 @@ StageWeights stageWeights(int stack, int stage, Mode mode, const Shape& shape);
 /// The input row of token t to stack `stack` (the embedding; the MTP step's
 /// eh_proj output for stack 1 is computed from it, see projectRow).
 std::vector<float> embedRow(int stack, int token, Mode mode, const Shape& shape);
+/// The vocab shard (of `shards`) whose VocabParallelEmbedding rows hold
+/// `token`'s embedding; the other shards' unreduced outputs are zero there.
+inline int embedShardOwner(int token, int shards) { return shards <= 1 ? 0 : token % shards; }
 
 /// Shard j of `shards`: the inner columns [begin, end) (tensor_split: the
 /// first inner % shards shards take one more).
