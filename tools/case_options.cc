@@ -1,5 +1,7 @@
 #include "case_options.h"
 
+#include "command.h"
+#include "memory_budget.h"
 #include "seam/properties/prop.h"
 
 namespace seam::tools {
@@ -78,9 +80,41 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
                   "plan with this planner decision flipped (a planted bug)");
   sub->add_option("--trace", o.trace,
                   "an engine trace (JSON lines, see README) to check instead of the policy's plan");
+  // Checked once the command line is parsed, so that the error is CLI11's
+  // one line and comes before anything is read or built.
+  sub->parse_complete_callback([sub, &o] {
+    if (Status s = checkCaseOptionsApply(*sub, o); !s) throw CLI::ValidationError(s.message());
+  });
+}
+
+Status checkCaseOptionsApply(const CLI::App& sub, const CaseOptions& o) {
+  if (!isTraining(o)) {
+    if (Status s = refuseGiven(sub, {"--layout", "--dp-replicate", "--docs"}, "--family training");
+        !s) {
+      return s;
+    }
+  }
+  // A bare single-stage pattern has no dense FFN stage of its own.
+  if (!o.pattern.empty() && o.family == "single-stage") {
+    if (Status s = refuseGiven(sub, {"--dense-tp"},
+                               "two-stage layers (--family two-stage or a two-stage preset)");
+        !s) {
+      return s;
+    }
+  }
+  if (sub.count("--trace") > 0) {
+    if (Status s =
+            refuseGiven(sub, {"--decision", "--policy"},
+                        "a policy's plan; a --trace is an engine's recording, judged as it is");
+        !s) {
+      return s;
+    }
+  }
+  return Status::ok();
 }
 
 Expected<Plan> buildPolicyPlan(const CaseOptions& o, const Case& c) {
+  if (Status s = checkCaseMemory(c); !s) return s;
   auto policy = parsePolicy(o.policy);
   if (!policy) return policy.status();
   Schema schema;

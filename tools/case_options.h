@@ -45,7 +45,13 @@ struct FilterOptions {
 /// Adds --pp --tp --dp --cp --ep --moe-dp as optional fixed leaves.
 void addFilterOptions(CLI::App* sub, FilterOptions& o);
 
-/// Adds the case options to a subcommand.
+/// Refuses, naming the option, a case option given where it does not apply:
+/// the training options without --family training, --dense-tp on a bare
+/// single-stage pattern, --decision or --policy beside --trace.
+Status checkCaseOptionsApply(const CLI::App& sub, const CaseOptions& o);
+
+/// Adds the case options to a subcommand (checkCaseOptionsApply runs once
+/// it is parsed).
 void addCaseOptions(CLI::App* sub, CaseOptions& o);
 
 }  // namespace seam::tools

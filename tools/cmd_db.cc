@@ -44,10 +44,27 @@ Command registerDb(CLI::App& app) {
         for (const std::string& f : o->files) {
           auto file = reports::readGpuJson(f, kSeamVersion);
           if (!file) return fail(file.status());
+          for (const reports::GpuResultFile& earlier : files) {
+            if (reports::sameGpuResult(earlier, *file)) {
+              return fail(Status::invalid("\"" + f.substr(0, 200) + "\": the same result as \"" +
+                                          earlier.path.substr(0, 200) + "\"; imported once"));
+            }
+          }
           files.push_back(std::move(*file));
         }
         auto store = reports::Store::open(o->db);
         if (!store) return fail(store.status());
+        // A result already in the store is refused before any file is written.
+        for (const auto& file : files) {
+          auto before = reports::importedAs(*store, file);
+          if (!before) return fail(before.status());
+          if (*before != 0) {
+            return fail(
+                Status::invalid("\"" + file.path.substr(0, 200) + "\": already imported as run " +
+                                std::to_string(*before) +
+                                " (the same command, device and rows); not imported again"));
+          }
+        }
         for (const auto& file : files) {
           const std::string& f = file.path;
           auto r = reports::writeGpuResult(*store, file);

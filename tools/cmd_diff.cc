@@ -3,6 +3,7 @@
 // of the presets (or --model / --pattern) and synthetic patterns at --world.
 #include "case_options.h"
 #include "command.h"
+#include "memory_budget.h"
 #include "seam/properties/diff.h"
 #include "seam/reports/diff_view.h"
 #include "seam/reports/recorders.h"
@@ -63,6 +64,9 @@ int diffSpace(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   spec.models = std::move(*models);
   if (o.c.model.empty() && o.c.pattern.empty()) {
     for (auto& m : properties::syntheticDiffModels()) spec.models.push_back(std::move(m));
+  }
+  if (Status s = checkSpaceMemory(spec.worlds, spec.models, {}, spec.jobs); !s) {
+    return fail(s);
   }
   auto store = reports::Store::open(o.db);
   if (!store) return fail(store.status());

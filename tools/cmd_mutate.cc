@@ -1,11 +1,11 @@
-// `seam mutate`: a mutation campaign over a case space (default: every preset
-// at worlds 1, 2, 4, 8, 16). Exit 0, or 1 when the baseline fails or (with
-// --fail-on-survivor) a mutant survives.
+// `seam mutate`: a mutation campaign over a case space (default: every preset at worlds
+// 1-16). Exit 0, or 1 when the baseline fails or (--fail-on-survivor) a mutant survives.
 #include <unistd.h>
 
 #include <optional>
 
 #include "command.h"
+#include "memory_budget.h"
 #include "mpi_runs.h"
 #include "progress.h"
 #include "seam/mutants/campaign.h"
@@ -43,10 +43,9 @@ Expected<std::vector<const mutants::Mutant*>> chosenMutants(const std::vector<st
   for (const std::string& id : ids) {
     const mutants::Mutant* m = mutants::findMutant(id);
     if (m == nullptr || m->family() != family) {
-      return Status::invalid("--mutant \"" + id.substr(0, 64) +
-                             (training ? "\" is not a training mutant id (see seam mutate "
-                                         "--family training --list)"
-                                       : "\" is not a mutant id (see seam mutate --list)"));
+      const std::string kind = training ? "training mutant id (see seam mutate --family training"
+                                        : "mutant id (see seam mutate";
+      return Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a " + kind + " --list)");
     }
     out.push_back(m);
   }
@@ -90,6 +89,7 @@ Expected<mutants::CampaignSpec> servingSpec(const MutateOptions& o) {
   auto models = properties::sweepModels(o.model, o.pattern);
   if (!models) return models.status();
   spec.models = std::move(*models);
+  if (Status s = checkSpaceMemory(spec.worlds, spec.models, {}, spec.jobs); !s) return s;
   auto chosen = chosenMutants(o.mutant_ids, mutants::MutantFamily::kServing);
   if (!chosen) return chosen.status();
   spec.mutants = std::move(*chosen);
@@ -102,8 +102,7 @@ int mutateServing(const MutateOptions& o) {
   auto spec = servingSpec(o);
   if (!spec) return fail(spec.status());
   if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
-  // Under mpirun rank 0 opens the store (and every rank learns whether it
-  // could) and says which mutants a resumed run has.
+  // Under mpirun rank 0 opens the store; every rank learns the outcome and the decided mutants.
   const MpiWorld& mpi = mpiWorld();
   std::optional<reports::StoredRun> opened;
   Status open_status;
@@ -181,9 +180,10 @@ Command registerMutate(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--layout", o->layout,
                   "--family training: only primerl or megatron (default: both)");
-  return {sub, [o]() {
+  return {sub, [o, sub]() {
             auto training = trainingFamily(o->family);
             if (!training) return fail(training.status());
+            if (Status s = *training ? refuseStoreOptions(*sub) : Status::ok(); !s) return fail(s);
             if (o->list) {
               for (const mutants::Mutant* m :
                    *training ? mutants::trainingRegistry() : mutants::registry()) {

@@ -13,6 +13,7 @@
 #include "seam/properties/prop.h"
 #include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
+#include "seam/sim/model/pattern.h"
 
 namespace seam::tools {
 
@@ -35,8 +36,13 @@ Command registerProp(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--world", o->world, "world size (0: generated from 1,2,4,8,16)")
       ->capture_default_str();
+  // A generated pattern holds its layers, a pipeline cut at most between
+  // each two, and an MTP tail: past this it could not be parsed, and
+  // rapidcheck would give up on it, so the value is refused when parsed.
+  constexpr int kMostLayers = static_cast<int>((kMaxPatternLength - 16) / 2);
   sub->add_option("--max-layers", o->max_layers, "longest generated pattern")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMostLayers));
   sub->add_option("--decision", o->decision,
                   "planner decision to flip, e.g. ffn_keeps_sum_from_mixer");
   sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();

@@ -7,6 +7,7 @@
 
 #include "case_options.h"
 #include "command.h"
+#include "memory_budget.h"
 #include "mpi_runs.h"
 #include "mpi_world.h"
 #include "progress.h"
@@ -80,6 +81,11 @@ Expected<properties::SweepSpec> servingSpec(const SweepOptions& o) {
   // Validate the fixed leaves once, with the message ConfigSpace gives.
   if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe)
     return probe.status();
+  if (Status s =
+          checkSpaceMemory({spec.world}, spec.models, spec.filter, spec.jobs, spec.shard.count);
+      !s) {
+    return s;
+  }
   return spec;
 }
 
@@ -142,9 +148,15 @@ Command registerSweep(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--layout", o->layout,
                   "--family training: only primerl or megatron (default: both)");
-  return {sub, [o]() {
+  return {sub, [o, sub]() {
             auto training = trainingFamily(o->family);
             if (!training) return fail(training.status());
+            if (*training) {
+              // The training sweep runs its whole space, unsharded.
+              Status s = refuseGiven(*sub, {"--shard"}, "--family serving");
+              if (s) s = refuseStoreOptions(*sub);
+              if (!s) return fail(s);
+            }
             return *training ? sweepTraining(*o) : sweepServing(*o);
           }};
 }

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -77,6 +78,25 @@ inline Expected<bool> trainingFamily(const std::string& family) {
   if (family == "training") return true;
   if (family == "serving") return false;
   return Status::invalid("--family \"" + family.substr(0, 64) + "\" is not serving or training");
+}
+
+/// Refuses, naming the first, any of `options` given on `sub`'s command line
+/// (where they do not apply, e.g. --shard on a training sweep, which runs
+/// its whole space and writes no store): "--shard applies to ...".
+inline Status refuseGiven(const CLI::App& sub, std::initializer_list<const char*> options,
+                          const std::string& applies_to) {
+  for (const char* option : options) {
+    if (sub.count(option) > 0) {
+      return Status::invalid(std::string(option) + " applies to " + applies_to);
+    }
+  }
+  return Status::ok();
+}
+
+/// The training sweep and campaign print their tables and write no store
+/// or JUnit file: the options that name them are refused there.
+inline Status refuseStoreOptions(const CLI::App& sub) {
+  return refuseGiven(sub, {"--db", "--resume", "--junit"}, "--family serving");
 }
 
 /// A registered subcommand: its CLI11 app and what runs when it was parsed.

@@ -284,6 +284,9 @@ GpuRunRecord readRun(Reader& r, const json& doc) {
   run.vs_reference = readRunDiff(r, doc, "vs_reference");
   run.gpu_host_hash = parseHash(hashes, "gpu_host");
   const json& timings = r.at(doc, "timings");
+  if (!timings.is_array() && !timings.is_null() && r.missing.empty()) {
+    r.missing = "timings (not a list)";
+  }
   for (const json& t : timings.is_array() ? timings : json::array()) {
     run.timings.push_back(readTiming(r, t));
   }

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <map>
+#include <tuple>
 #include <utility>
 
+#include "gpu_import_check.h"
 #include "seam/properties/gpu_json.h"
+#include "seam/reports/input_file.h"
 #include "seam/sim/replay/bit_identity.h"
 
 namespace seam::reports {
@@ -302,13 +304,14 @@ void addAllReduce(const properties::GpuAllReduceRecord& bench, GpuResultFile* fi
 }  // namespace
 
 Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& version) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::invalid("\"" + path.substr(0, 200) + "\": cannot read it");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto result = properties::parseGpuResult(buf.str());
-  if (!result)
-    return Status::invalid("\"" + path.substr(0, 200) + "\": " + result.status().message());
+  const std::string label = "\"" + path.substr(0, 200) + "\"";
+  auto text = readInputFile(label, path, kMaxGpuJsonBytes);
+  if (!text) return text.status();
+  auto result = properties::parseGpuResult(*text);
+  if (!result) return Status::invalid(label + ": " + result.status().message());
+  if (Status s = detail::checkGpuResult(*result, version); !s) {
+    return Status::invalid(label + ": " + s.message());
+  }
   GpuResultFile file;
   file.path = path;
   file.tool = properties::gpuToolName(*result);
@@ -331,6 +334,66 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
   if (const auto* a = std::get_if<properties::GpuAllReduceRecord>(&*result))
     addAllReduce(*a, &file);
   return file;
+}
+
+namespace {
+
+/// The rows a file's cases become, keyed as the store keys them (a later row
+/// of one key replaces an earlier one), in a form that compares by value.
+using RowKeys = std::map<std::tuple<std::int64_t, std::string, std::string, int, int>,
+                         std::tuple<std::string, std::int64_t, double, double, double, double>>;
+
+void addRow(RowKeys& rows, std::int64_t case_index, const EquivalenceRecord& e) {
+  rows[{case_index, e.plan_a, e.plan_b, -1, -1}] = {
+      std::to_string(e.plan_a_hash) + "/" + std::to_string(e.plan_b_hash),
+      (e.predicted_identical ? 2 : 0) + (e.observed_identical ? 1 : 0),
+      e.max_difference,
+      0,
+      0,
+      0};
+}
+
+void addRow(RowKeys& rows, std::int64_t case_index, const TimingRecord& t) {
+  rows[{case_index, "", "", t.rank, t.op_index}] = {
+      t.op_kind + "|" + t.group, t.bytes, t.median_us, t.p10_us, t.p90_us, t.busbw_gbps};
+}
+
+RowKeys rowsOf(const GpuResultFile& file) {
+  RowKeys rows;
+  for (const GpuResultCase& gc : file.cases) {
+    for (const EquivalenceRecord& e : gc.equivalences) addRow(rows, gc.c.index, e);
+    for (const TimingRecord& t : gc.timings) addRow(rows, gc.c.index, t);
+  }
+  return rows;
+}
+
+bool sameOrigin(const RunRecord& a, const RunRecord& b) {
+  return a.command == b.command && a.args == b.args && a.version == b.version && a.gpu == b.gpu &&
+         a.cuda == b.cuda;
+}
+
+}  // namespace
+
+bool sameGpuResult(const GpuResultFile& a, const GpuResultFile& b) {
+  return sameOrigin(a.run, b.run) && rowsOf(a) == rowsOf(b);
+}
+
+Expected<std::int64_t> importedAs(Store& store, const GpuResultFile& file) {
+  const RowKeys want = rowsOf(file);
+  auto runs = store.runs();
+  if (!runs) return runs.status();
+  for (const RunRecord& r : *runs) {
+    if (r.finished_ms == 0 || !sameOrigin(r, file.run)) continue;
+    auto eqs = store.equivalences(r.id);
+    if (!eqs) return eqs.status();
+    auto timings = store.timings(r.id);
+    if (!timings) return timings.status();
+    RowKeys have;
+    for (const EquivalenceRecord& e : *eqs) addRow(have, e.case_index, e);
+    for (const TimingRecord& t : *timings) addRow(have, t.case_index, t);
+    if (have == want) return r.id;
+  }
+  return std::int64_t{0};
 }
 
 Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file) {

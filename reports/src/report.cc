@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <iterator>
 #include <map>
 
 #include "seam/properties/engine_finding.h"
 #include "seam/reports/gpu_import.h"
+#include "seam/reports/input_file.h"
 #include "seam/reports/mutate_view.h"
 #include "seam/reports/output_file.h"
 #include "seam/sim/replay/bit_identity.h"
@@ -328,9 +328,9 @@ void renderRunIndex(Doc& d, const Store& store, const std::vector<RunRecord>& ru
 /// The boundary graphs: SVG inline in the HTML page, linked from the Markdown.
 Status renderGraphs(Doc& d, ReportFormat format, const std::vector<std::string>& graphs) {
   for (const std::string& path : graphs) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::invalid("--graph \"" + path.substr(0, 200) + "\": cannot read it");
-    std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto read = readInputFile("--graph \"" + path.substr(0, 200) + "\"", path, kMaxGraphFileBytes);
+    if (!read) return read.status();
+    const std::string& svg = *read;
     const auto start = svg.find("<svg");
     if (start == std::string::npos)
       return Status::invalid("--graph \"" + path.substr(0, 200) + "\": not an SVG file");

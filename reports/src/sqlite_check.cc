@@ -1,34 +1,42 @@
 #include "sqlite_check.h"
 
 #include <string>
-#include <string_view>
-#include <utility>
 
 namespace seam::reports::detail {
 
-namespace {
-// __FILE__ is absolute in CMake builds; the part from the folder on is enough.
-std::string_view shortFile(std::string_view file) {
-  const auto at = file.rfind("reports/");
-  return at == std::string_view::npos ? file : file.substr(at);
-}
-}  // namespace
-
-Status sqliteFailure(const SqliteContext& context, int rc, const char* file, int line) {
+Status sqliteFailure(const SqliteContext& context, int rc) {
   const std::string db = "--db \"" + (context.path ? *context.path : std::string()) + "\"";
-  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
-    return Status::internal(db + " is busy: another seam run holds it (waited " +
-                            std::to_string(kBusyTimeoutMs) +
-                            " ms); try again when that run has finished");
-  }
-  const char* what = context.db ? sqlite3_errmsg(context.db) : sqlite3_errstr(rc);
-  std::string message = db + ": " + what + " (SQLite code " + std::to_string(rc) + " at " +
-                        std::string(shortFile(file)) + ":" + std::to_string(line) + ")";
+  std::string what = context.db ? sqlite3_errmsg(context.db) : sqlite3_errstr(rc);
   // One line, whatever SQLite said.
-  for (char& c : message) {
+  for (char& c : what) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  return Status::internal(std::move(message));
+  what = what.substr(0, 160);
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::internal(db + " is busy: another seam run holds it (waited " +
+                              std::to_string(kBusyTimeoutMs) +
+                              " ms); try again when that run has finished");
+    case SQLITE_FULL:
+      return Status::invalid(db + ": the disk is full; the store keeps what was committed");
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+      return Status::invalid(db + ": cannot write it (" + what + ")");
+    case SQLITE_IOERR:
+      return Status::invalid(db + ": the machine could not read or write it (" + what + ")");
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return Status::invalid(db + ": a damaged seam store (" + what +
+                             "); the run stopped, what it committed is kept");
+    case SQLITE_NOMEM:
+      return Status::internal(db + ": out of memory while using the store");
+    default:
+      // What is left is seam's own use of SQLite going wrong: still one line,
+      // in words, with SQLite's reason.
+      return Status::internal(db + ": seam could not use the store (" + what + ")");
+  }
 }
 
 }  // namespace seam::reports::detail

@@ -27,20 +27,20 @@ inline bool sqliteSucceeded(int rc) {
   return rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE;
 }
 
-/// The one-line Status for a failed call: busy (another seam run holds the
-/// write lock past the busy timeout) gets its own message; anything else is an
-/// internal error with SQLite's message and where in seam it happened.
-Status sqliteFailure(const SqliteContext& context, int rc, const char* file, int line);
+/// The one-line Status for a failed call, in seam's words with SQLite's
+/// reason: busy (another seam run holds the write lock past the busy
+/// timeout); the machine's fault (disk full, read-only, I/O: bad input, exit
+/// 2); a damaged file (exit 2); anything else an internal error.
+Status sqliteFailure(const SqliteContext& context, int rc);
 
 }  // namespace seam::reports::detail
 
 /// Evaluates `expr` (an SQLite result code); on failure returns the Status
 /// from the enclosing function (which returns Status or Expected<T>).
-#define SEAM_SQLITE_CHECK(expr)                                                                 \
-  do {                                                                                          \
-    const int seam_sqlite_rc_ = (expr);                                                         \
-    if (!::seam::reports::detail::sqliteSucceeded(seam_sqlite_rc_)) {                           \
-      return ::seam::reports::detail::sqliteFailure(sqliteContext(), seam_sqlite_rc_, __FILE__, \
-                                                    __LINE__);                                  \
-    }                                                                                           \
+#define SEAM_SQLITE_CHECK(expr)                                                        \
+  do {                                                                                 \
+    const int seam_sqlite_rc_ = (expr);                                                \
+    if (!::seam::reports::detail::sqliteSucceeded(seam_sqlite_rc_)) {                  \
+      return ::seam::reports::detail::sqliteFailure(sqliteContext(), seam_sqlite_rc_); \
+    }                                                                                  \
   } while (0)

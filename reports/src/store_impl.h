@@ -121,6 +121,16 @@ Status refuseUnreadable(sqlite3* db, const std::string& path, int rc);
 /// of this schema version (store_schema.cc).
 Status checkSchema(sqlite3* db, const std::string& path);
 
+/// Builds the schema of `version` (1..kStoreSchemaVersion) in an empty
+/// database, as a store of that version has it (store_schema.cc).
+Status createSchemaOfVersion(sqlite3* db, int version);
+
+/// Refuses, untouched, a seam store that SQLite's quick_check finds damaged
+/// or whose tables and columns are not those of its schema version (a table
+/// dropped, a column renamed); run on the connection that will write, before
+/// anything is written (store_check.cc).
+Status checkStoreIntact(sqlite3* db, const std::string& path);
+
 }  // namespace detail
 
 struct Store::Impl {

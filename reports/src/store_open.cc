@@ -283,6 +283,7 @@ Expected<Connection> openExisting(const std::string& path, std::int64_t size) {
   if (!detail::sqliteSucceeded(rc) && unreadableHeader(rc)) {
     return refuseUnreadable(db->get(), path, rc);
   }
+  if (Status s = detail::checkStoreIntact(db->get(), path); !s) return s;
   return db;
 }
 

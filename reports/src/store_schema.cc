@@ -123,6 +123,20 @@ static_assert(kStoreSchemaVersion == 2, "kMigrateV1ToV2 ends at version 2");
 
 namespace detail {
 
+Status createSchemaOfVersion(sqlite3* db, int version) {
+  if (version < 1 || version > kStoreSchemaVersion) {
+    return Status::internal("no schema of version " + std::to_string(version));
+  }
+  // As a store of that version has it: created as version 1, then migrated.
+  int rc = sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK && version >= 2)
+    rc = sqlite3_exec(db, kMigrateV1ToV2, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    return Status::internal(std::string("the schema did not build: ") + sqlite3_errmsg(db));
+  }
+  return Status::ok();
+}
+
 Status checkSchema(sqlite3* db, const std::string& path) {
   auto sqliteContext = [&] { return SqliteContext{db, &path}; };
   // One scalar query; a file SQLite cannot read as a database is refused.
@@ -175,7 +189,7 @@ Expected<bool> Store::Impl::createSchema() {
   detail::Statement count(raw);
   if (rc == SQLITE_OK) rc = sqlite3_step(raw);
   if (rc != SQLITE_ROW) {
-    const Status failed = detail::sqliteFailure(sqliteContext(), rc, __FILE__, __LINE__);
+    const Status failed = detail::sqliteFailure(sqliteContext(), rc);
     (void)exec("ROLLBACK");
     return failed;
   }
@@ -212,7 +226,7 @@ Status Store::Impl::migrate() {
   detail::Statement version(raw);
   if (rc == SQLITE_OK) rc = sqlite3_step(raw);
   if (rc != SQLITE_ROW) {
-    const Status failed = detail::sqliteFailure(sqliteContext(), rc, __FILE__, __LINE__);
+    const Status failed = detail::sqliteFailure(sqliteContext(), rc);
     (void)exec("ROLLBACK");
     return failed;
   }

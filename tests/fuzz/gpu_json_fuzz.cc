@@ -4,7 +4,8 @@
 // accepts into a store. seam has no reader for `seam plan --format json`
 // (the plan JSON is output only); this is its one reader of JSON documents.
 // Contracts: a refused file is one line, never an internal error; an
-// accepted file is written without an error and reads back.
+// accepted file holds no negative rank or size, is written without an error
+// and reads back.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -36,11 +37,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static int inputs = 0;
 
   seam::fuzz::writeFile(kJson, data, size);
-  auto file = seam::reports::readGpuJson(kJson, "seam fuzz");
+  auto file = seam::reports::readGpuJson(kJson, "seam 0.1.0");
   std::remove(kJson.c_str());
   if (!file) {
     seam::fuzz::requireOneLineError(file.status());
     return 0;
+  }
+  // An accepted file holds only what seam-gpu writes: ranks and sizes of
+  // the case, never negative (gpu_import_check.h).
+  for (const auto& gc : file->cases) {
+    for (const auto& t : gc.timings) {
+      require(t.rank >= 0 && t.bytes >= 0 && t.op_index >= 0,
+              "an accepted file holds a negative rank, size or op index");
+    }
   }
   if (!store || ++inputs % kInputsPerStore == 0) {
     store.reset();

@@ -3,7 +3,8 @@
 // `seam report` from it and writing a run into it. Contracts: a refused
 // file is one line and left byte for byte unchanged, with no -wal, -shm or
 // -journal file created beside it; only a file that carries seam's
-// application id is ever opened (an empty file becomes a new store); reads,
+// application id is ever opened (an empty file becomes a new store); an
+// opened store has every table and column of its schema version; reads,
 // the report and writes on an opened store end in a value or a one-line
 // error, never a crash.
 #include <algorithm>
@@ -35,15 +36,23 @@ void removeAll(const std::string& path) {
 }
 
 /// A value, or an error that is one line; internal errors are allowed on an
-/// opened store (SQLite may find damage that the opening checks cannot see).
+/// opened store (SQLite may find damage that the opening checks cannot see),
+/// but not a table or column missing: the schema check opening it compared
+/// every table and column with the schema of its version.
+bool usable(const seam::Status& s) {
+  if (!s) {
+    requireOneLineError(s, /*internal_allowed=*/true);
+    const std::string& m = s.message();
+    require(m.find("no such table") == std::string::npos &&
+                m.find("no such column") == std::string::npos &&
+                m.find("has no column") == std::string::npos,
+            "an opened store lacks a table or column its schema check should have found: " + m);
+  }
+  return static_cast<bool>(s);
+}
 template <class T>
 bool usable(const seam::Expected<T>& e) {
-  if (!e) requireOneLineError(e.status(), /*internal_allowed=*/true);
-  return e.hasValue();
-}
-bool usable(const seam::Status& s) {
-  if (!s) requireOneLineError(s, /*internal_allowed=*/true);
-  return static_cast<bool>(s);
+  return usable(e ? seam::Status::ok() : e.status());
 }
 
 void readEverything(seam::reports::Store& store) {

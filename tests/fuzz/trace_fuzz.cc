@@ -3,7 +3,8 @@
 // the checks `seam check --trace` then runs on whatever it accepted.
 // Input: one byte choosing the case the trace is read onto (kCases), then
 // the trace file. Contracts: a refused trace is one line, never an internal
-// error; an accepted trace has only ops on the case's ranks, and replaying
+// error; an accepted trace has only ops on the case's ranks, each with the
+// layer of its stage, and replaying
 // it through properties 1-6 never crashes, however wrong its ops are.
 #include <array>
 #include <cstddef>
@@ -77,6 +78,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   require(plan->world() == skeleton.world(), "an imported trace changed the world");
+  // Every accepted op carries the layer the planner gives its stage, read
+  // here from the skeleton's own ops (not from the reader's rule).
+  for (const auto& ops : plan->ranks) {
+    for (const seam::Op& op : ops) {
+      for (const auto& planned : skeleton.ranks) {
+        for (const seam::Op& p : planned) {
+          require(p.stack != op.stack || p.stage != op.stage || p.layer == op.layer,
+                  "an accepted trace line names another layer than its stage's");
+        }
+      }
+    }
+  }
   seam::Ledger ledger;
   (void)seam::properties::checkPlan(*plan, ledger, seam::properties::Depth::kAll);
   return 0;

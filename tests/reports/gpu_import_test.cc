@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "seam/reports/input_file.h"
 #include "seam/reports/report.h"
 
 namespace seam::reports {
@@ -45,7 +46,7 @@ TEST(GpuImport, WritesTheRunTheEquivalenceRowsAndEveryTiming) {
   write(file, kRunJson);
   auto store = Store::open(db);
   ASSERT_TRUE(store.hasValue()) << store.status().message();
-  auto r = importGpuJson(*store, file, "test");
+  auto r = importGpuJson(*store, file, "seam 0.1.0");
   ASSERT_TRUE(r.hasValue()) << r.status().message();
   EXPECT_EQ(r->equivalences, 2);
   EXPECT_EQ(r->timings, 2);
@@ -99,7 +100,7 @@ TEST(GpuImport, ACompareNamesBothPlansAndOnlyARefutedIdentityIsAViolation) {
                                  "seam diff --model nemotron-h-8b --tp 1 --policy declared "
                                  "--against declared --decision stack_never_entered"}) {
     write(file, compareJson(false, false, line));
-    auto r = importGpuJson(*store, file, "test");
+    auto r = importGpuJson(*store, file, "seam 0.1.0");
     ASSERT_TRUE(r.hasValue()) << r.status().message();
     auto eq = store->equivalences(r->run_id);
     ASSERT_TRUE(eq.hasValue());
@@ -114,7 +115,7 @@ TEST(GpuImport, ACompareNamesBothPlansAndOnlyARefutedIdentityIsAViolation) {
   for (const auto& [predicted, observed, violated] : std::vector<std::tuple<bool, bool, bool>>{
            {true, true, false}, {true, false, true}, {false, false, false}, {false, true, false}}) {
     write(file, compareJson(predicted, observed, line));
-    auto r = importGpuJson(*store, file, "test");
+    auto r = importGpuJson(*store, file, "seam 0.1.0");
     ASSERT_TRUE(r.hasValue()) << r.status().message();
     auto cases = store->cases(r->run_id);
     ASSERT_TRUE(cases.hasValue());
@@ -128,7 +129,7 @@ TEST(GpuImport, ACompareNamesBothPlansAndOnlyARefutedIdentityIsAViolation) {
 const char* kBenchJson = R"({
   "tool": "seam-gpu bench", "version": "seam 0.1.0",
   "command": "seam-gpu bench --model nemotron-h-8b --tp 2",
-  "case": {"model": "nemotron-h-8b", "pattern": "M-", "config": "pp=1 tp=2", "flags": "fusion=off",
+  "case": {"model": "nemotron-h-8b", "pattern": "M-", "config": "pp=1 tp=2 attn_dp=1 attn_cp=1 moe_ep=1 moe_dp=1", "flags": "fusion=off",
            "tokens": "4096", "policy": "declared", "reproduce": "seam check --model nemotron-h-8b --tp 2"},
   "numeric": {"mode": "exact", "hidden": 4096, "inner": 512},
   "device": "2x NVIDIA H200", "versions": {"text": "cuda 13.0, driver 13.0, nccl 2.28.3"},
@@ -157,7 +158,7 @@ TEST(GpuImport, ABenchBecomesOneCasePerComparedRowAndItsTables) {
   write(file, kBenchJson);
   auto store = Store::open(db);
   ASSERT_TRUE(store.hasValue()) << store.status().message();
-  auto r = importGpuJson(*store, file, "test");
+  auto r = importGpuJson(*store, file, "seam 0.1.0");
   ASSERT_TRUE(r.hasValue()) << r.status().message();
   EXPECT_EQ(r->timings, 2 + 6 + 4);
   EXPECT_EQ(r->equivalences, 2 + 1);
@@ -195,7 +196,7 @@ TEST(GpuImport, ABenchBecomesOneCasePerComparedRowAndItsTables) {
   std::string text = kBenchJson;
   text.replace(text.find("\"speedup\""), 9, "\"speedupX\"");
   write(broken, text);
-  EXPECT_FALSE(importGpuJson(*store, broken, "test").hasValue());
+  EXPECT_FALSE(importGpuJson(*store, broken, "seam 0.1.0").hasValue());
   std::remove(file.c_str());
   std::remove(broken.c_str());
 }
@@ -209,7 +210,7 @@ TEST(GpuImport, TheFusedKernelsProtocolIsKeptWithItsTimingAndShownBesideTheSize)
   write(file, json);
   auto store = Store::open(db);
   ASSERT_TRUE(store.hasValue()) << store.status().message();
-  auto r = importGpuJson(*store, file, "test");
+  auto r = importGpuJson(*store, file, "seam 0.1.0");
   ASSERT_TRUE(r.hasValue()) << r.status().message();
   auto t = store->timings(r->run_id);
   ASSERT_TRUE(t.hasValue());
@@ -238,13 +239,13 @@ TEST(GpuImport, RefusesFilesThatAreNotSeamGpuResultsAndWritesNothing) {
   for (const auto& [name, text] : bad) {
     const std::string file = temp(name);
     write(file, text);
-    auto r = importGpuJson(*store, file, "test");
+    auto r = importGpuJson(*store, file, "seam 0.1.0");
     ASSERT_FALSE(r.hasValue()) << name;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput) << name;
     EXPECT_NE(r.status().message().find(file), std::string::npos) << r.status().message();
     std::remove(file.c_str());
   }
-  EXPECT_FALSE(importGpuJson(*store, temp("missing.json"), "test").hasValue());
+  EXPECT_FALSE(importGpuJson(*store, temp("missing.json"), "seam 0.1.0").hasValue());
   auto runs = store->runs();
   ASSERT_TRUE(runs.hasValue());
   EXPECT_TRUE(runs->empty());
@@ -266,7 +267,7 @@ TEST(GpuImport, RefusesAnIntegerFieldHoldingAFloatOrANumberOutOfRangeNamingTheFi
     text.replace(at, from.size(), to);
     const std::string file = temp("range.json");
     write(file, text);
-    auto r = readGpuJson(file, "test");
+    auto r = readGpuJson(file, "seam 0.1.0");
     ASSERT_FALSE(r.hasValue()) << to;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput) << to;
     const std::string key = to.substr(1, to.find('"', 1) - 1);
@@ -275,6 +276,88 @@ TEST(GpuImport, RefusesAnIntegerFieldHoldingAFloatOrANumberOutOfRangeNamingTheFi
         << r.status().message();
     std::remove(file.c_str());
   }
+}
+
+}  // namespace
+}  // namespace seam::reports
+
+namespace seam::reports {
+namespace {
+
+TEST(GpuImport, RefusesAValueSeamGpuCouldNotHaveWrittenNamingTheKey) {
+  const std::pair<std::pair<std::string, std::string>, std::string> bad[] = {
+      {{"\"verdict\": \"identical\"", "\"verdict\": \"maybe\""},
+       "\"verdict\" \"maybe\": not one of"},
+      {{"\"timings\": [", "\"timings\": \"lots\", \"x\": ["}, "timings (not a list)"},
+      {{"\"model\": \"nemotron-h-8b\"", "\"model\": \"gpt-7\""},
+       "\"case.model\" \"gpt-7\": not a model preset"},
+      {{"\"config\": \"pp=1 tp=2 attn_dp=1", "\"config\": \"pp=1 tp=2 attn_dp=3"},
+       "\"case.config\" \"pp=1 tp=2 attn_dp=3 attn_cp=1 moe_ep=1 moe_dp=1\": "
+       "attn_dp*attn_cp=3 does not divide tp=2"},
+      {{"\"rank\": 1", "\"rank\": -1"}, "\"timings.rank\" -1"},
+      {{"\"rank\": 1", "\"rank\": 2"}, "not a rank of the case's world of 2"},
+      {{"\"bytes\": 256,\n     \"median_us\": 11.0", "\"bytes\": -256,\n     \"median_us\": 11.0"},
+       "\"timings.bytes\" -256"},
+      {{"\"op\": \"all_reduce\"", "\"op\": \"all_gossip\""}, "\"timings.op\" \"all_gossip\""},
+      {{"\"version\": \"seam 0.1.0\"", "\"version\": \"seam 9.9.9\""},
+       "\"version\" \"seam 9.9.9\": written by another seam; this one reads seam 0.1.0"},
+      {{"\"mode\": \"exact\"", "\"mode\": \"fuzzy\""}, "\"numeric.mode\" \"fuzzy\""},
+  };
+  for (const auto& [edit, needle] : bad) {
+    std::string text = kRunJson;
+    const auto at = text.rfind(edit.first);
+    ASSERT_NE(at, std::string::npos) << edit.first;
+    text.replace(at, edit.first.size(), edit.second);
+    const std::string file = temp("value.json");
+    write(file, text);
+    auto r = readGpuJson(file, "seam 0.1.0");
+    ASSERT_FALSE(r.hasValue()) << edit.second;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+    std::remove(file.c_str());
+  }
+}
+
+TEST(GpuImport, AFileOverTheCapOrADirectoryIsRefusedInOneLineBeforeItIsParsed) {
+  const std::string file = temp("huge.json");
+  write(file, "{}");
+  ASSERT_EQ(::truncate(file.c_str(), kMaxGpuJsonBytes + 1), 0);
+  auto r = readGpuJson(file, "seam 0.1.0");
+  ASSERT_FALSE(r.hasValue());
+  EXPECT_NE(r.status().message().find("larger than 64 MiB"), std::string::npos)
+      << r.status().message();
+  std::remove(file.c_str());
+  auto dir = readGpuJson(::testing::TempDir(), "seam 0.1.0");
+  ASSERT_FALSE(dir.hasValue());
+  EXPECT_NE(dir.status().message().find("a directory, not a file"), std::string::npos);
+}
+
+TEST(GpuImport, AFileImportedBeforeIsFoundAsItsRunAndAnotherTimingIsNot) {
+  const std::string db = temp("dup.db"), file = temp("dup.json"), other = temp("other.json");
+  std::remove(db.c_str());
+  write(file, kRunJson);
+  std::string retimed = kRunJson;
+  retimed.replace(retimed.find("\"median_us\": 6.3"), 16, "\"median_us\": 6.4");
+  write(other, retimed);
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.hasValue());
+  auto first = readGpuJson(file, "seam 0.1.0");
+  ASSERT_TRUE(first.hasValue()) << first.status().message();
+  auto none = importedAs(*store, *first);
+  ASSERT_TRUE(none.hasValue());
+  EXPECT_EQ(*none, 0);
+  auto written = writeGpuResult(*store, *first);
+  ASSERT_TRUE(written.hasValue());
+  auto again = importedAs(*store, *readGpuJson(file, "seam 0.1.0"));
+  ASSERT_TRUE(again.hasValue());
+  EXPECT_EQ(*again, written->run_id);
+  // The same command on the same GPUs timed again is another run.
+  auto second = importedAs(*store, *readGpuJson(other, "seam 0.1.0"));
+  ASSERT_TRUE(second.hasValue());
+  EXPECT_EQ(*second, 0);
+  EXPECT_TRUE(sameGpuResult(*first, *readGpuJson(file, "seam 0.1.0")));
+  EXPECT_FALSE(sameGpuResult(*first, *readGpuJson(other, "seam 0.1.0")));
+  for (const std::string& f : {db, file, other}) std::remove(f.c_str());
 }
 
 }  // namespace

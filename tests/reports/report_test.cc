@@ -127,7 +127,7 @@ TEST(Report, DrawsTheBenchRunsOfTheCommittedGpuResultsAsInlineSvgPlots) {
   const std::string raw = std::string(SEAM_SOURCE_DIR) + "/tests/reports/data/";
   for (const char* f : {"gpuperf_bench_h8b_decode.json", "gpuperf_bench_h8b_extend_4096.json",
                         "gpuperf_bench_h8b_extend_8192.json"}) {
-    auto file = readGpuJson(raw + f, "seam test");
+    auto file = readGpuJson(raw + f, "seam 0.1.0");
     ASSERT_TRUE(file.hasValue()) << file.status().message();
     ASSERT_TRUE(writeGpuResult(*store, *file).hasValue());
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../sim/case_builders.h"
+#include "seam/reports/input_file.h"
 #include "seam/reports/plan_view.h"
 #include "seam/sim/policy/policy.h"
 #include "seam/sim/replay/ledger.h"
@@ -103,7 +104,7 @@ TEST(Trace, RefusesBadLinesNamingTheLine) {
       {first + "\n" + first.substr(0, 40) + "\n",
        "line 2: not a JSON object (truncated or malformed)"},
       {"[1,2]\n", "line 1: not a JSON object"},
-      {"{\"rank\": 9}\n", "line 1: \"rank\" is missing or not a rank of the world of 2"},
+      {"{\"rank\": 9}\n", "line 1: \"rank\" 9 is out of range (0..1)"},
       {std::string(first).replace(first.find("add_norm"), 8, "frobnify") + "\n",
        "\"op\" \"frobnify\" is not an op kind"},
       {"", "no calls in it"},
@@ -187,6 +188,64 @@ TEST(Trace, RefusesAnOpAtAStageTheCaseDoesNotHaveInsteadOfReplayingIt) {
     EXPECT_TRUE(importTrace(path, *p).hasValue());
     std::remove(path.c_str());
   }
+}
+
+TEST(Trace, RefusesEveryKeyOutsideTheSchemaOrTheCaseNamingTheKey) {
+  // A 2-layer case: a line naming layer 99 records a layer it does not have.
+  const Plan plan = declared(seam::testing::patternCase("M-", {.tp = 2}, {4}));
+  const std::string t = traceOf(plan);
+  const std::pair<std::string, std::string> bad[] = {
+      {edited(t, "\"layer\":0,", "\"layer\":99,"),
+       "\"layer\" 99 is not the layer of stage 0 of stack 0 (0)"},
+      {edited(t, "\"op\":\"add_norm\",", ""), "line 1: \"op\" is missing"},
+      {edited(t, "\"op\":\"add_norm\",", "\"op\":7,"), "\"op\" is not a string"},
+      {edited(t, "\"layer\":0,", ""), "\"layer\" is missing"},
+      {edited(t, "\"bytes\":", "\"bytes\":-"), "\"bytes\" -"},
+      {edited(t, "\"layer\":0,", "\"layer\":0,\"lyaer\":0,"),
+       "\"lyaer\" is not a key of a trace line"},
+      {edited(t, ",\"count\":4}", "}"), "\"rows_in.count\" is missing"},
+      {edited(t, "\"count\":4}", "\"count\":4,\"x\":1}"), "\"rows_in.x\" is not a key of rows"},
+      {edited(t, "\"count\":4}", "\"count\":-4}"), "\"rows_in.count\" -4 is out of range"},
+      {edited(t, "\"group_size\":null", "\"group_size\":2"),
+       "\"group_size\" is given for an op without a group"},
+      {edited(t, "\"phase\":\"entry\"", "\"phase\":\"later\""),
+       "\"phase\" \"later\" is not one of entry, compute, exit"},
+      {edited(t, "\"tensor\":\"hidden\"", "\"tensor\":\"weights\""), "\"tensor\" \"weights\""},
+  };
+  for (const auto& [text, needle] : bad) {
+    const std::string path = temp("schema.jsonl");
+    std::ofstream(path) << text;
+    auto r = importTrace(path, plan);
+    ASSERT_FALSE(r.hasValue()) << needle;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+    std::remove(path.c_str());
+  }
+}
+
+TEST(Trace, ALineOrAFileOverItsCapIsRefusedWithoutReadingThemWhole) {
+  const Plan plan = declared(seam::testing::patternCase("M-", {.tp = 2}, {4}));
+  const std::string path = temp("long.jsonl");
+  std::ofstream(path) << std::string(kMaxTraceLineBytes + 1, ' ') << "\n";
+  auto r = importTrace(path, plan);
+  ASSERT_FALSE(r.hasValue());
+  EXPECT_NE(r.status().message().find("line 1: longer than 1 MiB"), std::string::npos)
+      << r.status().message();
+  // An endless file of one line: refused at the line cap, not read on.
+  auto zero = importTrace("/dev/zero", plan);
+  ASSERT_FALSE(zero.hasValue());
+  EXPECT_NE(zero.status().message().find("longer than 1 MiB"), std::string::npos);
+  // A file over the file cap is refused from its size, before a line is read.
+  ASSERT_EQ(::truncate(path.c_str(), kMaxTraceFileBytes + 1), 0);
+  auto big = importTrace(path, plan);
+  ASSERT_FALSE(big.hasValue());
+  EXPECT_NE(big.status().message().find("larger than 256 MiB"), std::string::npos)
+      << big.status().message();
+  // A directory is one line naming it, not a stream library's error.
+  auto dir = importTrace(::testing::TempDir(), plan);
+  ASSERT_FALSE(dir.hasValue());
+  EXPECT_NE(dir.status().message().find("a directory, not a file"), std::string::npos);
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -86,15 +86,15 @@ TEST_P(PropCliRefusal, ExitsTwoWithOneStderrLineNamingTheProblem) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Bad, PropCliRefusal,
-                         ::testing::Values(BadArgs{"prop --cases 0", "--cases 0"},
-                                           BadArgs{"prop --cases -5", "--cases -5"},
-                                           BadArgs{"prop --world 4097", "--world 4097"},
-                                           BadArgs{"prop --world -1", "--world -1"},
-                                           BadArgs{"prop --max-layers 0", "--max-layers 0"},
-                                           BadArgs{"prop --seed -1", "--seed"},
-                                           BadArgs{"prop --decision no_such_decision",
-                                                   "no_such_decision"},
-                                           BadArgs{"prop --cases many", "--cases"}));
+INSTANTIATE_TEST_SUITE_P(
+    Bad, PropCliRefusal,
+    ::testing::Values(BadArgs{"prop --cases 0", "--cases 0"},
+                      BadArgs{"prop --cases -5", "--cases -5"},
+                      BadArgs{"prop --world 4097", "--world 4097"},
+                      BadArgs{"prop --world -1", "--world -1"},
+                      BadArgs{"prop --max-layers 0", "--max-layers: Value 0 not in range"},
+                      BadArgs{"prop --seed -1", "--seed"},
+                      BadArgs{"prop --decision no_such_decision", "no_such_decision"},
+                      BadArgs{"prop --cases many", "--cases"}));
 
 }  // namespace

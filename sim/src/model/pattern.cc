@@ -127,7 +127,6 @@ bool wrongTwoStageSlot(int index, LayerKind kind) { return (index % 2 == 0) != i
 }  // namespace
 
 Expected<Pattern> parsePattern(std::string_view text, PatternAlphabet alphabet) {
-  constexpr size_t kMaxPatternLength = 4096;
   if (text.empty()) return Status::invalid("pattern is empty");
   if (text.size() > kMaxPatternLength) {
     return Status::invalid("pattern of " + std::to_string(text.size()) +

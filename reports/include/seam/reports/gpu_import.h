@@ -53,6 +53,15 @@ inline constexpr const char* kBenchGraph = "bench:graph";
 /// what is wrong.
 Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& version);
 
+/// The run of `store` that `file` was imported as before (0: none): a
+/// finished run of the same command, arguments, seam version, GPU and CUDA
+/// whose equivalence and timing rows are those the file gives, value for
+/// value (two real GPU runs never time alike).
+Expected<std::int64_t> importedAs(Store& store, const GpuResultFile& file);
+
+/// Whether two files are one result (importedAs's comparison between files).
+bool sameGpuResult(const GpuResultFile& a, const GpuResultFile& b);
+
 /// Writes a checked file into `store` in one transaction.
 Expected<GpuImport> writeGpuResult(Store& store, const GpuResultFile& file);
 

@@ -4,6 +4,7 @@
 // training-layouts.md §2.1). Bad patterns are refused with the position.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -52,6 +53,9 @@ struct Pattern {
   std::string text() const;
   friend bool operator==(const Pattern&, const Pattern&) = default;
 };
+
+/// The longest pattern text parsePattern reads, in characters.
+inline constexpr std::size_t kMaxPatternLength = 4096;
 
 /// Parses `text`; the error names the character and its 0-based position, e.g.
 /// `pattern "M-x*": 'x' at position 2 is not a layer (M * - E), '|' or '/'`.

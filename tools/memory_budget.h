@@ -1,0 +1,64 @@
+// The memory a command may plan to use, checked before it allocates: one
+// case's replay (seam check, plan, diff, graph, import and seam-gpu) and a
+// space-wide command's enumerated cases plus a replay per worker (sweep,
+// mutate, diff). Past the budget the command is refused with one line, exit
+// 2, naming the options that make it large (docs/cli.md, "Every command").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "seam/properties/sweep.h"
+#include "seam/sim/base/status.h"
+#include "seam/sim/model/case.h"
+#include "seam/sim/model/config_space.h"
+
+namespace seam::tools {
+
+/// What seam plans to stay under: 2 GiB.
+inline constexpr std::int64_t kMemoryBudgetBytes = std::int64_t{2} << 30;
+
+/// The ledger holds a value per rank per token of each buffer: measured 25
+/// bytes per rank and token (nemotron-h-4b, tp = dp = 1024 and 2048,
+/// `seam check` peak RSS), rounded up.
+inline constexpr std::int64_t kReplayBytesPerRankToken = 32;
+
+/// A sweep, campaign or diff enumerates a model's cases of a world before it
+/// runs them, about 1 KiB each plus 4 bytes per DP shard of its batch. Cases
+/// per configuration: one MoE preset gives up to 160 (flags x batches; 115
+/// and 135 measured for nemotron-3-nano at worlds 16 and 64); over every
+/// preset the mean is lower (69 per model and configuration at world 32:
+/// 950,226 cases, 930 MB peak), bounded here by 96.
+inline constexpr std::int64_t kSpaceCasesPerConfigOneModel = 160;
+inline constexpr std::int64_t kSpaceCasesPerConfigManyModels = 96;
+inline constexpr std::int64_t kSpaceBytesPerCase = 1024;
+
+/// The replay of one case: refused when its ranks x tokens would take more
+/// than the budget.
+Status checkCaseMemory(const Case& c);
+
+/// A space-wide command over `worlds` and `models` models (fixed leaves in
+/// `filter`) with `jobs` workers, keeping one of `shards` shards: its
+/// enumerated cases (a shard's, and one model's whole while it is
+/// enumerated) and the largest replay per worker (world ranks x 66 x world
+/// tokens: the longest batch a space gives is the CP prefill batch of
+/// attn_dp = world/2 shards of 131 tokens) within the budget.
+/// The models of a space that are modelled (and so enumerated).
+inline std::int64_t modelCount(const std::vector<properties::SweepModel>& models) {
+  std::int64_t n = 0;
+  for (const properties::SweepModel& m : models) n += m.model.has_value() ? 1 : 0;
+  return n;
+}
+
+Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
+                        const ConfigFilter& filter, int jobs, int shards = 1);
+
+/// checkSpaceMemory over the modelled ones of `models`.
+inline Status checkSpaceMemory(const std::vector<int>& worlds,
+                               const std::vector<properties::SweepModel>& models,
+                               const ConfigFilter& filter, int jobs, int shards = 1) {
+  return checkSpaceMemory(worlds, modelCount(models), filter, jobs, shards);
+}
+
+}  // namespace seam::tools
