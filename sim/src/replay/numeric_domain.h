@@ -92,11 +92,31 @@ class NumericDomain {
     }
     return out;
   }
-  /// The gathered columns: each element comes from the one shard that holds it.
-  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t) const {
+  /// The gathered columns: column block p is the p-th part's columns. A part
+  /// holds its own block (zeros elsewhere); in real plans part p is member p's,
+  /// with `shift` it is member (p + shift) mod n's, whose columns land in block p.
+  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t, int shift) const {
     Value out = zero();
-    for (const Value& p : parts) add(out, p);
+    const int n = static_cast<int>(parts.size());
+    for (int p = 0; p < n; ++p) {
+      const numeric::ColumnRange to = numeric::shardColumns(shape_.hidden, n, p);
+      const numeric::ColumnRange from =
+          numeric::shardColumns(shape_.hidden, n, ((p + shift) % n + n) % n);
+      for (int c = 0; c < to.end - to.begin; ++c) {
+        const int src = from.begin + c;
+        out[to.begin + c] = src < from.end ? parts[p][src] : 0.0f;
+      }
+    }
     return out;
+  }
+  /// Every row divided by d (an averaged or rescaled reduction).
+  void divide(std::vector<Value>& rows, int d) const {
+    for (Value& row : rows) {
+      for (float& x : row) {
+        x /= static_cast<float>(d);
+        if (mode_ == numeric::Mode::kReal) x = numeric::roundBf16(x);
+      }
+    }
   }
   /// ExecutionOrder::kCallDependent's reductions: element i adds the members
   /// from a start and in a direction drawn from the call and i.

@@ -170,6 +170,16 @@ class Replay {
   void reduceMembers(std::vector<Value>& sum, size_t n, const RowsOf& rows_of,
                      const CallOf& call_of);
   ReduceCall reduceCallOf(const Op& op, int rank, int rows) const;
+  /// A reduction's result divided by the op's divide_by (1 in real plans).
+  void divideRows(std::vector<Value>& sum, const Op& op) {
+    if (op.divide_by != 1) domain_.divide(sum, op.divide_by);
+  }
+  /// The member (index into the group) whose chunk member `k` of `n` gets
+  /// (its own in real plans; op.chunk_shift moves it).
+  static size_t chunkOf(size_t k, size_t n, const Op& op) {
+    const int s = op.chunk_shift % static_cast<int>(n);
+    return (k + static_cast<size_t>(s < 0 ? s + static_cast<int>(n) : s)) % n;
+  }
 
   // ---- local ops (replay_local_ops.h) ----------------------------------------
   /// Runs a non-communicating op (or dp_scatter, local to its rank) on rank r.
