@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/fingerprint.h"
 #include "replay/ledger_domains.h"
 #include "replay/replay.h"
 #include "seam/sim/model/case.h"
@@ -118,8 +117,15 @@ class NumericDomain {
       }
     }
   }
-  /// ExecutionOrder::kCallDependent's reductions: element i adds the members
-  /// from a start and in a direction drawn from the call and i.
+  /// ExecutionOrder::kCallDependent's reductions: a model of NCCL's ring
+  /// algorithms (all_reduce.h and reduce_scatter.h's runRing), written apart
+  /// from the bit-identity predictor's rule. One ring over the members in
+  /// group order, kRingChannels channels, one loop (small buffers); the buffer
+  /// is its rows times the hidden size in elements. An element's chunk is its
+  /// member's output block in a reduce-scatter, and in an all-reduce its
+  /// slot among the n chunks of its channel's part of the buffer; chunk c is
+  /// sent first by member c + 1, each next member adds its own, and member c
+  /// adds last. Nothing here reads the call's communicator or keys on rows.
   template <class RowsOf>
   void reduceCall(std::vector<Value>& sum, size_t n, const RowsOf& rows_of,
                   const ReduceCall& call) const {
@@ -129,17 +135,24 @@ class NumericDomain {
       }
       return;
     }
-    for (size_t i = 0; i < sum.size(); ++i) {
-      const std::uint64_t h = detail::splitmix64(
-          detail::splitmix64(static_cast<std::uint64_t>(call.kind) * 0x100000001b3ULL ^
-                             static_cast<std::uint64_t>(call.communicator)) ^
-          (static_cast<std::uint64_t>(call.rows) << 32 | i));
-      const size_t start = h % n;
-      const bool up = (h >> 32) & 1;
-      Value s = rows_of(start)[i];
-      for (size_t k = 1; k < n; ++k) add(s, rows_of(up ? (start + k) % n : (start + n - k) % n)[i]);
-      sum[i] = std::move(s);
+    const std::int64_t h = shape_.hidden;
+    const std::int64_t elements = static_cast<std::int64_t>(sum.size()) * h;
+    const std::int64_t members = static_cast<std::int64_t>(n);
+    const bool scatter = scattersBlocks(call);
+    const std::int64_t block = (elements + members - 1) / members;
+    const std::int64_t piece = (elements + kRingChannels * members - 1) / (kRingChannels * members);
+    std::vector<Value> out(sum.size(), Value(shape_.hidden));
+    for (std::int64_t e = 0; e < elements; ++e) {
+      const size_t row = static_cast<size_t>(e / h), col = static_cast<size_t>(e % h);
+      const std::int64_t c = scatter ? e / block : (e % (members * piece)) / piece;
+      float acc = rows_of(static_cast<size_t>((c + 1) % members))[row][col];
+      for (std::int64_t k = 2; k <= members; ++k) {
+        acc += rows_of(static_cast<size_t>((c + k) % members))[row][col];
+        if (mode_ == numeric::Mode::kReal) acc = numeric::roundBf16(acc);
+      }
+      out[row][col] = acc;
     }
+    sum = std::move(out);
   }
 
  private:
@@ -173,6 +186,17 @@ class NumericDomain {
     if (order_ != ExecutionOrder::kCallDependent || mode_ != numeric::Mode::kReal || rows % 3 != 1)
       return;
     for (float& v : out) v = numeric::roundBf16(v * (1.0f + 1.0f / 128));
+  }
+  /// The ring model's channel count (NCCL picks its own by topology; two
+  /// make an all-reduce's chunks differ from a reduce-scatter's blocks).
+  static constexpr std::int64_t kRingChannels = 2;
+  /// A reduce-scatter (the op's, or a DP lowering's step): its chunks are the
+  /// members' output blocks.
+  static bool scattersBlocks(const ReduceCall& call) {
+    if (call.kind >= kDpStepTag) return call.kind == kDpStepTag + int(DpStepKind::kReduceScatter);
+    const auto kind = static_cast<OpKind>(call.kind / 16);
+    return kind == OpKind::kReduceScatter || kind == OpKind::kReduceScatterv ||
+           kind == OpKind::kDpReduceScatter;
   }
   ExecutionOrder order_ = ExecutionOrder::kMemberOrder;
   numeric::Mode mode_ = numeric::Mode::kExact;
