@@ -132,6 +132,15 @@ Status checkRunnable(const Plan& plan, const GpuRunOptions& options, ProcessGrou
     return Status::invalid(
         "GQA prefill CP under attention DP (CP-sharded DP shards) does not run on GPUs yet");
   }
+  for (const auto& ops : plan.ranks) {
+    for (const Op& op : ops) {
+      if (op.divide_by != 1 || op.chunk_shift != 0)
+        return Status::invalid("a planted rank order, chunk or reduction scale (divide_by " +
+                               std::to_string(op.divide_by) + ", chunk_shift " +
+                               std::to_string(op.chunk_shift) +
+                               ") does not run on GPUs; the simulator checks these plans");
+    }
+  }
   if (plan.source.config.world() != world) {
     return Status::invalid("the plan has " + std::to_string(world) +
                            " ranks but its config a world of " +

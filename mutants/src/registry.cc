@@ -151,16 +151,71 @@ const SnapshotDroppedAt kSiteSnapDrop("plan.site-snapshot-dropped", "a snapshot 
 const SnapshotMovedAt kSiteSnapMove("plan.site-snapshot-moved",
                                     "a snapshot is taken one op earlier or later");
 
+// Operators that need a field the engine passes (Op::chunk_shift, Op::divide_by).
+const GatherRankOrderAt kSiteRankOrder(
+    "plan.site-gather-rank-order",
+    "a gather concatenates its members' chunks in another rank order");
+const ReduceScatterOtherChunkAt kSiteOtherChunk(
+    "plan.site-reduce-scatter-other-chunk",
+    "a reduce-scatter leaves each member another member's chunk of the sum");
+const ReduceAveragedAt kSiteAveraged("plan.site-reduce-averaged",
+                                     "a reduction averages (ncclAvg) where a sum is owed");
+const ReduceScaledTwiceAt kSiteScaledTwice(
+    "plan.site-reduce-scaled-twice", "a reduction averages and its result is scaled by 1/n again");
+const RowsShrunkToChunkAt kSiteShrunk(
+    "plan.site-rows-shrunk-to-chunk",
+    "a collective's rows and bytes are its per-rank chunk's (1/n), on every member alike");
+
 const Mutant* const kRegistry[] = {
-    &kDrop,         &kDuplicate,   &kAttnTpToTp,   &kTpToAttnTp,   &kTpToMoeEp,
-    &kMoeToTp,      &kNoGather,    &kSliceOff,     &kResNotSliced, &kResNotGathered,
-    &kPadding,      &kIdleSkips,   &kSwap,         &kMixerKeeps,   &kResidualNotFollow,
-    &kFfnKeeps,     &kSnapshot,    &kStackStart,   &kNeverEntered, &kDownProj,
-    &kTerminal,     &kMtp,         &kDpResidual,   &kDpZeroFill,   &kDpWriters,
-    &kDpUnaligned,  &kTboSwap,     &kTboSplit,     &kTboMerge,     &kFusionBound,
-    &kFusionDp,     &kMixerTp,     &kPostExperts,  &kSiteDrop,     &kSiteDup,
-    &kSiteSwap,     &kSiteRegroup, &kSiteRows,     &kSiteBytes,    &kSiteSlice,
-    &kSiteResTwice, &kSiteResNone, &kSiteSnapDrop, &kSiteSnapMove,
+    &kDrop,
+    &kDuplicate,
+    &kAttnTpToTp,
+    &kTpToAttnTp,
+    &kTpToMoeEp,
+    &kMoeToTp,
+    &kNoGather,
+    &kSliceOff,
+    &kResNotSliced,
+    &kResNotGathered,
+    &kPadding,
+    &kIdleSkips,
+    &kSwap,
+    &kMixerKeeps,
+    &kResidualNotFollow,
+    &kFfnKeeps,
+    &kSnapshot,
+    &kStackStart,
+    &kNeverEntered,
+    &kDownProj,
+    &kTerminal,
+    &kMtp,
+    &kDpResidual,
+    &kDpZeroFill,
+    &kDpWriters,
+    &kDpUnaligned,
+    &kTboSwap,
+    &kTboSplit,
+    &kTboMerge,
+    &kFusionBound,
+    &kFusionDp,
+    &kMixerTp,
+    &kPostExperts,
+    &kSiteDrop,
+    &kSiteDup,
+    &kSiteSwap,
+    &kSiteRegroup,
+    &kSiteRows,
+    &kSiteBytes,
+    &kSiteSlice,
+    &kSiteResTwice,
+    &kSiteResNone,
+    &kSiteSnapDrop,
+    &kSiteSnapMove,
+    &kSiteRankOrder,
+    &kSiteOtherChunk,
+    &kSiteAveraged,
+    &kSiteScaledTwice,
+    &kSiteShrunk,
 };
 
 // The training family (reference training-layouts.md §4-§5).

@@ -102,6 +102,16 @@ std::vector<Axis> regroupTargets(const Topology& topo, const Op& op) {
   return out;
 }
 
+bool gathers(OpKind kind) { return kind == OpKind::kAllGather || kind == OpKind::kAllGatherv; }
+bool reduceScatters(OpKind kind) {
+  return kind == OpKind::kReduceScatter || kind == OpKind::kReduceScatterv;
+}
+/// The collectives whose reduction op the engine passes (a DP op's is its
+/// lowering's, which a plan does not choose).
+bool sums(OpKind kind) {
+  return kind == OpKind::kAllReduce || kind == OpKind::kArAddNorm || reduceScatters(kind);
+}
+
 bool foldsResidual(const Op& op) {
   return !op.tbo_move &&
          (op.kind == OpKind::kAdd || op.kind == OpKind::kAddNorm || op.kind == OpKind::kArAddNorm);
@@ -253,6 +263,49 @@ void SnapshotMovedAt::edit(const Topology&, std::vector<Op>& ops, int i, int, in
   // Variant 0 is the earlier move where there is an op before it, else the later one.
   const int other = variant == 0 && i > 0 ? i - 1 : i + 1;
   if (other < static_cast<int>(ops.size())) std::swap(ops[i], ops[other]);
+}
+
+int GatherRankOrderAt::variants(const Topology& topo, const std::vector<Op>& ops, int i) const {
+  return gathers(ops[i].kind) && isCollective(topo, ops[i]) ? 1 : 0;
+}
+void GatherRankOrderAt::edit(const Topology&, std::vector<Op>& ops, int i, int, int) const {
+  ops[i].chunk_shift = 1;
+}
+
+int ReduceScatterOtherChunkAt::variants(const Topology& topo, const std::vector<Op>& ops,
+                                        int i) const {
+  return reduceScatters(ops[i].kind) && isCollective(topo, ops[i]) ? 1 : 0;
+}
+void ReduceScatterOtherChunkAt::edit(const Topology&, std::vector<Op>& ops, int i, int, int) const {
+  ops[i].chunk_shift = 1;
+}
+
+int ReduceAveragedAt::variants(const Topology& topo, const std::vector<Op>& ops, int i) const {
+  return sums(ops[i].kind) && isCollective(topo, ops[i]) ? 1 : 0;
+}
+void ReduceAveragedAt::edit(const Topology& topo, std::vector<Op>& ops, int i, int, int) const {
+  ops[i].divide_by = static_cast<std::int16_t>(topo.groupSize(ops[i].groupAxis()));
+}
+
+int ReduceScaledTwiceAt::variants(const Topology& topo, const std::vector<Op>& ops, int i) const {
+  return sums(ops[i].kind) && isCollective(topo, ops[i]) ? 1 : 0;
+}
+void ReduceScaledTwiceAt::edit(const Topology& topo, std::vector<Op>& ops, int i, int, int) const {
+  const int n = topo.groupSize(ops[i].groupAxis());
+  ops[i].divide_by = static_cast<std::int16_t>(n * n);
+}
+
+int RowsShrunkToChunkAt::variants(const Topology& topo, const std::vector<Op>& ops, int i) const {
+  return isCollective(topo, ops[i]) && ops[i].bytes > 0 ? 1 : 0;
+}
+void RowsShrunkToChunkAt::edit(const Topology& topo, std::vector<Op>& ops, int i, int, int) const {
+  // What a call sized by a per-rank chunk instead of the whole buffer
+  // passes: every count and the bytes over the group size, rounded up.
+  const int n = topo.groupSize(ops[i].groupAxis());
+  auto shrink = [n](auto v) { return (v + n - 1) / n; };
+  ops[i].rows_in.count = shrink(ops[i].rows_in.count);
+  ops[i].rows_out.count = shrink(ops[i].rows_out.count);
+  ops[i].bytes = shrink(ops[i].bytes);
 }
 
 }  // namespace seam::mutants

@@ -63,6 +63,18 @@ SEAM_SITE_MUTANT(ResidualNotAddedAt);
 SEAM_SITE_MUTANT(SnapshotDroppedAt);
 /// A snapshot is taken one op earlier or later (a variant per neighbour).
 SEAM_SITE_MUTANT(SnapshotMovedAt);
+/// A gather concatenates its members' chunks in another rank order (member
+/// p's slot gets member p + 1's chunk).
+SEAM_SITE_MUTANT(GatherRankOrderAt);
+/// A reduce-scatter leaves each member the next member's chunk of the sum.
+SEAM_SITE_MUTANT(ReduceScatterOtherChunkAt);
+/// A reduction averages (ncclAvg) where a sum is owed.
+SEAM_SITE_MUTANT(ReduceAveragedAt);
+/// A reduction averages and its result is scaled by 1/n again.
+SEAM_SITE_MUTANT(ReduceScaledTwiceAt);
+/// A collective's rows and bytes shrunk to the local chunk (1/n of them,
+/// rounded up), on every member alike.
+SEAM_SITE_MUTANT(RowsShrunkToChunkAt);
 
 #undef SEAM_SITE_MUTANT
 

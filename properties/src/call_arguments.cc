@@ -1,7 +1,12 @@
 // Property 4 on call arguments (call_arguments.h). GroupCoordinator's
 // reduce_scatterv and all_gatherv assert len(sizes) == world_size
 // (distributed/parallel_state.py @0005973a), so a list of another length
-// fails on every member: the collective cannot complete.
+// fails on every member: the collective cannot complete. FlashInfer's fused
+// all-reduce + add + RMSNorm (flashinfer_allreduce_residual_rmsnorm,
+// layers/flashinfer_comm_fusion.py @00f6ebe5) asserts that its input has at
+// most max_token_num rows, 2048 unless the caller passes another, and the
+// caller (complete_attention_input's forward_with_allreduce_fusion) passes
+// none: a fused call on more rows fails on every member.
 #include "seam/properties/call_arguments.h"
 
 #include <set>
@@ -13,6 +18,11 @@
 namespace seam::properties {
 
 namespace {
+
+/// The rows FlashInfer's fused kernel accepts: its max_token_num default.
+/// The judge's own constant, not the planner's gate (which decides where to
+/// fuse; this is what the kernel can run).
+constexpr int kFusedKernelMaxRows = 2048;
 
 bool takesSizes(OpKind kind) {
   return kind == OpKind::kReduceScatterv || kind == OpKind::kAllGatherv;
@@ -29,30 +39,39 @@ int sizesLength(const Op& op, const ParallelConfig& cfg) {
   return groupSizeOf(cfg, op.groupAxis());
 }
 
+/// Why `op`'s arguments make its call fail, or "" when they do not.
+std::string failingArguments(const Op& op, const ParallelConfig& cfg) {
+  if (op.kind == OpKind::kArAddNorm && op.rows_in.count > kFusedKernelMaxRows) {
+    return "the fused all-reduce + add + RMSNorm runs on " + std::to_string(op.rows_in.count) +
+           " rows; FlashInfer's kernel takes at most " + std::to_string(kFusedKernelMaxRows) +
+           " (max_token_num), so the call fails on every member";
+  }
+  if (!takesSizes(op.kind) || !op.hasGroup()) return "";
+  const int members = groupSizeOf(cfg, op.groupAxis());
+  const int given = sizesLength(op, cfg);
+  if (given == members) return "";
+  return std::string(opName(op.kind)) + " over " + std::string(axisName(op.groupAxis())) + " (" +
+         std::to_string(members) + " ranks) is passed " + std::to_string(given) +
+         " sizes, one per attention-DP shard: the call needs one per member, so it fails on "
+         "every rank of the group";
+}
+
 }  // namespace
 
 std::vector<Violation> checkCallArguments(const Plan& plan) {
-  const ParallelConfig& cfg = plan.source.config;
   std::vector<Violation> out;
   std::set<std::tuple<int, int, int, int>> seen;  // (stack, stage, phase, kind) sites reported
   for (int r = 0; r < plan.world(); ++r) {
     const std::vector<Op>& ops = plan.ranks[r];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
-      if (!takesSizes(op.kind) || !op.hasGroup()) continue;
-      const int members = groupSizeOf(cfg, op.groupAxis());
-      const int given = sizesLength(op, cfg);
-      if (given == members) continue;
+      std::string why = failingArguments(op, plan.source.config);
+      if (why.empty()) continue;
       if (!seen.insert({op.stack, op.stage, static_cast<int>(op.phase), static_cast<int>(op.kind)})
                .second)
         continue;
-      Violation v = opViolation(
-          plan, r, i, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
-          std::string(opName(op.kind)) + " over " + std::string(axisName(op.groupAxis())) + " (" +
-              std::to_string(members) + " ranks) is passed " + std::to_string(given) +
-              " sizes, one per attention-DP shard: the call needs one per member, so it fails on "
-              "every rank of the group");
-      out.push_back(std::move(v));
+      out.push_back(opViolation(plan, r, i, Property::kCollectivesMatch,
+                                ViolationClass::kCollectiveMismatch, std::move(why)));
     }
   }
   return out;

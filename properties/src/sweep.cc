@@ -262,6 +262,11 @@ std::uint64_t planHash(const Plan& plan) {
       mixIn(static_cast<std::uint64_t>(op.bytes) ^ (static_cast<std::uint64_t>(op.dp_fault) << 56) ^
             (static_cast<std::uint64_t>(op.half) << 60) ^
             (static_cast<std::uint64_t>(op.tbo_move) << 62));
+      // A planted rank order, chunk or scale too (the defaults leave it as before).
+      if (op.divide_by != 1 || op.chunk_shift != 0) {
+        mixIn(static_cast<std::uint64_t>(static_cast<std::uint16_t>(op.divide_by)) |
+              static_cast<std::uint64_t>(static_cast<std::uint8_t>(op.chunk_shift)) << 16);
+      }
     }
   }
   return h;

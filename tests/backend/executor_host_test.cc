@@ -1,7 +1,8 @@
 // The CUDA/NCCL executor's parts that run everywhere (backend/executor.h):
 // options, bandwidth formulas, percentiles, the watchdog's stall rule and
 // report, the hash fold, per-rank comparison, and the refusal of a world
-// larger than the visible GPUs.
+// larger than the visible GPUs or of a plan with a planted rank order,
+// chunk or reduction scale.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -189,6 +190,22 @@ TEST(GpuExecutor, RefusesAWorldLargerThanTheVisibleGpus) {
   EXPECT_EQ(run.status().message(), "world " + std::to_string(visible + 1) + " needs " +
                                         std::to_string(visible + 1) + " GPUs, " +
                                         std::to_string(visible) + " visible");
+}
+
+TEST(GpuExecutor, RefusesAPlantedReductionScaleOrChunkBeforeTouchingADevice) {
+  // The device code runs every reduction as a sum of the members' own chunks;
+  // a plan a mutant gave another divisor or chunk is the simulator's to check.
+  Plan plan = seam::testing::mustBuild(patternCase("M-", {.tp = 2}, {4}));
+  for (auto& ops : plan.ranks) {
+    for (Op& op : ops) {
+      if (op.kind == OpKind::kAllReduce || op.kind == OpKind::kArAddNorm) op.divide_by = 2;
+    }
+  }
+  auto run = runPlanOnGpus(plan, {});
+  ASSERT_FALSE(run.hasValue());
+  EXPECT_EQ(run.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(run.status().message().find("divide_by 2"), std::string::npos)
+      << run.status().message();
 }
 
 }  // namespace

@@ -121,6 +121,52 @@ TEST(NumericExecutor, DiffersFromTheReferenceExactlyWhenTheLedgerReportsAViolati
   }
 }
 
+TEST(NumericExecutor, AGatherInAnotherRankOrderMovesTheNumericRowsWhereTheLedgerSeesIt) {
+  // The three gathers the replay knows (columns of Nemotron-H's MTP eh_proj,
+  // MLA prefill CP shards, LayerNorm SP's padded chunks), each in another
+  // rank order at every site: the numeric executor places each member's chunk
+  // in another slot, and differs from the reference exactly when the ledger
+  // reports it.
+  properties::SweepModel mtp = *properties::sweepModel("", "M*E/*E");
+  Case columns;
+  columns.model = *mtp.model;
+  columns.config = {.tp = 2};
+  columns.batch.tokens = {4};
+  Flags cp_flags;
+  cp_flags.a2a = A2aBackend::kDeepep;
+  cp_flags.dense_tp1 = true;
+  cp_flags.mode = ForwardMode::kExtend;
+  Case cp = columns;
+  cp.model = *modelFromPattern("*-*E", LayerFamily::kTwoStage);
+  cp.config = {.tp = 4, .attn_cp = 4, .moe_ep = 4};
+  cp.batch.tokens = {7};
+  cp.flags = cp_flags;
+  Case ln_sp = cp;
+  ln_sp.model = *modelFromPattern("*-*-", LayerFamily::kTwoStage);
+  ln_sp.config = {.tp = 2};
+  ln_sp.batch.tokens = {5};
+  ln_sp.flags = {};
+  ln_sp.flags.layernorm_sp = true;
+  ln_sp.flags.mode = ForwardMode::kExtend;
+  const Mutant* m = findMutant("plan.site-gather-rank-order");
+  Ledger ledger;
+  for (const Case& c : {columns, cp, ln_sp}) {
+    auto base = buildPlan(c, PolicyKind::kDeclared);
+    ASSERT_TRUE(base.hasValue()) << base.status().message();
+    const NumericOutput ref = runReference(c, numeric::Mode::kExact, {});
+    const int sites = m->sites(*base);
+    ASSERT_GT(sites, 0) << reproduceCommand(c, "declared");
+    for (int site = 0; site < sites; ++site) {
+      Plan mutated = *base;
+      ASSERT_TRUE(m->applyAt(mutated, site));
+      const bool violation = !ledger.replay(mutated).holds();
+      EXPECT_TRUE(violation) << "site " << site << "\n  " << reproduceCommand(c, "declared");
+      EXPECT_EQ(violation, numericDiffers(mutated, ref))
+          << "site " << site << "\n  " << reproduceCommand(c, "declared");
+    }
+  }
+}
+
 TEST(BitIdentityPrediction,
      UnderEveryMutantAPlanPredictedIdenticalToItsParentHasItsBitsInRealMode) {
   // The mutants' edits are the other plans a refactor makes. A mutated plan

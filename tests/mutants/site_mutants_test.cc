@@ -4,6 +4,9 @@
 // which mutant survives and why).
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+
 #include "../sim/case_builders.h"
 #include "seam/mutants/campaign.h"
 #include "seam/properties/check.h"
@@ -12,6 +15,7 @@ namespace seam::mutants {
 namespace {
 
 using seam::testing::patternCase;
+using seam::testing::twoStageCase;
 
 struct SiteCase {
   const char* id;
@@ -31,6 +35,15 @@ Flags deepep() {
   return f;
 }
 
+/// Qwen3-like dense layers under LayerNorm SP on an extend batch of 5 tokens
+/// over tp 2: padded equal chunks of 3, reduce-scatters and all-gathers.
+Case lnSpCase() {
+  Flags f;
+  f.layernorm_sp = true;
+  f.mode = ForwardMode::kExtend;
+  return twoStageCase("*-*-", {.tp = 2}, {5}, f);
+}
+
 std::vector<SiteCase> siteCases() {
   return {
       {"plan.site-drop-collective", patternCase("M-", {.tp = 2}, {4}), true},
@@ -48,6 +61,12 @@ std::vector<SiteCase> siteCases() {
       // Every member moving twice the bytes agrees with every other member;
       // property 8 compares the bytes with the rows the call moves.
       {"plan.site-bytes-doubled", patternCase("M-", {.tp = 2}, {4}), true},
+      // LayerNorm SP: every FFN boundary reduce-scatters and gathers again.
+      {"plan.site-gather-rank-order", lnSpCase(), true},
+      {"plan.site-reduce-scatter-other-chunk", lnSpCase(), true},
+      {"plan.site-reduce-averaged", lnSpCase(), true},
+      {"plan.site-reduce-scaled-twice", lnSpCase(), true},
+      {"plan.site-rows-shrunk-to-chunk", lnSpCase(), true},
   };
 }
 
@@ -77,6 +96,47 @@ TEST(SiteMutant, EverySiteChangesThePlanAndTheKnownCaseKillsItOrItIsAKnownSurviv
       EXPECT_EQ(killing, 0) << s.id << ": now caught; move it to the killed ones";
     }
   }
+}
+
+/// The first violation `id` makes at `site` of `c`'s plan.
+std::optional<Violation> violationAt(const char* id, const Case& c, int site) {
+  Ledger ledger;
+  Plan plan = seam::testing::mustBuild(c);
+  EXPECT_TRUE(findMutant(id)->applyAt(plan, site)) << id;
+  return properties::checkPlan(plan, ledger).firstViolation();
+}
+
+TEST(SiteMutant, ARankOrderOrChunkOrScaleIsCaughtAsTheBugItIs) {
+  // Site 0 of the LayerNorm SP case is the first FFN boundary's collective:
+  // the tokens land on other rows, or the partials with coefficient 1/n.
+  const Case c = lnSpCase();
+  auto order = violationAt("plan.site-gather-rank-order", c, 0);
+  ASSERT_TRUE(order.has_value());
+  EXPECT_EQ(order->property, Property::kOwedOnce);
+  EXPECT_EQ(order->cls, ViolationClass::kForeignTerm) << describeViolation(*order);
+  auto chunk = violationAt("plan.site-reduce-scatter-other-chunk", c, 0);
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(chunk->cls, ViolationClass::kForeignTerm) << describeViolation(*chunk);
+  auto avg = violationAt("plan.site-reduce-averaged", c, 0);
+  ASSERT_TRUE(avg.has_value());
+  EXPECT_EQ(avg->cls, ViolationClass::kWrongScale) << describeViolation(*avg);
+  EXPECT_NE(avg->detail.find("coefficient 1/2"), std::string::npos) << avg->detail;
+  auto twice = violationAt("plan.site-reduce-scaled-twice", c, 0);
+  ASSERT_TRUE(twice.has_value());
+  EXPECT_NE(twice->detail.find("coefficient 1/4"), std::string::npos) << twice->detail;
+  auto shrunk = violationAt("plan.site-rows-shrunk-to-chunk", c, 0);
+  ASSERT_TRUE(shrunk.has_value());
+  EXPECT_EQ(shrunk->property, Property::kCallSizes) << describeViolation(*shrunk);
+}
+
+TEST(SiteMutant, AnAverageOverFourRanksIsAQuarterInBothLedgerDomains) {
+  // An all-reduce over tp 4 averaged: the fast domain's field inverse and the
+  // exact domain's fractions agree that each partial enters with 1/4.
+  Plan plan = seam::testing::mustBuild(patternCase("M-", {.tp = 4}, {3}));
+  ASSERT_TRUE(findMutant("plan.site-reduce-averaged")->applyAt(plan, 0));
+  const Violation v = seam::testing::firstViolationInBothDomains(plan);
+  EXPECT_EQ(v.cls, ViolationClass::kWrongScale);
+  EXPECT_NE(v.detail.find("/4"), std::string::npos) << v.detail;
 }
 
 TEST(SiteMutant, OffersEveryCollectiveNotOnlyTheFirst) {
@@ -130,10 +190,10 @@ TEST(GateDecision, EachChangesThePlanWhereItsSiteIsReached) {
   Flags at_bound;
   const std::vector<DecisionCase> cases = {
       // The fusion gate's bound moved by one: the plan fuses at 2049 tokens,
-      // which SGLang does not. Fused or not, the sum is completed once: no
-      // property sees it (the conformance tests compare with the engine).
+      // which SGLang does not. Fused or not, the sum is completed once, but
+      // FlashInfer's kernel asserts at most 2048 rows: property 4 fails the call.
       {"decision.fusion-token-bound-moved", patternCase("M-", {.tp = 2}, {kFuseMaxTokens + 1}),
-       false},
+       true},
       {"decision.mixer-weights-over-tp", patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 2}), true},
   };
   Ledger ledger;

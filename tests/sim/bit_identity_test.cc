@@ -6,6 +6,7 @@
 
 #include "case_builders.h"
 #include "replay/arithmetic_domain.h"
+#include "replay/numeric_domain.h"
 #include "seam/sim/replay/numeric_executor.h"
 
 namespace seam {
@@ -76,6 +77,35 @@ TEST(ArithmeticDomain, AReductionOfThreeOperandsDependsOnTheCallAndTheRow) {
   EXPECT_EQ(reduce({1, 7, 2}), reduce({1, 7, 2}));  // the same call: the same order
   EXPECT_NE(reduce({1, 7, 2}), reduce({2, 7, 2}));  // another collective
   EXPECT_NE(reduce({1, 7, 2}), reduce({1, 7, 4}));  // another size
+}
+
+/// Eight rows of one element, reduced over four members in the call-dependent
+/// order: member 0 holds 256, the others 1. In bf16, 256 + 1 rounds back to
+/// 256, so a chunk started at member 0 ends at 256, one started at members
+/// 1 or 2 sums the ones first and ends at 260.
+std::vector<float> ringSums(OpKind kind, int communicator) {
+  ledger_detail::NumericDomain d;
+  d.configure(numeric::Mode::kReal, numeric::Shape{.hidden = 1, .inner = 1}, Case{});
+  d.setOrder(ExecutionOrder::kCallDependent);
+  std::vector<std::vector<std::vector<float>>> members(4);
+  for (int p = 0; p < 4; ++p) members[p].assign(8, {p == 0 ? 256.0f : 1.0f});
+  auto rows = [&](size_t p) -> const std::vector<std::vector<float>>& { return members[p]; };
+  std::vector<std::vector<float>> sum = members[0];
+  d.reduceCall(sum, 4, rows, ReduceCall{static_cast<int>(kind) * 16, communicator, 8});
+  std::vector<float> out;
+  for (const auto& row : sum) out.push_back(row[0]);
+  return out;
+}
+
+TEST(CallDependentOrder, FollowsNcclsRingAndNotThePredictorsCallAndRowRule) {
+  // A ring reduce-scatter: block c (rows 2c, 2c + 1) starts at member c + 1
+  // and ends at member c. A ring all-reduce over two channels: element e is
+  // chunk e mod 4 of its channel's half. Neither looks at the communicator.
+  const std::vector<float> rs = {260, 260, 260, 260, 256, 256, 256, 256};
+  const std::vector<float> ar = {260, 260, 256, 256, 260, 260, 256, 256};
+  EXPECT_EQ(ringSums(OpKind::kReduceScatter, 1), rs);
+  EXPECT_EQ(ringSums(OpKind::kAllReduce, 1), ar);
+  EXPECT_EQ(ringSums(OpKind::kAllReduce, 5), ar);
 }
 
 TEST(BitIdentity, TheSameAllReduceMovedAcrossABoundaryIsPredictedIdentical) {

@@ -13,6 +13,7 @@
 
 #include "case_builders.h"
 #include "plan_probes.h"
+#include "seam/properties/check.h"
 #include "seam/sim/model/case.h"
 #include "seam/sim/plan/dp_gather.h"
 #include "seam/sim/plan/plan.h"
@@ -168,14 +169,19 @@ TEST(TwoStageWrongPlans, ALayerNormSpGatherThatSkipsTheNarrowHandsPaddingRowsToT
   EXPECT_EQ(v.op, OpKind::kCompute);
 }
 
-TEST(TwoStageWrongPlans, ALayerNormSpPlanOnTensorSplitRowsIssuesPlainCollectivesOfUnequalChunks) {
-  // The padded plan replayed on tensor_split's 2,1,1,1 rows: ncclAllGather of unequal sizes.
+TEST(TwoStageWrongPlans, ALayerNormSpPlanClaimingTensorSplitRowsIsCaughtByItsGeometryNotReplayed) {
+  // The ledger replays the case's own split (SP's padded equal chunks), not
+  // the plan's field: the plan's ops hold there, and property 9 names the
+  // field that disagrees with the case.
   Plan plan = mustBuild(twoStageCase("*-*-", {.tp = 4}, {5}, lnSp()));
   plan.local_split = LocalSplit::kTensorSplit;
-  const Violation v = firstViolation(plan);
-  EXPECT_EQ(v.property, Property::kCollectivesMatch);
-  EXPECT_EQ(v.cls, ViolationClass::kCollectiveMismatch);
-  EXPECT_EQ(v.op, OpKind::kAllGather);
+  Ledger ledger;
+  EXPECT_TRUE(ledger.replay(plan).holds());
+  const auto v = properties::checkPlan(plan, ledger).firstViolation();
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->property, Property::kPlanGeometry);
+  EXPECT_EQ(v->cls, ViolationClass::kGeometryDisagrees);
+  EXPECT_NE(v->detail.find("tensor_split"), std::string::npos) << v->detail;
 }
 
 TEST(TwoStageWrongPlans, ALayerNormSpFinalGatherBeforeTheFinalNormLeavesTheOutputUnnormed) {

@@ -45,6 +45,53 @@ std::string stable(const std::string& out, const char* timing_prefix) {
   return kept;
 }
 
+/// A cases-tried count no campaign of the test's space reaches.
+constexpr std::int64_t kMark = 7777777;
+
+/// Sets the cases tried of the first stored killed mutant of the latest run
+/// to `mark`; returns its id ("" when none is stored).
+std::string markStoredMutant(const std::string& db, std::int64_t mark) {
+  auto store = seam::reports::Store::open(db);
+  if (!store) return "";
+  auto runs = store->runs();
+  if (!runs || runs->empty()) return "";
+  auto rows = store->mutants(runs->back().id);
+  if (!rows) return "";
+  for (seam::reports::MutantRecord m : *rows) {
+    if (m.status != "killed") continue;
+    m.cases_run = mark;
+    if (!store->putMutant(runs->back().id, m)) return "";
+    return m.id;
+  }
+  return "";
+}
+
+/// Every line of `text` with its words joined by one space (the table's
+/// columns widen with a longer number).
+std::string words(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::istringstream w(line);
+    std::string word, joined;
+    while (w >> word) joined += (joined.empty() ? "" : " ") + word;
+    out += "\n" + joined;
+  }
+  return out;
+}
+
+/// `table` with the marked row's cases tried put back to the count in `whole`.
+std::string unmark(std::string table, const std::string& id, const std::string& whole) {
+  const std::string row = "\n" + id + " killed ";
+  const size_t at = table.find(row + std::to_string(kMark) + " ");
+  const size_t was = whole.find(row);
+  if (at == std::string::npos || was == std::string::npos) return table;
+  const size_t count = was + row.size();
+  const std::string original = whole.substr(count, whole.find(' ', count) - count);
+  table.replace(at + row.size(), std::to_string(kMark).size(), original);
+  return table;
+}
+
 TEST(Resume, ACampaignKilledHalfwayAndResumedEndsWithTheSameTable) {
   const std::string args = "mutate --world 1,2,4,8 --jobs 2";
   const std::string whole_db = tempPath("whole.db"), cut_db = tempPath("cut.db");
@@ -65,9 +112,21 @@ TEST(Resume, ACampaignKilledHalfwayAndResumedEndsWithTheSameTable) {
   EXPECT_GE(before, 1);
   EXPECT_LT(before, static_cast<std::int64_t>(seam::mutants::registry().size()));
 
+  // A resume that recomputed every mutant would end with the same table too:
+  // mark one stored row (its cases tried), and the resumed table must show
+  // the mark, which only the store holds.
+  const std::string edited = markStoredMutant(cut_db, kMark);
+  ASSERT_FALSE(edited.empty());
+
   const auto resumed = runSeam(args + " --db " + cut_db + " --resume");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
-  EXPECT_EQ(stable(resumed.out, "campaign took"), stable(whole.out, "campaign took"));
+  const std::string resumed_table = words(stable(resumed.out, "campaign took"));
+  const std::string whole_table = words(stable(whole.out, "campaign took"));
+  EXPECT_NE(resumed_table.find("\n" + edited + " killed " + std::to_string(kMark) + " "),
+            std::string::npos)
+      << "the resumed run recomputed " << edited << " instead of taking its stored row\n"
+      << resumed.out;
+  EXPECT_EQ(unmark(resumed_table, edited, whole_table), whole_table);
   removeStore(whole_db);
   removeStore(cut_db);
 }

@@ -40,4 +40,15 @@ inline std::uint64_t fieldMul(std::uint64_t a, std::uint64_t b) {
   return r >= kFieldPrime ? r - kFieldPrime : r;
 }
 
+/// The inverse of a (not a multiple of the prime) in GF(2^61 - 1): a^(p-2).
+inline std::uint64_t fieldInverse(std::uint64_t a) {
+  std::uint64_t r = 1;
+  std::uint64_t b = a % kFieldPrime;
+  for (std::uint64_t e = kFieldPrime - 2; e != 0; e >>= 1) {
+    if (e & 1) r = fieldMul(r, b);
+    b = fieldMul(b, b);
+  }
+  return r;
+}
+
 }  // namespace seam::detail

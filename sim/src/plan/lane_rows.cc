@@ -12,21 +12,28 @@ DpPadding otherPadding(DpPadding mode) {
 
 }  // namespace
 
-LaneRows::LaneRows(const Topology& topo, const Plan& plan, const Batch& batch,
-                   const std::vector<int>* first_tokens)
-    : rows(topo, batch, plan.padding, plan.cp_layout, first_tokens, plan.local_split),
-      other_rows(topo, batch, otherPadding(plan.padding), plan.cp_layout, first_tokens,
-                 plan.local_split),
-      dp(plan.source.config, batch, plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout) {}
+LaneRows::LaneRows(const Topology& topo, const Case& c, DpPadding padding, CpLayout cp_layout,
+                   LocalSplit local_split, const Batch& batch, const std::vector<int>* first_tokens)
+    : rows(topo, batch, padding, cp_layout, first_tokens, local_split),
+      other_rows(topo, batch, otherPadding(padding), cp_layout, first_tokens, local_split),
+      dp(c.config, batch, padding, c.flags.dp_gatherv, cp_layout) {}
 
 std::vector<LaneRows> laneRowsOf(const Plan& plan, const Topology& topo) {
+  return laneRowsOf(plan.source, plan.padding, plan.cp_layout, plan.local_split, plan.tbo_split,
+                    topo);
+}
+
+std::vector<LaneRows> laneRowsOf(const Case& c, DpPadding padding, CpLayout cp_layout,
+                                 LocalSplit local_split, const std::vector<int>& tbo_split,
+                                 const Topology& topo) {
   std::vector<LaneRows> lanes;
   lanes.reserve(kHalfLanes);
-  lanes.emplace_back(topo, plan, plan.source.batch, nullptr);
-  for (int lane = 1; !plan.tbo_split.empty() && lane < kHalfLanes; ++lane) {
+  lanes.emplace_back(topo, c, padding, cp_layout, local_split, c.batch, nullptr);
+  for (int lane = 1; !tbo_split.empty() && lane < kHalfLanes; ++lane) {
     const Half half = static_cast<Half>(lane);
-    const std::vector<int> first = tboFirstTokens(plan.source.batch, plan.tbo_split, half);
-    lanes.emplace_back(topo, plan, tboHalfBatch(plan.source.batch, plan.tbo_split, half), &first);
+    const std::vector<int> first = tboFirstTokens(c.batch, tbo_split, half);
+    lanes.emplace_back(topo, c, padding, cp_layout, local_split,
+                       tboHalfBatch(c.batch, tbo_split, half), &first);
   }
   return lanes;
 }

@@ -63,10 +63,17 @@ class ArithmeticDomain {
                 pack(j, k));
   }
   /// A gather copies bits: the row is its shards in order.
-  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t) const {
+  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t, int) const {
     Value h = node(kColumns, static_cast<std::uint64_t>(parts.size()));
     for (Value p : parts) h = node(kOperand, h, p);
     return h;
+  }
+
+  /// A division by d: one rounding of each nonzero element (0 / d is 0).
+  void divide(std::vector<Value>& rows, int d) const {
+    for (Value& v : rows) {
+      if (v != 0) v = node(kDivide, static_cast<std::uint64_t>(d), v);
+    }
   }
 
   /// An NCCL reduction. Zeros drop out (x + 0 = x in any order); one or two
@@ -107,7 +114,8 @@ class ArithmeticDomain {
     kProject,
     kReduce,
     kOperand,
-    kColumns
+    kColumns,
+    kDivide
   };
   static std::uint64_t pack(int a, int b) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |

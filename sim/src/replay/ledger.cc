@@ -88,6 +88,8 @@ std::string_view violationClassName(ViolationClass c) {
       return "geometry-disagrees";
     case ViolationClass::kMissingSnapshot:
       return "missing-snapshot";
+    case ViolationClass::kWrongScale:
+      return "wrong-scale";
     case ViolationClass::kResetLeak:
       return "reset-leak";
   }

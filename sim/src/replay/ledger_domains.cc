@@ -1,6 +1,7 @@
 #include "replay/ledger_domains.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "base/fingerprint.h"
 
@@ -73,8 +74,52 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
   }
 }
 
+namespace {
+
+using ExactValue = ExactDomain::Value;
+
+/// A value's denominator (1 without the entry), and its entry removed.
+std::int64_t takeDenominator(ExactValue& v, std::uint64_t key) {
+  if (v.empty() || v.back().first != key) return 1;
+  const std::int64_t d = v.back().second;
+  v.pop_back();
+  return d;
+}
+
+/// Numerators over `den`, reduced to lowest terms; the entry appended when
+/// the denominator is not 1.
+void putDenominator(ExactValue& v, std::int64_t den, std::uint64_t key) {
+  std::int64_t g = den;
+  for (const auto& term : v) g = std::gcd(g, term.second);
+  if (g > 1) {
+    for (auto& term : v) term.second /= g;
+    den /= g;
+  }
+  if (den != 1 && !v.empty()) v.emplace_back(key, den);
+}
+
+}  // namespace
+
+void ExactDomain::divideTerms(Value& v, std::int64_t d) {
+  if (v.empty()) return;
+  const std::int64_t den = takeDenominator(v, kDenominator);
+  putDenominator(v, den * d, kDenominator);
+}
+
 void ExactDomain::addTerms(Value& a, const Value& b) {
   if (b.empty()) return;
+  if ((!a.empty() && a.back().first == kDenominator) || b.back().first == kDenominator) {
+    // Fractions (a divided reduction): over the common denominator.
+    Value x = b;
+    const std::int64_t da = takeDenominator(a, kDenominator);
+    const std::int64_t db = takeDenominator(x, kDenominator);
+    const std::int64_t l = std::lcm(da, db);
+    for (auto& term : a) term.second *= l / da;
+    for (auto& term : x) term.second *= l / db;
+    addTerms(a, x);
+    putDenominator(a, l, kDenominator);
+    return;
+  }
   Value out;
   out.reserve(a.size() + b.size());
   size_t i = 0, j = 0;
@@ -129,10 +174,13 @@ std::string ExactDomain::termName(std::uint64_t k) {
   }
 }
 
-Explanation ExactDomain::explain(const Value& v, Expect e, int stack, int stage, int t) const {
+Explanation ExactDomain::explain(const Value& value, Expect e, int stack, int stage, int t) const {
   const Value want = expected(e, stack, stage, t);
-  // Padding leak first, then a foreign term, then a term counted k > 1
-  // times, then a term never completed (DESIGN §3's classes).
+  Value v = value;
+  const std::int64_t den = takeDenominator(v, kDenominator);
+  // Padding leak first, then a foreign term, then a term with a fractional
+  // coefficient, then a term counted k > 1 times, then a term never
+  // completed (DESIGN §3's classes).
   for (const auto& [k, c] : v) {
     if ((k >> 61) == kJ) return {ViolationClass::kPaddingLeak, termName(k), c};
   }
@@ -142,6 +190,13 @@ Explanation ExactDomain::explain(const Value& v, Expect e, int stack, int stage,
     if (!wanted) {
       const int tok = static_cast<int>((k >> 22) & 0xffffff);
       return {ViolationClass::kForeignTerm, termName(k), c, tok != t ? tok : -1};
+    }
+  }
+  for (const auto& [k, c] : v) {
+    if (den != 1 && c % den != 0) {
+      Explanation x{ViolationClass::kWrongScale, termName(k), c};
+      x.denominator = den;
+      return x;
     }
   }
   for (const auto& [k, c] : v) {

@@ -37,6 +37,8 @@ struct Explanation {
   std::string term;
   std::int64_t coefficient = 0;
   int foreign_token = -1;
+  /// kWrongScale: the coefficient is coefficient / denominator.
+  std::int64_t denominator = 1;
 };
 
 // ---------------------------------------------------------------------------
@@ -84,8 +86,8 @@ class FastDomain {
   /// The all-gather of the columns: the projection when every member held its
   /// own column shard, in group order; otherwise no column layout makes the
   /// row, and the sum of what arrived fails the next check.
-  Value joinColumns(const std::vector<Value>& parts, int stack, int t,
-                    std::uint64_t junk_id) const {
+  Value joinColumns(const std::vector<Value>& parts, int stack, int t, std::uint64_t junk_id,
+                    int) const {
     if (t < 0) return junk(junk_id);
     bool whole = parts.size() == a_column_[stack].size();
     Value sum = 0;
@@ -98,6 +100,12 @@ class FastDomain {
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
     return v ==
            (e == Expect::kComplete ? mul(prefix_[stack][stage], b_[t]) : normed(stack, stage, t));
+  }
+  /// Every value divided by d (an averaged or rescaled reduction): times
+  /// d's inverse in the field, so a term's coefficient becomes 1/d.
+  void divide(std::vector<Value>& v, int d) const {
+    const Value inv = detail::fieldInverse(static_cast<std::uint64_t>(d));
+    for (Value& x : v) x = mul(x, inv);
   }
 
  private:
@@ -145,8 +153,8 @@ class ExactDomain {
     return t < 0 ? junk(junk_id) : Value{{key(kP, stack, -1, t, j), 1}};
   }
   /// As FastDomain::joinColumns.
-  Value joinColumns(const std::vector<Value>& parts, int stack, int t,
-                    std::uint64_t junk_id) const {
+  Value joinColumns(const std::vector<Value>& parts, int stack, int t, std::uint64_t junk_id,
+                    int) const {
     if (t < 0) return junk(junk_id);
     const int k = (*stacks_)[stack].column_shards;
     bool whole = static_cast<int>(parts.size()) == k;
@@ -160,10 +168,20 @@ class ExactDomain {
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
     return v == expected(e, stack, stage, t);
   }
+  /// Every value divided by d: the coefficients become fractions, kept as
+  /// integer numerators over one denominator per value (a last entry keyed
+  /// kDenominator, absent when it is 1).
+  void divide(std::vector<Value>& v, int d) const {
+    for (Value& x : v) divideTerms(x, d);
+  }
+  static void divideTerms(Value& v, std::int64_t d);
   /// Why `v` is not what was expected.
   Explanation explain(const Value& v, Expect e, int stack, int stage, int t) const;
   /// "p(s3, t2, j1)", "e(t0)", "n(s4, t1)", "junk#7" (stack 1 terms carry "mtp:").
   static std::string termName(std::uint64_t key);
+  /// The key of a value's denominator entry: above every term's key (a
+  /// term's key is below 2^63), so it stays last in the sorted list.
+  static constexpr std::uint64_t kDenominator = ~std::uint64_t{0};
 
  private:
   enum Kind : std::uint64_t { kE = 0, kP = 1, kN = 2, kJ = 3 };

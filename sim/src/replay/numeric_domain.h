@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "base/fingerprint.h"
 #include "replay/ledger_domains.h"
 #include "replay/replay.h"
 #include "seam/sim/model/case.h"
@@ -92,14 +91,41 @@ class NumericDomain {
     }
     return out;
   }
-  /// The gathered columns: each element comes from the one shard that holds it.
-  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t) const {
+  /// The gathered columns: column block p is the p-th part's columns. A part
+  /// holds its own block (zeros elsewhere); in real plans part p is member p's,
+  /// with `shift` it is member (p + shift) mod n's, whose columns land in block p.
+  Value joinColumns(const std::vector<Value>& parts, int, int, std::uint64_t, int shift) const {
     Value out = zero();
-    for (const Value& p : parts) add(out, p);
+    const int n = static_cast<int>(parts.size());
+    for (int p = 0; p < n; ++p) {
+      const numeric::ColumnRange to = numeric::shardColumns(shape_.hidden, n, p);
+      const numeric::ColumnRange from =
+          numeric::shardColumns(shape_.hidden, n, ((p + shift) % n + n) % n);
+      for (int c = 0; c < to.end - to.begin; ++c) {
+        const int src = from.begin + c;
+        out[to.begin + c] = src < from.end ? parts[p][src] : 0.0f;
+      }
+    }
     return out;
   }
-  /// ExecutionOrder::kCallDependent's reductions: element i adds the members
-  /// from a start and in a direction drawn from the call and i.
+  /// Every row divided by d (an averaged or rescaled reduction).
+  void divide(std::vector<Value>& rows, int d) const {
+    for (Value& row : rows) {
+      for (float& x : row) {
+        x /= static_cast<float>(d);
+        if (mode_ == numeric::Mode::kReal) x = numeric::roundBf16(x);
+      }
+    }
+  }
+  /// ExecutionOrder::kCallDependent's reductions: a model of NCCL's ring
+  /// algorithms (all_reduce.h and reduce_scatter.h's runRing), written apart
+  /// from the bit-identity predictor's rule. One ring over the members in
+  /// group order, kRingChannels channels, one loop (small buffers); the buffer
+  /// is its rows times the hidden size in elements. An element's chunk is its
+  /// member's output block in a reduce-scatter, and in an all-reduce its
+  /// slot among the n chunks of its channel's part of the buffer; chunk c is
+  /// sent first by member c + 1, each next member adds its own, and member c
+  /// adds last. Nothing here reads the call's communicator or keys on rows.
   template <class RowsOf>
   void reduceCall(std::vector<Value>& sum, size_t n, const RowsOf& rows_of,
                   const ReduceCall& call) const {
@@ -109,17 +135,24 @@ class NumericDomain {
       }
       return;
     }
-    for (size_t i = 0; i < sum.size(); ++i) {
-      const std::uint64_t h = detail::splitmix64(
-          detail::splitmix64(static_cast<std::uint64_t>(call.kind) * 0x100000001b3ULL ^
-                             static_cast<std::uint64_t>(call.communicator)) ^
-          (static_cast<std::uint64_t>(call.rows) << 32 | i));
-      const size_t start = h % n;
-      const bool up = (h >> 32) & 1;
-      Value s = rows_of(start)[i];
-      for (size_t k = 1; k < n; ++k) add(s, rows_of(up ? (start + k) % n : (start + n - k) % n)[i]);
-      sum[i] = std::move(s);
+    const std::int64_t h = shape_.hidden;
+    const std::int64_t elements = static_cast<std::int64_t>(sum.size()) * h;
+    const std::int64_t members = static_cast<std::int64_t>(n);
+    const bool scatter = scattersBlocks(call);
+    const std::int64_t block = (elements + members - 1) / members;
+    const std::int64_t piece = (elements + kRingChannels * members - 1) / (kRingChannels * members);
+    std::vector<Value> out(sum.size(), Value(shape_.hidden));
+    for (std::int64_t e = 0; e < elements; ++e) {
+      const size_t row = static_cast<size_t>(e / h), col = static_cast<size_t>(e % h);
+      const std::int64_t c = scatter ? e / block : (e % (members * piece)) / piece;
+      float acc = rows_of(static_cast<size_t>((c + 1) % members))[row][col];
+      for (std::int64_t k = 2; k <= members; ++k) {
+        acc += rows_of(static_cast<size_t>((c + k) % members))[row][col];
+        if (mode_ == numeric::Mode::kReal) acc = numeric::roundBf16(acc);
+      }
+      out[row][col] = acc;
     }
+    sum = std::move(out);
   }
 
  private:
@@ -153,6 +186,17 @@ class NumericDomain {
     if (order_ != ExecutionOrder::kCallDependent || mode_ != numeric::Mode::kReal || rows % 3 != 1)
       return;
     for (float& v : out) v = numeric::roundBf16(v * (1.0f + 1.0f / 128));
+  }
+  /// The ring model's channel count (NCCL picks its own by topology; two
+  /// make an all-reduce's chunks differ from a reduce-scatter's blocks).
+  static constexpr std::int64_t kRingChannels = 2;
+  /// A reduce-scatter (the op's, or a DP lowering's step): its chunks are the
+  /// members' output blocks.
+  static bool scattersBlocks(const ReduceCall& call) {
+    if (call.kind >= kDpStepTag) return call.kind == kDpStepTag + int(DpStepKind::kReduceScatter);
+    const auto kind = static_cast<OpKind>(call.kind / 16);
+    return kind == OpKind::kReduceScatter || kind == OpKind::kReduceScatterv ||
+           kind == OpKind::kDpReduceScatter;
   }
   ExecutionOrder order_ = ExecutionOrder::kMemberOrder;
   numeric::Mode mode_ = numeric::Mode::kExact;

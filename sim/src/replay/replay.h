@@ -17,6 +17,7 @@
 #include "seam/sim/plan/lane_rows.h"
 #include "seam/sim/plan/rows.h"
 #include "seam/sim/plan/tbo.h"
+#include "seam/sim/replay/judge_geometry.h"
 #include "seam/sim/replay/ledger.h"
 
 namespace seam::ledger_detail {
@@ -97,7 +98,7 @@ class Replay {
 
  private:
   // ---- the run (replay_run.h) ------------------------------------------------
-  /// The stages of each stack, from the plan (StackShape).
+  /// The stages of each stack, from the judges' stages of the case (StackShape).
   void shapeStacks();
   /// The group a column-parallel input projection splits its output over:
   /// attention TP under attention DP, else tp.
@@ -170,6 +171,16 @@ class Replay {
   void reduceMembers(std::vector<Value>& sum, size_t n, const RowsOf& rows_of,
                      const CallOf& call_of);
   ReduceCall reduceCallOf(const Op& op, int rank, int rows) const;
+  /// A reduction's result divided by the op's divide_by (1 in real plans).
+  void divideRows(std::vector<Value>& sum, const Op& op) {
+    if (op.divide_by != 1) domain_.divide(sum, op.divide_by);
+  }
+  /// The member (index into the group) whose chunk member `k` of `n` gets
+  /// (its own in real plans; op.chunk_shift moves it).
+  static size_t chunkOf(size_t k, size_t n, const Op& op) {
+    const int s = op.chunk_shift % static_cast<int>(n);
+    return (k + static_cast<size_t>(s < 0 ? s + static_cast<int>(n) : s)) % n;
+  }
 
   // ---- local ops (replay_local_ops.h) ----------------------------------------
   /// Runs a non-communicating op (or dp_scatter, local to its rank) on rank r.
@@ -273,12 +284,13 @@ class Replay {
   bool tbo_ = false;                // the plan runs TBO halves (lanes 1, 2)
   std::vector<Parked> parked_;      // per rank, for a TBO plan
   std::int64_t row_bytes_ = 0;
-  std::vector<DpWork> dp_work_;    // per member of the DP op in flight (reused)
-  std::vector<DpWork*> dp_group_;  // the members of one lowered collective
-  std::vector<Value> dp_sum_;      // its sum or concatenation
-  std::vector<int> one_rank_;      // dp_scatter's one member
+  std::vector<DpWork> dp_work_;     // per member of the DP op in flight (reused)
+  std::vector<DpWork*> dp_group_;   // the members of one lowered collective
+  std::vector<Value> dp_sum_;       // its sum or concatenation
+  std::vector<int> one_rank_;       // dp_scatter's one member
+  std::vector<JudgeStage> stages_;  // the judges' stages of the case (stack 0, then 1)
   std::vector<StackShape> stacks_;
-  int stage_base_[2] = {0, 0};  // index into plan.stages of each stack's stage 0
+  int stage_base_[2] = {0, 0};  // index into stages_ of each stack's stage 0
   Domain domain_;
   std::vector<RankState> ranks_;
   std::map<std::pair<int, int>, std::deque<Buffer>> mailbox_;

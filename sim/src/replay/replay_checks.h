@@ -90,6 +90,10 @@ inline std::string Replay<Domain>::describe(const Explanation& x, Expect e, int 
       return tok + " should hold " + want + " but holds " + x.term +
              (x.foreign_token >= 0 ? " of token " + std::to_string(x.foreign_token) : "") +
              ": summed over the wrong group or mixed with other rows";
+    case ViolationClass::kWrongScale:
+      return tok + " should hold " + want + " but " + x.term + " has coefficient " +
+             std::to_string(x.coefficient) + "/" + std::to_string(x.denominator) +
+             ": a sum averaged or rescaled";
     case ViolationClass::kPaddingLeak:
       return tok + " should hold " + want + " but holds padding (" + x.term +
              "): a padding row read as a token";

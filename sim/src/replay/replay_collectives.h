@@ -92,14 +92,16 @@ inline void Replay<Domain>::gatherColumns(const std::vector<int>& members, const
       return;
     }
   }
-  // Members are in group order; the owner of columns j is member j.
+  // Members are in group order; the owner of columns j is member j (column
+  // block p comes from member chunkOf(p): another when the rank order is wrong).
   const auto& toks = tokensOf(buf(r0), r0);
-  std::vector<Value> parts(members.size());
+  const size_t n = members.size();
+  std::vector<Value> parts(n);
   std::vector<Value> joined(buf(r0).v.size());
   for (size_t i = 0; i < joined.size(); ++i) {
-    for (size_t p = 0; p < members.size(); ++p) parts[p] = buf(members[p]).v[i];
+    for (size_t p = 0; p < n; ++p) parts[p] = buf(members[chunkOf(p, n, op)]).v[i];
     const int t = i < toks.size() ? toks[i] : kPaddingRow;
-    joined[i] = domain_.joinColumns(parts, op.stack, t, ++junk_);
+    joined[i] = domain_.joinColumns(parts, op.stack, t, ++junk_, op.chunk_shift);
   }
   for (int m : members) buf(m).v = joined;
 }
@@ -122,6 +124,7 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
       sum.v, members.size(),
       [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
       [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
+  divideRows(sum.v, op);
   for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
   if (op.kind == OpKind::kArAddNorm) {
     for (int m : members) {
@@ -150,25 +153,29 @@ inline void Replay<Domain>::reduceScatter(const std::vector<int>& members, const
       sum.v, members.size(),
       [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
       [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
+  divideRows(sum.v, op);
   const bool cp_return = in == RowKind::kFull && op.axis == static_cast<std::int8_t>(Axis::kAttnCp);
   for (size_t k = 0; k < members.size(); ++k) {
     const int m = members[k];
+    // The chunk member k keeps: its own (k) in real plans.
+    const size_t c = chunkOf(k, members.size(), op);
+    const int owner = members[c];
     Buffer& b = buf(m);
-    if (cp_return) {  // attn_cp_reduce_scatter_output: member k's block
+    if (cp_return) {  // attn_cp_reduce_scatter_output: block c (k's own)
       const int cnt = rows().count(RowKind::kAttention, m);
-      if (static_cast<int>(sum.v.size()) < static_cast<int>(k + 1) * cnt) {
+      if (static_cast<int>(sum.v.size()) < static_cast<int>(c + 1) * cnt) {
         layoutViolation(m, Property::kOwedOnce,
                         "an attn_cp reduce-scatter of rows that were not gathered");
         return;
       }
-      b.v.assign(sum.v.begin() + k * cnt, sum.v.begin() + (k + 1) * cnt);
+      b.v.assign(sum.v.begin() + c * cnt, sum.v.begin() + (c + 1) * cnt);
       b.kind = RowKind::kAttention;
-    } else if (in == RowKind::kFull) {  // the DP return: this shard's slot
-      const Op& mop = plan_->ranks[m][ranks_[m].pc];
-      if (!readSlot(m, sum, mop, &b.v)) return;
+    } else if (in == RowKind::kFull) {  // the DP return: the owner's shard's slot
+      const Op& mop = plan_->ranks[owner][ranks_[owner].pc];
+      if (!readSlot(owner, sum, mop, &b.v)) return;
       b.kind = RowKind::kAttention;
-    } else {  // attention rows -> this rank's local slice
-      takeLocal(m, sum.v, &b.v);
+    } else {  // attention rows -> the owner's local slice
+      takeLocal(owner, sum.v, &b.v);
       b.kind = RowKind::kLocal;
     }
   }
@@ -183,7 +190,8 @@ inline void Replay<Domain>::gatherCpShards(const std::vector<int>& members, cons
   Buffer g;
   g.kind = into;
   g.present = true;
-  for (int m : members) {
+  for (size_t p = 0; p < members.size(); ++p) {
+    const int m = members[chunkOf(p, members.size(), op)];
     if (!expectKind(m, buf(m), RowKind::kAttention, op, tensorName(op.tensor).data())) return;
     g.v.insert(g.v.end(), buf(m).v.begin(), buf(m).v.end());
   }
@@ -213,15 +221,20 @@ inline void Replay<Domain>::gatherLocal(const std::vector<int>& members, const O
   g.kind = RowKind::kAttention;
   g.present = true;
   g.v.assign(gathered, domain_.zero());
-  for (int m : members) {
-    Buffer& b = buf(m);
+  for (size_t p = 0; p < members.size(); ++p) {
+    // Member p's slot gets member chunkOf(p)'s slice: its own in real plans.
+    const int m = members[p];
+    const int src = members[chunkOf(p, members.size(), op)];
+    Buffer& b = buf(src);
     const int off = rows().localOffset(m);
-    const bool fits = rows().localSplit() == LocalSplit::kPaddedEqual
+    const bool fits = rows().localSplit() == LocalSplit::kPaddedEqual || src != m
                           ? static_cast<int>(b.v.size()) == rows().count(RowKind::kLocal, m)
                           : off + static_cast<int>(b.v.size()) <= cnt;
-    if (!b.present || rows().count(RowKind::kAttention, m) != cnt || !fits) {
+    if (!b.present || rows().count(RowKind::kAttention, src) != cnt || !fits) {
       report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
-                "all_gather members hold slices of different shards"));
+                src == m ? "all_gather members hold slices of different shards"
+                         : "all_gather in another rank order: rank " + std::to_string(src) +
+                               "'s slice does not fit rank " + std::to_string(m) + "'s slot"));
       return;
     }
     std::copy(b.v.begin(), b.v.end(), g.v.begin() + off);

@@ -318,7 +318,12 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
     return;
   }
   const int si = stage_base_[op.stack] + op.stage;
-  const StageInfo& info = plan_->stages[si];
+  if (op.stage < 0 || si >= static_cast<int>(stages_.size())) {
+    layoutViolation(r, Property::kOwedOnce,
+                    "compute of stage " + std::to_string(op.stage) + ", which the case has not");
+    return;
+  }
+  const JudgeStage& info = stages_[si];
   // A branch stage reads the normed input of the stage it branches beside.
   const int reads = info.reads_norm_of >= 0 ? info.reads_norm_of : op.stage;
   if (!checkRows(r, h, Expect::kNormed, op.stack, reads, Property::kOwedOnce)) return;

@@ -19,7 +19,17 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   options_ = options;
   result_ = LedgerResult{};
   topo_.emplace(plan.source.config);
-  lanes_ = laneRowsOf(plan, *topo_);
+  // Rows and stages from the judges' geometry of the case, never from the
+  // plan's fields (property 9 holds those to it): a fault in the planner's
+  // padding, CP layout, local split, TBO split or stages cannot move the
+  // ledger with it. Whether the batch runs split is the plan's (its ops run
+  // on halves); a plan that splits a batch the case does not is property
+  // 9's to report, and its halves are the plan's to replay it at all.
+  const JudgeGeometry g = judgeGeometry(plan.source);
+  const std::vector<int>& split =
+      plan.tbo_split.empty() || g.tbo_split.empty() ? plan.tbo_split : g.tbo_split;
+  lanes_ = laneRowsOf(plan.source, g.padding, g.cp_layout, g.local_split, split, *topo_);
+  stages_ = g.stages;
   useLane(0);
   tbo_ = lanes_.size() > 1;
   row_bytes_ = activationRowBytes(plan.source.model.shape);
@@ -38,7 +48,7 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
 template <class Domain>
 inline void Replay<Domain>::shapeStacks() {
   stacks_.assign(2, {});
-  for (const StageInfo& s : plan_->stages) {
+  for (const JudgeStage& s : stages_) {
     StackShape& shape = stacks_[s.stack];
     const int index = static_cast<int>(shape.shards.size());
     shape.shards.push_back(s.shards);

@@ -142,6 +142,15 @@ struct Op {
   /// The engine call that issues the op (declared plans; kUnnamed elsewhere).
   /// Not in the JSON.
   EngineSite site = EngineSite::kUnnamed;
+  /// Reductions (all_reduce, ar_add_norm, reduce_scatter(v)) only: the
+  /// reduced value is divided by this. 1 is a sum, as in every real plan; the
+  /// group size is ncclAvg. Mutants set it. Not in the JSON.
+  std::int16_t divide_by = 1;
+  /// Gathers and reduce-scatters only: member k's chunk is member
+  /// (k + chunk_shift) mod n's (0: its own, as in every real plan): a gather
+  /// concatenating in another rank order, a reduce-scatter keeping another
+  /// member's chunk. Mutants set it. Not in the JSON.
+  std::int8_t chunk_shift = 0;
 
   bool hasGroup() const { return axis != kNoAxis; }
   Axis groupAxis() const { return static_cast<Axis>(axis); }

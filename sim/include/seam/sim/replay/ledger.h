@@ -56,8 +56,9 @@ enum class ViolationClass : std::uint8_t {
   kWrongSize,          ///< a call's rows or bytes are not those of the case
   kGeometryDisagrees,  ///< a plan field disagrees with the judges' geometry of the case
   kMissingSnapshot,    ///< a requested capture yields no snapshot, or one elsewhere
+  kWrongScale,         ///< a term has a fractional coefficient: a reduction averaged or rescaled
 };
-inline constexpr int kViolationClassCount = static_cast<int>(ViolationClass::kMissingSnapshot) + 1;
+inline constexpr int kViolationClassCount = static_cast<int>(ViolationClass::kWrongScale) + 1;
 std::string_view violationClassName(ViolationClass c);
 
 /// One violation, located.

@@ -52,10 +52,12 @@ enum class ExecutionOrder : std::uint8_t {
   /// depend on its row count (the default).
   kMemberOrder,
   /// As NCCL and cuBLAS may: each element of a reduction adds the members in
-  /// an order that is a fixed function of the call (kind, communicator, rows)
-  /// and the element's row; in real mode a GEMM's result rounds one way or
-  /// another by its row count. Another executor, on the CPU: what
-  /// predictBitIdentity (bit_identity.h) calls identical must stay identical.
+  /// the order of a model of NCCL's ring (its chunk, by the element's offset in
+  /// the buffer, decides which member starts; an all-reduce and a
+  /// reduce-scatter chunk the buffer differently), written apart from the
+  /// predictor's rule; in real mode a GEMM's result rounds one way or another
+  /// by its row count. Another executor, on the CPU: what predictBitIdentity
+  /// (bit_identity.h) calls identical must stay identical.
   kCallDependent,
 };
 
