@@ -50,13 +50,16 @@ Flags capturing(std::vector<int> stages) {
   return f;
 }
 
-TEST(Diff, LegacysAuxCaptureAllReducesACopyAndOverOneRankThatReductionIsDropped) {
-  // tp = 1: the attention all-reduce of the copy runs over a group of one rank.
-  const CaseDiff one = legacyVsDeclared(patternCase("M*M*", {.tp = 1}, {4}, capturing({2})));
+TEST(Diff, LegacysAuxCaptureAllReducesACopyOfAMixersPartialOverOneRankAndThatReductionIsDropped) {
+  // The parent (NemotronHModel._capture_hidden_states, fork @cdaef07e)
+  // all-reduces a copy of a mixer's output over attention TP when an FFN
+  // follows, over a group of one rank at tp 1; the refactor owes nothing there.
+  const CaseDiff one = legacyVsDeclared(patternCase("M-M-", {.tp = 1}, {4}, capturing({1})));
   EXPECT_EQ(one.cls, DiffClass::kSize1Dropped) << one.detail;
-  // tp = 2: the copy is all-reduced beside the entry's own (fused) all-reduce.
-  const CaseDiff two = legacyVsDeclared(patternCase("M-M-", {.tp = 2}, {4}, capturing({2})));
-  EXPECT_EQ(two.cls, DiffClass::kEqualValues) << two.detail;
+  // tp = 2: both complete a copy of the mixer's partial (the refactor's
+  // DeclaredSum on a clone) and the fused deferral in place, so the calls agree.
+  const CaseDiff two = legacyVsDeclared(patternCase("M-M-", {.tp = 2}, {4}, capturing({1, 2})));
+  EXPECT_EQ(two.cls, DiffClass::kIdentical) << two.detail;
   // The legacy plan itself holds: its snapshot is the complete hidden state.
   auto plan =
       buildPlan(patternCase("M-M-", {.tp = 2}, {4}, capturing({1, 2})), PolicyKind::kLegacy);
@@ -66,7 +69,7 @@ TEST(Diff, LegacysAuxCaptureAllReducesACopyAndOverOneRankThatReductionIsDropped)
   int copies = 0;
   for (const Op& op : plan->ranks[0])
     copies += op.kind == OpKind::kAllReduce && op.tensor == Tensor::kSnapshot;
-  EXPECT_EQ(copies, 2);
+  EXPECT_EQ(copies, 1);  // the mixer's partial only; the FFN's deferred sum is completed in place
 }
 
 TEST(Diff, UnderDpAttentionLegacyReturnsAtTheExitAndDeclaredAtTheNextEntry) {
@@ -144,8 +147,14 @@ TEST(Diff, EveryPairWithTheSameCallsUpToMovesAndDroppedNoOpsIsPredictedBitIdenti
           << policyName(a) << ": " << diffClassName(k);
     }
     EXPECT_GT(r->counts[static_cast<int>(DiffClass::kMoved)], 0) << policyName(a);
-    // Of the different reductions some are (two-member sums), some not.
     const int eq = static_cast<int>(DiffClass::kEqualValues);
+    if (a == PolicyKind::kLegacy) {
+      // The parent and the refactor capture alike, and nothing else of the
+      // synthetic space reduces differently with equal values.
+      EXPECT_EQ(r->counts[eq], 0) << policyName(a);
+      continue;
+    }
+    // Of the different reductions some are (two-member sums), some not.
     EXPECT_GT(r->bit_identical[eq], 0) << policyName(a);
     EXPECT_LT(r->bit_identical[eq], r->counts[eq]) << policyName(a);
     EXPECT_EQ(r->other_roundings.reproduce.rfind("seam diff ", 0), 0u) << policyName(a);

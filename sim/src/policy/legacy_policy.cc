@@ -42,36 +42,4 @@ OpKind PlanBuilder::classicDpStep(bool owes_tp) const {
   return OpKind::kDpScatter;
 }
 
-// Legacy aux capture (serving-boundaries §9.2 (3), TestNemotronAuxCapture):
-// before the entry, a copy of the hidden state is all-reduced over the group
-// its sum is owed over and the residual added to it; after a mixer with
-// attn_tp == 1 the attention all-reduce still runs, over a group of one
-// rank (tensor_model_parallel_all_reduce returns at once there; the call
-// stays in the call sequence). The declared capture reads the residual after
-// the entry instead, which completes the sum once.
-StepList PlanBuilder::legacyCapture(int stack, int from, const Hand& h) const {
-  StepList steps;
-  const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
-  steps.push_back({OpKind::kSnapshot, Tensor::kHidden, kNoAxis, rows, rows});
-  std::int8_t group = kNoAxis;
-  switch (h.handoff.owes) {
-    case SumGroup::kAttnTp:
-      group = static_cast<std::int8_t>(Axis::kAttnTp);
-      break;
-    case SumGroup::kTp:
-      group = static_cast<std::int8_t>(Axis::kTp);
-      break;
-    case SumGroup::kMoeOutput:
-      group = static_cast<std::int8_t>(postExpertsAxis());
-      break;
-    default:
-      if (from >= 0 && isMixer(stacks_[stack][from]) && a_ == 1)
-        group = static_cast<std::int8_t>(Axis::kAttnTp);
-      break;
-  }
-  if (group != kNoAxis) steps.push_back({OpKind::kAllReduce, Tensor::kSnapshot, group, rows, rows});
-  if (h.handoff.residual) steps.push_back({OpKind::kAdd, Tensor::kSnapshot, kNoAxis, rows, rows});
-  return steps;
-}
-
 }  // namespace seam::policy_detail
