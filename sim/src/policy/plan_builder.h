@@ -208,6 +208,15 @@ class PlanBuilder {
   void legacyCompleteInputRead(StepList& steps) const;
   /// Legacy two-stage (classic _scatter_hidden_states): the DP return step.
   OpKind classicDpStep(bool owes_tp) const;
+  /// Legacy single-stage (the parent's _scatter_hidden_states): the DP
+  /// return step, with no strategy knob.
+  OpKind parentDpStep(bool owes_tp) const;
+  /// Legacy single-stage: an a2a MoE whose input is complete folds it and
+  /// reduce-scatters the zero update onto local rows.
+  void legacyA2aCompleteInputRead(StepList& steps) const;
+  /// Legacy single-stage: the parent fuses a producer's reduction into the
+  /// next layer across a pipeline cut too (no pipeline clause).
+  bool legacyCutKeepsFusion(const Sides& s) const;
   /// A single-stage capture and the entry around it (captures.cc): the
   /// steps as the engine runs them before stage `to` (declared: stage.py
   /// capture_output; legacy: the parent's NemotronHModel forward).
