@@ -82,7 +82,7 @@ TEST(ConcurrentRuns, ASweepAndACampaignStartedAtOnceOnANewStoreBothSucceedWithAl
 }
 
 TEST(ConcurrentRuns, TwoResumesOfOneKilledSweepAtOnceFinishItOnceAndRefuseTheOtherInOneLine) {
-  const std::string args = "sweep --world 16 --jobs 2";
+  const std::string args = "sweep --world 8 --jobs 2";
   const std::string db = tempPath("resume.db");
   auto stored = [&] {
     auto store = seam::reports::Store::open(db);
@@ -111,7 +111,7 @@ TEST(ConcurrentRuns, TwoResumesOfOneKilledSweepAtOnceFinishItOnceAndRefuseTheOth
   long long swept = 0;
   for (int i = 0; i < 2; ++i) {
     const std::string e = readText(err[i]);
-    if (codes[i] == 0 || codes[i] == 1) {  // a verdict (world 16 has engine findings)
+    if (codes[i] == 0 || codes[i] == 1) {  // a verdict (world 8 has engine findings)
       ++finished;
       swept = sweptCases(readText(out[i]));
     } else {

@@ -73,12 +73,12 @@ TEST(Resume, ACampaignKilledHalfwayAndResumedEndsWithTheSameTable) {
 }
 
 TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
-  const std::string args = "sweep --world 16 --jobs 2";
+  const std::string args = "sweep --world 8 --jobs 2";
   const std::string whole_db = tempPath("sweep_whole.db"), cut_db = tempPath("sweep_cut.db");
   removeStore(whole_db);
   removeStore(cut_db);
   const auto whole = runSeam(args + " --db " + whole_db);
-  // A verdict: 0, or 1 for the engine findings of world 16 (docs/engine-findings.md).
+  // A verdict: 0, or 1 for the engine findings of world 8 (docs/engine-findings.md).
   ASSERT_TRUE(whole.code == 0 || whole.code == 1) << whole.err;
 
   // Kill it once a good part of the cases is stored; on a loaded machine the
