@@ -125,7 +125,7 @@ TEST(GpuExecutorWatchdog, ReportNamesEveryRanksOpAndGroup) {
   auto plan =
       buildPlan(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, flags), PolicyKind::kDeclared);
   ASSERT_TRUE(plan.hasValue()) << plan.status().message();
-  ASSERT_EQ(plan->ranks[0][2].kind, OpKind::kReduceScatterv);
+  ASSERT_EQ(plan->ranks[0][2].kind, OpKind::kReduceScatter);
   ASSERT_EQ(plan->ranks[1][5].kind, OpKind::kAllToAll);
   const std::string report = formatHangReport(
       *plan,
@@ -134,7 +134,7 @@ TEST(GpuExecutorWatchdog, ReportNamesEveryRanksOpAndGroup) {
   EXPECT_EQ(report.rfind("no progress for 10.0 s:", 0), 0u) << report;
   EXPECT_NE(
       report.find(
-          "rank 0 waits in op 2 (reduce_scatterv on attn_tp [0,1], stack 0 layer 1 stage 1 entry) "
+          "rank 0 waits in op 2 (reduce_scatter on attn_tp [0,1], stack 0 layer 1 stage 1 entry) "
           "in iteration 1 of 12"),
       std::string::npos)
       << report;

@@ -164,9 +164,9 @@ TEST(GpuExecutorOnGpus, DeepepDispatchAndCombineAreBitIdentical) {
   Flags deepep;
   deepep.a2a = A2aBackend::kDeepep;
   expectIdenticalToReference(
-      patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));  // uneven: the v collectives
+      patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));  // 5 tokens padded to 6
   expectIdenticalToReference(
-      patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {4}, deepep));  // even: NCCL's own
+      patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {4}, deepep));  // no padding
   deepep.capture = {1};  // a snapshot on local rows, gathered
   expectIdenticalToReference(patternCase("MEM*E", {.tp = 2, .moe_ep = 2}, {5}, deepep));
 }

@@ -50,13 +50,16 @@ Flags capturing(std::vector<int> stages) {
   return f;
 }
 
-TEST(Diff, LegacysAuxCaptureAllReducesACopyAndOverOneRankThatReductionIsDropped) {
-  // tp = 1: the attention all-reduce of the copy runs over a group of one rank.
-  const CaseDiff one = legacyVsDeclared(patternCase("M*M*", {.tp = 1}, {4}, capturing({2})));
+TEST(Diff, LegacysAuxCaptureAllReducesACopyOfAMixersPartialOverOneRankAndThatReductionIsDropped) {
+  // The parent (NemotronHModel._capture_hidden_states, fork @cdaef07e)
+  // all-reduces a copy of a mixer's output over attention TP when an FFN
+  // follows, over a group of one rank at tp 1; the refactor owes nothing there.
+  const CaseDiff one = legacyVsDeclared(patternCase("M-M-", {.tp = 1}, {4}, capturing({1})));
   EXPECT_EQ(one.cls, DiffClass::kSize1Dropped) << one.detail;
-  // tp = 2: the copy is all-reduced beside the entry's own (fused) all-reduce.
-  const CaseDiff two = legacyVsDeclared(patternCase("M-M-", {.tp = 2}, {4}, capturing({2})));
-  EXPECT_EQ(two.cls, DiffClass::kEqualValues) << two.detail;
+  // tp = 2: both complete a copy of the mixer's partial (the refactor's
+  // DeclaredSum on a clone) and the fused deferral in place, so the calls agree.
+  const CaseDiff two = legacyVsDeclared(patternCase("M-M-", {.tp = 2}, {4}, capturing({1, 2})));
+  EXPECT_EQ(two.cls, DiffClass::kIdentical) << two.detail;
   // The legacy plan itself holds: its snapshot is the complete hidden state.
   auto plan =
       buildPlan(patternCase("M-M-", {.tp = 2}, {4}, capturing({1, 2})), PolicyKind::kLegacy);
@@ -66,12 +69,27 @@ TEST(Diff, LegacysAuxCaptureAllReducesACopyAndOverOneRankThatReductionIsDropped)
   int copies = 0;
   for (const Op& op : plan->ranks[0])
     copies += op.kind == OpKind::kAllReduce && op.tensor == Tensor::kSnapshot;
-  EXPECT_EQ(copies, 2);
+  EXPECT_EQ(copies, 1);  // the mixer's partial only; the FFN's deferred sum is completed in place
+}
+
+Flags reducing(BoundaryReduction r) {
+  Flags f;
+  f.reduction = r;
+  return f;
 }
 
 TEST(Diff, UnderDpAttentionLegacyReturnsAtTheExitAndDeclaredAtTheNextEntry) {
-  const CaseDiff d = legacyVsDeclared(patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 3}));
+  const CaseDiff d = legacyVsDeclared(
+      patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 3}, reducing(BoundaryReduction::kRs)));
   EXPECT_EQ(d.cls, DiffClass::kMoved) << d.detail;
+}
+
+TEST(Diff, UnderDpAttentionTheParentReduceScattersAtMaxLenWhateverTheReductionStrategy) {
+  // The parent's _scatter_hidden_states has no strategy knob: at MAX_LEN
+  // every Nemotron-H FFN returns by dp_reduce_scatter; the refactor follows ar.
+  const CaseDiff d = legacyVsDeclared(
+      patternCase("M-M", {.tp = 4, .attn_dp = 2}, {2, 3}, reducing(BoundaryReduction::kAr)));
+  EXPECT_EQ(d.cls, DiffClass::kEqualValues) << d.detail;
 }
 
 TEST(Diff, TheNaiveBaselineRunsDifferentReductionsWithEqualValuesWhereDeclaredFuses) {
@@ -144,8 +162,8 @@ TEST(Diff, EveryPairWithTheSameCallsUpToMovesAndDroppedNoOpsIsPredictedBitIdenti
           << policyName(a) << ": " << diffClassName(k);
     }
     EXPECT_GT(r->counts[static_cast<int>(DiffClass::kMoved)], 0) << policyName(a);
-    // Of the different reductions some are (two-member sums), some not.
     const int eq = static_cast<int>(DiffClass::kEqualValues);
+    // Of the different reductions some are (two-member sums), some not.
     EXPECT_GT(r->bit_identical[eq], 0) << policyName(a);
     EXPECT_LT(r->bit_identical[eq], r->counts[eq]) << policyName(a);
     EXPECT_EQ(r->other_roundings.reproduce.rfind("seam diff ", 0), 0u) << policyName(a);

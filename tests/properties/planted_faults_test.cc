@@ -69,18 +69,20 @@ TEST(PlantedFaults, ASnapshotMovedToAnotherStageViolatesSnapshots) {
   const Case c = presetCase("nemotron-h-8b", {.tp = 2}, {4}, flags);
   Plan trace = asTrace(mustBuild(c));
   for (auto& ops : trace.ranks) {
-    // The snapshot op taken out and put at stage 4's entry, where the value is
-    // complete too: only the capture list says it is in the wrong place.
+    // The capture (the snapshot and the residual added to it) taken out, and
+    // a snapshot of the residual put after stage 4's entry, where that is the
+    // complete hidden state: only the capture list says it is in the wrong place.
     auto it = std::find_if(ops.begin(), ops.end(),
                            [](const Op& op) { return op.kind == OpKind::kSnapshot; });
     ASSERT_NE(it, ops.end());
     Op snap = *it;
-    ops.erase(it);
+    ops.erase(std::remove_if(ops.begin(), ops.end(), onSnapshot), ops.end());
     auto at = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
       return op.stage == 4 && op.phase == Phase::kCompute;
     });
     ASSERT_NE(at, ops.end());
     snap.stage = snap.layer = 4;
+    snap.tensor = Tensor::kSnapshot;
     ops.insert(at, snap);
   }
   const auto v = violationOf(trace, Property::kSnapshots);
@@ -88,7 +90,7 @@ TEST(PlantedFaults, ASnapshotMovedToAnotherStageViolatesSnapshots) {
   EXPECT_EQ(v->cls, ViolationClass::kMissingSnapshot);
 }
 
-TEST(PlantedFaults, ALocalRowsSnapshotDroppedWithItsGatherViolatesSnapshots) {
+TEST(PlantedFaults, ASnapshotBeforeAnA2aMoeDroppedViolatesSnapshots) {
   Flags flags;
   flags.a2a = A2aBackend::kDeepep;
   Case c = presetCase("nemotron-3-nano", {.tp = 4, .moe_ep = 4}, {8}, flags);
@@ -96,10 +98,11 @@ TEST(PlantedFaults, ALocalRowsSnapshotDroppedWithItsGatherViolatesSnapshots) {
   c.flags.capture = {moe};
   Plan trace = asTrace(mustBuild(c));
   ASSERT_TRUE(holdsEverywhere(trace));
-  // The capture before an a2a MoE reads local rows and gathers them over attn_tp.
+  // The capture before an a2a MoE reads the stream before the entry moves it
+  // onto local rows (stage.py capture_output): attention rows.
   const auto& ops0 = trace.ranks[0];
   ASSERT_TRUE(std::any_of(ops0.begin(), ops0.end(), [](const Op& op) {
-    return op.kind == OpKind::kSnapshot && op.rows_out.kind == RowKind::kLocal;
+    return op.kind == OpKind::kSnapshot && op.rows_out.kind == RowKind::kAttention;
   }));
   eraseOps(trace, onSnapshot);
   const auto v = violationOf(trace, Property::kSnapshots);

@@ -256,9 +256,9 @@ TEST(BranchLayersA2a, UnderDpAttentionWithAnIdleShardMlp0ReadsTheMoeInputGathere
           plan.ranks[rank][findOp(plan, rank, 1, Phase::kCompute, OpKind::kAllToAll, kB)];
       EXPECT_EQ(dispatch.rows_in.kind, RowKind::kLocal);
       // move_rows(local -> full): attn_tp gather, then the DP gather; the
-      // residual to attention rows. (3 rows split unevenly over attn_tp: the
-      // variable-size gather; the idle shard's 0 rows split evenly.)
-      const OpKind gather = rank == 0 ? OpKind::kAllGatherv : OpKind::kAllGather;
+      // residual to attention rows. (The busy shard's 3 rows were padded to
+      // 4 by prepare_mlp_sync_batch: the plain gather of equal chunks.)
+      const OpKind gather = OpKind::kAllGather;
       const std::vector<Step> mlp0_in = {
           {gather, kH}, {OpKind::kDpGatherReplicate, kH}, {gather, kR}};
       EXPECT_EQ(stepsAt(plan, rank, 2, Phase::kEntry), mlp0_in);

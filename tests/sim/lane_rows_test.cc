@@ -29,7 +29,11 @@ TEST(LaneRows, APlanWithoutTboHasTheBatchsLaneOnlyInThePlansPaddingFirst) {
   const Topology topo(plan.source.config);
   const std::vector<LaneRows> lanes = laneRowsOf(plan, topo);
   ASSERT_EQ(lanes.size(), 1u);
-  const RowMap batch(topo, plan.source.batch, plan.padding);
+  // DP attention: prepare_mlp_sync_batch pads each shard to attn_tp, so local
+  // rows are padded equal chunks.
+  ASSERT_EQ(plan.local_split, LocalSplit::kPaddedEqual);
+  const RowMap batch(topo, plan.source.batch, plan.padding, CpLayout::kReplicated, nullptr,
+                     plan.local_split);
   for (int r = 0; r < plan.world(); ++r) {
     for (int k = 0; k < kRowKindCount; ++k) {
       const RowKind kind = static_cast<RowKind>(k);

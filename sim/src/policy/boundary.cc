@@ -24,6 +24,11 @@ PlanBuilder::Sides PlanBuilder::sidesOf(int stack, int from, int to, bool cut) c
   s.terminal = (s.final_norm && !mtp_unmarked) || cut;
   s.terminal_defers = s.final_norm && (schema_.on(Decision::kTerminalDefers) || mtp_unmarked);
   s.group = from >= 0 ? weightAxis(s.producer) : kNoAxis;
+  if (legacyCutKeepsFusion(s)) {
+    // The producer defers as if no cut were there; nobody completes the sum.
+    s.terminal = false;
+    s.terminal_defers = true;
+  }
   return s;
 }
 
@@ -93,6 +98,8 @@ void PlanBuilder::addEntryRead(StepList& steps, LayerKind consumer, bool final_n
                                bool residual_present, bool stack_start, bool after_ffn) {
   const bool ffn = !final_norm && isFfn(consumer);
   if (ffn && a2aMoe(consumer)) {
+    if (legacy_ && !two_stage_ && (stack_start || after_ffn))
+      return legacyA2aCompleteInputRead(steps);
     // _attn_tp_slice_update_read: complete input, slice hidden and residual.
     if (a_ > 1) {
       steps.push_back(
@@ -141,8 +148,9 @@ void PlanBuilder::dpCompleteSteps(StepList& complete, LayerKind producer, std::i
   // A reduce-scatter over tp completes the sum only when the owed group is the
   // whole TP group (otherwise it would also add the moe_dp replicas).
   const bool owes_tp = owed != kNoAxis && sameGroup(static_cast<Axis>(owed), Axis::kTp);
-  const OpKind dp_step =
-      two_stage_ && legacy_ ? classicDpStep(owes_tp) : strategyDpStep(producer, owes_tp);
+  const OpKind dp_step = !legacy_     ? strategyDpStep(producer, owes_tp)
+                         : two_stage_ ? classicDpStep(owes_tp)
+                                      : parentDpStep(owes_tp);
   if (dp_step != OpKind::kDpScatter) {
     Step step{dp_step, Tensor::kHidden, static_cast<std::int8_t>(Axis::kTp), RowKind::kFull,
               RowKind::kAttention};

@@ -38,6 +38,25 @@ CpLayout cpLayoutOf(const Case& c) {
   return CpLayout::kZigzag;
 }
 
+/// How a DP shard's attention rows split into local rows. The engine pads the
+/// batch to a multiple of attn_tp before the forward wherever local rows can
+/// occur: `prepare_mlp_sync_batch` (model_executor/forward_batch_info.py,
+/// copy in index id 54487805952) aligns every DP entry, the single one without
+/// DP attention too, and pads the inputs to it; model_runner calls it whenever
+/// the scheduler synced token counts, which `require_mlp_sync` (utils.py,
+/// index id 47117906) asks for under DP attention, an a2a backend or
+/// moe_dense_tp_size 1; else `prepare_attn_tp_scatter_input` pads an
+/// input-scattered batch to tp. The attn_tp collectives then move equal
+/// chunks of a padded shard; LayerNorm SP pads its own (shard_token_rows). A
+/// CP-sharded batch keeps the tensor_split of its physical shard.
+LocalSplit localSplitOf(const Case& c, CpLayout cp, bool ln_sp) {
+  if (cp != CpLayout::kReplicated) return LocalSplit::kTensorSplit;
+  const bool mlp_sync =
+      c.config.attn_dp > 1 || c.flags.a2a != A2aBackend::kNone || c.flags.dense_tp1;
+  return ln_sp || mlp_sync || c.flags.input_scattered ? LocalSplit::kPaddedEqual
+                                                      : LocalSplit::kTensorSplit;
+}
+
 }  // namespace
 
 PlanBuilder::PlanBuilder(const Case& c, const Schema& schema, PolicyKind policy)
@@ -52,8 +71,8 @@ PlanBuilder::PlanBuilder(const Case& c, const Schema& schema, PolicyKind policy)
       cfg_(c.config),
       padding_(resolvePadding(c)),
       cp_layout_(cpLayoutOf(c)),
-      rows_(c.config, c.batch, padding_, cp_layout_,
-            ln_sp_ ? LocalSplit::kPaddedEqual : LocalSplit::kTensorSplit),
+      local_split_(localSplitOf(c, cp_layout_, ln_sp_)),
+      rows_(c.config, c.batch, padding_, cp_layout_, local_split_),
       T_(cfg_.tp),
       D_(cfg_.attn_dp),
       a_(cfg_.attnTp()),

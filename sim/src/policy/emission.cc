@@ -1,7 +1,6 @@
 // Emission: the decided boundaries instantiated per rank with that rank's
 // row counts (the ops of each entry, compute and exit, pipeline sends and
-// receives, aux captures), each op's byte count, and the variable-size
-// collectives an uneven attention-TP split takes. The planner's hot path.
+// receives, aux captures) and each op's byte count. The planner's hot path.
 #include <algorithm>
 
 #include "plan_builder.h"
@@ -12,10 +11,13 @@ inline std::int64_t PlanBuilder::bytesOf(const Step& s, int rank) const {
   const std::int64_t row_bytes = activationRowBytes(c_.model.shape);
   const int in = rows_.count(s.in, rank);
   const int out = rows_.count(s.out, rank);
-  if (ln_sp_ && (s.kind == OpKind::kAllGather || s.kind == OpKind::kReduceScatter) &&
+  if (local_split_ == LocalSplit::kPaddedEqual &&
+      (s.kind == OpKind::kAllGather || s.kind == OpKind::kReduceScatter) &&
       (s.in == RowKind::kLocal || s.out == RowKind::kLocal)) {
-    // The gathered (or padded, reduce-scattered) buffer: tp equal padded shards.
-    return static_cast<std::int64_t>(T_) * rows_.count(RowKind::kLocal, rank) * row_bytes;
+    // The gathered (or padded, reduce-scattered) buffer: equal padded shards
+    // over the collective's group (attn_tp; tp for LayerNorm SP and the
+    // input-scattered latents, where the two are one group).
+    return static_cast<std::int64_t>(a_) * rows_.count(RowKind::kLocal, rank) * row_bytes;
   }
   switch (s.kind) {
     case OpKind::kAllGather:
@@ -48,13 +50,9 @@ void PlanBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& 
   op.rows_out = {s.out, rows_.count(s.out, rank)};
   op.sizes = s.sizes;
   op.site = s.site;
-  // Uneven attention-TP splits use the variable-size collectives; LayerNorm
-  // SP's padded shards are equal, its collectives the plain ones.
-  const bool local_side = s.in == RowKind::kLocal || s.out == RowKind::kLocal;
-  if (local_side && rows_.shardTokens(rank) % a_ != 0 && !ln_sp_) {
-    if (op.kind == OpKind::kReduceScatter) op.kind = OpKind::kReduceScatterv;
-    if (op.kind == OpKind::kAllGather) op.kind = OpKind::kAllGatherv;
-  }
+  // The attention-TP moves are the plain collectives the communicator calls
+  // (attn_tp_reduce_scatter_tensor, attn_tp_all_gather_into_tensor): equal
+  // chunks of the padded batch (local_split_).
   op.bytes = bytesOf(s, rank);
 }
 
@@ -149,21 +147,22 @@ void PlanBuilder::emitEntry(int r, const Decided& d) {
     // Mutant: the capture reads the residual before the entry completes the carried sum.
     emit(r, stack, to, Phase::kEntry, {OpKind::kSnapshot, Tensor::kSnapshot});
   }
-  const bool legacy_capture =
-      capture && legacy_ && !two_stage_ && !schema_.on(Decision::kSnapshotNotCompleted);
-  if (legacy_capture) {
-    for (const Step& s : legacyCapture(stack, from, h)) emit(r, stack, to, Phase::kEntry, s);
+  const bool engine_capture =
+      capture && !two_stage_ && !schema_.on(Decision::kSnapshotNotCompleted);
+  if (engine_capture) {
+    // A single-stage capture runs before the entry and may change it (captures.cc).
+    for (const Step& s : singleStageCapture(stack, from, to, h))
+      emit(r, stack, to, Phase::kEntry, s);
+  } else {
+    for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
   }
-  for (const Step& s : h.entry) emit(r, stack, to, Phase::kEntry, s);
-  if (capture && !legacy_capture && !schema_.on(Decision::kSnapshotNotCompleted)) emitCapture(r, d);
+  if (capture && two_stage_ && !schema_.on(Decision::kSnapshotNotCompleted)) emitCapture(r, d);
   if (to < n) emitCompute(r, stack, to);
 }
 
-// After the entry, which completed any carried sum.
+// Two-stage layers: after the entry, which completed any carried sum.
 void PlanBuilder::emitCapture(int r, const Decided& d) {
-  const RowKind res_rows = two_stage_                 ? d.hand.residual_after
-                           : a2aMoe(stacks_[0][d.to]) ? localRows()
-                                                      : RowKind::kAttention;
+  const RowKind res_rows = d.hand.residual_after;
   emit(r, d.stack, d.to, Phase::kEntry,
        {OpKind::kSnapshot, Tensor::kSnapshot, kNoAxis, res_rows, res_rows});
   if (res_rows == RowKind::kLocal) {

@@ -42,36 +42,55 @@ OpKind PlanBuilder::classicDpStep(bool owes_tp) const {
   return OpKind::kDpScatter;
 }
 
-// Legacy aux capture (serving-boundaries §9.2 (3), TestNemotronAuxCapture):
-// before the entry, a copy of the hidden state is all-reduced over the group
-// its sum is owed over and the residual added to it; after a mixer with
-// attn_tp == 1 the attention all-reduce still runs, over a group of one
-// rank (tensor_model_parallel_all_reduce returns at once there; the call
-// stays in the call sequence). The declared capture reads the residual after
-// the entry instead, which completes the sum once.
-StepList PlanBuilder::legacyCapture(int stack, int from, const Hand& h) const {
-  StepList steps;
-  const RowKind rows = h.handoff.rows == RowKind::kFull ? RowKind::kAttention : h.handoff.rows;
-  steps.push_back({OpKind::kSnapshot, Tensor::kHidden, kNoAxis, rows, rows});
-  std::int8_t group = kNoAxis;
-  switch (h.handoff.owes) {
-    case SumGroup::kAttnTp:
-      group = static_cast<std::int8_t>(Axis::kAttnTp);
-      break;
-    case SumGroup::kTp:
-      group = static_cast<std::int8_t>(Axis::kTp);
-      break;
-    case SumGroup::kMoeOutput:
-      group = static_cast<std::int8_t>(postExpertsAxis());
-      break;
-    default:
-      if (from >= 0 && isMixer(stacks_[stack][from]) && a_ == 1)
-        group = static_cast<std::int8_t>(Axis::kAttnTp);
-      break;
+// The parent (layers/communicator.py CommunicateSummableTensorPairFn.
+// _scatter_hidden_states, haosenwang1018/sglang @1a66b018): the varlen
+// reduce_scatterv where should_use_dp_reduce_scatterv holds (a2a none,
+// moe_ep == attn_dp), else dp_reduce_scatter_tensor under MAX_LEN (every
+// Nemotron-H FFN passes allow_reduce_scatter, models/nemotron_h.py
+// @cdaef07e), else the FFN's all-reduce and dp_scatter. The engine's boundary
+// reduction strategy did not exist yet. (The parent does not ask whether the
+// sum is owed over the whole TP group; seam keeps that guard, not read for
+// moe_dp > 1.)
+OpKind PlanBuilder::parentDpStep(bool owes_tp) const {
+  if (c_.flags.a2a == A2aBackend::kNone && cfg_.moe_ep == D_ && owes_tp)
+    return OpKind::kReduceScatterv;
+  if (padding_ == DpPadding::kMaxLen && owes_tp) return OpKind::kDpReduceScatter;
+  return OpKind::kDpScatter;
+}
+
+// NemotronHMLPLikeDecoderLayer.forward (parent, models/nemotron_h.py
+// @cdaef07e): an input that is already reduced (the stack start, or after an
+// FFN) is folded into the residual and prepare_mlp gets a zero update; for an
+// a2a MoE (SCATTERED mlp mode) prepare_mlp reduce-scatters that update over
+// attention TP and splits the residual, then adds and norms on local rows.
+void PlanBuilder::legacyA2aCompleteInputRead(StepList& steps) const {
+  steps.push_back({OpKind::kAdd, Tensor::kResidual});
+  steps.push_back({OpKind::kZeroFill, Tensor::kHidden});
+  if (a_ > 1) {
+    steps.push_back({OpKind::kReduceScatter, Tensor::kHidden,
+                     static_cast<std::int8_t>(Axis::kAttnTp), RowKind::kAttention,
+                     RowKind::kLocal});
+    // The residual holds the folded input, so it is split whatever came before.
+    steps.push_back(
+        {OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});
   }
-  if (group != kNoAxis) steps.push_back({OpKind::kAllReduce, Tensor::kSnapshot, group, rows, rows});
-  if (h.handoff.residual) steps.push_back({OpKind::kAdd, Tensor::kSnapshot, kNoAxis, rows, rows});
-  return steps;
+  steps.push_back({OpKind::kAddNorm, Tensor::kHidden, kNoAxis, localRows(), localRows()});
+}
+
+// LayerCommunicator.should_fuse_mlp_allreduce_with_next_layer (parent,
+// layers/communicator.py @1a66b018) asks is_last_layer (the model's last
+// layer) but nothing of the pipeline: a mixer that reduces its own output
+// (no FFN follows) or an FFN followed by a mixer fuses into the next layer
+// across a cut too. The flag it sets on the tensor
+// (_sglang_needs_allreduce_fusion) does not travel in PPProxyTensors, so the
+// receiver only adds and norms (models/nemotron_h.py @cdaef07e): as read,
+// the sum is never completed.
+bool PlanBuilder::legacyCutKeepsFusion(const Sides& s) const {
+  if (!legacy_ || two_stage_ || !s.cut || s.final_norm || s.consumer_ffn) return false;
+  if (s.group == kNoAxis || !fusable()) return false;
+  const bool hybrid_ep_tp = s.producer == LayerKind::kMoe && cfg_.moe_ep > 1 && cfg_.moeTp() > 1 &&
+                            postExpertsAxis() != Axis::kTp;
+  return !hybrid_ep_tp && !a2aMoe(s.producer);
 }
 
 }  // namespace seam::policy_detail

@@ -208,8 +208,21 @@ class PlanBuilder {
   void legacyCompleteInputRead(StepList& steps) const;
   /// Legacy two-stage (classic _scatter_hidden_states): the DP return step.
   OpKind classicDpStep(bool owes_tp) const;
-  /// Legacy aux capture before the consumer's entry (a completed copy).
-  StepList legacyCapture(int stack, int from, const Hand& h) const;
+  /// Legacy single-stage (the parent's _scatter_hidden_states): the DP
+  /// return step, with no strategy knob.
+  OpKind parentDpStep(bool owes_tp) const;
+  /// Legacy single-stage: an a2a MoE whose input is complete folds it and
+  /// reduce-scatters the zero update onto local rows.
+  void legacyA2aCompleteInputRead(StepList& steps) const;
+  /// Legacy single-stage: the parent fuses a producer's reduction into the
+  /// next layer across a pipeline cut too (no pipeline clause).
+  bool legacyCutKeepsFusion(const Sides& s) const;
+  /// A single-stage capture and the entry around it (captures.cc): the
+  /// steps as the engine runs them before stage `to` (declared: stage.py
+  /// capture_output; legacy: the parent's NemotronHModel forward).
+  StepList singleStageCapture(int stack, int from, int to, const Hand& h) const;
+  /// The axis a handoff's owed sum is completed over (kNoAxis: none).
+  std::int8_t owedAxis(SumGroup owes) const;
   /// A producer may hand on a partial sum for the consumer to complete (not naive).
   bool handsOnPartials() const;
   /// A boundary may fuse a reduction with the next step (not naive).
@@ -334,6 +347,8 @@ class PlanBuilder {
   /// reduce-scatter (MLA only) or take-back; the model boundary gathers the
   /// final output, cp_gather_after_forward).
   CpLayout cp_layout_;
+  /// kPaddedEqual where the engine pads the batch to attn_tp (case_facts.cc).
+  LocalSplit local_split_;
   RowCounts rows_;
   int T_, D_, a_;
   int total_tokens_;

@@ -211,10 +211,18 @@ JudgeGeometry judgeGeometry(const Case& c) {
   JudgeGeometry g;
   g.padding = paddingOf(c);
   g.cp_layout = cpLayoutOf(c);
-  // LayerNorm SP (layernorm_sp.shard_token_rows) pads the rows to attn_tp equal chunks.
-  g.local_split = c.model.family != LayerFamily::kSingleStage && c.flags.layernorm_sp
-                      ? LocalSplit::kPaddedEqual
-                      : LocalSplit::kTensorSplit;
+  // Equal chunks of a batch padded to attn_tp: LayerNorm SP pads its rows
+  // (layernorm_sp.shard_token_rows); ForwardBatch.prepare_mlp_sync_batch
+  // (model_executor/forward_batch_info.py, index id 54487805952) ceil-aligns
+  // every DP entry to attn_tp and pads the inputs, and runs whenever
+  // require_mlp_sync (utils.py, index id 47117906): DP attention, an a2a
+  // backend or moe_dense_tp_size 1; prepare_attn_tp_scatter_input pads an
+  // input-scattered batch to tp. A CP-sharded batch splits its physical shard.
+  const bool sp = c.model.family != LayerFamily::kSingleStage && c.flags.layernorm_sp;
+  const bool synced = c.config.attn_dp > 1 || c.flags.a2a != A2aBackend::kNone || c.flags.dense_tp1;
+  const bool padded = sp || synced || c.flags.input_scattered;
+  g.local_split = padded && g.cp_layout == CpLayout::kReplicated ? LocalSplit::kPaddedEqual
+                                                                 : LocalSplit::kTensorSplit;
   g.row_bytes = static_cast<std::int64_t>(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1) * 2;
   g.stages = stagesOf(c);
   g.rows[0] = rowsOf(c, c.batch.tokens, g.padding, g.cp_layout, g.local_split);

@@ -77,14 +77,20 @@ std::vector<int> cpShardTokens(CpLayout layout, int tokens, int cp, int c);
 /// How a DP shard's attention rows split into the attention-TP ranks' local rows.
 enum class LocalSplit : std::uint8_t {
   /// torch.tensor_split over attn_tp (the communicator's scattered rows):
-  /// uneven when attn_tp does not divide the shard, no padding rows.
+  /// uneven when attn_tp does not divide the shard, no padding rows. Where
+  /// the engine runs it only on a CP shard or a batch it did not pad.
   kTensorSplit,
-  /// LayerNorm SP's shard_token_rows (layers/layernorm_sp.py): the M rows
-  /// padded with zero rows to ceil_align(M, attn_tp), then attn_tp equal
-  /// chunks of c = ceil(M / attn_tp); rank i holds rows [i*c, (i+1)*c), the
-  /// positions past M padding. The SP collectives move equal chunks: the
-  /// all-gather narrows its attn_tp * c rows to M, the reduce-scatter pads
-  /// its M rows to attn_tp * c (replay.h).
+  /// A batch padded to attn_tp, then attn_tp equal chunks of c rows; rank i
+  /// holds rows [i*c, (i+1)*c), the positions past the shard's M tokens
+  /// padding. LayerNorm SP's shard_token_rows (layers/layernorm_sp.py) pads
+  /// to ceil_align(M, attn_tp), and prepare_mlp_sync_batch pads the local
+  /// batch to the aligned entry, so c = ceil(M / attn_tp). (Under DP
+  /// attention with MAX_LEN the engine pads every shard to the longest entry;
+  /// seam's attention rows stay the shard's tokens, so its chunks stop at the
+  /// last one holding a token: the rows past them are padding only.) The
+  /// attention-TP collectives move equal chunks: the all-gather narrows its
+  /// attn_tp * c rows to M, the reduce-scatter pads its M rows to attn_tp * c
+  /// (replay.h).
   kPaddedEqual,
 };
 /// Local rows per rank of a shard of `tokens` under kPaddedEqual: ceil(tokens / parts).
