@@ -23,6 +23,7 @@ ALLOWED = {
     "properties": {"sim", "properties"},
     "mutants": {"sim", "properties", "mutants"},
     "reports": {"sim", "properties", "mutants", "reports"},
+    "recordings": {"sim", "reports", "recordings"},
 }
 CONTROL = {"if", "for", "while", "switch", "catch"}
 SCOPE = re.compile(r"\b(namespace|class|struct|union|enum)\b|^\s*extern\s*$")

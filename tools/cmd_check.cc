@@ -4,6 +4,7 @@
 // hold, 1 a property failed, 2 bad input or a combination the engine refuses.
 #include "case_options.h"
 #include "command.h"
+#include "recording_check.h"
 #include "seam/mutants/mutant.h"
 #include "seam/properties/check.h"
 #include "seam/properties/engine_finding.h"
@@ -19,6 +20,7 @@ struct CheckOptions {
   std::string format = "text";
   std::string mutant;
   int site = 0;
+  RecordingOptions recording;
 };
 
 /// The mutant --mutant names, of the case's family; nullptr when none is asked for.
@@ -89,26 +91,37 @@ Command registerCheck(CLI::App& app) {
   sub->add_option("--format", o->format, "text|json")->capture_default_str();
   sub->add_option("--mutant", o->mutant, "plant this mutant (an id of seam mutate --list)");
   sub->add_option("--site", o->site, "--mutant of a plan operator: the site to mutate (default 0)");
-  return {sub, [o]() {
-            auto format = reports::parseFormat(o->format);
-            if (!format) return fail(format.status());
-            if (isTraining(o->c)) return checkTraining(*o, *format);
-            auto m = chosenMutant(*o, false);
-            if (!m) return fail(m.status());
-            auto c = buildCase(o->c);
-            if (!c) return fail(c.status());
-            auto plan = mutatedPlan(*o, *c, *m);
-            if (!plan) return fail(plan.status());
-            Ledger ledger;
-            const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
-            const auto first = verdict.firstViolation();
-            const bool engine_as_run = plansEngineAsRun(o->c) && *m == nullptr;
-            const std::string engine_site = first && engine_as_run
-                                                ? properties::engineFindingSite(*plan, *first)
-                                                : std::string();
-            std::cout << reports::renderVerdict(*plan, verdict, *format, engine_site);
-            return verdict.holds() ? kExitOk : kExitPropertyFailed;
-          }};
+  addRecordingOptions(sub, o->recording);
+  return {
+      sub, [o, sub]() {
+        auto format = reports::parseFormat(o->format);
+        if (!format) return fail(format.status());
+        if (sub->count("--passes") > 0 && o->recording.path.empty())
+          return fail(Status::invalid("--passes needs --recording"));
+        if (!o->recording.path.empty()) {
+          if (!o->mutant.empty())
+            return fail(Status::invalid("--mutant plants a bug in seam's plan, not a --recording"));
+          if (o->format != "text")
+            return fail(
+                Status::invalid("--format " + o->format + ": a --recording verdict is text only"));
+          return checkRecording(o->c, o->recording, false);
+        }
+        if (isTraining(o->c)) return checkTraining(*o, *format);
+        auto m = chosenMutant(*o, false);
+        if (!m) return fail(m.status());
+        auto c = buildCase(o->c);
+        if (!c) return fail(c.status());
+        auto plan = mutatedPlan(*o, *c, *m);
+        if (!plan) return fail(plan.status());
+        Ledger ledger;
+        const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
+        const auto first = verdict.firstViolation();
+        const bool engine_as_run = plansEngineAsRun(o->c) && *m == nullptr;
+        const std::string engine_site =
+            first && engine_as_run ? properties::engineFindingSite(*plan, *first) : std::string();
+        std::cout << reports::renderVerdict(*plan, verdict, *format, engine_site);
+        return verdict.holds() ? kExitOk : kExitPropertyFailed;
+      }};
 }
 
 }  // namespace seam::tools

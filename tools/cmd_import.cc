@@ -1,18 +1,29 @@
 // `seam import --trace FILE CASE`: reads an engine trace onto a case and says
 // what it holds (calls per rank); `seam check --trace` and `seam diff
-// --trace` then judge it.
+// --trace` then judge it. `seam import --recording PATH CASE` reads a Flight
+// Recorder or NCCL recording and says what it holds; `seam check --recording`
+// judges it.
 #include "case_options.h"
 #include "command.h"
+#include "recording_check.h"
 
 namespace seam::tools {
 
 Command registerImport(CLI::App& app) {
   auto o = std::make_shared<CaseOptions>();
+  auto r = std::make_shared<RecordingOptions>();
   CLI::App* sub = app.add_subcommand(
-      "import", "Read an engine trace (JSON lines) onto a case and summarise it");
+      "import",
+      "Read an engine trace (JSON lines) or recording (Flight Recorder, NCCL log) onto a case "
+      "and summarise it");
   addCaseOptions(sub, *o);
-  sub->get_option("--trace")->required();
-  return {sub, [o]() {
+  sub->add_option("--recording", r->path,
+                  "an engine recording (Flight Recorder JSON dumps or NCCL logs, a file or a "
+                  "folder) to read and summarise");
+  return {sub, [o, r]() {
+            if (!r->path.empty()) return checkRecording(*o, *r, true);
+            if (o->trace.empty())
+              return fail(Status::invalid("seam import needs --trace FILE or --recording PATH"));
             auto c = buildCase(*o);
             if (!c) return fail(c.status());
             auto plan = buildCasePlan(*o, *c);

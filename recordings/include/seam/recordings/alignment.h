@@ -1,0 +1,91 @@
+// A recording judged against the plan of the case it claims to run
+// (docs/recordings.md): its groups mapped onto the case's axes by their
+// members, each rank's calls aligned with the collectives the plan owes that
+// rank, and the recording checked across ranks as fr_trace checks it. The
+// plan is the expectation, not the thing judged: seam's properties judge the
+// plan separately.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "seam/recordings/recording.h"
+#include "seam/sim/plan/plan.h"
+
+namespace seam::recordings {
+
+/// One collective the plan owes a rank: the plan op (or the step of a DP
+/// op's lowering) that issues it, and the elements it moves.
+struct OwedCall {
+  CallKind kind = CallKind::kOther;
+  std::int8_t axis = kNoAxis;
+  std::int64_t in_elems = 0;
+  std::int64_t out_elems = 0;
+  bool sizes_known = true;  ///< false: an all-to-all, whose split depends on routing
+  int peer = -1;            ///< send/recv: the peer's rank inside the pp group
+  int op_index = 0;         ///< into plan.ranks[rank]
+  int pass = 0;             ///< which repetition of the plan (--passes)
+};
+
+/// The collectives the plan owes `rank`, in its order, `passes` times over.
+/// A group of one rank owes nothing (the engine skips those calls).
+std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes);
+
+enum class FindingKind : std::uint8_t {
+  kExtra,             ///< recorded, owed by no op of the plan here (extra or duplicated)
+  kMissing,           ///< owed by the plan, never recorded
+  kWrongGroup,        ///< the owed op and sizes over another group of the case
+  kWrongSize,         ///< the owed op over the owed group, sizes that do not fit its rows
+  kCrossRankOp,       ///< fr_trace: members of a group issued different ops at one sequence number
+  kCrossRankSize,     ///< fr_trace: ... different sizes
+  kCrossRankDtype,    ///< fr_trace: ... different dtypes
+  kCrossRankMissing,  ///< fr_trace: a member never issued a collective the others did
+};
+std::string_view findingName(FindingKind kind);
+
+/// One finding, at its first divergence.
+struct Finding {
+  FindingKind kind = FindingKind::kExtra;
+  int rank = -1;
+  std::string group;  ///< the recorded group's name
+  std::int64_t seq = -1;
+  std::string call;      ///< what was recorded, in words ("" for kMissing)
+  std::string where;     ///< dump entry or log line
+  std::string frame;     ///< the innermost recorded stack frame, when present
+  std::string expected;  ///< what the plan owes there: layer, stage, boundary, op, group, rows
+};
+
+/// A recorded group and the axes of the case whose groups it is.
+struct GroupAxes {
+  std::string name;
+  std::vector<int> members;
+  std::vector<Axis> axes;  ///< empty: the whole world, or a group of one rank
+};
+
+struct RecordingVerdict {
+  int calls = 0;      ///< recorded calls
+  int explained = 0;  ///< recorded calls tied to an owed call
+  int owed = 0;       ///< calls the plan owes the present ranks
+  std::vector<GroupAxes> groups;
+  std::vector<Finding> findings;  ///< per rank in rank order, each rank's first divergence first
+  std::vector<PartialEvidence> partial;
+  bool holds() const { return findings.empty() && partial.empty(); }
+};
+
+/// Judges `rec` against `plan` (the plan of the case, repeated `passes`
+/// times). A recording over another world, or a group (that carries a call)
+/// that is no group of the case's axes, is refused naming it.
+Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan, int passes);
+
+/// fr_trace's rules alone: the cross-rank findings (op, sizes, dtype,
+/// missing members), group by group, in sequence order.
+std::vector<Finding> crossRankFindings(const Recording& rec);
+
+/// "layer 2 stage 2 entry all_reduce over tp, 16 rows (boundary 1->2)".
+std::string describeOwed(const Plan& plan, int rank, const OwedCall& owed);
+
+/// The verdict in words; `reproduce` is the `seam check` line of the case.
+std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict& v,
+                                   const std::string& reproduce);
+
+}  // namespace seam::recordings

@@ -1,0 +1,271 @@
+// NCCL's own log under NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL, as
+// NVIDIA/nccl formats it (read at 5067397c, v2.30): every line starts
+// "[timestamp] host:pid:tid [cudaDev] NCCL INFO " (src/debug.cc); a call is
+// "<Op>: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d op %d root
+// %d comm %p [nranks=%d] stream %p" (src/enqueue.cc, ncclEnqueueCheck); a
+// communicator is "<fn> comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId
+// %lx commId 0x%llx - Init COMPLETE", or "... parent %p childCount %d color
+// %d key %d - Init COMPLETE" for a split (src/init.cc). The call line names
+// no rank: a process's global rank is its rank in the communicator that
+// spans every process, and a communicator's members come from the Init lines
+// of every process that shares its commId (or its parent and color).
+#include <map>
+#include <sstream>
+
+#include "readers.h"
+#include "seam/reports/input_file.h"
+
+namespace seam::recordings {
+
+namespace {
+
+struct Comm {
+  std::string key;  ///< "0x<commId>" or "split(<parent key>,<color>)"
+  int nranks = 0;
+  std::map<int, int> members;  ///< rank in the communicator -> process index
+};
+
+struct PendingCall {
+  RecordedCall call;
+  std::string comm_key;
+  int nranks = 0;
+};
+
+struct Process {
+  std::string name;                          ///< host:pid
+  std::map<std::string, std::string> comms;  ///< comm pointer -> key (latest Init)
+  std::vector<PendingCall> calls;
+};
+
+struct LogState {
+  std::vector<Process> procs;
+  std::map<std::string, int> proc_of;
+  std::map<std::string, Comm> comms;
+};
+
+struct LineError {
+  const std::string& path;
+  int line;
+  Status operator()(const std::string& what) const {
+    return Status::invalid(fileLabel("log", path) + ", line " + std::to_string(line) + ": " + what);
+  }
+};
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+/// The value after `key` among `w` ("" when absent), a trailing '-' cut
+/// (NCCL's split line prints "key %d- Init").
+std::string after(const std::vector<std::string>& w, const std::string& key) {
+  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] == key) {
+      std::string v = w[i + 1];
+      if (!v.empty() && v.back() == '-') v.pop_back();
+      return v;
+    }
+  }
+  return "";
+}
+
+bool toInt(const std::string& s, std::int64_t* out, int base = 10) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, base);
+  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+CallKind kindOf(const std::string& op) {
+  if (op == "AllReduce") return CallKind::kAllReduce;
+  if (op == "AllGather") return CallKind::kAllGather;
+  if (op == "ReduceScatter") return CallKind::kReduceScatter;
+  if (op == "AlltoAll") return CallKind::kAllToAll;
+  if (op == "Send") return CallKind::kSend;
+  if (op == "Recv") return CallKind::kRecv;
+  return CallKind::kOther;
+}
+
+constexpr const char* kNcclOps[] = {
+    "AllGather",     "AllReduce", "AlltoAll", "Broadcast", "Gather",    "Recv",   "Reduce",
+    "ReduceScatter", "Scatter",   "SendRecv", "Send",      "PutSignal", "Signal", "WaitSignal"};
+
+Status readInit(const std::vector<std::string>& w, Process& proc, LogState& st,
+                const LineError& err) {
+  std::int64_t rank = 0, nranks = 0;
+  const std::string ptr = after(w, "comm");
+  if (ptr.empty() || !toInt(after(w, "rank"), &rank) || !toInt(after(w, "nranks"), &nranks) ||
+      rank < 0 || nranks < 1 || rank >= nranks || nranks > (1 << 20))
+    return err("a communicator line without comm, rank and nranks");
+  std::string key = after(w, "commId");
+  if (key.empty()) {
+    const std::string parent = after(w, "parent");
+    const auto it = proc.comms.find(parent);
+    if (parent.empty() || it == proc.comms.end())
+      return err("communicator " + ptr +
+                 " has neither a commId nor a parent initialised before it");
+    key = "split(" + it->second + "," + after(w, "color") + ")";
+  }
+  Comm& comm = st.comms[key];
+  comm.key = key;
+  if (comm.nranks != 0 && comm.nranks != nranks)
+    return err("communicator " + key + " has " + std::to_string(nranks) + " ranks here, " +
+               std::to_string(comm.nranks) + " before");
+  comm.nranks = static_cast<int>(nranks);
+  comm.members[static_cast<int>(rank)] = st.proc_of[proc.name];
+  proc.comms[ptr] = key;
+  return Status::ok();
+}
+
+Status readCall(const std::string& op, const std::vector<std::string>& w, Process& proc,
+                const LineError& err) {
+  std::int64_t count = 0, dtype = 0, root = 0, nranks = 0, seq = 0;
+  std::string ranks;
+  for (const auto& x : w)
+    if (x.rfind("[nranks=", 0) == 0) ranks = x.substr(8, x.size() - 9);
+  if (!toInt(after(w, "count"), &count) || !toInt(after(w, "datatype"), &dtype) ||
+      !toInt(after(w, "root"), &root) || !toInt(ranks, &nranks) ||
+      !toInt(after(w, "opCount"), &seq, 16) || after(w, "comm").empty())
+    return err("the " + op + " line lacks one of opCount, count, datatype, root, comm, [nranks=N]");
+  const auto it = proc.comms.find(after(w, "comm"));
+  if (it == proc.comms.end())
+    return err("comm " + after(w, "comm") +
+               " has no Init COMPLETE line before it (log with "
+               "NCCL_DEBUG_SUBSYS=INIT,COLL from the start)");
+  PendingCall p;
+  p.comm_key = it->second;
+  p.nranks = static_cast<int>(nranks);
+  RecordedCall& c = p.call;
+  c.op = op;
+  c.kind = kindOf(op);
+  c.seq = seq;
+  c.dtype = canonicalDtype(std::to_string(dtype));
+  c.in_elems = c.out_elems = count;
+  if (c.kind == CallKind::kAllGather) c.out_elems = count * nranks;
+  if (c.kind == CallKind::kReduceScatter) c.in_elems = count * nranks;
+  if (c.kind == CallKind::kAllToAll) c.in_elems = c.out_elems = count * nranks;
+  if (c.kind == CallKind::kSend || c.kind == CallKind::kRecv) c.peer = static_cast<int>(root);
+  c.where =
+      err.path.empty() ? "" : fileLabel("log", err.path) + ", line " + std::to_string(err.line);
+  proc.calls.push_back(std::move(p));
+  return Status::ok();
+}
+
+/// One line: a call, a communicator, or anything else (skipped).
+Status readLine(const std::string& text, LogState& st, const LineError& err, int* nccl_lines) {
+  static const std::string kInfo = " NCCL INFO ";
+  const auto at = text.find(kInfo);
+  if (at == std::string::npos) return Status::ok();
+  ++*nccl_lines;
+  const std::vector<std::string> head = words(text.substr(0, at));
+  if (head.size() < 2 || head.back().front() != '[')
+    return err("an NCCL INFO line without \"host:pid:tid [cudaDev]\" before it");
+  const std::string& hpt = head[head.size() - 2];
+  const auto tid = hpt.rfind(':');
+  if (tid == std::string::npos || tid == 0)
+    return err("\"" + hpt.substr(0, 60) + "\" is not host:pid:tid");
+  const std::string name = hpt.substr(0, tid);
+  if (st.proc_of.find(name) == st.proc_of.end()) {
+    st.proc_of[name] = static_cast<int>(st.procs.size());
+    st.procs.push_back(Process{name, {}, {}});
+  }
+  Process& proc = st.procs[st.proc_of[name]];
+  const std::string msg = text.substr(at + kInfo.size());
+  const std::vector<std::string> w = words(msg);
+  if (w.empty()) return Status::ok();
+  const auto colon = w[0].find(':');
+  if (colon != std::string::npos && w.size() > 1 && w[1] == "opCount") {
+    const std::string op = w[0].substr(0, colon);
+    for (const char* known : kNcclOps)
+      if (op == known) return readCall(op, w, proc, err);
+    return err("\"" + op.substr(0, 40) + "\" is not an NCCL collective");
+  }
+  if (msg.find("Init COMPLETE") != std::string::npos && w.size() > 2 && w[1] == "comm")
+    return readInit(w, proc, st, err);
+  return Status::ok();
+}
+
+}  // namespace
+
+namespace {
+
+/// The world: the communicator with the most ranks; each process's global
+/// rank is its rank there.
+Expected<Recording> assemble(const std::string& source, LogState& st) {
+  const Comm* world = nullptr;
+  for (const auto& [key, comm] : st.comms)
+    if (world == nullptr || comm.nranks > world->nranks) world = &comm;
+  if (world == nullptr)
+    return Status::invalid(fileLabel("log", source) +
+                           ": no \"Init COMPLETE\" line: log with NCCL_DEBUG=INFO "
+                           "NCCL_DEBUG_SUBSYS=INIT,COLL");
+  std::vector<int> global(st.procs.size(), -1);
+  for (const auto& [rank, proc] : world->members) global[proc] = rank;
+  for (std::size_t p = 0; p < st.procs.size(); ++p) {
+    if (global[p] < 0)
+      return Status::invalid(fileLabel("log", source) + ": process " +
+                             st.procs[p].name.substr(0, 80) + " is not in communicator " +
+                             world->key +
+                             ", the one that spans the world: its global rank is unknown");
+  }
+  Recording rec;
+  rec.format = "nccl-log";
+  rec.source = source;
+  rec.ranks.resize(world->nranks);
+  rec.present.assign(world->nranks, false);
+  rec.lost_front.assign(world->nranks, false);
+  std::map<std::string, int> group_of;
+  for (const auto& [key, comm] : st.comms) {
+    RecordedGroup g;
+    g.name = "comm " + key;
+    g.members.assign(comm.nranks, -1);
+    for (const auto& [rank, proc] : comm.members) g.members[rank] = global[proc];
+    group_of[key] = static_cast<int>(rec.groups.size());
+    rec.groups.push_back(std::move(g));
+  }
+  for (std::size_t p = 0; p < st.procs.size(); ++p) {
+    rec.present[global[p]] = true;
+    for (PendingCall& c : st.procs[p].calls) {
+      c.call.group = group_of[c.comm_key];
+      rec.ranks[global[p]].push_back(std::move(c.call));
+    }
+  }
+  for (int r = 0; r < world->nranks; ++r) {
+    if (!rec.present[r])
+      rec.partial.push_back({r, "no log of rank " + std::to_string(r) + " (communicator " +
+                                    world->key + " has " + std::to_string(world->nranks) +
+                                    " ranks)"});
+  }
+  return rec;
+}
+
+}  // namespace
+
+Expected<Recording> readNcclLogs(const std::vector<std::string>& paths) {
+  LogState st;
+  for (const std::string& path : paths) {
+    auto reader =
+        reports::LineReader::open(fileLabel("log", path), path, kMaxLogBytes, kMaxLogLineBytes);
+    if (!reader) return reader.status();
+    std::string text;
+    int nccl_lines = 0;
+    for (;;) {
+      auto more = reader->next(&text);
+      if (!more) return more.status();
+      if (!*more) break;
+      if (Status s = readLine(text, st, LineError{path, reader->lineNumber()}, &nccl_lines); !s)
+        return s;
+    }
+    if (nccl_lines == 0)
+      return Status::invalid(fileLabel("log", path) +
+                             ": no \"NCCL INFO\" line: not an NCCL log (NCCL_DEBUG=INFO)");
+  }
+  return assemble(paths.size() == 1 ? paths[0] : paths[0].substr(0, paths[0].rfind('/')), st);
+}
+
+}  // namespace seam::recordings

@@ -1,0 +1,124 @@
+// The collectives a plan owes one rank, as a recording would show them: a
+// collective op as itself, a DP op as the collectives its lowering issues
+// (dp_gather.h, what dp_attention.py runs), in elements (rows times the
+// hidden size: every activation the plan moves is one row of h elements).
+#include <optional>
+
+#include "seam/recordings/alignment.h"
+#include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/tbo.h"
+
+namespace seam::recordings {
+
+namespace {
+
+std::optional<CallKind> callKindOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllReduce:
+    case OpKind::kArAddNorm:
+      return CallKind::kAllReduce;
+    case OpKind::kReduceScatter:
+      return CallKind::kReduceScatter;
+    case OpKind::kAllGather:
+      return CallKind::kAllGather;
+    case OpKind::kAllGatherv:
+      return CallKind::kAllGatherv;
+    case OpKind::kReduceScatterv:
+      return CallKind::kReduceScatterv;
+    case OpKind::kAllToAll:
+      return CallKind::kAllToAll;
+    case OpKind::kSend:
+      return CallKind::kSend;
+    case OpKind::kRecv:
+      return CallKind::kRecv;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::int64_t rowElements(const Plan& plan) {
+  const int h = plan.source.model.shape.hidden;
+  return h > 0 ? h : 1;
+}
+
+void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
+           std::vector<OwedCall>* out) {
+  const Op& op = plan.ranks[rank][i];
+  const auto kind = callKindOf(op.kind);
+  if (!kind || !op.hasGroup() || topo.groupSize(op.groupAxis()) == 1) return;
+  const std::int64_t h = rowElements(plan);
+  OwedCall c;
+  c.kind = *kind;
+  c.axis = op.axis;
+  c.in_elems = op.rows_in.count * h;
+  c.out_elems = op.rows_out.count * h;
+  c.sizes_known = *kind != CallKind::kAllToAll;
+  c.op_index = i;
+  c.pass = pass;
+  const int me = topo.rankIn(op.groupAxis(), rank);
+  if (*kind == CallKind::kSend) c.peer = me + 1, c.out_elems = c.in_elems;
+  if (*kind == CallKind::kRecv) c.peer = me - 1, c.in_elems = c.out_elems;
+  out->push_back(c);
+}
+
+}  // namespace
+
+std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes) {
+  std::vector<OwedCall> out;
+  const Topology topo(plan.source.config);
+  std::optional<DpLayouts> dp[kHalfLanes];
+  const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
+  const std::int64_t h = rowElements(plan);
+  const DpPlace place = dpPlaceOf(plan.source.config, rank);
+  DpLowering steps;
+  const auto& ops = plan.ranks[rank];
+  for (int pass = 0; pass < passes; ++pass) {
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const Op& op = ops[i];
+      if (!(isDpOp(op.kind) && communicates(op.kind))) {
+        addOp(plan, topo, rank, i, pass, &out);
+        continue;
+      }
+      const int lane = static_cast<int>(op.half);
+      if (!dp[lane])
+        dp[lane].emplace(plan.source.config,
+                         tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
+                         plan.source.flags.dp_gatherv, plan.cp_layout);
+      const DpGeometry* geometry = dp[lane]->ofFullRows(dpFullRowsOf(op));
+      if (geometry == nullptr) continue;  // rows of neither mode: the ledger reports the plan
+      lowerDpOp(op, plan.source.config, *geometry, place, row_bytes, &steps);
+      for (const DpStep& s : steps) {
+        if (!isCollectiveStep(s.kind) || topo.groupSize(static_cast<Axis>(s.axis)) == 1) continue;
+        OwedCall c;
+        c.kind = *callKindOf(s.opKind());
+        c.axis = s.axis;
+        c.in_elems = s.rows_in * h;
+        c.out_elems = s.rows_out * h;
+        c.op_index = i;
+        c.pass = pass;
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::string describeOwed(const Plan& plan, int rank, const OwedCall& owed) {
+  const Op& op = plan.ranks[rank][owed.op_index];
+  const std::int64_t h = rowElements(plan);
+  std::string s = "layer " + std::to_string(op.layer) + " stage " + std::to_string(op.stage);
+  if (op.stack == 1) s += " of the MTP step";
+  s += " " + std::string(phaseName(op.phase)) + " " + std::string(opName(op.kind));
+  if (isDpOp(op.kind)) s += " (its " + std::string(callKindName(owed.kind)) + ")";
+  s += " over " + std::string(axisName(static_cast<Axis>(owed.axis))) + ", " +
+       std::to_string(owed.in_elems / h) + " rows in, " + std::to_string(owed.out_elems / h) +
+       " out";
+  if (op.phase == Phase::kEntry)
+    s += " (boundary " + std::to_string(op.stage - 1) + "->" + std::to_string(op.stage) + ")";
+  if (op.phase == Phase::kExit)
+    s += " (boundary " + std::to_string(op.stage) + "->" + std::to_string(op.stage + 1) + ")";
+  if (owed.pass > 0) s += ", pass " + std::to_string(owed.pass + 1);
+  return s;
+}
+
+}  // namespace seam::recordings

@@ -1,0 +1,122 @@
+// A recording's verdict in words: its groups and their axes, how many calls
+// the plan explains, each rank's first divergence with where it was recorded
+// and the line that reproduces it, the partial evidence, and the outcome.
+#include <map>
+
+#include "seam/recordings/alignment.h"
+
+namespace seam::recordings {
+
+std::string_view findingName(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kExtra:
+      return "extra-call";
+    case FindingKind::kMissing:
+      return "missing-call";
+    case FindingKind::kWrongGroup:
+      return "wrong-group";
+    case FindingKind::kWrongSize:
+      return "wrong-size";
+    case FindingKind::kCrossRankOp:
+      return "cross-rank-op";
+    case FindingKind::kCrossRankSize:
+      return "cross-rank-size";
+    case FindingKind::kCrossRankDtype:
+      return "cross-rank-dtype";
+    case FindingKind::kCrossRankMissing:
+      return "cross-rank-missing";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string groupLine(const GroupAxes& g) {
+  std::string s = "  " + g.name + " [";
+  for (std::size_t i = 0; i < g.members.size() && i < 16; ++i)
+    s += (i ? "," : "") + (g.members[i] < 0 ? std::string("?") : std::to_string(g.members[i]));
+  s += g.members.size() > 16 ? ",...] = " : "] = ";
+  if (g.axes.empty()) return s + (g.members.size() == 1 ? "one rank" : "the world") + "\n";
+  for (std::size_t i = 0; i < g.axes.size(); ++i)
+    s += (i ? "|" : "") + std::string(axisName(g.axes[i]));
+  return s + "\n";
+}
+
+/// One finding on one line: kind, rank, group, sequence number, what was
+/// recorded and what the plan owes there.
+std::string findingLine(const Finding& f) {
+  std::string s = std::string(findingName(f.kind)) + " on rank " + std::to_string(f.rank);
+  if (!f.group.empty()) s += ", " + f.group;
+  if (f.seq >= 0) s += ", seq " + std::to_string(f.seq);
+  s += ": ";
+  if (!f.call.empty()) s += "recorded " + f.call + "; ";
+  return s +
+         (f.kind == FindingKind::kExtra     ? "the plan owes no such call here; expected "
+          : f.kind == FindingKind::kMissing ? "never recorded: "
+                                            : "expected ") +
+         f.expected + "\n";
+}
+
+/// The first divergence in full: where it was recorded, its frame, the line
+/// that reproduces it.
+std::string firstDivergence(const Finding& f, const std::string& reproduce) {
+  std::string s = "first divergence: " + findingLine(f);
+  if (!f.where.empty()) s += "  where: " + f.where + "\n";
+  if (!f.frame.empty()) s += "  frame: " + f.frame + "\n";
+  return s + "  reproduce: " + reproduce + "\n";
+}
+
+/// Each rank's first divergence after the first, at most this many lines.
+constexpr int kMaxOtherLines = 8;
+
+}  // namespace
+
+std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict& v,
+                                   const std::string& reproduce) {
+  int present = 0;
+  for (bool p : rec.present) present += p;
+  std::string out = "recording \"" + rec.source + "\": " + rec.format +
+                    (rec.version.empty() ? "" : " " + rec.version) + ", " +
+                    std::to_string(present) + " of " + std::to_string(rec.ranks.size()) +
+                    " ranks, " + std::to_string(v.calls) + " calls; groups:\n";
+  for (const GroupAxes& g : v.groups) out += groupLine(g);
+  out += "explained: " + std::to_string(v.explained) + " of " + std::to_string(v.calls) +
+         " recorded calls tied to the plan's " + std::to_string(v.owed) + " owed calls\n";
+  std::map<std::string, int> counts;
+  int last_rank = -2, lines = 0;
+  bool seam_only = false;
+  for (const Finding& f : v.findings) {
+    ++counts[std::string(findingName(f.kind))];
+    const bool cross = f.kind >= FindingKind::kCrossRankOp;
+    seam_only = seam_only || !cross;
+    if (!cross && f.rank == last_rank) continue;  // each rank's first divergence only
+    if (!cross) last_rank = f.rank;
+    if (lines == 0)
+      out += firstDivergence(f, reproduce);
+    else if (lines <= kMaxOtherLines)
+      out += "  then " + findingLine(f);
+    ++lines;
+  }
+  if (lines > kMaxOtherLines + 1)
+    out += "  (and " + std::to_string(lines - kMaxOtherLines - 1) + " more first divergences)\n";
+  if (!counts.empty()) {
+    out += "findings:";
+    for (const auto& [name, n] : counts) out += " " + name + " " + std::to_string(n);
+    out += "\n";
+  }
+  bool cross_any = false;
+  for (const Finding& f : v.findings) cross_any = cross_any || f.kind >= FindingKind::kCrossRankOp;
+  out += cross_any ? "cross-rank (fr_trace's rules): violated\n"
+                   : "cross-rank (fr_trace's rules): every collective matches over its group (op, "
+                     "sizes, dtype, members)\n";
+  for (const PartialEvidence& p : v.partial) out += "partial: " + p.what + "\n";
+  if (v.holds()) return out + "RECORDING HOLDS: every call explained by the plan\n";
+  if (v.findings.empty())
+    return out +
+           "RECORDING PARTIAL: no finding in what was recorded, but the evidence is "
+           "incomplete: not passed\n";
+  return out + "RECORDING VIOLATED" +
+         (seam_only && !cross_any ? " (fr_trace's rules alone pass it)" : "") + "\n";
+}
+
+}  // namespace seam::recordings

@@ -1,0 +1,75 @@
+#include "recording_check.h"
+
+#include "command.h"
+#include "seam/properties/check.h"
+#include "seam/recordings/alignment.h"
+
+namespace seam::tools {
+
+namespace {
+
+/// The most repetitions of the plan a recording may be judged against.
+constexpr int kMaxPasses = 4096;
+
+Status checkApplies(const CaseOptions& o, const RecordingOptions& r) {
+  if (!o.trace.empty()) return Status::invalid("--recording and --trace: give one");
+  if (o.family == "training")
+    return Status::invalid("--recording: the training family is not modelled for recordings yet");
+  if (r.passes < 1 || r.passes > kMaxPasses)
+    return Status::invalid("--passes " + std::to_string(r.passes) + " is out of range (1.." +
+                           std::to_string(kMaxPasses) + ")");
+  return Status::ok();
+}
+
+std::string summary(const recordings::Recording& rec) {
+  std::string out = "recording \"" + rec.source + "\": " + rec.format +
+                    (rec.version.empty() ? "" : " " + rec.version) + ", " +
+                    std::to_string(rec.groups.size()) + " groups\n";
+  for (std::size_t r = 0; r < rec.ranks.size(); ++r) {
+    out += "  rank " + std::to_string(r) + ": " +
+           (rec.present[r] ? std::to_string(rec.ranks[r].size()) + " calls" : "absent") + "\n";
+  }
+  for (const auto& p : rec.partial) out += "partial: " + p.what + "\n";
+  return out;
+}
+
+}  // namespace
+
+void addRecordingOptions(CLI::App* sub, RecordingOptions& r) {
+  sub->add_option("--recording", r.path,
+                  "an engine recording (Flight Recorder JSON dumps or NCCL logs, a file or a "
+                  "folder) to judge against the case's plan");
+  sub->add_option("--passes", r.passes,
+                  "--recording: how many times the recording runs the plan (default 1)");
+}
+
+int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only) {
+  if (Status s = checkApplies(o, r); !s) return fail(s);
+  auto c = buildCase(o);
+  if (!c) return fail(c.status());
+  auto plan = buildPolicyPlan(o, *c);
+  if (!plan) return fail(plan.status());
+  auto rec = recordings::readRecording(r.path);
+  if (!rec) return fail(rec.status());
+  if (summary_only) {
+    std::cout << summary(*rec);
+    return kExitOk;
+  }
+  auto verdict = recordings::judgeRecording(*rec, *plan, r.passes);
+  if (!verdict) return fail(verdict.status());
+  std::string reproduce = reproduceCommand(*c, o.policy);
+  if (!o.decision.empty()) reproduce += " --decision " + o.decision;
+  reproduce += " --recording " + r.path;
+  if (r.passes != 1) reproduce += " --passes " + std::to_string(r.passes);
+  std::cout << recordings::renderRecordingVerdict(*rec, *verdict, reproduce);
+  Ledger ledger;
+  const auto plan_verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
+  std::cout << "plan (" << o.policy << "): "
+            << (plan_verdict.holds() ? "all properties hold"
+                                     : "a property fails on the plan itself; seam check without "
+                                       "--recording says where")
+            << "\n";
+  return verdict->holds() && plan_verdict.holds() ? kExitOk : kExitPropertyFailed;
+}
+
+}  // namespace seam::tools

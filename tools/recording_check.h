@@ -1,0 +1,26 @@
+// `seam check CASE --recording PATH` and `seam import CASE --recording PATH`:
+// an engine's recording (Flight Recorder dumps, NCCL logs) read and judged
+// against the case's plan (recordings/, docs/recordings.md).
+#pragma once
+
+#include <string>
+
+#include "case_options.h"
+
+namespace seam::tools {
+
+/// The recording options beside the case options.
+struct RecordingOptions {
+  std::string path;
+  int passes = 1;
+};
+
+/// Adds --recording and --passes to a subcommand.
+void addRecordingOptions(CLI::App* sub, RecordingOptions& r);
+
+/// Judges the recording against the case's plan and prints the verdict:
+/// exit 0 when every call is explained and the evidence is whole, 1 on a
+/// finding or partial evidence, 2 on a bad or foreign recording.
+int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only);
+
+}  // namespace seam::tools
