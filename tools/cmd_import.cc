@@ -23,7 +23,7 @@ Command registerImport(CLI::App& app) {
   return {sub, [o, r]() {
             if (!r->path.empty()) return checkRecording(*o, *r, true);
             if (o->trace.empty())
-              return fail(Status::invalid("seam import needs --trace FILE or --recording PATH"));
+              return fail(Status::invalid("import needs --trace FILE or --recording PATH"));
             auto c = buildCase(*o);
             if (!c) return fail(c.status());
             auto plan = buildCasePlan(*o, *c);

@@ -1,0 +1,273 @@
+// Recordings judged against a case's plan: the built Flight Recorder dumps
+// and NCCL logs of tests/data/recordings/ (make_recordings.py says how each
+// rank's calls were derived from SGLang's dp_attention.py), recordings of
+// planted bugs that fr_trace's rules alone pass, partial evidence, and
+// malformed or foreign input refused with one line.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "seam/recordings/alignment.h"
+#include "seam/recordings/recording.h"
+#include "seam/sim/model/case_spec.h"
+#include "seam/sim/policy/policy.h"
+
+namespace seam::recordings {
+namespace {
+
+const std::string kData = std::string(SEAM_SOURCE_DIR) + "/tests/data/recordings/";
+
+/// The case every built recording runs: --pattern '*E' --tp 4 --dp 2 --ep 4 --tokens 2,2.
+Plan dpCasePlan() {
+  CaseSpec spec;
+  spec.pattern = "*E";
+  spec.tp = 4;
+  spec.dp = 2;
+  spec.ep = 4;
+  spec.tokens = "2,2";
+  auto c = buildCase(spec);
+  EXPECT_TRUE(c) << c.status().message();
+  auto plan = buildPlan(*c, PolicyKind::kDeclared);
+  EXPECT_TRUE(plan) << plan.status().message();
+  return *plan;
+}
+
+Recording mustRead(const std::string& rel) {
+  auto rec = readRecording(kData + rel);
+  EXPECT_TRUE(rec) << rec.status().message();
+  return rec ? *rec : Recording{};
+}
+
+RecordingVerdict mustJudge(const Recording& rec, const Plan& plan, int passes = 1) {
+  auto v = judgeRecording(rec, plan, passes);
+  EXPECT_TRUE(v) << v.status().message();
+  return v ? *v : RecordingVerdict{};
+}
+
+TEST(Recordings, CorrectFlightRecorderDumpsAreExplainedCallByCall) {
+  const Recording rec = mustRead("fr/correct");
+  EXPECT_EQ(rec.format, "flight-recorder");
+  EXPECT_EQ(rec.version, "2.10");
+  ASSERT_EQ(rec.ranks.size(), 4u);
+  const RecordingVerdict v = mustJudge(rec, dpCasePlan());
+  EXPECT_TRUE(v.holds());
+  EXPECT_EQ(v.calls, 20);
+  EXPECT_EQ(v.explained, 20);
+  EXPECT_EQ(v.owed, 20);
+}
+
+TEST(Recordings, GroupsMapOntoTheAxesWhoseGroupsTheyAre) {
+  const RecordingVerdict v = mustJudge(mustRead("fr/correct"), dpCasePlan());
+  for (const GroupAxes& g : v.groups) {
+    if (g.name == "pg 2 (attn_tp)") EXPECT_EQ(g.axes, std::vector<Axis>{Axis::kAttnTp});
+    if (g.name == "pg 4 (attn_dp)") EXPECT_EQ(g.axes, std::vector<Axis>{Axis::kAttnDp});
+    if (g.name == "pg 1 (tp)") {
+      EXPECT_NE(std::find(g.axes.begin(), g.axes.end(), Axis::kTp), g.axes.end());
+    }
+  }
+}
+
+TEST(Recordings, NcclLogsPerRankAndInterleavedAreExplained) {
+  const Plan plan = dpCasePlan();
+  const Recording per_rank = mustRead("nccl/per_rank");
+  EXPECT_EQ(per_rank.format, "nccl-log");
+  EXPECT_TRUE(mustJudge(per_rank, plan).holds());
+  // Two decode steps in one file, every rank's lines interleaved.
+  const Recording two = mustRead("nccl/correct.log");
+  EXPECT_TRUE(mustJudge(two, plan, 2).holds());
+  const RecordingVerdict one = mustJudge(two, plan, 1);
+  ASSERT_FALSE(one.findings.empty());
+  EXPECT_EQ(one.findings.front().kind, FindingKind::kExtra);
+}
+
+TEST(Recordings, AnExtraAllReduceOnEveryRankIsFlaggedThoughFrTraceRulesPass) {
+  const Recording rec = mustRead("fr/extra_allreduce");
+  EXPECT_TRUE(crossRankFindings(rec).empty());
+  const RecordingVerdict v = mustJudge(rec, dpCasePlan());
+  ASSERT_FALSE(v.findings.empty());
+  const Finding& f = v.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::kExtra);
+  EXPECT_EQ(f.rank, 0);
+  EXPECT_EQ(f.group, "pg 1 (tp)");
+  EXPECT_EQ(f.seq, 3);
+  EXPECT_NE(f.where.find("nccl_trace_rank_0\", entry 5"), std::string::npos) << f.where;
+  EXPECT_NE(f.frame.find("tensor_model_parallel_all_reduce"), std::string::npos);
+  EXPECT_EQ(v.findings.size(), 4u);  // one per rank
+}
+
+TEST(Recordings, AReductionOverAWrongGroupOfTheSameSizeIsFlaggedThoughFrTraceRulesPass) {
+  const Recording rec = mustRead("fr/wrong_group");
+  EXPECT_TRUE(crossRankFindings(rec).empty());
+  const RecordingVerdict v = mustJudge(rec, dpCasePlan());
+  ASSERT_FALSE(v.findings.empty());
+  const Finding& f = v.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::kWrongGroup);
+  EXPECT_EQ(f.group, "pg 4 (attn_dp)");
+  EXPECT_EQ(f.seq, 1);
+  EXPECT_NE(f.expected.find("layer 1 stage 1 entry all_reduce over attn_tp"), std::string::npos)
+      << f.expected;
+  EXPECT_NE(f.expected.find("boundary 0->1"), std::string::npos);
+}
+
+TEST(Recordings, ADroppedCombineIsFlaggedInDumpsAndLogsThoughFrTraceRulesPass) {
+  for (const char* rel : {"fr/dropped_combine", "nccl/dropped_combine.log"}) {
+    const Recording rec = mustRead(rel);
+    EXPECT_TRUE(crossRankFindings(rec).empty()) << rel;
+    const RecordingVerdict v = mustJudge(rec, dpCasePlan());
+    ASSERT_EQ(v.findings.size(), 8u) << rel;  // two collectives on each of four ranks
+    const Finding& f = v.findings.front();
+    EXPECT_EQ(f.kind, FindingKind::kMissing);
+    EXPECT_EQ(f.rank, 0);
+    EXPECT_NE(
+        f.expected.find("layer 1 stage 1 exit dp_reduce_scatter (its reduce_scatter) over tp"),
+        std::string::npos)
+        << f.expected;
+    EXPECT_NE(f.expected.find("boundary 1->2"), std::string::npos);
+  }
+}
+
+TEST(Recordings, SizesThatDifferAcrossRanksAreWhatFrTraceCatchesAndSeamToo) {
+  const Recording rec = mustRead("fr/size_mismatch");
+  const auto cross = crossRankFindings(rec);
+  ASSERT_EQ(cross.size(), 1u);
+  EXPECT_EQ(cross[0].kind, FindingKind::kCrossRankSize);
+  EXPECT_EQ(cross[0].rank, 3);
+  const RecordingVerdict v = mustJudge(rec, dpCasePlan());
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_EQ(v.findings.front().kind, FindingKind::kWrongSize);
+  EXPECT_EQ(v.findings.front().rank, 3);
+}
+
+TEST(Recordings, AMissingRanksDumpIsPartialEvidenceNeverPassed) {
+  const RecordingVerdict v = mustJudge(mustRead("fr/missing_rank"), dpCasePlan());
+  EXPECT_TRUE(v.findings.empty());
+  ASSERT_EQ(v.partial.size(), 1u);
+  EXPECT_EQ(v.partial[0].rank, 3);
+  EXPECT_FALSE(v.holds());
+}
+
+TEST(Recordings, AWrappedRingBufferIsPartialEvidenceNotMissingCalls) {
+  const RecordingVerdict v = mustJudge(mustRead("fr/truncated"), dpCasePlan());
+  EXPECT_TRUE(v.findings.empty());
+  ASSERT_EQ(v.partial.size(), 1u);
+  EXPECT_NE(v.partial[0].what.find("record_id 2"), std::string::npos);
+  EXPECT_FALSE(v.holds());
+}
+
+/// --pattern '*E' --tp 2 --ep 2 --a2a deepep --tokens 2, each rank's calls as
+/// SGLang's DeepEP path issues them: the attention's reduce-scatter over
+/// attn_tp (2 rows -> 1), the dispatch and combine all-to-alls over moe_ep,
+/// the all-gather back over attn_tp (1 -> 2); hidden 2688.
+Recording a2aRecording(bool drop_combine) {
+  Recording rec;
+  rec.format = "flight-recorder";
+  rec.source = "built in the test";
+  rec.groups.push_back({"pg 0 (default_pg)", {0, 1}});
+  rec.present = {true, true};
+  rec.lost_front = {false, false};
+  rec.ranks.resize(2);
+  const std::int64_t h = 2688;
+  for (int r = 0; r < 2; ++r) {
+    auto add = [&](CallKind k, const char* op, std::int64_t in, std::int64_t out) {
+      RecordedCall c;
+      c.kind = k;
+      c.op = op;
+      c.group = 0;
+      c.in_elems = in * h;
+      c.out_elems = out * h;
+      c.dtype = "bf16";
+      c.seq = static_cast<std::int64_t>(rec.ranks[r].size()) + 1;
+      rec.ranks[r].push_back(c);
+    };
+    add(CallKind::kReduceScatter, "nccl:_reduce_scatter_base", 2, 1);
+    add(CallKind::kAllToAll, "nccl:all_to_all_single", 1, 3);  // routing decides the split
+    if (!drop_combine) add(CallKind::kAllToAll, "nccl:all_to_all_single", 3, 1);
+    add(CallKind::kAllGather, "nccl:_all_gather_base", 1, 2);
+  }
+  return rec;
+}
+
+Plan a2aPlan() {
+  CaseSpec spec;
+  spec.pattern = "*E";
+  spec.tp = 2;
+  spec.ep = 2;
+  spec.a2a = "deepep";
+  spec.tokens = "2";
+  auto c = buildCase(spec);
+  EXPECT_TRUE(c) << c.status().message();
+  auto plan = buildPlan(*c, PolicyKind::kDeclared);
+  EXPECT_TRUE(plan) << plan.status().message();
+  return *plan;
+}
+
+TEST(Recordings, AllToAllsWithoutTheirSplitsArePartialEvidence) {
+  const RecordingVerdict v = mustJudge(a2aRecording(false), a2aPlan());
+  EXPECT_TRUE(v.findings.empty());
+  EXPECT_EQ(v.explained, 8);
+  ASSERT_EQ(v.partial.size(), 1u);
+  EXPECT_NE(v.partial[0].what.find("all_to_all"), std::string::npos);
+  EXPECT_FALSE(v.holds());
+}
+
+TEST(Recordings, ADroppedAllToAllCombineIsNamedAtItsLayer) {
+  const RecordingVerdict v = mustJudge(a2aRecording(true), a2aPlan());
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].kind, FindingKind::kMissing);
+  EXPECT_NE(v.findings[0].expected.find("layer 1 stage 1 compute all_to_all over moe_ep"),
+            std::string::npos)
+      << v.findings[0].expected;
+}
+
+/// Every malformed or foreign recording is refused with one line naming
+/// the file and, where the fault is inside it, the entry or line.
+TEST(Recordings, MalformedOrForeignRecordingsAreRefusedWithOneLineNamingTheFileAndEntry) {
+  const Plan plan = dpCasePlan();
+  const std::pair<const char*, const char*> cases[] = {
+      {"bad/fr_malformed", "nccl_trace_rank_0\": not a JSON object"},
+      {"bad/fr_foreign", "results_0\": no \"version\""},
+      {"bad/fr_version", "schema version \"1.0\""},
+      {"bad/fr_unknown_op", "nccl_trace_rank_0\", entry 2: profiling_name \"nccl:frobnicate\""},
+      {"bad/fr_no_axis", "group \"pg 6 (odd)\" of ranks [0, 3] is no group"},
+      {"bad/nccl_bad_line.log", "nccl_bad_line.log\", line 8: the ReduceScatter line lacks"},
+      {"bad/nccl_no_init.log", "line 1: comm 0x55d0a0002000 has no Init COMPLETE line"},
+      {"bad/not_a_log.txt", "no \"NCCL INFO\" line"},
+  };
+  for (const auto& [rel, says] : cases) {
+    auto rec = readRecording(kData + rel);
+    Status s = Status::ok();
+    if (!rec) {
+      s = rec.status();
+    } else if (auto v = judgeRecording(*rec, plan, 1); !v) {
+      s = v.status();
+    }
+    ASSERT_FALSE(s.isOk()) << rel;
+    EXPECT_NE(s.message().find(says), std::string::npos) << rel << ": " << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << rel;
+  }
+}
+
+/// One planted change to a correct recording (a call dropped, or one
+/// duplicated) on one rank is always a finding: the judge never passes it.
+RC_GTEST_PROP(Recordings, AnyDroppedOrDuplicatedCallOnOneRankIsAFinding, ()) {
+  static const Plan plan = dpCasePlan();
+  static const Recording correct = *readRecording(kData + "fr/correct");
+  Recording rec = correct;
+  const int rank = *rc::gen::inRange(0, 4);
+  auto& calls = rec.ranks[rank];
+  const int at = *rc::gen::inRange(0, static_cast<int>(calls.size()));
+  if (*rc::gen::arbitrary<bool>()) {
+    calls.erase(calls.begin() + at);
+  } else {
+    calls.insert(calls.begin() + at, calls[at]);
+  }
+  auto v = judgeRecording(rec, plan, 1);
+  RC_ASSERT(v.hasValue());
+  RC_ASSERT(!v->findings.empty());
+  RC_ASSERT(!v->holds());
+}
+
+}  // namespace
+}  // namespace seam::recordings

@@ -1,0 +1,69 @@
+// Runs the built `seam check --recording` and `seam import --recording` on
+// the built recordings of tests/data/recordings/: exit 0 when every call is
+// explained, 1 on a finding or partial evidence, with the first divergence
+// and the line that reproduces it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "run_seam.h"
+
+namespace {
+
+using seam::testing::CliRun;
+
+const std::string kCase = "--pattern '*E' --tp 4 --dp 2 --ep 4 --tokens 2,2";
+const std::string kData = std::string(SEAM_SOURCE_DIR) + "/tests/data/recordings/";
+
+CliRun check(const std::string& rel, const std::string& extra = "") {
+  return seam::testing::runSeam("check " + kCase + " --recording " + kData + rel + extra);
+}
+
+TEST(RecordingCli, ACorrectRecordingHoldsWithExitZero) {
+  const CliRun r = check("fr/correct");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("explained: 20 of 20 recorded calls"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("RECORDING HOLDS"), std::string::npos);
+  EXPECT_NE(r.out.find("plan (declared): all properties hold"), std::string::npos);
+}
+
+TEST(RecordingCli, APlantedBugExitsOneNamingTheFirstDivergenceAndItsReproduceLine) {
+  const CliRun r = check("fr/wrong_group");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("first divergence: wrong-group on rank 0, pg 4 (attn_dp), seq 1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("frame: sglang/srt/distributed/communication_op.py"), std::string::npos);
+  EXPECT_NE(r.out.find("reproduce: seam check --pattern '*E' --tp 4"), std::string::npos);
+  EXPECT_NE(r.out.find("--recording " + kData + "fr/wrong_group"), std::string::npos);
+  EXPECT_NE(r.out.find("RECORDING VIOLATED (fr_trace's rules alone pass it)"), std::string::npos);
+}
+
+TEST(RecordingCli, PartialEvidenceExitsOneAndSaysNotPassed) {
+  const CliRun r = check("fr/missing_rank");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("partial: no dump of rank 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("RECORDING PARTIAL"), std::string::npos);
+}
+
+TEST(RecordingCli, PassesRepeatThePlan) {
+  EXPECT_EQ(check("nccl/correct.log", " --passes 2").code, 0);
+  EXPECT_EQ(check("nccl/correct.log").code, 1);
+}
+
+TEST(RecordingCli, ImportSummarisesTheCallsOfEachRank) {
+  const CliRun r =
+      seam::testing::runSeam("import " + kCase + " --recording " + kData + "nccl/per_rank");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nccl-log, 6 groups"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 3: 5 calls"), std::string::npos);
+}
+
+TEST(RecordingCli, AForeignRecordingIsOneLineAndExitTwo) {
+  const CliRun r = check("bad/fr_unknown_op");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(seam::testing::lineCount(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("entry 2"), std::string::npos);
+}
+
+}  // namespace
