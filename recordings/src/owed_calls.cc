@@ -108,15 +108,23 @@ std::string describeOwed(const Plan& plan, int rank, const OwedCall& owed) {
   const std::int64_t h = rowElements(plan);
   std::string s = "layer " + std::to_string(op.layer) + " stage " + std::to_string(op.stage);
   if (op.stack == 1) s += " of the MTP step";
-  s += " " + std::string(phaseName(op.phase)) + " " + std::string(opName(op.kind));
-  if (isDpOp(op.kind)) s += " (its " + std::string(callKindName(owed.kind)) + ")";
-  s += " over " + std::string(axisName(static_cast<Axis>(owed.axis))) + ", " +
-       std::to_string(owed.in_elems / h) + " rows in, " + std::to_string(owed.out_elems / h) +
-       " out";
-  if (op.phase == Phase::kEntry)
-    s += " (boundary " + std::to_string(op.stage - 1) + "->" + std::to_string(op.stage) + ")";
-  if (op.phase == Phase::kExit)
-    s += " (boundary " + std::to_string(op.stage) + "->" + std::to_string(op.stage + 1) + ")";
+  s += ' ';
+  s += phaseName(op.phase);
+  s += ' ';
+  s += opName(op.kind);
+  if (isDpOp(op.kind)) {
+    s += " (its ";
+    s += callKindName(owed.kind);
+    s += ')';
+  }
+  s += " over ";
+  s += axisName(static_cast<Axis>(owed.axis));
+  s += ", " + std::to_string(owed.in_elems / h) + " rows in, " +
+       std::to_string(owed.out_elems / h) + " out";
+  if (op.phase != Phase::kCompute) {
+    const int from = op.phase == Phase::kEntry ? op.stage - 1 : op.stage;
+    s += " (boundary " + std::to_string(from) + "->" + std::to_string(from + 1) + ")";
+  }
   if (owed.pass > 0) s += ", pass " + std::to_string(owed.pass + 1);
   return s;
 }

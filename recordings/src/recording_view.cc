@@ -33,12 +33,16 @@ namespace {
 
 std::string groupLine(const GroupAxes& g) {
   std::string s = "  " + g.name + " [";
-  for (std::size_t i = 0; i < g.members.size() && i < 16; ++i)
-    s += (i ? "," : "") + (g.members[i] < 0 ? std::string("?") : std::to_string(g.members[i]));
+  for (std::size_t i = 0; i < g.members.size() && i < 16; ++i) {
+    if (i > 0) s += ',';
+    s += g.members[i] < 0 ? std::string("?") : std::to_string(g.members[i]);
+  }
   s += g.members.size() > 16 ? ",...] = " : "] = ";
   if (g.axes.empty()) return s + (g.members.size() == 1 ? "one rank" : "the world") + "\n";
-  for (std::size_t i = 0; i < g.axes.size(); ++i)
-    s += (i ? "|" : "") + std::string(axisName(g.axes[i]));
+  for (std::size_t i = 0; i < g.axes.size(); ++i) {
+    if (i > 0) s += '|';
+    s += axisName(g.axes[i]);
+  }
   return s + "\n";
 }
 
