@@ -11,21 +11,21 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK_CUDA(x)                                                      \
-  do {                                                                     \
-    cudaError_t e = (x);                                                   \
-    if (e != cudaSuccess) {                                                \
-      std::fprintf(stderr, "cuda: %s: %s\n", #x, cudaGetErrorString(e));   \
-      std::exit(1);                                                        \
-    }                                                                      \
+#define CHECK_CUDA(x)                                                    \
+  do {                                                                   \
+    cudaError_t e = (x);                                                 \
+    if (e != cudaSuccess) {                                              \
+      std::fprintf(stderr, "cuda: %s: %s\n", #x, cudaGetErrorString(e)); \
+      std::exit(1);                                                      \
+    }                                                                    \
   } while (0)
-#define CHECK_NCCL(x)                                                      \
-  do {                                                                     \
-    ncclResult_t r = (x);                                                  \
-    if (r != ncclSuccess) {                                                \
-      std::fprintf(stderr, "nccl: %s: %s\n", #x, ncclGetErrorString(r));   \
-      std::exit(1);                                                        \
-    }                                                                      \
+#define CHECK_NCCL(x)                                                    \
+  do {                                                                   \
+    ncclResult_t r = (x);                                                \
+    if (r != ncclSuccess) {                                              \
+      std::fprintf(stderr, "nccl: %s: %s\n", #x, ncclGetErrorString(r)); \
+      std::exit(1);                                                      \
+    }                                                                    \
   } while (0)
 
 int main() {
