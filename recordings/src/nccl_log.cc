@@ -32,8 +32,9 @@ struct PendingCall {
 };
 
 struct Process {
-  std::string name;                          ///< host:pid
-  std::map<std::string, std::string> comms;  ///< comm pointer -> key (latest Init)
+  std::string name;                              ///< host:pid
+  std::map<std::string, std::string> comms;      ///< comm pointer -> key (latest Init)
+  std::map<std::string, std::int64_t> calls_on;  ///< communicator key -> calls issued on it
   std::vector<PendingCall> calls;
 };
 
@@ -139,6 +140,9 @@ Status readCall(const std::string& op, const std::vector<std::string>& w, Proces
                "NCCL_DEBUG_SUBSYS=INIT,COLL from the start)");
   PendingCall p;
   p.comm_key = it->second;
+  // The call's position on its communicator, not opCount: NCCL 2.28 prints
+  // opCount 0 for every call of a one-rank communicator.
+  seq = proc.calls_on[it->second]++;
   p.nranks = static_cast<int>(nranks);
   RecordedCall& c = p.call;
   c.op = op;
@@ -172,7 +176,7 @@ Status readLine(const std::string& text, LogState& st, const LineError& err, int
   const std::string name = hpt.substr(0, tid);
   if (st.proc_of.find(name) == st.proc_of.end()) {
     st.proc_of[name] = static_cast<int>(st.procs.size());
-    st.procs.push_back(Process{name, {}, {}});
+    st.procs.push_back(Process{name, {}, {}, {}});
   }
   Process& proc = st.procs[st.proc_of[name]];
   const std::string msg = text.substr(at + kInfo.size());

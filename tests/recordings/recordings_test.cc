@@ -249,6 +249,54 @@ TEST(Recordings, MalformedOrForeignRecordingsAreRefusedWithOneLineNamingTheFileA
   }
 }
 
+/// Real NCCL logs of one H200 (tests/data/recordings/nccl_h200/README.md:
+/// record_calls issues nine calls on a one-rank communicator and two split
+/// from it). Skipped while the folder is absent.
+TEST(Recordings, RealOneGpuNcclLogsAreReadCallByCall) {
+  const std::string dir = kData + "nccl_h200/";
+  if (!std::filesystem::exists(dir + "record_calls.log")) GTEST_SKIP() << "no " << dir;
+  const Recording rec = mustRead("nccl_h200/record_calls.log");
+  ASSERT_EQ(rec.ranks.size(), 1u);
+  EXPECT_EQ(rec.groups.size(), 3u);  // ncclCommInitAll, then two ncclCommSplit colours
+  const auto& calls = rec.ranks[0];
+  ASSERT_EQ(calls.size(), 9u);
+  const CallKind kinds[] = {CallKind::kAllReduce, CallKind::kAllReduce, CallKind::kReduceScatter,
+                            CallKind::kAllGather, CallKind::kAllToAll,  CallKind::kOther,
+                            CallKind::kAllReduce, CallKind::kSend,      CallKind::kRecv};
+  const char* dtypes[] = {"bf16", "fp32", "bf16", "bf16", "bf16", "bf16", "int64", "bf16", "bf16"};
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(calls[i].kind, kinds[i]) << i;
+    EXPECT_EQ(calls[i].dtype, dtypes[i]) << i;
+  }
+  EXPECT_EQ(calls[0].in_elems, 20480);  // hidden 4096 x 5 tokens
+  EXPECT_EQ(calls[6].in_elems, 1);
+  EXPECT_EQ(calls[7].in_elems, 12288);
+  EXPECT_EQ(calls[5].op, "Broadcast");
+  // The split communicators' calls are numbered on each communicator.
+  EXPECT_EQ(calls[1].seq, 1);
+  EXPECT_EQ(calls[3].seq, 3);
+  // A one-rank case owes no collective (the engine skips a group of one):
+  // every recorded call is unexplained.
+  CaseSpec spec;
+  spec.pattern = "M";
+  spec.tokens = "5";
+  auto c = buildCase(spec);
+  ASSERT_TRUE(c);
+  auto plan = buildPlan(*c, PolicyKind::kDeclared);
+  ASSERT_TRUE(plan);
+  const RecordingVerdict v = mustJudge(rec, *plan);
+  EXPECT_EQ(v.findings.size(), 9u);
+  EXPECT_EQ(v.findings.front().kind, FindingKind::kExtra);
+  const Recording bench = mustRead("nccl_h200/bench_allreduce.log");
+  ASSERT_EQ(bench.ranks.size(), 1u);
+  EXPECT_EQ(bench.ranks[0].size(), 8u);
+  for (const RecordedCall& call : bench.ranks[0]) EXPECT_EQ(call.kind, CallKind::kAllReduce);
+  // Without NCCL_DEBUG_SUBSYS=INIT no call can be tied to its communicator's members.
+  auto coll_only = readRecording(dir + "record_calls_coll_only.log");
+  ASSERT_FALSE(coll_only);
+  EXPECT_NE(coll_only.status().message().find("line 2: comm"), std::string::npos);
+}
+
 /// One planted change to a correct recording (a call dropped, or one
 /// duplicated) on one rank is always a finding: the judge never passes it.
 RC_GTEST_PROP(Recordings, AnyDroppedOrDuplicatedCallOnOneRankIsAFinding, ()) {

@@ -49,12 +49,14 @@ struct RecordedCall {
   /// output derived by the op's definition; FR: numel of input and output).
   std::int64_t in_elems = kUnknownCount;
   std::int64_t out_elems = kUnknownCount;
-  std::string dtype;      ///< as recorded ("BFloat16", "9" for ncclBfloat16)
-  std::int64_t seq = -1;  ///< collective_seq_id / p2p_seq_id (FR) or opCount (NCCL)
-  int peer = -1;          ///< send/recv: the peer's rank inside the group
-  std::string state;      ///< FR: scheduled, started, completed; empty elsewhere
-  std::string frame;      ///< the innermost recorded stack frame, "file:line (name)"
-  std::string where;      ///< "dump \"f\", entry 12" / "log \"f\", line 40"
+  std::string dtype;  ///< as recorded ("BFloat16", "9" for ncclBfloat16)
+  /// collective_seq_id / p2p_seq_id (FR); NCCL: the call's position on its
+  /// communicator in this process (0, 1, ...)
+  std::int64_t seq = -1;
+  int peer = -1;      ///< send/recv: the peer's rank inside the group
+  std::string state;  ///< FR: scheduled, started, completed; empty elsewhere
+  std::string frame;  ///< the innermost recorded stack frame, "file:line (name)"
+  std::string where;  ///< "dump \"f\", entry 12" / "log \"f\", line 40"
 };
 
 /// Evidence that a recording is incomplete: labelled, never passed.
