@@ -11,7 +11,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${SEAM_FUZZ_BUILD:-$root/build-fuzz}"
-targets=(pattern case_options trace gpu_json store)
+targets=(pattern case_options trace gpu_json store recording)
 
 usage() { echo "usage: tools/fuzz.sh TARGET|all SECONDS   (targets: ${targets[*]})" >&2; exit 2; }
 (($# == 2)) || usage

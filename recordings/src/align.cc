@@ -67,10 +67,16 @@ Expected<std::vector<GroupAxes>> mapGroups(const Recording& rec, const Topology&
 
 enum class Pair : std::uint8_t { kMatch, kWrongGroup, kWrongSize, kNone };
 
-Pair pairOf(const OwedCall& o, const RecordedCall& c, const std::vector<GroupAxes>& groups) {
+/// How a recorded call of `rank` fits an owed one. The group fits when it
+/// is the owed axis's group of `rank` itself (a group of the right axis
+/// that `rank` is no member of is another group).
+Pair pairOf(const OwedCall& o, const RecordedCall& c, const std::vector<GroupAxes>& groups,
+            int rank) {
   if (o.kind != c.kind) return Pair::kNone;
-  const auto& axes = groups[c.group].axes;
-  bool group_ok = std::find(axes.begin(), axes.end(), static_cast<Axis>(o.axis)) != axes.end();
+  const GroupAxes& g = groups[c.group];
+  bool group_ok =
+      std::find(g.axes.begin(), g.axes.end(), static_cast<Axis>(o.axis)) != g.axes.end() &&
+      std::find(g.members.begin(), g.members.end(), rank) != g.members.end();
   if (o.peer >= 0 && c.peer >= 0 && o.peer != c.peer) group_ok = false;
   const bool size_ok = !o.sizes_known || ((c.in_elems < 0 || c.in_elems == o.in_elems) &&
                                           (c.out_elems < 0 || c.out_elems == o.out_elems));
@@ -91,9 +97,10 @@ Expected<std::vector<Step>> align(const std::vector<OwedCall>& owed,
                                   const std::vector<GroupAxes>& groups, int rank) {
   const int n = static_cast<int>(owed.size()), m = static_cast<int>(rec.size());
   int lo = 0;
-  while (lo < n && lo < m && pairOf(owed[lo], rec[lo], groups) == Pair::kMatch) ++lo;
+  while (lo < n && lo < m && pairOf(owed[lo], rec[lo], groups, rank) == Pair::kMatch) ++lo;
   int hi_o = n, hi_r = m;
-  while (hi_o > lo && hi_r > lo && pairOf(owed[hi_o - 1], rec[hi_r - 1], groups) == Pair::kMatch)
+  while (hi_o > lo && hi_r > lo &&
+         pairOf(owed[hi_o - 1], rec[hi_r - 1], groups, rank) == Pair::kMatch)
     --hi_o, --hi_r;
   const int rows = hi_o - lo, cols = hi_r - lo;
   if (static_cast<std::int64_t>(rows + 1) * (cols + 1) > kMaxAlignCells)
@@ -108,7 +115,7 @@ Expected<std::vector<Step>> align(const std::vector<OwedCall>& owed,
     cur[0] = i;
     dir[static_cast<std::size_t>(i) * (cols + 1)] = 1;
     for (int j = 1; j <= cols; ++j) {
-      const Pair p = pairOf(owed[lo + i - 1], rec[lo + j - 1], groups);
+      const Pair p = pairOf(owed[lo + i - 1], rec[lo + j - 1], groups, rank);
       int best =
           p == Pair::kNone ? std::numeric_limits<int>::max() : prev[j - 1] + (p != Pair::kMatch);
       std::uint8_t d = 0;
@@ -123,7 +130,8 @@ Expected<std::vector<Step>> align(const std::vector<OwedCall>& owed,
   for (int i = rows, j = cols; i > 0 || j > 0;) {
     const std::uint8_t d = dir[static_cast<std::size_t>(i) * (cols + 1) + j];
     if (d == 0) {
-      middle.push_back({lo + i - 1, lo + j - 1, pairOf(owed[lo + i - 1], rec[lo + j - 1], groups)});
+      middle.push_back(
+          {lo + i - 1, lo + j - 1, pairOf(owed[lo + i - 1], rec[lo + j - 1], groups, rank)});
       --i, --j;
     } else if (d == 1) {
       middle.push_back({lo + --i, -1, Pair::kNone});

@@ -55,6 +55,10 @@ constexpr FrName kFrNames[] = {
     {"coalesced", CallKind::kOther},
 };
 
+/// The most elements a tensor may hold (2^48: far past any GPU's memory), so
+/// that products and sums of sizes stay within 64 bits.
+constexpr std::int64_t kMaxElems = std::int64_t{1} << 48;
+
 struct EntryError {
   const std::string& path;
   std::size_t entry;
@@ -113,10 +117,13 @@ std::int64_t numel(const json& sizes, bool* ok) {
     if (!shape.is_array()) return *ok = false, 0;
     std::int64_t n = 1;
     for (const json& d : shape) {
-      if (!d.is_number_integer() || d.get<std::int64_t>() < 0) return *ok = false, 0;
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > kMaxElems)
+        return *ok = false, 0;
       n *= d.get<std::int64_t>();
+      if (n > kMaxElems) return *ok = false, 0;
     }
     total += n;
+    if (total > kMaxElems) return *ok = false, 0;
   }
   return total;
 }
@@ -177,7 +184,10 @@ Status readEntry(const json& e, const EntryError& err, DumpFile* dump, std::int6
                "\" is not in pg_config");
   call.in_elems = numel(e.contains("input_sizes") ? e.at("input_sizes") : json(), &ok);
   call.out_elems = numel(e.contains("output_sizes") ? e.at("output_sizes") : json(), &ok);
-  if (!ok) return err("\"input_sizes\" or \"output_sizes\" is not a list of shapes");
+  if (!ok)
+    return err(
+        "\"input_sizes\" or \"output_sizes\" is not a list of shapes of at most 2^48 "
+        "elements");
   for (const char* key : {"input_dtypes", "output_dtypes"}) {
     if (call.dtype.empty() && e.contains(key) && e.at(key).is_array() && !e.at(key).empty() &&
         e.at(key)[0].is_string())

@@ -19,6 +19,11 @@ namespace seam::recordings {
 
 namespace {
 
+/// Bounds that keep count * nranks within 64 bits (2^48 elements is far
+/// past any GPU's memory; 2^20 ranks past any job).
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 20;
+
 struct Comm {
   std::string key;  ///< "0x<commId>" or "split(<parent key>,<color>)"
   int nranks = 0;
@@ -101,7 +106,7 @@ Status readInit(const std::vector<std::string>& w, Process& proc, LogState& st,
   std::int64_t rank = 0, nranks = 0;
   const std::string ptr = after(w, "comm");
   if (ptr.empty() || !toInt(after(w, "rank"), &rank) || !toInt(after(w, "nranks"), &nranks) ||
-      rank < 0 || nranks < 1 || rank >= nranks || nranks > (1 << 20))
+      rank < 0 || nranks < 1 || rank >= nranks || nranks > kMaxRanks)
     return err("a communicator line without comm, rank and nranks");
   std::string key = after(w, "commId");
   if (key.empty()) {
@@ -133,6 +138,9 @@ Status readCall(const std::string& op, const std::vector<std::string>& w, Proces
       !toInt(after(w, "root"), &root) || !toInt(ranks, &nranks) ||
       !toInt(after(w, "opCount"), &seq, 16) || after(w, "comm").empty())
     return err("the " + op + " line lacks one of opCount, count, datatype, root, comm, [nranks=N]");
+  if (count < 0 || count > kMaxCount || nranks < 1 || nranks > kMaxRanks)
+    return err("count " + std::to_string(count) + " or nranks " + std::to_string(nranks) +
+               " is out of range");
   const auto it = proc.comms.find(after(w, "comm"));
   if (it == proc.comms.end())
     return err("comm " + after(w, "comm") +

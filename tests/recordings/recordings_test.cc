@@ -128,6 +128,19 @@ TEST(Recordings, ADroppedCombineIsFlaggedInDumpsAndLogsThoughFrTraceRulesPass) {
   }
 }
 
+TEST(Recordings, ACallOnAnotherRanksGroupOfTheOwedAxisIsAWrongGroup) {
+  Recording rec = mustRead("fr/correct");
+  int other = -1;  // ranks 2 and 3's attention-TP group
+  for (std::size_t g = 0; g < rec.groups.size(); ++g)
+    if (rec.groups[g].members == std::vector<int>{2, 3}) other = static_cast<int>(g);
+  ASSERT_GE(other, 0);
+  rec.ranks[0][0].group = other;
+  const RecordingVerdict v = mustJudge(rec, dpCasePlan());
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_EQ(v.findings.front().kind, FindingKind::kWrongGroup);
+  EXPECT_EQ(v.findings.front().rank, 0);
+}
+
 TEST(Recordings, SizesThatDifferAcrossRanksAreWhatFrTraceCatchesAndSeamToo) {
   const Recording rec = mustRead("fr/size_mismatch");
   const auto cross = crossRankFindings(rec);
