@@ -78,8 +78,11 @@ Pair pairOf(const OwedCall& o, const RecordedCall& c, const std::vector<GroupAxe
       std::find(g.axes.begin(), g.axes.end(), static_cast<Axis>(o.axis)) != g.axes.end() &&
       std::find(g.members.begin(), g.members.end(), rank) != g.members.end();
   if (o.peer >= 0 && c.peer >= 0 && o.peer != c.peer) group_ok = false;
-  const bool size_ok = !o.sizes_known || ((c.in_elems < 0 || c.in_elems == o.in_elems) &&
-                                          (c.out_elems < 0 || c.out_elems == o.out_elems));
+  // A send is judged by what it sends, a recv by what it receives: the
+  // other side of a point-to-point entry is not the payload.
+  const bool in_ok = c.in_elems < 0 || c.in_elems == o.in_elems || o.kind == CallKind::kRecv;
+  const bool out_ok = c.out_elems < 0 || c.out_elems == o.out_elems || o.kind == CallKind::kSend;
+  const bool size_ok = !o.sizes_known || (in_ok && out_ok);
   if (group_ok && size_ok) return Pair::kMatch;
   if (size_ok) return Pair::kWrongGroup;
   if (group_ok) return Pair::kWrongSize;

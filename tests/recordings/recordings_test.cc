@@ -234,6 +234,41 @@ TEST(Recordings, ADroppedAllToAllCombineIsNamedAtItsLayer) {
       << v.findings[0].expected;
 }
 
+/// --pattern 'M-|*-' --pp 2 --tokens 2 (nemotron-h-8b's hidden 4096): the
+/// first pipeline stage sends the hidden state and the residual to the
+/// second, which receives both (the pp group is the whole world here).
+TEST(Recordings, PipelineSendsAndRecvsAreTiedToTheCutAndAMissingRecvIsNamed) {
+  CaseSpec spec;
+  spec.pattern = "M-|*-";
+  spec.pp = 2;
+  spec.tokens = "2";
+  auto c = buildCase(spec);
+  ASSERT_TRUE(c) << c.status().message();
+  auto plan = buildPlan(*c, PolicyKind::kDeclared);
+  ASSERT_TRUE(plan) << plan.status().message();
+  Recording rec;
+  rec.format = "flight-recorder";
+  rec.source = "built in the test";
+  rec.groups.push_back({"pg 0 (default_pg)", {0, 1}});
+  rec.present = {true, true};
+  rec.lost_front = {false, false};
+  rec.ranks.resize(2);
+  for (int k = 0; k < 2; ++k) {
+    RecordedCall send{CallKind::kSend, "nccl:send 0->1", 0, 2 * 4096, 2 * 4096, "bf16", k + 1, 1};
+    RecordedCall recv{CallKind::kRecv, "nccl:recv 1<-0", 0, 2 * 4096, 2 * 4096, "bf16", k + 1, 0};
+    rec.ranks[0].push_back(send);
+    rec.ranks[1].push_back(recv);
+  }
+  EXPECT_TRUE(mustJudge(rec, *plan).holds());
+  rec.ranks[1].pop_back();
+  const RecordingVerdict v = mustJudge(rec, *plan);
+  ASSERT_EQ(v.findings.size(), 1u);
+  EXPECT_EQ(v.findings[0].kind, FindingKind::kMissing);
+  EXPECT_EQ(v.findings[0].rank, 1);
+  EXPECT_NE(v.findings[0].expected.find("layer 2 stage 2 entry recv over pp"), std::string::npos)
+      << v.findings[0].expected;
+}
+
 /// Every malformed or foreign recording is refused with one line naming
 /// the file and, where the fault is inside it, the entry or line.
 TEST(Recordings, MalformedOrForeignRecordingsAreRefusedWithOneLineNamingTheFileAndEntry) {
