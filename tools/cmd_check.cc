@@ -1,7 +1,9 @@
 // `seam check`: one case, the verdict of each property and the first
 // violation in words. With --mutant ID [--site N] the case is checked with
-// that mutant planted (what a campaign's kill line replays). Exit 0 all
-// hold, 1 a property failed, 2 bad input or a combination the engine refuses.
+// that mutant planted (what a campaign's kill line replays). With
+// --recording PATH an engine's recording is judged against the case's plan
+// (recording_check.h). Exit 0 all hold, 1 a property failed, 2 bad input or
+// a combination the engine refuses.
 #include "case_options.h"
 #include "command.h"
 #include "recording_check.h"
