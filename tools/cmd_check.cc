@@ -103,10 +103,9 @@ Command registerCheck(CLI::App& app) {
         if (!o->recording.path.empty()) {
           if (!o->mutant.empty())
             return fail(Status::invalid("--mutant plants a bug in seam's plan, not a --recording"));
-          if (o->format != "text")
-            return fail(
-                Status::invalid("--format " + o->format + ": a --recording verdict is text only"));
-          return checkRecording(o->c, o->recording, false);
+          if (*format == reports::Format::kJsonl)
+            return fail(Status::invalid("--format jsonl: a --recording verdict is text or json"));
+          return checkRecording(o->c, o->recording, false, *format == reports::Format::kJson);
         }
         if (isTraining(o->c)) return checkTraining(*o, *format);
         auto m = chosenMutant(*o, false);

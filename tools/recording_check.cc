@@ -43,7 +43,7 @@ void addRecordingOptions(CLI::App* sub, RecordingOptions& r) {
                   "--recording: how many times the recording runs the plan (default 1)");
 }
 
-int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only) {
+int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only, bool json) {
   if (Status s = checkApplies(o, r); !s) return fail(s);
   auto c = buildCase(o);
   if (!c) return fail(c.status());
@@ -61,15 +61,23 @@ int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary
   if (!o.decision.empty()) reproduce += " --decision " + o.decision;
   reproduce += " --recording " + r.path;
   if (r.passes != 1) reproduce += " --passes " + std::to_string(r.passes);
-  std::cout << recordings::renderRecordingVerdict(*rec, *verdict, reproduce);
   Ledger ledger;
   const auto plan_verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
+  const int code = verdict->holds() && plan_verdict.holds() ? kExitOk : kExitPropertyFailed;
+  if (json) {
+    std::string text = recordings::recordingVerdictJson(*rec, *verdict, reproduce);
+    text.insert(text.rfind('}'),
+                std::string(",\"plan_holds\":") + (plan_verdict.holds() ? "true" : "false"));
+    std::cout << text;
+    return code;
+  }
+  std::cout << recordings::renderRecordingVerdict(*rec, *verdict, reproduce);
   std::cout << "plan (" << o.policy << "): "
             << (plan_verdict.holds() ? "all properties hold"
                                      : "a property fails on the plan itself; seam check without "
                                        "--recording says where")
             << "\n";
-  return verdict->holds() && plan_verdict.holds() ? kExitOk : kExitPropertyFailed;
+  return code;
 }
 
 }  // namespace seam::tools

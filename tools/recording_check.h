@@ -21,6 +21,9 @@ void addRecordingOptions(CLI::App* sub, RecordingOptions& r);
 /// Judges the recording against the case's plan and prints the verdict:
 /// exit 0 when every call is explained and the evidence is whole, 1 on a
 /// finding or partial evidence, 2 on a bad or foreign recording.
-int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only);
+/// `json`: the verdict as one JSON object (recordingVerdictJson) with the
+/// plan's verdict under "plan_holds".
+int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only,
+                   bool json = false);
 
 }  // namespace seam::tools

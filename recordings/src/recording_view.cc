@@ -2,6 +2,7 @@
 // the plan explains, each rank's first divergence with where it was recorded
 // and the line that reproduces it, the partial evidence, and the outcome.
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "seam/recordings/alignment.h"
 
@@ -121,6 +122,37 @@ std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict&
            "incomplete: not passed\n";
   return out + "RECORDING VIOLATED" +
          (seam_only && !cross_any ? " (fr_trace's rules alone pass it)" : "") + "\n";
+}
+
+std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v,
+                                 const std::string& reproduce) {
+  using nlohmann::json;
+  json groups = json::array();
+  for (const GroupAxes& g : v.groups) {
+    json axes = json::array();
+    for (Axis a : g.axes) axes.push_back(std::string(axisName(a)));
+    groups.push_back({{"name", g.name}, {"members", g.members}, {"axes", axes}});
+  }
+  json findings = json::array();
+  for (const Finding& f : v.findings) {
+    findings.push_back({{"kind", std::string(findingName(f.kind))},
+                        {"rank", f.rank},
+                        {"group", f.group},
+                        {"seq", f.seq},
+                        {"recorded", f.call},
+                        {"where", f.where},
+                        {"frame", f.frame},
+                        {"expected", f.expected}});
+  }
+  json partial = json::array();
+  for (const PartialEvidence& p : v.partial)
+    partial.push_back({{"rank", p.rank}, {"what", p.what}});
+  const char* outcome = v.holds() ? "holds" : v.findings.empty() ? "partial" : "violated";
+  const json out = {{"recording", rec.source}, {"format", rec.format},  {"version", rec.version},
+                    {"groups", groups},        {"calls", v.calls},      {"explained", v.explained},
+                    {"owed", v.owed},          {"findings", findings},  {"partial", partial},
+                    {"outcome", outcome},      {"reproduce", reproduce}};
+  return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace seam::recordings

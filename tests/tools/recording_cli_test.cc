@@ -4,6 +4,7 @@
 // and the line that reproduces it.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "run_seam.h"
@@ -37,6 +38,18 @@ TEST(RecordingCli, APlantedBugExitsOneNamingTheFirstDivergenceAndItsReproduceLin
   EXPECT_NE(r.out.find("reproduce: seam check --pattern '*E' --tp 4"), std::string::npos);
   EXPECT_NE(r.out.find("--recording " + kData + "fr/wrong_group"), std::string::npos);
   EXPECT_NE(r.out.find("RECORDING VIOLATED (fr_trace's rules alone pass it)"), std::string::npos);
+}
+
+TEST(RecordingCli, TheJsonVerdictHoldsEveryFindingAndTheOutcome) {
+  const CliRun r = check("fr/dropped_combine", " --format json");
+  EXPECT_EQ(r.code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["outcome"], "violated");
+  EXPECT_EQ(j["findings"].size(), 8u);
+  EXPECT_EQ(j["findings"][0]["kind"], "missing-call");
+  EXPECT_EQ(j["explained"], 12);
+  EXPECT_EQ(j["plan_holds"], true);
 }
 
 TEST(RecordingCli, PartialEvidenceExitsOneAndSaysNotPassed) {

@@ -88,4 +88,10 @@ std::string describeOwed(const Plan& plan, int rank, const OwedCall& owed);
 std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict& v,
                                    const std::string& reproduce);
 
+/// The same as one JSON object: recording, groups (name, members, axes),
+/// calls, explained, owed, findings (every one), partial, outcome ("holds",
+/// "partial", "violated"), reproduce.
+std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v,
+                                 const std::string& reproduce);
+
 }  // namespace seam::recordings
