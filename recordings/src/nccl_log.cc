@@ -206,6 +206,53 @@ Status readLine(const std::string& text, LogState& st, const LineError& err, int
 
 namespace {
 
+/// Whether calls[i, i + 2n) are one grouped all-to-all on one communicator
+/// of n ranks: a Send to and a Recv from every member, itself included, as
+/// ProcessGroupNCCL runs all_to_all_single without ncclAlltoAll.
+bool groupedAllToAll(const std::vector<PendingCall>& calls, std::size_t i) {
+  const int n = calls[i].nranks;
+  if (n < 2 || i + 2 * static_cast<std::size_t>(n) > calls.size()) return false;
+  std::vector<int> sends(n, 0), recvs(n, 0);
+  for (std::size_t k = i; k < i + 2 * static_cast<std::size_t>(n); ++k) {
+    const RecordedCall& c = calls[k].call;
+    if (calls[k].comm_key != calls[i].comm_key || c.peer < 0 || c.peer >= n) return false;
+    if (c.kind == CallKind::kSend)
+      ++sends[c.peer];
+    else if (c.kind == CallKind::kRecv)
+      ++recvs[c.peer];
+    else
+      return false;
+  }
+  for (int p = 0; p < n; ++p)
+    if (sends[p] != 1 || recvs[p] != 1) return false;
+  return true;
+}
+
+/// Grouped all-to-alls folded into one call each: in, the elements sent;
+/// out, the elements received (the splits are in the log, per peer).
+void foldAllToAlls(std::vector<PendingCall>* calls) {
+  std::vector<PendingCall> out;
+  for (std::size_t i = 0; i < calls->size();) {
+    if (!groupedAllToAll(*calls, i)) {
+      out.push_back(std::move((*calls)[i++]));
+      continue;
+    }
+    PendingCall a = (*calls)[i];
+    const std::size_t n = static_cast<std::size_t>(a.nranks);
+    a.call.kind = CallKind::kAllToAll;
+    a.call.op = "Send/Recv x " + std::to_string(n) + " (grouped)";
+    a.call.in_elems = a.call.out_elems = 0;
+    a.call.peer = -1;
+    for (std::size_t k = i; k < i + 2 * n; ++k) {
+      const RecordedCall& c = (*calls)[k].call;
+      (c.kind == CallKind::kSend ? a.call.in_elems : a.call.out_elems) += c.in_elems;
+    }
+    out.push_back(std::move(a));
+    i += 2 * n;
+  }
+  *calls = std::move(out);
+}
+
 /// The world: the communicator with the most ranks; each process's global
 /// rank is its rank there.
 Expected<Recording> assemble(const std::string& source, LogState& st) {
@@ -241,6 +288,7 @@ Expected<Recording> assemble(const std::string& source, LogState& st) {
     rec.groups.push_back(std::move(g));
   }
   for (std::size_t p = 0; p < st.procs.size(); ++p) {
+    foldAllToAlls(&st.procs[p].calls);
     rec.present[global[p]] = true;
     for (PendingCall& c : st.procs[p].calls) {
       c.call.group = group_of[c.comm_key];

@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "seam/recordings/alignment.h"
@@ -267,6 +268,44 @@ TEST(Recordings, PipelineSendsAndRecvsAreTiedToTheCutAndAMissingRecvIsNamed) {
   EXPECT_EQ(v.findings[0].rank, 1);
   EXPECT_NE(v.findings[0].expected.find("layer 2 stage 2 entry recv over pp"), std::string::npos)
       << v.findings[0].expected;
+}
+
+/// The same case logged by NCCL, each all-to-all as ProcessGroupNCCL runs
+/// it without ncclAlltoAll: a Send to and a Recv from every member, grouped;
+/// the reader folds each group of four lines into one all-to-all.
+TEST(Recordings, GroupedSendRecvAllToAllsInNcclLogsAreFoldedAndExplained) {
+  const std::string path = ::testing::TempDir() + "seam_a2a_nccl.log";
+  std::string text;
+  for (int r = 0; r < 2; ++r) {
+    const std::string pre =
+        "node:" + std::to_string(700 + r) + ":1 [" + std::to_string(r) + "] NCCL INFO ";
+    text += pre + "ncclCommInitRank comm 0xa" + std::to_string(r) + " rank " + std::to_string(r) +
+            " nranks 2 cudaDev 0 nvmlDev 0 busId 1 commId 0x77 - Init COMPLETE\n";
+    auto call = [&](const char* op, int count, int root) {
+      text += pre + op + ": opCount 0 sendbuff 0x1 recvbuff 0x2 count " + std::to_string(count) +
+              " datatype 9 op 0 root " + std::to_string(root) + " comm 0xa" + std::to_string(r) +
+              " [nranks=2] stream 0x3\n";
+    };
+    call("ReduceScatter", 2688, 0);
+    for (int pass = 0; pass < 2; ++pass) {  // dispatch, then combine: uneven splits
+      for (int peer = 0; peer < 2; ++peer) {
+        call("Send", 2688 * (peer + 1), peer);
+        call("Recv", 2688 * (2 - peer), peer);
+      }
+    }
+    call("AllGather", 2688, 0);
+  }
+  std::ofstream(path) << text;
+  auto rec = readRecording(path);
+  ASSERT_TRUE(rec) << rec.status().message();
+  ASSERT_EQ(rec->ranks[0].size(), 4u);
+  EXPECT_EQ(rec->ranks[0][1].kind, CallKind::kAllToAll);
+  EXPECT_EQ(rec->ranks[0][1].in_elems, 3 * 2688);
+  const RecordingVerdict v = mustJudge(*rec, a2aPlan());
+  EXPECT_TRUE(v.findings.empty());
+  EXPECT_EQ(v.explained, 8);
+  ASSERT_EQ(v.partial.size(), 1u);
+  EXPECT_NE(v.partial[0].what.find("all_to_all"), std::string::npos);
 }
 
 /// Every malformed or foreign recording is refused with one line naming
