@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "seam/reports/report.h"
+
 namespace seam::reports {
 
 namespace {
@@ -290,7 +292,8 @@ std::string renderStackedBars(const StackedBars& plot) {
                 name + ": " + num(values[i], 0) + " " + plot.segment_names[i]);
       x += w;
     }
-    s += text(x + 4, y + kBar - 4, num(total, 0), "start", 10, " fill=\"#555\"");
+    s += text(x + 4, y + kBar - 4, grouped(static_cast<long long>(total)), "start", 10,
+              " fill=\"#555\"");
     y += kBar + kGap;
   }
   return s + "</svg>\n";
