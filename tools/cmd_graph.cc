@@ -1,5 +1,6 @@
-// `seam graph CASE -o FILE.svg|png|dot [--against POLICY]`: the boundary
-// graph of one case for code review; with --against, the diff graph.
+// `seam graph CASE -o FILE.svg|png|dot|mmd [--against POLICY] [--no-fold]`:
+// the boundary graph of one case for code review; with --against, the diff
+// graph.
 #include "case_options.h"
 #include "command.h"
 #include "seam/reports/graph.h"
@@ -12,12 +13,17 @@ Command registerGraph(CLI::App& app) {
     CaseOptions c;
     std::string out;
     std::string against;
+    bool no_fold = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub =
-      app.add_subcommand("graph", "Draw the boundary graph of one case (Graphviz: svg, png, dot)");
+      app.add_subcommand("graph", "Draw the boundary graph of one case (svg, png, dot, mmd)");
   addCaseOptions(sub, o->c);
-  sub->add_option("-o,--output", o->out, "output file: .svg, .png or .dot")->required();
+  sub->add_option("-o,--output", o->out,
+                  "output file: .svg, .png or .dot (Graphviz), .mmd (Mermaid, for GitHub)")
+      ->required();
+  sub->add_flag("--no-fold", o->no_fold,
+                "draw every stage (by default runs of 4 or more identical blocks are folded)");
   sub->add_option("--against", o->against,
                   "also plan with this policy and highlight the boundaries that differ");
   return {sub, [o]() {
@@ -36,7 +42,8 @@ Command registerGraph(CLI::App& app) {
               if (!p) return fail(p.status());
               other = std::move(*p);
             }
-            if (Status st = reports::writeBoundaryGraph(*plan, other ? &*other : nullptr, o->out);
+            if (Status st = reports::writeBoundaryGraph(*plan, other ? &*other : nullptr, o->out,
+                                                        {.fold = !o->no_fold});
                 !st)
               return fail(st);
             std::cout << "wrote " << o->out << " (" << plan->stages.size() << " stages, "

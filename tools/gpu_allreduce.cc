@@ -4,6 +4,7 @@
 #include "gpu_records.h"
 #include "gpu_views.h"
 #include "seam/properties/gpu_json.h"
+#include "seam/properties/provenance.h"
 
 namespace seam::tools {
 
@@ -14,6 +15,7 @@ int runBenchAllReduce(std::int64_t bytes, int iters, const std::string& json) {
   if (!bench) return failGpu(bench.status());
   properties::GpuAllReduceRecord r = allReduceRecord(*bench);
   r.origin.version = kSeamVersion;
+  properties::stampOrigin(&r.origin);
   printAllReduce(r);
   if (!json.empty()) {
     if (Status st = writeJson(json, properties::gpuResultJson(r)); !st) return failGpu(st);

@@ -13,6 +13,7 @@
 #include "seam/backend/device.h"
 #include "seam/properties/gpu_json.h"
 #include "seam/properties/gpu_verdict.h"
+#include "seam/properties/provenance.h"
 
 namespace seam::tools {
 
@@ -93,6 +94,7 @@ int runBench(const BenchOptions& o, const std::string& command_line) {
   properties::GpuBenchRecord bench;
   bench.origin.version = kSeamVersion;
   bench.origin.command = command_line;
+  properties::stampOrigin(&bench.origin);
   bench.c = caseRecord(*c, plan->policy, reproduceCommand(*c, plan->policy));
   bench.numeric = {o.numeric, o.hidden, o.inner};
   bench.iters = o.iters;

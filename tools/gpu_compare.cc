@@ -11,6 +11,7 @@
 #include "mpi_world.h"
 #include "seam/properties/gpu_json.h"
 #include "seam/properties/gpu_verdict.h"
+#include "seam/properties/provenance.h"
 
 namespace seam::tools {
 
@@ -83,6 +84,7 @@ int runCompare(const CompareOptions& o, const std::string& command_line) {
   if (!o.json.empty()) {
     properties::GpuCompareRecord r;
     r.origin = {.version = kSeamVersion, .command = command_line, .device = ga->device};
+    properties::stampOrigin(&r.origin);
     // The one-case `seam diff` line, the planted decision (plan A's) before --policy.
     std::string reproduce = properties::diffCommand(*c, *pa, *pb);
     if (!o.c.decision.empty())

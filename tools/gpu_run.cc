@@ -11,6 +11,7 @@
 #include "mpi_world.h"
 #include "seam/properties/gpu_json.h"
 #include "seam/properties/gpu_verdict.h"
+#include "seam/properties/provenance.h"
 #include "seam/sim/replay/numeric_executor.h"
 
 namespace seam::tools {
@@ -119,6 +120,7 @@ int runRun(const RunOptions& o, const std::string& command_line) {
   properties::GpuRunRecord run = runRecord(*plan, *gpu, cpu, reference);
   run.origin.version = kSeamVersion;
   run.origin.command = command_line;
+  properties::stampOrigin(&run.origin);
   run.c = caseRecord(*c, plan->policy,
                      reproduceCommand(*c, plan->policy) +
                          (o.c.decision.empty() ? "" : " --decision " + o.c.decision));

@@ -100,12 +100,21 @@ Json timingsJson(const std::vector<GpuTimingRecord>& timings) {
   return out;
 }
 
+/// host, written_ms, commit: where, from what and when it ran, when known.
+template <class J>
+void putProvenance(J& j, const GpuOrigin& origin) {
+  if (origin.host) j["host"] = *origin.host;
+  if (origin.written_ms) j["written_ms"] = *origin.written_ms;
+  if (origin.commit) j["commit"] = *origin.commit;
+}
+
 /// tool, version, command: how every file but bench-allreduce's starts.
 Json header(const char* tool, const GpuOrigin& origin) {
   Json j;
   j["tool"] = tool;
   if (origin.version) j["version"] = *origin.version;
   if (origin.command) j["command"] = *origin.command;
+  putProvenance(j, origin);
   return j;
 }
 
@@ -227,6 +236,7 @@ std::string gpuResultJson(const GpuCompareRecord& compare) {
   if (compare.origin.version) j["version"] = *compare.origin.version;
   if (compare.origin.command) j["command"] = *compare.origin.command;
   if (compare.origin.device) j["device"] = *compare.origin.device;
+  putProvenance(j, compare.origin);
   return j.dump(2) + "\n";
 }
 

@@ -159,6 +159,9 @@ GpuOrigin readOrigin(Reader& r, const json& doc, bool devices) {
     o.command = doc.at("command").get<std::string>();
   if (!doc.contains("version") || !doc.at("version").is_null()) o.version = r.text(doc, "version");
   if (!devices) o.device = r.text(doc, "device");
+  take(doc, "host", &o.host);
+  take(doc, "written_ms", &o.written_ms);
+  take(doc, "commit", &o.commit);
   return o;
 }
 

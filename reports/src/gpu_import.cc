@@ -9,6 +9,7 @@
 
 #include "gpu_import_check.h"
 #include "seam/properties/gpu_json.h"
+#include "seam/properties/provenance.h"
 #include "seam/reports/input_file.h"
 #include "seam/sim/replay/bit_identity.h"
 
@@ -328,6 +329,11 @@ Expected<GpuResultFile> readGpuJson(const std::string& path, const std::string& 
   }
   if (origin.versions) run.cuda = origin.versions->text;
   run.nccl = run.cuda;
+  // When, where and from what it ran, where seam-gpu wrote it; a file from
+  // before it did keeps the import time and no host (not this machine's).
+  run.host = origin.host.value_or("");
+  run.started_ms = origin.written_ms.value_or(properties::epochMs());
+  run.seam_commit = origin.commit.value_or("");
   if (const auto* r = std::get_if<properties::GpuRunRecord>(&*result)) addRun(*r, &file);
   if (const auto* c = std::get_if<properties::GpuCompareRecord>(&*result)) addCompare(*c, &file);
   if (const auto* b = std::get_if<properties::GpuBenchRecord>(&*result)) addBench(*b, &file);

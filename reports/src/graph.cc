@@ -5,10 +5,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
+#include "graph_model.h"
 #include "seam/reports/output_file.h"
+#include "svg_plot.h"
 
 namespace seam::reports {
 
@@ -42,67 +46,83 @@ void set(void* obj, const char* key, const std::string& value) {
   agsafeset(obj, const_cast<char*>(key), const_cast<char*>(value.c_str()), const_cast<char*>(""));
 }
 
-std::string kindText(LayerKind k) {
-  switch (k) {
-    case LayerKind::kMamba:
-      return "M  Mamba-2";
-    case LayerKind::kAttention:
-      return "*  attention";
-    case LayerKind::kDenseMlp:
-      return "-  dense MLP";
-    case LayerKind::kMoe:
-      return "E  MoE";
-    case LayerKind::kGatedDeltaNet:
-      return "G  Gated DeltaNet";
-    case LayerKind::kParallelMixer:
-      return "P  attention || Mamba-2";
-  }
-  return "?";
-}
-
-std::string colorOf(SumGroup s) {
-  switch (s) {
-    case SumGroup::kNone:
-      return "gray35";
-    case SumGroup::kAttnTp:
-      return "blue3";
-    case SumGroup::kTp:
-      return "firebrick3";
-    case SumGroup::kMoeOutput:
-      return "purple3";
-    case SumGroup::kDpReturn:
-      return "darkorange3";
-  }
-  return "black";
-}
-
-std::string steps(const OpKindList& kinds) {
-  std::string out;
-  for (OpKind k : kinds) out += (out.empty() ? "" : ", ") + std::string(opName(k));
-  return out.empty() ? "-" : out;
-}
-
 std::string nodeName(int stack, int stage) {
   return "s" + std::to_string(stack) + "_" + std::to_string(stage);
 }
 
-const Boundary* matching(const Plan* other, const Boundary& b) {
-  if (!other) return nullptr;
-  for (const Boundary& o : other->boundaries) {
-    if (o.stack == b.stack && o.from == b.from && o.to == b.to) return &o;
-  }
-  return nullptr;
+std::string itemName(int stack, const GraphItem& item) {
+  return item.kind == GraphItem::kFold
+             ? "fold" + std::to_string(stack) + "_" + std::to_string(item.stage)
+             : nodeName(stack, item.stage);
 }
 
-/// The graph's title (the case, the policy, what it is drawn against) and
-/// the attributes every node and edge shares.
-void setGraphAttributes(Agraph_t* g, const Plan& plan, const Plan* against) {
+std::string joined(const std::vector<std::string>& lines, const char* sep) {
+  std::string out;
+  for (const std::string& l : lines) out += (out.empty() ? "" : sep) + l;
+  return out;
+}
+
+/// The legend, as rows of an HTML-like table: a swatch of each colour or
+/// line style the graph uses and what it means.
+std::string legendRows(bool diff, bool snapshots, const std::string& other) {
+  auto row = [](const std::string& colour, const std::string& swatch, const std::string& text) {
+    return "<TR><TD><FONT COLOR=\"" + colour + "\">" + swatch + "</FONT></TD><TD ALIGN=\"LEFT\">" +
+           text + "</TD></TR>";
+  };
+  const std::string line = "&#9472;&#9472;&#9472;";
+  std::string rows;
+  for (SumGroup g : {SumGroup::kNone, SumGroup::kAttnTp, SumGroup::kTp, SumGroup::kMoeOutput,
+                     SumGroup::kDpReturn}) {
+    rows += row(
+        sumColour(g), line,
+        g == SumGroup::kNone ? "owes no sum" : "owes the " + std::string(sumGroupName(g)) + " sum");
+  }
+  rows += row("#000000", "&#8212; &#8212;", "dashed: carried into the next entry");
+  rows += row("#000000", "<B>" + line + "</B>", "thick: the consumer's entry completes it");
+  if (diff) {
+    rows += row(kDiffersColour, "&#9552;&#9552;&#9552;", "double, magenta: differs from " + other);
+  }
+  if (snapshots) {
+    rows += row(kSnapshotColour, "&#9552;", "double green border: the entry takes an aux snapshot");
+  }
+  rows += row("#000000", "&#8942;", "folded: repeats of the blocks above");
+  return rows;
+}
+
+/// The graph's title (the case, the policy, how many boundaries differ from
+/// `against`), its legend, and the attributes every node and edge shares.
+void setGraphAttributes(Agraph_t* g, const Plan& plan, const Plan* against,
+                        const std::vector<BoundaryDiff>& diffs, bool snapshots) {
   const Case& c = plan.source;
-  std::string title = c.model.name + " '" + c.model.pattern.text() + "'\\n" + c.config.describe() +
-                      "\\n" + c.flags.describe() + "; tokens " + c.batch.describe() + "; policy " +
-                      plan.policy;
-  if (against) title += " (red: differs from " + against->policy + ")";
-  set(g, "label", title);
+  // A long pattern (DeepSeek-V3's is 124 letters) is wrapped, not one wide line.
+  std::string pattern = c.model.pattern.text();
+  for (std::size_t at = 64; at < pattern.size(); at += 65) pattern.insert(at, "\n");
+  std::string title = c.model.name + " '" + pattern + "'";
+  title = escapeXml(title);
+  for (auto at = title.find('\n'); at != std::string::npos; at = title.find('\n', at))
+    title.replace(at, 1, "<BR/>");
+  title +=
+      "<BR/>" + escapeXml(c.config.describe()) + "<BR/>" +
+      escapeXml(c.flags.describe() + "; tokens " + c.batch.describe() + "; policy " + plan.policy);
+  if (!c.flags.capture.empty()) {
+    std::string at;
+    for (int k : c.flags.capture) at += (at.empty() ? "" : ",") + std::to_string(k);
+    title += "<BR/>captures before stages " + at;
+  }
+  if (against) {
+    int n = 0;
+    for (const BoundaryDiff& d : diffs) n += d.differs ? 1 : 0;
+    title += "<BR/><B>" + std::to_string(n) + " of " + std::to_string(diffs.size()) +
+             " boundaries differ from " + escapeXml(against->policy) + "</B>";
+  }
+  // The title over the legend, a table of its own so that its rows stay narrow.
+  const std::string label =
+      "<TABLE BORDER=\"0\" CELLSPACING=\"0\"><TR><TD>" + title +
+      "</TD></TR><TR><TD><TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">" +
+      legendRows(against != nullptr, snapshots, against ? escapeXml(against->policy) : "") +
+      "</TABLE></TD></TR></TABLE>";
+  agsafeset(g, const_cast<char*>("label"), agstrdup_html(g, const_cast<char*>(label.c_str())),
+            const_cast<char*>(""));
   set(g, "labelloc", "t");
   set(g, "fontname", "Helvetica");
   set(g, "fontsize", "14");
@@ -117,99 +137,135 @@ void setGraphAttributes(Agraph_t* g, const Plan& plan, const Plan* against) {
   agattr(g, AGEDGE, const_cast<char*>("fontsize"), const_cast<char*>("9"));
 }
 
-Agnode_t* addNode(Agraph_t* g, int stack, int stage, const std::string& label, const char* fill) {
-  Agnode_t* n = agnode(g, const_cast<char*>(nodeName(stack, stage).c_str()), 1);
+Agnode_t* addNode(Agraph_t* g, const std::string& name, const std::string& label,
+                  const char* fill) {
+  Agnode_t* n = agnode(g, const_cast<char*>(name.c_str()), 1);
   set(n, "label", label);
   set(n, "style", "filled");
   set(n, "fillcolor", fill);
   return n;
 }
 
-/// One node per stage with its layer kind and rows, and an input and an
-/// output node per stack.
-void addStageNodes(Agraph_t* g, const Plan& plan) {
+std::string stageLabel(const Plan& plan, int stack, int stage) {
   const Case& c = plan.source;
-  for (int stack = 0; stack < 2; ++stack) {
-    const int n = plan.stackSize(stack);
-    if (n == 0) continue;
-    const std::string pre = stack == 1 ? "MTP " : "";
-    addNode(g, stack, -1, pre + (stack == 1 ? "eh_proj input" : "embedding"), "gray92");
-    addNode(g, stack, n, pre + "final norm (output)", "gray92");
-  }
-  int index_in_stack[2] = {0, 0};
-  for (const StageInfo& s : plan.stages) {
-    const int stage = index_in_stack[s.stack]++;
-    // Two-stage and branch layers have several stages per decoder layer.
-    const std::string layer = c.model.family != LayerFamily::kSingleStage
-                                  ? " (layer " + std::to_string(s.layer) + ")"
-                                  : "";
-    const std::string rows = s.weight_axis == kNoAxis
-                                 ? "weights replicated"
-                                 : "weights split over " +
-                                       std::string(axisName(static_cast<Axis>(s.weight_axis))) +
-                                       " (" + std::to_string(s.shards) + ")";
-    const bool mixer = isMixer(s.kind);
-    addNode(g, s.stack, stage,
-            std::string(s.stack == 1 ? "MTP " : "") + "stage " + std::to_string(stage) + layer +
-                ": " + kindText(s.kind) + "\\n" + rows +
-                (c.config.pp > 1 ? "\\npp rank " + std::to_string(s.pp_rank) : ""),
-            mixer ? "lightcyan" : "lightyellow");
-  }
+  const StageInfo& s = plan.stages[plan.stageIndex(stack, stage)];
+  // Two-stage and branch layers have several stages per decoder layer.
+  const std::string layer =
+      c.model.family != LayerFamily::kSingleStage ? " (layer " + std::to_string(s.layer) + ")" : "";
+  const std::string rows = s.weight_axis == kNoAxis
+                               ? "weights replicated"
+                               : "weights split over " +
+                                     std::string(axisName(static_cast<Axis>(s.weight_axis))) +
+                                     " (" + std::to_string(s.shards) + ")";
+  return std::string(stack == 1 ? "MTP " : "") + "stage " + std::to_string(stage) + layer + ": " +
+         kindText(s.kind) + "\\n" + rows +
+         (c.config.pp > 1 ? "\\npp rank " + std::to_string(s.pp_rank) : "");
 }
 
-/// A long stack snakes through columns of kRowsPerColumn stages (stage i on
-/// row i mod kRowsPerColumn), so that a 52- or 88-layer model stays readable
+/// The nodes of one stack's items: input, stages (one whose entry takes an
+/// aux snapshot with a double green border and a line saying so), folds,
+/// output. A long stack snakes through balanced columns of at most
+/// kMaxRowsPerColumn items, so that a 52- or 124-stage model stays readable
 /// on a screen.
-void snakeLongStacks(Agraph_t* g, const Plan& plan) {
-  constexpr int kRowsPerColumn = 14;
-  for (int stack = 0; stack < 2; ++stack) {
-    const int n = plan.stackSize(stack);
-    if (n + 2 <= kRowsPerColumn) continue;
-    for (int row = 0; row < kRowsPerColumn; ++row) {
-      const std::string name = "rank_" + std::to_string(stack) + "_" + std::to_string(row);
-      Agraph_t* sub = agsubg(g, const_cast<char*>(name.c_str()), 1);
-      set(sub, "rank", "same");
-      for (int i = row - 1; i <= n; i += kRowsPerColumn) {
-        if (Agnode_t* node = agnode(g, const_cast<char*>(nodeName(stack, i).c_str()), 0)) {
-          agsubnode(sub, node, 1);
-        }
+void addStackNodes(Agraph_t* g, const Plan& plan, int stack, const std::vector<GraphItem>& items,
+                   const std::set<std::pair<int, int>>& snapshots) {
+  constexpr int kMaxRowsPerColumn = 14;
+  const std::string pre = stack == 1 ? "MTP " : "";
+  const int n = static_cast<int>(items.size());
+  const int columns = (n + kMaxRowsPerColumn - 1) / kMaxRowsPerColumn;
+  const int per_column = (n + columns - 1) / columns;
+  std::vector<Agraph_t*> rows;
+  for (int row = 0; columns > 1 && row < per_column; ++row) {
+    const std::string name = "rank_" + std::to_string(stack) + "_" + std::to_string(row);
+    rows.push_back(agsubg(g, const_cast<char*>(name.c_str()), 1));
+    set(rows.back(), "rank", "same");
+  }
+  for (int i = 0; i < n; ++i) {
+    const GraphItem& it = items[i];
+    const std::string name = itemName(stack, it);
+    Agnode_t* node = nullptr;
+    if (it.kind == GraphItem::kInput) {
+      node = addNode(g, name, pre + (stack == 1 ? "eh_proj input" : "embedding"), "gray92");
+    } else if (it.kind == GraphItem::kOutput) {
+      node = addNode(g, name, pre + "final norm (output)", "gray92");
+    } else if (it.kind == GraphItem::kFold) {
+      node = addNode(g, name,
+                     "\xE2\x8B\xAE stages " + std::to_string(it.stage) + " to " +
+                         std::to_string(it.last) + " folded:\\n" + std::to_string(it.blocks) +
+                         " more blocks of " + std::to_string(it.period) +
+                         (it.period == 1 ? " stage" : " stages") + " exactly as above",
+                     "white");
+      set(node, "style", "dashed");
+    } else {
+      const bool mixer = isMixer(plan.stages[plan.stageIndex(stack, it.stage)].kind);
+      const bool snapshot = snapshots.count({stack, it.stage}) > 0;
+      node = addNode(g, name,
+                     stageLabel(plan, stack, it.stage) +
+                         (snapshot ? "\\naux hidden-state snapshot at its entry" : ""),
+                     mixer ? "lightcyan" : "lightyellow");
+      if (snapshot) {
+        set(node, "color", kSnapshotColour);
+        set(node, "peripheries", "2");
+        set(node, "penwidth", "1.5");
       }
     }
+    if (columns > 1) agsubnode(rows[i % per_column], node, 1);
   }
 }
 
-/// One edge per boundary, labelled with its steps and coloured by the sum it
-/// owes; thick and red where `against` plans it differently.
-void addBoundaryEdges(Agraph_t* g, const Plan& plan, const Plan* against) {
-  for (const Boundary& b : plan.boundaries) {
-    Agnode_t* from = agnode(g, const_cast<char*>(nodeName(b.stack, b.from).c_str()), 0);
-    Agnode_t* to = agnode(g, const_cast<char*>(nodeName(b.stack, b.to).c_str()), 0);
-    if (!from || !to) continue;
-    Agedge_t* e = agedge(g, from, to, nullptr, 1);
-    std::string label = "exit: " + steps(b.exit_steps) + "\\nentry: " + steps(b.entry_steps);
-    if (b.entry.owes != SumGroup::kNone) {
-      label += "\\nowes " + std::string(sumGroupName(b.entry.owes)) + " (" +
-               std::string(completerName(b.entry.completer)) + ")";
+void styleEdge(Agedge_t* e, const Boundary& b, const BoundaryDiff& d) {
+  if (d.differs) {
+    // A double line in a colour no sum uses: visible at any zoom, not a sum.
+    set(e, "color", std::string(kDiffersColour) + ":white:" + kDiffersColour);
+    set(e, "penwidth", "2");
+    set(e, "fontcolor", kDiffersColour);
+  } else {
+    set(e, "color", sumColour(b.entry.owes));
+    set(e, "penwidth", b.entry.completer == Completer::kConsumerEntry ? "2" : "1.2");
+  }
+  set(e, "style", b.entry.completer == Completer::kCarried ? "dashed" : "solid");
+}
+
+/// One edge per drawn boundary, labelled with its steps and coloured by the
+/// sum it owes; into and out of a fold, the boundary the fold starts with
+/// and the one it ends with, unlabelled.
+void addEdges(Agraph_t* g, const Plan& plan, int stack, const std::vector<GraphItem>& items,
+              const std::vector<BoundaryDiff>& diffs, const std::string& other) {
+  std::map<int, const GraphItem*> drawn;    // stage (-1 input, n output) -> its item
+  std::map<int, const GraphItem*> fold_at;  // first folded stage -> the fold
+  for (const GraphItem& it : items) {
+    if (it.kind == GraphItem::kFold) {
+      fold_at[it.stage] = &it;
+    } else {
+      drawn[it.stage] = &it;
     }
-    label += "\\n" + std::string(rowKindName(b.entry.rows)) + " rows" +
-             (b.pipeline_cut ? ", pipeline cut" : "");
-    std::string color = colorOf(b.entry.owes);
-    std::string style = b.entry.completer == Completer::kCarried ? "dashed" : "solid";
-    std::string width = b.entry.completer == Completer::kConsumerEntry ? "2" : "1.2";
-    if (const Boundary* o = matching(against, b)) {
-      if (!(o->exit_steps == b.exit_steps) || !(o->entry_steps == b.entry_steps) ||
-          !(o->entry == b.entry)) {
-        label += "\\n" + against->policy + ": exit " + steps(o->exit_steps) + " / entry " +
-                 steps(o->entry_steps);
-        color = "red";
-        width = "3.5";
-        set(e, "fontcolor", "red");
+  }
+  for (std::size_t i = 0; i < plan.boundaries.size(); ++i) {
+    const Boundary& b = plan.boundaries[i];
+    if (b.stack != stack) continue;
+    const GraphItem* from = nullptr;
+    const GraphItem* to = nullptr;
+    bool labelled = true;
+    if (drawn.count(b.from) && drawn.count(b.to)) {
+      from = drawn[b.from];
+      to = drawn[b.to];
+    } else if (drawn.count(b.from) && fold_at.count(b.to)) {
+      from = drawn[b.from];
+      to = fold_at[b.to];
+    } else if (drawn.count(b.to) && !drawn.count(b.from)) {
+      for (const auto& [first, fold] : fold_at) {
+        if (fold->last == b.from) from = fold;
       }
+      to = drawn[b.to];
+      labelled = false;
     }
-    set(e, "label", label);
-    set(e, "color", color);
-    set(e, "style", style);
-    set(e, "penwidth", width);
+    if (!from || !to) continue;
+    Agnode_t* a = agnode(g, const_cast<char*>(itemName(stack, *from).c_str()), 0);
+    Agnode_t* z = agnode(g, const_cast<char*>(itemName(stack, *to).c_str()), 0);
+    if (!a || !z) continue;
+    Agedge_t* e = agedge(g, a, z, nullptr, 1);
+    set(e, "label", labelled ? joined(boundaryLines(b, diffs[i], other), "\\n") : "");
+    styleEdge(e, b, diffs[i]);
   }
 }
 
@@ -231,10 +287,11 @@ Expected<std::string> layOutAndRender(GVC_t* gvc, Agraph_t* g, const std::string
 }  // namespace
 
 Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against,
-                                          const std::string& format) {
+                                          const std::string& format, const GraphOptions& options) {
+  if (format == "mmd") return renderMermaidGraph(plan, against, options);
   if (format != "svg" && format != "png" && format != "dot") {
     return Status::invalid("graph format \"" + format.substr(0, 16) +
-                           "\" is not one of svg, png, dot");
+                           "\" is not one of svg, png, dot, mmd");
   }
   SharedContext& shared = sharedContext();
   std::lock_guard<std::mutex> hold(shared.lock);
@@ -242,21 +299,28 @@ Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against,
   if (!gvc) return Status::internal("Graphviz: gvContext failed");
   Graph g(agopen(const_cast<char*>("seam"), Agdirected, nullptr));
   if (!g) return Status::internal("Graphviz: agopen failed");
-  setGraphAttributes(g.get(), plan, against);
-  addStageNodes(g.get(), plan);
-  snakeLongStacks(g.get(), plan);
-  addBoundaryEdges(g.get(), plan, against);
+  const std::vector<BoundaryDiff> diffs = diffBoundaries(plan, against);
+  const auto snapshots = snapshotStages(plan);
+  setGraphAttributes(g.get(), plan, against, diffs, !snapshots.empty());
+  const std::string other = against ? against->policy : "";
+  for (int stack = 0; stack < 2; ++stack) {
+    if (plan.stackSize(stack) == 0) continue;
+    const auto items = stackItems(plan, stack, diffs, snapshots, options.fold);
+    addStackNodes(g.get(), plan, stack, items, snapshots);
+    addEdges(g.get(), plan, stack, items, diffs, other);
+  }
   return layOutAndRender(gvc, g.get(), format);
 }
 
-Status writeBoundaryGraph(const Plan& plan, const Plan* against, const std::string& path) {
+Status writeBoundaryGraph(const Plan& plan, const Plan* against, const std::string& path,
+                          const GraphOptions& options) {
   const auto dot = path.rfind('.');
   const std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
-  if (ext != "svg" && ext != "png" && ext != "dot") {
+  if (ext != "svg" && ext != "png" && ext != "dot" && ext != "mmd") {
     return Status::invalid("-o \"" + path.substr(0, 200) +
-                           "\": the extension must be .svg, .png or .dot");
+                           "\": the extension must be .svg, .png, .dot or .mmd");
   }
-  auto bytes = renderBoundaryGraph(plan, against, ext);
+  auto bytes = renderBoundaryGraph(plan, against, ext, options);
   if (!bytes) return bytes.status();
   return writeOutputFile("-o", path, *bytes);
 }

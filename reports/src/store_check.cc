@@ -12,11 +12,11 @@ namespace seam::reports::detail {
 
 namespace {
 
-/// One column as PRAGMA table_info gives it: name, declared type, NOT NULL,
-/// position in the primary key.
+/// One column as PRAGMA table_xinfo gives it: name, declared type, NOT NULL,
+/// position in the primary key, hidden (2 or 3: generated).
 struct Column {
   std::string name, type;
-  int not_null = 0, primary_key = 0;
+  int not_null = 0, primary_key = 0, hidden = 0;
   friend bool operator==(const Column&, const Column&) = default;
 };
 
@@ -42,9 +42,10 @@ std::vector<std::string> tableNames(sqlite3* db, int* rc) {
 
 std::vector<Column> columnsOf(sqlite3* db, const std::string& table, int* rc) {
   std::vector<Column> out;
-  *rc = eachRow(db, "PRAGMA table_info(\"" + table + "\")", [&](sqlite3_stmt* s) {
-    out.push_back(
-        {columnText(s, 1), columnText(s, 2), sqlite3_column_int(s, 3), sqlite3_column_int(s, 5)});
+  // table_xinfo, not table_info: it lists generated columns too (hidden 2 or 3).
+  *rc = eachRow(db, "PRAGMA table_xinfo(\"" + table + "\")", [&](sqlite3_stmt* s) {
+    out.push_back({columnText(s, 1), columnText(s, 2), sqlite3_column_int(s, 3),
+                   sqlite3_column_int(s, 5), sqlite3_column_int(s, 6)});
   });
   return out;
 }

@@ -21,7 +21,8 @@ using IndexedVerdict = std::pair<std::int64_t, VerdictRecord>;
 std::optional<CaseOutcome> parseOutcome(const std::string& name) {
   if (name == "holds") return CaseOutcome::kHolds;
   if (name == "violated") return CaseOutcome::kViolated;
-  if (name == "refused") return CaseOutcome::kRefused;
+  // Not modelled is a refusal whose text says so (CaseOutcome's comment).
+  if (name == "refused" || name == "not-modelled") return CaseOutcome::kRefused;
   return std::nullopt;
 }
 
@@ -46,7 +47,7 @@ void readColumns(sqlite3_stmt* s, int first, Fields&... fields) {
 RunRecord readRun(sqlite3_stmt* s) {
   RunRecord r;
   readColumns(s, 0, r.id, r.command, r.args, r.version, r.host, r.gpu, r.cuda, r.nccl, r.started_ms,
-              r.finished_ms);
+              r.finished_ms, r.seam_commit);
   return r;
 }
 

@@ -1,10 +1,13 @@
-// The store's schema: the CREATE TABLE text of version 1 and its migration
-// to version 2, the marks that identify a seam store (application id,
+// The store's schema: the CREATE TABLE text of version 1 and its migrations
+// to versions 2 and 3, the marks that identify a seam store (application id,
 // seam_meta rows, user_version), the creation of the schema in a new file,
-// the check of an existing one and the migration of a version 1 file.
+// the check of an existing one and the migration of an older file.
+#include <cstdio>
 #include <string>
 
+#include "seam/sim/base/status.h"
 #include "store_impl.h"
+#include "store_typed.h"
 
 namespace seam::reports {
 
@@ -117,7 +120,58 @@ ALTER TABLE kills ADD COLUMN site INTEGER NOT NULL DEFAULT 0;
 UPDATE seam_meta SET value = '2' WHERE key = 'schema_version';
 PRAGMA user_version = 2;
 )sql";
-static_assert(kStoreSchemaVersion == 2, "kMigrateV1ToV2 ends at version 2");
+
+// Version 2 -> 3: a case's configuration and flags as typed columns
+// (store_typed.h; the packed `config` and `flags` texts stay, so a version 2
+// row reads as it was), an outcome of its own for cases seam does not model
+// (before: `refused` with the text "not modelled yet: "), and the seam commit
+// a run was built from. SQLite cannot change a CHECK constraint in place:
+// `cases` is rebuilt (a copy in the same transaction), its typed columns
+// filled by the writer's own parser, called as seam_typed().
+const std::string& migrateV2ToV3() {
+  static const std::string sql =
+      R"sql(CREATE TABLE cases_v3(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  idx INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  pattern TEXT NOT NULL,
+  config TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  batch TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  group_key TEXT NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('holds', 'violated', 'refused', 'not-modelled')),
+  refusal TEXT NOT NULL,
+  reproduce TEXT NOT NULL,
+  plan_hash INTEGER NOT NULL)sql" +
+      detail::typedColumnDeclarations() +
+      ",\n  PRIMARY KEY (run_id, idx));\n"
+      "INSERT INTO cases_v3(run_id, idx, model, pattern, config, flags, batch, policy, group_key, "
+      "outcome, refusal, reproduce, plan_hash" +
+      detail::typedColumnNames() +
+      ") SELECT run_id, idx, model, pattern, config, flags, batch, policy, group_key, "
+      "CASE WHEN outcome = 'refused' AND substr(refusal, 1, " +
+      std::to_string(kNotModelledPrefix.size()) + ") = '" + std::string(kNotModelledPrefix) +
+      "' THEN 'not-modelled' ELSE outcome END, refusal, reproduce, plan_hash" +
+      detail::typedColumnCalls() +
+      " FROM cases ORDER BY run_id, idx;\n"
+      "DROP TABLE cases;\n"
+      "ALTER TABLE cases_v3 RENAME TO cases;\n"
+      "ALTER TABLE runs ADD COLUMN seam_commit TEXT NOT NULL DEFAULT '';\n"
+      "UPDATE seam_meta SET value = '3' WHERE key = 'schema_version';\n"
+      "PRAGMA user_version = 3;\n";
+  return sql;
+}
+static_assert(kStoreSchemaVersion == 3, "migrateV2ToV3 ends at version 3");
+
+/// Migrates a store of `from` (1 or 2) to the current version, step by step.
+int migrateFrom(sqlite3* db, int from) {
+  int rc = detail::registerTypedFunction(db);
+  if (rc == SQLITE_OK && from < 2) rc = sqlite3_exec(db, kMigrateV1ToV2, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK && from < 3)
+    rc = sqlite3_exec(db, migrateV2ToV3().c_str(), nullptr, nullptr, nullptr);
+  return rc;
+}
 
 }  // namespace
 
@@ -131,11 +185,31 @@ Status createSchemaOfVersion(sqlite3* db, int version) {
   int rc = sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr);
   if (rc == SQLITE_OK && version >= 2)
     rc = sqlite3_exec(db, kMigrateV1ToV2, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK && version >= 3) rc = detail::registerTypedFunction(db);
+  if (rc == SQLITE_OK && version >= 3)
+    rc = sqlite3_exec(db, migrateV2ToV3().c_str(), nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) {
     return Status::internal(std::string("the schema did not build: ") + sqlite3_errmsg(db));
   }
   return Status::ok();
 }
+
+}  // namespace detail
+
+Status createStoreOfVersion(const std::string& path, int version) {
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fclose(f);
+    return Status::invalid(detail::dbName(path) + ": exists; an old store is made only anew");
+  }
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  detail::Connection db(raw);
+  if (rc != SQLITE_OK) return Status::invalid(detail::dbName(path) + ": cannot create it");
+  return detail::createSchemaOfVersion(db.get(), version);
+}
+
+namespace detail {
 
 Status checkSchema(sqlite3* db, const std::string& path) {
   auto sqliteContext = [&] { return SqliteContext{db, &path}; };
@@ -171,11 +245,11 @@ Status checkSchema(sqlite3* db, const std::string& path) {
     return s;
   }
   if (!found) return refuse(path, "a seam store without a schema version");
-  if (value != "1" && value != std::to_string(kStoreSchemaVersion)) {
+  if (value != "1" && value != "2" && value != std::to_string(kStoreSchemaVersion)) {
     return Status::invalid(dbName(path) + ": a seam store of schema version " +
                            value.substr(0, 16) + ", but this seam reads and writes version " +
                            std::to_string(kStoreSchemaVersion) +
-                           " (and migrates version 1); refusing to write to it");
+                           " (and migrates versions 1 and 2); refusing to write to it");
   }
   return Status::ok();
 }
@@ -203,9 +277,10 @@ Expected<bool> Store::Impl::createSchema() {
     (void)exec("ROLLBACK");
     return s;
   }
-  if (Status s = exec(kMigrateV1ToV2); !s) {
+  if (const int rc = migrateFrom(db.get(), 1); rc != SQLITE_OK) {
+    const Status failed = detail::sqliteFailure(sqliteContext(), rc);
     (void)exec("ROLLBACK");
-    return s;
+    return failed;
   }
   if (Status s = exec("COMMIT"); !s) {
     (void)exec("ROLLBACK");
@@ -230,13 +305,14 @@ Status Store::Impl::migrate() {
     (void)exec("ROLLBACK");
     return failed;
   }
-  // Read inside the write lock: two runs opening one version 1 file migrate it once.
-  const bool v1 = detail::columnText(raw, 0) == "1";
+  // Read inside the write lock: two runs opening one old file migrate it once.
+  const std::string stored = detail::columnText(raw, 0);
   version.reset();
-  if (v1) {
-    if (Status s = exec(kMigrateV1ToV2); !s) {
+  if (stored == "1" || stored == "2") {
+    if (const int rc = migrateFrom(db.get(), std::stoi(stored)); rc != SQLITE_OK) {
+      const Status failed = detail::sqliteFailure(sqliteContext(), rc);
       (void)exec("ROLLBACK");
-      return s;
+      return failed;
     }
   }
   if (Status s = exec("COMMIT"); !s) {

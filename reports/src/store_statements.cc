@@ -14,19 +14,23 @@ namespace {
 
 constexpr std::array<const char*, static_cast<std::size_t>(Sql::kCount)> kSqlText = {
     // kInsertRun
-    "INSERT INTO runs(command, args, version, host, gpu, cuda, nccl, started_ms, finished_ms) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO runs(command, args, version, host, gpu, cuda, nccl, started_ms, finished_ms, "
+    "seam_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     // kFindUnfinished
-    "SELECT id, command, args, version, host, gpu, cuda, nccl, started_ms, finished_ms FROM runs "
-    "WHERE finished_ms = 0 AND command = ? AND args = ? ORDER BY id DESC LIMIT 1",
+    "SELECT id, command, args, version, host, gpu, cuda, nccl, started_ms, finished_ms, "
+    "seam_commit FROM runs WHERE finished_ms = 0 AND command = ? AND args = ? ORDER BY id DESC "
+    "LIMIT 1",
     // kFinishRun
     "UPDATE runs SET finished_ms = ? WHERE id = ?",
     // kRuns
-    "SELECT id, command, args, version, host, gpu, cuda, nccl, started_ms, finished_ms FROM runs "
-    "ORDER BY id",
+    "SELECT id, command, args, version, host, gpu, cuda, nccl, started_ms, finished_ms, "
+    "seam_commit FROM runs ORDER BY id",
     // kInsertCase
     "INSERT INTO cases(run_id, idx, model, pattern, config, flags, batch, policy, group_key, "
-    "outcome, refusal, reproduce, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "outcome, refusal, reproduce, plan_hash, pp, tp, attn_dp, attn_cp, moe_ep, moe_dp, a2a, "
+    "fusion, padding, reduction, mode, capture, ln_sp, dense_tp1, input_scattered, dp_gatherv, "
+    "tbo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+    "?, ?, ?, ?)",
     // kInsertVerdict
     "INSERT INTO verdicts(run_id, case_idx, property, seq, holds, violation_class, text) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)",

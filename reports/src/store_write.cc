@@ -3,12 +3,14 @@
 // timing rows. Each binds a record's fields to one cached statement.
 #include <algorithm>
 #include <cassert>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "seam/properties/provenance.h"
+#include "seam/sim/base/status.h"
 #include "store_impl.h"
+#include "store_typed.h"
 
 namespace seam::reports {
 
@@ -17,20 +19,14 @@ using detail::Sql;
 
 namespace {
 
-std::int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-const char* outcomeName(CaseOutcome outcome) {
-  switch (outcome) {
+const char* outcomeName(const CaseRecord& c) {
+  switch (c.outcome) {
     case CaseOutcome::kHolds:
       return "holds";
     case CaseOutcome::kViolated:
       return "violated";
     case CaseOutcome::kRefused:
-      return "refused";
+      return isNotModelled(c.refusal) ? "not-modelled" : "refused";
   }
   assert(false && "a CaseOutcome without a name");
   return "holds";
@@ -39,9 +35,16 @@ const char* outcomeName(CaseOutcome outcome) {
 }  // namespace
 
 Status Store::beginRun(RunRecord& run) {
-  if (run.started_ms == 0) run.started_ms = nowMs();
-  if (Status s = impl_->write(Sql::kInsertRun, run.command, run.args, run.version, run.host,
-                              run.gpu, run.cuda, run.nccl, run.started_ms, run.finished_ms);
+  // A run that starts now runs here, on this build; a copied (merge) or
+  // imported (GPU) run keeps what its record says.
+  if (run.started_ms == 0) {
+    run.started_ms = properties::epochMs();
+    if (run.host.empty()) run.host = properties::thisHost();
+    if (run.seam_commit.empty()) run.seam_commit = properties::seamCommit();
+  }
+  if (Status s =
+          impl_->write(Sql::kInsertRun, run.command, run.args, run.version, run.host, run.gpu,
+                       run.cuda, run.nccl, run.started_ms, run.finished_ms, run.seam_commit);
       !s) {
     return s;
   }
@@ -51,7 +54,7 @@ Status Store::beginRun(RunRecord& run) {
 
 Status Store::finishRun(std::int64_t run_id) {
   // finished_ms = 0 means unfinished, so a finished run never records 0.
-  const std::int64_t finished_ms = std::max<std::int64_t>(nowMs(), 1);
+  const std::int64_t finished_ms = std::max<std::int64_t>(properties::epochMs(), 1);
   if (Status s = impl_->write(Sql::kFinishRun, finished_ms, run_id); !s) return s;
   if (sqlite3_changes(impl_->db.get()) == 0) {
     return Status::invalid(dbName(impl_->path) + ": no run with id " + std::to_string(run_id));
@@ -75,10 +78,11 @@ Status Store::Impl::insertCase(std::int64_t run_id, const CaseRecord& c,
   if (!s) return s.status();
   {
     detail::StatementUse use(*s);
-    const std::string outcome = outcomeName(c.outcome);  // a named string: bound SQLITE_STATIC
+    const std::string outcome = outcomeName(c);  // a named string: bound SQLITE_STATIC
     SEAM_SQLITE_CHECK(detail::bindAll(*s, run_id, c.index, c.model, c.pattern, c.config, c.flags,
                                       c.batch, c.policy, c.group, outcome, c.refusal, c.reproduce,
                                       static_cast<std::int64_t>(c.plan_hash)));
+    SEAM_SQLITE_CHECK(detail::bindTypedColumns(*s, 14, c.config, c.flags));
     const int rc = sqlite3_step(*s);
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
       // A run skips the cases it has stored, so this case was stored by

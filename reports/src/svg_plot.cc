@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "seam/reports/report.h"
+
 namespace seam::reports {
 
 namespace {
@@ -217,6 +219,116 @@ std::string renderBarPlot(const BarPlot& plot) {
               plot.groups[g].label, "middle", 10);
   }
   s += legend(plot.bar_names, std::vector<bool>(plot.bar_names.size(), false));
+  return s + "</svg>\n";
+}
+
+}  // namespace seam::reports
+
+namespace seam::reports {
+
+namespace {
+
+/// The opening of a chart `width` x `height`: white ground and bold title.
+std::string chartFrame(double width, double height, const std::string& title) {
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width, 0) +
+                  "\" height=\"" + num(height, 0) + "\" viewBox=\"0 0 " + num(width, 0) + " " +
+                  num(height, 0) + "\" font-family=\"sans-serif\" class=\"plot\">\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + num(width, 0) + "\" height=\"" + num(height, 0) +
+       "\" fill=\"white\"/>\n";
+  return s + text(width / 2, 18, title, "middle", 13, " font-weight=\"bold\"");
+}
+
+/// A legend on one line at `y`: a swatch and the name of each entry.
+std::string swatches(double x, double y,
+                     const std::vector<std::pair<std::string, std::string>>& e) {
+  std::string s;
+  for (const auto& [name, colour] : e) {
+    s += "<rect x=\"" + num(x) + "\" y=\"" + num(y - 9) + "\" width=\"11\" height=\"11\" fill=\"" +
+         colour + "\" stroke=\"#666\" stroke-width=\"0.5\"/>\n";
+    s += text(x + 15, y, name, "start", 11);
+    x += 30 + 6.2 * static_cast<double>(name.size());
+  }
+  return s;
+}
+
+std::string rect(double x, double y, double w, double h, const std::string& fill,
+                 const std::string& tip) {
+  return "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" +
+         num(h) + "\" fill=\"" + fill + "\">" +
+         (tip.empty() ? "" : "<title>" + escapeXml(tip) + "</title>") + "</rect>\n";
+}
+
+}  // namespace
+
+std::string renderStackedBars(const StackedBars& plot) {
+  if (plot.rows.empty()) return "";
+  double label_w = 60;
+  for (const auto& [name, values] : plot.rows)
+    label_w = std::max(label_w, 6.3 * static_cast<double>(name.size()) + 12);
+  constexpr double kBar = 16, kGap = 5, kChartW = 900, kTopY = 52;
+  const double bars_w = kChartW - label_w - 90;
+  const double height = kTopY + (kBar + kGap) * static_cast<double>(plot.rows.size()) + 16;
+  double scale_max = 0;
+  for (const auto& row : plot.rows) {
+    double total = 0;
+    for (double v : row.second) total += v;
+    scale_max = std::max(scale_max, total);
+  }
+  std::vector<std::pair<std::string, std::string>> legend;
+  for (std::size_t i = 0; i < plot.segment_names.size(); ++i)
+    legend.emplace_back(plot.segment_names[i], plot.segment_colours[i]);
+  std::string s = chartFrame(kChartW, height, plot.title) + swatches(label_w, 38, legend);
+  double y = kTopY;
+  for (const auto& [name, values] : plot.rows) {
+    double total = 0;
+    for (double v : values) total += v;
+    const double full = plot.share ? total : scale_max;
+    s += text(label_w - 6, y + kBar - 4, name, "end", 11);
+    double x = label_w;
+    for (std::size_t i = 0; i < values.size() && i < plot.segment_colours.size(); ++i) {
+      if (values[i] <= 0 || full <= 0) continue;
+      const double w = bars_w * values[i] / full;
+      s += rect(x, y, w, kBar, plot.segment_colours[i],
+                name + ": " + num(values[i], 0) + " " + plot.segment_names[i]);
+      x += w;
+    }
+    s += text(x + 4, y + kBar - 4, grouped(static_cast<long long>(total)), "start", 10,
+              " fill=\"#555\"");
+    y += kBar + kGap;
+  }
+  return s + "</svg>\n";
+}
+
+std::string renderCellGrid(const CellGrid& grid) {
+  if (grid.row_names.empty() || grid.column_names.empty()) return "";
+  double label_w = 60, head_h = 40;
+  for (const std::string& r : grid.row_names)
+    label_w = std::max(label_w, 6.0 * static_cast<double>(r.size()) + 10);
+  for (const std::string& c : grid.column_names)
+    head_h = std::max(head_h, 4.6 * static_cast<double>(c.size()) + 14);
+  constexpr double kCell = 14, kTopY = 50;
+  const double cols = static_cast<double>(grid.column_names.size());
+  const double width = std::max(label_w + kCell * cols + 160, 640.0);
+  const double top = kTopY + head_h;
+  const double height = top + kCell * static_cast<double>(grid.row_names.size()) + 12;
+  std::string s = chartFrame(width, height, grid.title) + swatches(10, 38, grid.legend);
+  for (std::size_t c = 0; c < grid.column_names.size(); ++c) {
+    const double x = label_w + kCell * (static_cast<double>(c) + 0.5) + 3;
+    s += text(x, top - 4, grid.column_names[c], "start", 10,
+              " transform=\"rotate(-60 " + num(x) + " " + num(top - 4) + ")\"");
+  }
+  for (std::size_t r = 0; r < grid.row_names.size(); ++r) {
+    const double y = top + kCell * static_cast<double>(r);
+    s += text(label_w - 5, y + kCell - 3, grid.row_names[r], "end", 10);
+    for (std::size_t c = 0; c < grid.column_names.size(); ++c) {
+      const int k = r < grid.cells.size() && c < grid.cells[r].size() ? grid.cells[r][c] : -1;
+      if (k < 0 || k >= static_cast<int>(grid.legend.size())) continue;
+      const std::string tip =
+          r < grid.tips.size() && c < grid.tips[r].size() ? grid.tips[r][c] : "";
+      s += rect(label_w + kCell * static_cast<double>(c) + 0.5, y + 0.5, kCell - 1, kCell - 1,
+                grid.legend[k].second, tip);
+    }
+  }
   return s + "</svg>\n";
 }
 

@@ -39,11 +39,35 @@ struct BarPlot {
   std::vector<BarGroup> groups;
 };
 
+/// Horizontal bars, one per row, each split into segments stacked left to
+/// right (segment i in colour i, named in the legend). With `share`, every
+/// bar is its row's total (100%) and the segments its shares.
+struct StackedBars {
+  std::string title;
+  std::vector<std::string> segment_names;
+  std::vector<std::string> segment_colours;  ///< CSS colours, one per segment
+  std::vector<std::pair<std::string, std::vector<double>>> rows;
+  bool share = false;
+};
+
+/// A grid of cells (row x column) each drawn in one legend entry's colour,
+/// with an optional tooltip; -1 leaves a cell empty.
+struct CellGrid {
+  std::string title;
+  std::vector<std::string> row_names;
+  std::vector<std::string> column_names;
+  std::vector<std::pair<std::string, std::string>> legend;  ///< (name, CSS colour)
+  std::vector<std::vector<int>> cells;                      ///< [row][column] legend index
+  std::vector<std::vector<std::string>> tips;               ///< [row][column], may be empty
+};
+
 /// `text` with & < > " written as entities (HTML and SVG alike).
 std::string escapeXml(const std::string& text);
 
 /// An <svg> element; empty when there is nothing to draw.
 std::string renderLinePlot(const LinePlot& plot);
 std::string renderBarPlot(const BarPlot& plot);
+std::string renderStackedBars(const StackedBars& plot);
+std::string renderCellGrid(const CellGrid& grid);
 
 }  // namespace seam::reports

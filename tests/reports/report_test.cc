@@ -52,9 +52,17 @@ TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
 
   auto md = renderReport(*store, ReportFormat::kMarkdown);
   ASSERT_TRUE(md.hasValue()) << md.status().message();
-  EXPECT_NE(md->find("3 runs in the store."), std::string::npos);
-  EXPECT_NE(md->find("| nemotron-h-8b | 1 | 1 | 0 |"), std::string::npos) << *md;
-  EXPECT_NE(md->find("owed-once violated <here>"), std::string::npos);
+  EXPECT_EQ(md->rfind("# seam report\n\n**Verdict: fails.** 3 runs (1 failing); 2 cases: 1 hold, 1 "
+                      "violated (0 engine findings), 0 not modelled, 0 refused by the engine.",
+                      0),
+            0u)
+      << *md;
+  EXPECT_NE(md->find("| nemotron-h-8b | 1 | 1 | 0 | 0 | 0 | 2 |"), std::string::npos) << *md;
+  // The failure comes before the tables, with its reproduce line as code.
+  EXPECT_LT(
+      md->find("- case #1: owed-once violated \\<here><br>`seam check --pattern 'M-' --tp 2`"),
+      md->find("| nemotron-h-8b |"))
+      << *md;
   EXPECT_NE(md->find("mutation score: 1/1 (100.0%), 0 survived; coverage: 2/2 reached (0 not "
                      "covered), 1 equivalent, 0 planner errors"),
             std::string::npos)
@@ -69,10 +77,15 @@ TEST(Report, ShowsEveryRunWithItsCountsFailuresMutantsAndGpuRows) {
   // Boundary graphs are embedded in the HTML page (it stays self-contained).
   const std::string svg = temp("g.svg");
   { std::ofstream(svg) << "<?xml version=\"1.0\"?>\n<svg width=\"10\"><g id=\"node1\"/></svg>\n"; }
-  auto with_graph = renderReport(*store, ReportFormat::kHtml, {svg});
+  auto with_graph = renderReport(*store, ReportFormat::kHtml, {.graphs = {svg}});
   ASSERT_TRUE(with_graph.hasValue()) << with_graph.status().message();
-  EXPECT_NE(with_graph->find("<div class=\"graph\"><svg width=\"10\">"), std::string::npos);
-  EXPECT_FALSE(renderReport(*store, ReportFormat::kHtml, {temp("missing.svg")}).hasValue());
+  // Scaled to the page: no fixed width wider than it.
+  EXPECT_NE(with_graph->find(
+                "<div class=\"graph\"><svg style=\"width:10px;max-width:100%;height:auto\">"),
+            std::string::npos)
+      << *with_graph;
+  EXPECT_FALSE(
+      renderReport(*store, ReportFormat::kHtml, {.graphs = {temp("missing.svg")}}).hasValue());
   std::remove(svg.c_str());
   for (const char* s : {"", "-wal", "-shm"}) std::remove((db + s).c_str());
 }
@@ -110,13 +123,16 @@ TEST(Report, GroupsASweepsEngineFindingsBySglangCallWithTheirFirstReproduceLine)
   ASSERT_TRUE(store->addCase(sweep.id, plain, {{2, false, "never-completed", "not one"}}).isOk());
   auto md = renderReport(*store, ReportFormat::kMarkdown);
   ASSERT_TRUE(md.hasValue()) << md.status().message();
-  EXPECT_NE(md->find("### Engine findings"), std::string::npos) << *md;
-  EXPECT_NE(md->find("3 cases. SGLang calls g.rsv() at ops.py (f) @abc. First: "),
+  EXPECT_NE(md->find("**Verdict: fails: 1 violation (unfinished: still running or interrupted).**"),
             std::string::npos)
       << *md;
-  EXPECT_NE(md->find("```\nseam check --tp 4\n```"), std::string::npos) << *md;
-  EXPECT_NE(md->find("| #0 | yes |"), std::string::npos) << *md;
-  EXPECT_NE(md->find("| #3 | - | not one |"), std::string::npos) << *md;
+  EXPECT_NE(md->find("- 3 cases: SGLang calls g.rsv() at ops.py (f) @abc. First: "),
+            std::string::npos)
+      << *md;
+  EXPECT_NE(md->find("<br>`seam check --tp 4`"), std::string::npos) << *md;
+  EXPECT_EQ(md->find("`seam check --tp 5`"), std::string::npos) << *md;  // one line per call
+  EXPECT_NE(md->find("- case #3: not one<br>`seam check --tp 8`"), std::string::npos) << *md;
+  EXPECT_NE(md->find("| g | 0 | 4 | 3 | 0 | 0 | 4 |"), std::string::npos) << *md;
 }
 
 TEST(Report, DrawsTheBenchRunsOfTheCommittedGpuResultsAsInlineSvgPlots) {

@@ -175,31 +175,25 @@ TEST(StoreOpen, RefusesACrashedApplicationsWalDatabaseWithoutCheckpointingIt) {
 }
 
 TEST(StoreOpen, RefusesASeamStoreOfAnotherSchemaVersion) {
-  const std::string path = tempPath("v3.db");
+  const std::string path = tempPath("v4.db");
   { Store store = openOrDie(path); }
   ASSERT_EQ(rawSql(path,
-                   "UPDATE seam_meta SET value = '3' WHERE key = 'schema_version'; "
+                   "UPDATE seam_meta SET value = '4' WHERE key = 'schema_version'; "
                    "SELECT value FROM seam_meta WHERE key = 'schema_version'"),
-            "3");
+            "4");
   ASSERT_FALSE(hasSideFiles(path));
   const std::string message = expectRefusedAndUnchanged(path);
   EXPECT_EQ(message, "--db \"" + path +
-                         "\": a seam store of schema version 3, but this seam reads and writes "
-                         "version 2 (and migrates version 1); refusing to write to it");
+                         "\": a seam store of schema version 4, but this seam reads and writes "
+                         "version 3 (and migrates versions 1 and 2); refusing to write to it");
 }
 
 TEST(StoreOpen, MigratesAVersionOneStoreKeepingItsRows) {
-  // A version 1 store: the current schema less the columns version 2 added.
+  // A version 1 store as that seam wrote it.
   const std::string path = tempPath("v1.db");
-  { Store store = openOrDie(path); }
+  ASSERT_TRUE(createStoreOfVersion(path, 1).isOk());
   ASSERT_EQ(
       rawSql(path,
-             "ALTER TABLE mutants DROP COLUMN applied; "
-             "ALTER TABLE mutants DROP COLUMN differed; "
-             "ALTER TABLE mutants DROP COLUMN planner_errors; "
-             "ALTER TABLE mutants DROP COLUMN seconds; ALTER TABLE kills DROP COLUMN site; "
-             "UPDATE seam_meta SET value = '1' WHERE key = 'schema_version'; "
-             "PRAGMA user_version = 1; "
              "INSERT INTO runs VALUES (1, 'mutate', 'a', 'v', '', '', '', '', 1, 2); "
              "INSERT INTO mutants VALUES (1, 'plan.x', 'plan', 'd', 'equivalent', 'never', 9); "
              "INSERT INTO kills VALUES (1, 'plan.y', 3, 2, 'c', 't', 'seam check'); "
@@ -219,9 +213,10 @@ TEST(StoreOpen, MigratesAVersionOneStoreKeepingItsRows) {
     EXPECT_EQ((*kills)[0].site, 0);
     EXPECT_EQ((*kills)[0].reproduce, "seam check");
   }
-  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), "2");
-  EXPECT_EQ(rawSql(path, "SELECT value FROM seam_meta WHERE key = 'schema_version'"), "2");
-  // Opened again, it is a version 2 store and stays one.
+  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), std::to_string(kStoreSchemaVersion));
+  EXPECT_EQ(rawSql(path, "SELECT value FROM seam_meta WHERE key = 'schema_version'"),
+            std::to_string(kStoreSchemaVersion));
+  // Opened again, it is a current store and stays one.
   { Store store = openOrDie(path); }
   EXPECT_EQ(rawSql(path, "SELECT count(*) FROM pragma_table_info('mutants')"), "11");
 }

@@ -50,6 +50,11 @@ struct GpuOrigin {
   /// bench that found no device writes none).
   std::optional<std::string> device;
   std::optional<GpuVersionsRecord> versions;  ///< compare and bench-allreduce write none
+  /// Where, when and from what it ran (provenance.h); files written before
+  /// seam-gpu stamped them have none.
+  std::optional<std::string> host;
+  std::optional<std::int64_t> written_ms;  ///< Unix epoch ms when seam-gpu wrote it (its end)
+  std::optional<std::string> commit;       ///< the git commit seam-gpu was built from
 };
 
 /// Median and percentiles of a sample, in microseconds.

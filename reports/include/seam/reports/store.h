@@ -26,9 +26,12 @@ struct RunRecord {
   std::string nccl;              ///< NCCL version, "" on CPU runs
   std::int64_t started_ms = 0;   ///< unix epoch ms
   std::int64_t finished_ms = 0;  ///< 0 while running or interrupted
+  std::string seam_commit;       ///< the git commit seam was built from, "" when unknown
 };
 
-/// How a case ended.
+/// How a case ended. A case seam does not model is kRefused with a refusal
+/// starting "not modelled yet: " (sim/base/status.h); the store keeps it as
+/// the outcome `not-modelled`.
 enum class CaseOutcome : std::uint8_t { kHolds, kViolated, kRefused };
 
 /// One case of a run with its verdicts. `index` is the case's position in the
@@ -182,8 +185,14 @@ class Store {
 };
 
 /// The schema version this build reads and writes.
-/// Version 1 stores are migrated to it when opened for writing.
-inline constexpr int kStoreSchemaVersion = 2;
+/// Version 1 and 2 stores are migrated to it when opened for writing.
+inline constexpr int kStoreSchemaVersion = 3;
+
+/// Creates `path` (which must not exist) as an empty store of an older
+/// schema `version` (1 .. kStoreSchemaVersion), as that version of seam
+/// wrote it: what a test of the migration starts from. seam itself writes
+/// only the current version.
+Status createStoreOfVersion(const std::string& path, int version);
 
 /// JUnit XML for CI systems: one <testsuite> per `suite`, one <testcase> per
 /// case (name = the case, classname = the group), a <failure> with the
