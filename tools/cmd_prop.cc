@@ -44,7 +44,7 @@ Command registerProp(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, kMostLayers));
   sub->add_option("--decision", o->decision,
-                  "planner decision to flip, e.g. ffn_keeps_sum_from_mixer");
+                  "planner decision to flip, e.g. ffn-keeps-sum-from-mixer");
   sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
   sub->add_option("--junit", o->junit, "also write JUnit XML (one testcase) to this file");
   return {sub, [o]() {
@@ -79,7 +79,7 @@ Command registerProp(CLI::App& app) {
                                           : std::to_string(spec.world))
                       << ", patterns of 1.." << spec.max_layers
                       << " layers, policy declared, decision "
-                      << (o->decision.empty() ? "none" : o->decision)
+                      << properties::decisionList(spec.schema)
                       << (env != nullptr && *env != '\0' ? ", RC_PARAMS from the environment" : "")
                       << "\n";
             if (result->passed) {
@@ -93,11 +93,7 @@ Command registerProp(CLI::App& app) {
             std::cout << "FAILED after " << result->cases_run << " cases, shrunk in "
                       << result->shrinks << " steps: " << result->failure << "\n";
             std::cout << "RC_PARAMS=\"" << result->rc_params << "\"\n";
-            if (!result->reproduce.empty()) {
-              // The same decision flipped, so that `seam check` replays the failure.
-              std::cout << result->reproduce
-                        << (o->decision.empty() ? "" : " --decision " + o->decision) << "\n";
-            }
+            if (!result->reproduce.empty()) std::cout << result->reproduce << "\n";
             return kExitPropertyFailed;
           }};
 }

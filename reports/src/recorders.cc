@@ -63,7 +63,7 @@ std::string sweepArgs(const properties::SweepSpec& spec) {
          " shard=" + std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) +
          leaf("pp", f.pp) + leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) +
          leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) +
-         " schema=" + std::to_string(spec.schema.flipped) + " models=" + models;
+         " decision=" + properties::decisionList(spec.schema) + " models=" + models;
 }
 
 std::string campaignArgs(const mutants::CampaignSpec& spec) {
@@ -72,9 +72,9 @@ std::string campaignArgs(const mutants::CampaignSpec& spec) {
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   for (const auto* m : spec.mutants) ids += (ids.empty() ? "" : ",") + std::string(m->id());
   return "worlds=" + worlds + " policy=" + std::string(policyName(spec.policy)) +
-         " schema=" + std::to_string(spec.schema.flipped) + " seed=" + std::to_string(spec.seed) +
-         (spec.bound_cases ? " bounds=1" : "") + " mutants=" + (ids.empty() ? "all" : ids) +
-         " models=" + models;
+         " decision=" + properties::decisionList(spec.schema) +
+         " seed=" + std::to_string(spec.seed) + (spec.bound_cases ? " bounds=1" : "") +
+         " mutants=" + (ids.empty() ? "all" : ids) + " models=" + models;
 }
 
 SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
@@ -327,10 +327,11 @@ Status recordProp(Store& store, const properties::PropSpec& spec,
                   const properties::PropResult& result, const std::string& version) {
   RunRecord run;
   run.command = "prop";
-  run.args =
-      "cases=" + std::to_string(spec.cases) + " seed=" + std::to_string(spec.seed) +
-      " world=" + std::to_string(spec.world) + " max_layers=" + std::to_string(spec.max_layers) +
-      " schema=" + std::to_string(spec.schema.flipped) + " rc_params=\"" + result.rc_params + "\"";
+  run.args = "cases=" + std::to_string(spec.cases) + " seed=" + std::to_string(spec.seed) +
+             " world=" + std::to_string(spec.world) +
+             " max_layers=" + std::to_string(spec.max_layers) +
+             " decision=" + properties::decisionList(spec.schema) + " rc_params=\"" +
+             result.rc_params + "\"";
   run.version = version;
   if (Status st = store.beginRun(run); !st) return st;
   if (!result.passed && result.shrunk) {
