@@ -72,7 +72,8 @@ Command registerProp(CLI::App& app) {
             if (Status st = reports::recordProp(*store, spec, *result, kSeamVersion); !st)
               return fail(st);
             if (!o->junit.empty()) {
-              if (Status st = reports::writePropJunit(*result, o->junit); !st) return fail(st);
+              if (Status st = reports::writePropJunit(spec, *result, o->junit); !st)
+                return fail(st);
             }
             std::cout << "seam prop: " << spec.cases << " cases, seed " << spec.seed << ", world "
                       << (spec.world == 0 ? std::string("generated (1,2,4,8,16)")

@@ -23,13 +23,6 @@ std::string tempPath(const std::string& name) {
   return ::testing::TempDir() + "replay_lines_" + std::to_string(getpid()) + "_" + name;
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The five predefined XML entities back to their characters (what a JUnit
 // reader shows), and the character references seam writes for LF.
 std::string unescapeXml(std::string text) {
@@ -78,11 +71,17 @@ TEST(ReplayLines, APropFailureUnderADecisionReplaysFromTheConsoleTheJunitAndTheS
   const std::string console = lineStartingWith(r.out, "seam check ");
   ASSERT_NE(console.find(" --decision ffn-keeps-sum-from-mixer"), std::string::npos) << r.out;
 
-  const std::string xml = unescapeXml(readFile(junit));
+  const std::string xml = unescapeXml(seam::testing::readText(junit));
+  // The failure's text is the line; its message the property.
+  const std::string opening = "type=\"violation\">";
+  const auto body_start = xml.find(opening) + opening.size();
   const auto body_end = xml.find("</failure>");
   ASSERT_NE(body_end, std::string::npos) << xml;
-  const std::string body = xml.substr(0, body_end);
-  const std::string from_junit = body.substr(body.rfind('\n') + 1);
+  ASSERT_LT(body_start, body_end) << xml;
+  const std::string from_junit = xml.substr(body_start, body_end - body_start);
+  EXPECT_NE(xml.find("<failure message=\"" + failure.substr(0, failure.find(')') + 1) + "\""),
+            std::string::npos)
+      << xml;
 
   seam::reports::Store store = openStore(db);
   auto runs = store.runs();
@@ -117,7 +116,7 @@ TEST(ReplayLines, EveryStoredKillLineOfACampaignReplaysItsKillWithItsMutantAndSi
   auto kills = store.kills(runs->back().id);
   ASSERT_TRUE(kills.hasValue());
   ASSERT_EQ(kills->size(), 3u);
-  const std::string xml = unescapeXml(readFile(junit));
+  const std::string xml = unescapeXml(seam::testing::readText(junit));
   for (const seam::reports::KillRecord& k : *kills) {
     SCOPED_TRACE(k.mutant_id);
     EXPECT_NE(k.reproduce.find(" --mutant " + k.mutant_id), std::string::npos) << k.reproduce;
@@ -130,6 +129,31 @@ TEST(ReplayLines, EveryStoredKillLineOfACampaignReplaysItsKillWithItsMutantAndSi
   }
   EXPECT_EQ(kills->front().mutant_id, "decision.ffn-keeps-sum-from-mixer")
       << "an old id is stored by the one name";
+}
+
+TEST(ReplayLines, ASweepsViolatedCasesReplayFromTheStoreAndTheJunit) {
+  const std::string db = tempPath("sweep.db"), junit = tempPath("sweep.xml");
+  std::filesystem::remove(db);
+  // The engine findings of this space are violations the sweep stores.
+  CliRun r = seam("sweep --world 4 --model nemotron-3-nano --db " + db + " --junit " + junit);
+  ASSERT_EQ(r.code, kExitPropertyFailed) << r.out << r.err;
+  seam::reports::Store store = openStore(db);
+  auto runs = store.runs();
+  ASSERT_TRUE(runs.hasValue());
+  auto failures = store.firstFailures(runs->back().id);
+  auto cases = store.cases(runs->back().id);
+  ASSERT_TRUE(failures.hasValue() && cases.hasValue());
+  ASSERT_FALSE(failures->empty());
+  const std::string xml = unescapeXml(seam::testing::readText(junit));
+  int replayed = 0;
+  for (const auto& [index, verdict] : *failures) {
+    if (++replayed > 3) break;  // a few suffice: each is a `seam check` run
+    const std::string& line = (*cases)[static_cast<std::size_t>(index)].reproduce;
+    // `seam check` prints the engine call behind an engine finding on a line of its own.
+    EXPECT_EQ(replay(line), verdict.text.substr(0, verdict.text.find("; engine finding: ")))
+        << line;
+    EXPECT_NE(xml.find(line + "\n"), std::string::npos) << line;
+  }
 }
 
 }  // namespace
