@@ -10,9 +10,11 @@
 #include <string>
 
 #include "command.h"
+#include "option_values.h"
 #include "seam/properties/prop.h"
 #include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
+#include "seam/reports/run_json.h"
 #include "seam/sim/model/pattern.h"
 
 namespace seam::tools {
@@ -26,6 +28,7 @@ Command registerProp(CLI::App& app) {
     std::string decision;
     std::string db = "seam.db";
     std::string junit;
+    std::string format = "text";
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub =
@@ -47,6 +50,8 @@ Command registerProp(CLI::App& app) {
                   "planner decision to flip, e.g. ffn-keeps-sum-from-mixer");
   sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
   sub->add_option("--junit", o->junit, "also write JUnit XML (one testcase) to this file");
+  sub->add_option("--format", o->format, "text|json (one JSON object, for scripts)")
+      ->capture_default_str();
   return {sub, [o]() {
             properties::PropSpec spec;
             spec.cases = o->cases;
@@ -62,6 +67,8 @@ Command registerProp(CLI::App& app) {
             if (env != nullptr && *env != '\0') {
               if (Status st = properties::applyRcParams(env, spec); !st) return fail(st);
             }
+            auto json = jsonFormat(o->format);
+            if (!json) return fail(json.status());
             if (Status st = reports::checkJunitOutput(o->junit, o->db); !st) return fail(st);
             // runProp checks the spec first, so that bad input prints one line only.
             // The store is opened after the run: bad options write no file.
@@ -74,6 +81,10 @@ Command registerProp(CLI::App& app) {
             if (!o->junit.empty()) {
               if (Status st = reports::writePropJunit(spec, *result, o->junit); !st)
                 return fail(st);
+            }
+            if (*json) {
+              std::cout << reports::propJson(spec, *result);
+              return result->passed ? kExitOk : kExitPropertyFailed;
             }
             std::cout << "seam prop: " << spec.cases << " cases, seed " << spec.seed << ", world "
                       << (spec.world == 0 ? std::string("generated (1,2,4,8,16)")

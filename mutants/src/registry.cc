@@ -336,4 +336,20 @@ const Mutant* findMutant(std::string_view id) {
   return nullptr;
 }
 
+Expected<std::vector<const Mutant*>> findMutants(const std::vector<std::string>& ids,
+                                                 MutantFamily family) {
+  std::vector<const Mutant*> out;
+  const bool training = family == MutantFamily::kTraining;
+  for (const std::string& id : ids) {
+    const Mutant* m = findMutant(id);
+    if (m == nullptr || m->family() != family) {
+      const std::string kind = training ? "training mutant id (see seam mutate --family training"
+                                        : "mutant id (see seam mutate";
+      return Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a " + kind + " --list)");
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace seam::mutants
