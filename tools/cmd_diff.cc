@@ -1,10 +1,13 @@
 // `seam diff --policy A --against B`: parent vs change, case by case. With
 // --tp (or any other case option) it compares one case; otherwise the space
 // of the presets (or --model / --pattern) and synthetic patterns at --world.
+#include <unistd.h>
+
 #include "case_options.h"
 #include "command.h"
 #include "memory_budget.h"
 #include "option_values.h"
+#include "run_progress.h"
 #include "seam/properties/diff.h"
 #include "seam/reports/diff_view.h"
 #include "seam/reports/recorders.h"
@@ -84,7 +87,12 @@ int diffSpace(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   spec.on_case = [&recorder](std::int64_t index, const Case& c, const properties::CaseDiff& d) {
     recorder.onCase(index, c, d);
   };
+  RateLine progress(isatty(2));
+  spec.on_progress = [&progress](std::int64_t done, std::int64_t total) {
+    progress.update("cases", done, total);
+  };
   auto r = properties::runDiff(spec);
+  progress.clear();
   if (!r) return fail(r.status());
   if (Status st = recorder.finish(); !st) return fail(st);
   if (Status st = store->finishRun(run.id); !st) return fail(st);

@@ -8,7 +8,7 @@
 #include "memory_budget.h"
 #include "mpi_runs.h"
 #include "option_values.h"
-#include "progress.h"
+#include "run_progress.h"
 #include "seam/mutants/campaign.h"
 #include "seam/reports/mutate_view.h"
 #include "seam/reports/output_file.h"

@@ -4,7 +4,7 @@
 
 #include "mpi_runs.h"
 #include "mpi_stream.h"
-#include "progress.h"
+#include "run_progress.h"
 #include "seam/reports/shard_rows.h"
 
 namespace seam::tools {

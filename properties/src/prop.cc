@@ -36,15 +36,24 @@ constexpr const char* kRefusedTag = "refused";
 // line; seam's listener only counts, so that the library prints nothing.
 class CountingListener final : public rc::detail::TestListener {
  public:
+  explicit CountingListener(const std::function<void(int, int)>& progress) : progress_(progress) {}
   void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
     ++cases;
     if (!d.tags.empty()) ++refused;
+    if (progress_) progress_(cases, shrinks);
   }
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {
+    ++shrinks;
+    if (progress_) progress_(cases, shrinks);
+  }
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
 
   int cases = 0;
   int refused = 0;
+  int shrinks = 0;
+
+ private:
+  const std::function<void(int, int)>& progress_;
 };
 
 // The failure of the latest evaluation. rapidcheck runs the minimal case once
@@ -175,7 +184,7 @@ Expected<PropResult> runProp(const PropSpec& spec) {
   rc::detail::TestMetadata metadata;
   metadata.id = "seam prop";
   metadata.description = "every generated case's declared plan satisfies properties 1-6";
-  CountingListener listener;
+  CountingListener listener(spec.on_progress);
   // An empty reproduce map: rapidcheck searches from the seed and never reads
   // its global configuration (RC_PARAMS), which would print to stderr.
   const std::unordered_map<std::string, rc::detail::Reproduce> no_reproduce;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,9 @@ struct PropSpec {
   Schema schema;                       ///< planner mutant switched on (none by default)
   int max_size = 100;                  ///< rapidcheck max_size (patterns reach max_layers at 100)
   bool shrink = true;  ///< false: report the first failing case as found (RC_PARAMS noshrink=1)
+  /// After each generated case and each shrink tried: the cases generated so
+  /// far and the shrinks tried (0 until a case fails). Called on the calling thread.
+  std::function<void(int cases, int shrinks_tried)> on_progress;
 };
 
 /// The outcome. A failing property is a value, not an error.

@@ -92,6 +92,9 @@ class CampaignRecorder : public mutants::CampaignListener {
  public:
   CampaignRecorder(Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
                    mutants::CampaignListener* next);
+  void onBaselineProgress(std::int64_t done, std::int64_t total) override {
+    if (next_) next_->onBaselineProgress(done, total);
+  }
   void onBaseline(std::int64_t cases, bool holds) override;
   void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
   std::optional<mutants::MutantOutcome> recalled(const mutants::Mutant& mutant) override;
