@@ -1,12 +1,17 @@
 // `seam diff --policy A --against B`: parent vs change, case by case. With
 // --tp (or any other case option) it compares one case; otherwise the space
 // of the presets (or --model / --pattern) and synthetic patterns at --world.
+#include <unistd.h>
+
 #include "case_options.h"
 #include "command.h"
 #include "memory_budget.h"
+#include "option_values.h"
+#include "run_progress.h"
 #include "seam/properties/diff.h"
 #include "seam/reports/diff_view.h"
 #include "seam/reports/recorders.h"
+#include "seam/reports/run_json.h"
 
 namespace seam::tools {
 
@@ -18,6 +23,7 @@ struct DiffOptions {
   std::string worlds = "1,2,4,8";
   int jobs = 0;
   std::string db = "seam.db";
+  std::string format = "text";
 };
 
 /// One case: a planted --decision or a --trace against --against, or the two policies.
@@ -50,6 +56,8 @@ int diffOneCase(const DiffOptions& o, PolicyKind a, PolicyKind b) {
 
 /// The space, every case stored in --db.
 int diffSpace(const DiffOptions& o, PolicyKind a, PolicyKind b) {
+  auto json = jsonFormat(o.format);
+  if (!json) return fail(json.status());
   properties::DiffSpec spec;
   spec.a = a;
   spec.b = b;
@@ -79,11 +87,17 @@ int diffSpace(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   spec.on_case = [&recorder](std::int64_t index, const Case& c, const properties::CaseDiff& d) {
     recorder.onCase(index, c, d);
   };
+  RateLine progress(isatty(2));
+  spec.on_progress = [&progress](std::int64_t done, std::int64_t total) {
+    progress.update("cases", done, total);
+  };
   auto r = properties::runDiff(spec);
+  progress.clear();
   if (!r) return fail(r.status());
   if (Status st = recorder.finish(); !st) return fail(st);
   if (Status st = store->finishRun(run.id); !st) return fail(st);
-  std::cout << reports::renderDiff(spec, *r, o.worlds);
+  std::cout << (*json ? reports::diffJson(spec, *r, o.worlds)
+                      : reports::renderDiff(spec, *r, o.worlds));
   const auto differ = r->counts[static_cast<int>(properties::DiffClass::kValuesDiffer)];
   return differ == 0 ? kExitOk : kExitPropertyFailed;
 }
@@ -102,6 +116,8 @@ Command registerDiff(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
   sub->add_option("--db", o->db, "SQLite store the comparison of a space is written to")
+      ->capture_default_str();
+  sub->add_option("--format", o->format, "text|json (a space's summary as one JSON object)")
       ->capture_default_str();
   return {sub, [o, sub]() {
             auto a = parsePolicy(o->c.policy);
@@ -124,7 +140,12 @@ Command registerDiff(CLI::App& app) {
                   "--decision " + o->c.decision +
                   ": seam diff plants a decision in one case (give its --tp, --tokens, ...)"));
             }
-            if (one_case || !o->c.trace.empty()) return diffOneCase(*o, *a, *b);
+            if (one_case || !o->c.trace.empty()) {
+              if (Status s = refuseGiven(*sub, {"--format"}, "a space (one case prints its class)");
+                  !s)
+                return fail(s);
+              return diffOneCase(*o, *a, *b);
+            }
             return diffSpace(*o, *a, *b);
           }};
 }

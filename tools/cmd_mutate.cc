@@ -7,11 +7,13 @@
 #include "command.h"
 #include "memory_budget.h"
 #include "mpi_runs.h"
-#include "progress.h"
+#include "option_values.h"
+#include "run_progress.h"
 #include "seam/mutants/campaign.h"
 #include "seam/reports/mutate_view.h"
 #include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
+#include "seam/reports/run_json.h"
 #include "seam/reports/shard_rows.h"
 #include "seam/reports/training_view.h"
 #include "seam/sim/model/case_spec.h"
@@ -30,27 +32,11 @@ struct MutateOptions {
   std::string db = "seam.db";
   bool resume = false;
   std::string junit;
+  std::string format = "text";
   std::string family = "serving";
   std::string layout;
   std::uint64_t seed = 1;
 };
-
-/// The --mutant ids of `family`; the error says where the ids are listed.
-Expected<std::vector<const mutants::Mutant*>> chosenMutants(const std::vector<std::string>& ids,
-                                                            mutants::MutantFamily family) {
-  std::vector<const mutants::Mutant*> out;
-  const bool training = family == mutants::MutantFamily::kTraining;
-  for (const std::string& id : ids) {
-    const mutants::Mutant* m = mutants::findMutant(id);
-    if (m == nullptr || m->family() != family) {
-      const std::string kind = training ? "training mutant id (see seam mutate --family training"
-                                        : "mutant id (see seam mutate";
-      return Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a " + kind + " --list)");
-    }
-    out.push_back(m);
-  }
-  return out;
-}
 
 int mutateTraining(const MutateOptions& o) {
   if (!o.pattern.empty())
@@ -63,7 +49,7 @@ int mutateTraining(const MutateOptions& o) {
   if (!space) return fail(space.status());
   spec.models = space->models;
   spec.layouts = space->layouts;
-  auto chosen = chosenMutants(o.mutant_ids, mutants::MutantFamily::kTraining);
+  auto chosen = mutants::findMutants(o.mutant_ids, mutants::MutantFamily::kTraining);
   if (!chosen) return fail(chosen.status());
   spec.mutants = std::move(*chosen);
   auto jobs = workerThreads(o.jobs);
@@ -90,7 +76,7 @@ Expected<mutants::CampaignSpec> servingSpec(const MutateOptions& o) {
   if (!models) return models.status();
   spec.models = std::move(*models);
   if (Status s = checkSpaceMemory(spec.worlds, spec.models, {}, spec.jobs); !s) return s;
-  auto chosen = chosenMutants(o.mutant_ids, mutants::MutantFamily::kServing);
+  auto chosen = mutants::findMutants(o.mutant_ids, mutants::MutantFamily::kServing);
   if (!chosen) return chosen.status();
   spec.mutants = std::move(*chosen);
   spec.seed = o.seed;
@@ -101,6 +87,8 @@ Expected<mutants::CampaignSpec> servingSpec(const MutateOptions& o) {
 int mutateServing(const MutateOptions& o) {
   auto spec = servingSpec(o);
   if (!spec) return fail(spec.status());
+  auto json = jsonFormat(o.format);
+  if (!json) return fail(json.status());
   if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
   // Under mpirun rank 0 opens the store; every rank learns the outcome and the decided mutants.
   const MpiWorld& mpi = mpiWorld();
@@ -124,7 +112,7 @@ int mutateServing(const MutateOptions& o) {
   }
   if (mpi.split()) {
     return campaignUnderMpi(mpi, *spec, std::move(opened), open_status, decided, o.junit,
-                            o.fail_on_survivor);
+                            o.fail_on_survivor, *json);
   }
   if (!open_status) return fail(open_status);
   reports::Store& store = opened->store;
@@ -140,19 +128,19 @@ int mutateServing(const MutateOptions& o) {
     auto rows = reports::putMutantRowsInOrder(store, run_id, campaignList(*spec));
     if (!rows) return fail(rows.status());
   }
-  return finishCampaign(store, run_id, *spec, *result, o.junit, o.fail_on_survivor);
+  return finishCampaign(store, run_id, *spec, *result, o.junit, o.fail_on_survivor, *json);
 }
 
 }  // namespace
 
 int finishCampaign(reports::Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
                    const mutants::CampaignResult& result, const std::string& junit,
-                   bool fail_on_survivor) {
+                   bool fail_on_survivor, bool json) {
   if (Status st = store.finishRun(run_id); !st) return fail(st);
   if (!junit.empty()) {
     if (Status st = reports::writeCampaignJunit(result, junit); !st) return fail(st);
   }
-  std::cout << reports::renderCampaign(spec, result);
+  std::cout << (json ? reports::campaignJson(spec, result) : reports::renderCampaign(spec, result));
   if (!result.baseline_holds) return kExitPropertyFailed;
   if (fail_on_survivor && result.survived() > 0) return kExitPropertyFailed;
   return kExitOk;
@@ -175,6 +163,8 @@ Command registerMutate(CLI::App& app) {
   sub->add_flag("--resume", o->resume,
                 "continue the latest unfinished campaign with the same arguments in --db");
   sub->add_option("--junit", o->junit, "also write JUnit XML (a testcase per mutant) to this file");
+  sub->add_option("--format", o->format, "text|json (one JSON object, for scripts)")
+      ->capture_default_str();
   sub->add_option("--family", o->family,
                   "serving or training (the training mutants over the training layouts)")
       ->capture_default_str();

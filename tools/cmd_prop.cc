@@ -5,14 +5,19 @@
 // environment (seed, max_success, max_size, noshrink) overrides --seed and
 // --cases, as it does for rapidcheck's own tests. Exit 0 all cases hold,
 // 1 a property failed, 2 bad input.
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
 #include "command.h"
+#include "option_values.h"
+#include "run_progress.h"
 #include "seam/properties/prop.h"
 #include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
+#include "seam/reports/run_json.h"
 #include "seam/sim/model/pattern.h"
 
 namespace seam::tools {
@@ -26,6 +31,7 @@ Command registerProp(CLI::App& app) {
     std::string decision;
     std::string db = "seam.db";
     std::string junit;
+    std::string format = "text";
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub =
@@ -44,62 +50,72 @@ Command registerProp(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, kMostLayers));
   sub->add_option("--decision", o->decision,
-                  "planner decision to flip, e.g. ffn_keeps_sum_from_mixer");
+                  "planner decision to flip, e.g. ffn-keeps-sum-from-mixer");
   sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
   sub->add_option("--junit", o->junit, "also write JUnit XML (one testcase) to this file");
-  return {sub, [o]() {
-            properties::PropSpec spec;
-            spec.cases = o->cases;
-            spec.seed = o->seed;
-            spec.world = o->world;
-            spec.max_layers = o->max_layers;
-            if (!o->decision.empty()) {
-              auto d = properties::parseDecision(o->decision);
-              if (!d) return fail(d.status());
-              spec.schema = Schema::with(*d);
-            }
-            const char* env = std::getenv("RC_PARAMS");
-            if (env != nullptr && *env != '\0') {
-              if (Status st = properties::applyRcParams(env, spec); !st) return fail(st);
-            }
-            if (Status st = reports::checkJunitOutput(o->junit, o->db); !st) return fail(st);
-            // runProp checks the spec first, so that bad input prints one line only.
-            // The store is opened after the run: bad options write no file.
-            auto result = properties::runProp(spec);
-            if (!result) return fail(result.status());
-            auto store = reports::Store::open(o->db);
-            if (!store) return fail(store.status());
-            if (Status st = reports::recordProp(*store, spec, *result, kSeamVersion); !st)
-              return fail(st);
-            if (!o->junit.empty()) {
-              if (Status st = reports::writePropJunit(*result, o->junit); !st) return fail(st);
-            }
-            std::cout << "seam prop: " << spec.cases << " cases, seed " << spec.seed << ", world "
-                      << (spec.world == 0 ? std::string("generated (1,2,4,8,16)")
-                                          : std::to_string(spec.world))
-                      << ", patterns of 1.." << spec.max_layers
-                      << " layers, policy declared, decision "
-                      << (o->decision.empty() ? "none" : o->decision)
-                      << (env != nullptr && *env != '\0' ? ", RC_PARAMS from the environment" : "")
-                      << "\n";
-            if (result->passed) {
-              if (result->refused > 0) {
-                std::cout << "  " << result->refused
-                          << " of them refused by the engine (they hold vacuously)\n";
-              }
-              std::cout << result->cases_run << " cases passed (seed " << spec.seed << ")\n";
-              return kExitOk;
-            }
-            std::cout << "FAILED after " << result->cases_run << " cases, shrunk in "
-                      << result->shrinks << " steps: " << result->failure << "\n";
-            std::cout << "RC_PARAMS=\"" << result->rc_params << "\"\n";
-            if (!result->reproduce.empty()) {
-              // The same decision flipped, so that `seam check` replays the failure.
-              std::cout << result->reproduce
-                        << (o->decision.empty() ? "" : " --decision " + o->decision) << "\n";
-            }
-            return kExitPropertyFailed;
-          }};
+  sub->add_option("--format", o->format, "text|json (one JSON object, for scripts)")
+      ->capture_default_str();
+  return {
+      sub, [o]() {
+        properties::PropSpec spec;
+        spec.cases = o->cases;
+        spec.seed = o->seed;
+        spec.world = o->world;
+        spec.max_layers = o->max_layers;
+        if (!o->decision.empty()) {
+          auto d = properties::parseDecision(o->decision);
+          if (!d) return fail(d.status());
+          spec.schema = Schema::with(*d);
+        }
+        const char* env = std::getenv("RC_PARAMS");
+        if (env != nullptr && *env != '\0') {
+          if (Status st = properties::applyRcParams(env, spec); !st) return fail(st);
+        }
+        auto json = jsonFormat(o->format);
+        if (!json) return fail(json.status());
+        if (Status st = reports::checkJunitOutput(o->junit, o->db); !st) return fail(st);
+        // runProp checks the spec first, so that bad input prints one line only.
+        // The store is opened after the run: bad options write no file.
+        RateLine progress(isatty(2));
+        spec.on_progress = [&progress, &spec](int cases, int shrinks) {
+          progress.update("cases", cases, spec.cases,
+                          shrinks > 0 ? "shrinking: " + std::to_string(shrinks) + " tried" : "");
+        };
+        auto result = properties::runProp(spec);
+        progress.clear();
+        if (!result) return fail(result.status());
+        auto store = reports::Store::open(o->db);
+        if (!store) return fail(store.status());
+        if (Status st = reports::recordProp(*store, spec, *result, kSeamVersion); !st)
+          return fail(st);
+        if (!o->junit.empty()) {
+          if (Status st = reports::writePropJunit(spec, *result, o->junit); !st) return fail(st);
+        }
+        if (*json) {
+          std::cout << reports::propJson(spec, *result);
+          return result->passed ? kExitOk : kExitPropertyFailed;
+        }
+        std::cout << "seam prop: " << spec.cases << " cases, seed " << spec.seed << ", world "
+                  << (spec.world == 0 ? std::string("generated (1,2,4,8,16)")
+                                      : std::to_string(spec.world))
+                  << ", patterns of 1.." << spec.max_layers << " layers, policy declared, decision "
+                  << properties::decisionList(spec.schema)
+                  << (env != nullptr && *env != '\0' ? ", RC_PARAMS from the environment" : "")
+                  << "\n";
+        if (result->passed) {
+          if (result->refused > 0) {
+            std::cout << "  " << result->refused
+                      << " of them refused by the engine (they hold vacuously)\n";
+          }
+          std::cout << result->cases_run << " cases passed (seed " << spec.seed << ")\n";
+          return kExitOk;
+        }
+        std::cout << "FAILED after " << result->cases_run << " cases, shrunk in " << result->shrinks
+                  << " steps: " << result->failure << "\n";
+        std::cout << "RC_PARAMS=\"" << result->rc_params << "\"\n";
+        if (!result->reproduce.empty()) std::cout << result->reproduce << "\n";
+        return kExitPropertyFailed;
+      }};
 }
 
 }  // namespace seam::tools

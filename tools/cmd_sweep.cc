@@ -10,11 +10,13 @@
 #include "memory_budget.h"
 #include "mpi_runs.h"
 #include "mpi_world.h"
+#include "option_values.h"
 #include "progress.h"
 #include "seam/properties/sweep.h"
 #include "seam/properties/training_sweep.h"
 #include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
+#include "seam/reports/run_json.h"
 #include "seam/reports/sweep_view.h"
 #include "seam/reports/training_view.h"
 
@@ -33,6 +35,7 @@ struct SweepOptions {
   std::string db = "seam.db";
   bool resume = false;
   std::string junit;
+  std::string format = "text";
   std::string family = "serving";
   std::string layout;
 };
@@ -92,6 +95,8 @@ Expected<properties::SweepSpec> servingSpec(const SweepOptions& o) {
 int sweepServing(const SweepOptions& o) {
   auto spec = servingSpec(o);
   if (!spec) return fail(spec.status());
+  auto json = jsonFormat(o.format);
+  if (!json) return fail(json.status());
   if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
   // Under mpirun rank 0 opens the store (and every rank learns whether it
   // could), each rank sweeps its part of the shard, and rank 0 writes every
@@ -107,7 +112,7 @@ int sweepServing(const SweepOptions& o) {
       open_status = run.status();
     }
   }
-  if (mpi.split()) return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, o.junit);
+  if (mpi.split()) return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, o.junit, *json);
   if (!open_status) return fail(open_status);
   ProgressLine progress;
   reports::SweepRecorder recorder(opened->store, opened->run.id, *spec,
@@ -115,16 +120,16 @@ int sweepServing(const SweepOptions& o) {
   auto live = properties::runSweep(*spec, &recorder);
   if (!live) return fail(live.status());
   if (Status st = recorder.flush(); !st) return fail(st);
-  return finishSweep(*opened, *spec, *live, o.junit);
+  return finishSweep(*opened, *spec, *live, o.junit, *json);
 }
 
 }  // namespace
 
 int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
-                const properties::SweepResult& live, const std::string& junit) {
+                const properties::SweepResult& live, const std::string& junit, bool json) {
   auto result = reports::finishSweepRun(opened, spec, live, junit);
   if (!result) return fail(result.status());
-  std::cout << reports::renderSweep(spec, *result);
+  std::cout << (json ? reports::sweepJson(spec, *result) : reports::renderSweep(spec, *result));
   return result->violated == 0 ? kExitOk : kExitPropertyFailed;
 }
 
@@ -142,7 +147,10 @@ Command registerSweep(CLI::App& app) {
   sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
   sub->add_flag("--resume", o->resume,
                 "continue the latest unfinished run with the same arguments in --db");
-  sub->add_option("--junit", o->junit, "also write JUnit XML of every case to this file");
+  sub->add_option("--junit", o->junit,
+                  "also write JUnit XML (a testcase per model x configuration) to this file");
+  sub->add_option("--format", o->format, "text|json (one JSON object, for scripts)")
+      ->capture_default_str();
   sub->add_option("--family", o->family,
                   "serving (the serving policies) or training (PrimeRL/Megatron layouts)")
       ->capture_default_str();

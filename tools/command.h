@@ -93,10 +93,10 @@ inline Status refuseGiven(const CLI::App& sub, std::initializer_list<const char*
   return Status::ok();
 }
 
-/// The training sweep and campaign print their tables and write no store
-/// or JUnit file: the options that name them are refused there.
+/// The training sweep and campaign print their tables and write no store,
+/// JUnit file or JSON: the options that name them are refused there.
 inline Status refuseStoreOptions(const CLI::App& sub) {
-  return refuseGiven(sub, {"--db", "--resume", "--junit"}, "--family serving");
+  return refuseGiven(sub, {"--db", "--resume", "--junit", "--format"}, "--family serving");
 }
 
 /// A registered subcommand: its CLI11 app and what runs when it was parsed.

@@ -4,7 +4,7 @@
 
 #include "mpi_runs.h"
 #include "mpi_stream.h"
-#include "progress.h"
+#include "run_progress.h"
 #include "seam/reports/shard_rows.h"
 
 namespace seam::tools {
@@ -27,7 +27,7 @@ std::vector<const mutants::Mutant*> campaignList(const mutants::CampaignSpec& sp
 int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,
                      std::optional<reports::StoredRun> opened, const Status& open_status,
                      const std::vector<std::string>& decided, const std::string& junit,
-                     bool fail_on_survivor) {
+                     bool fail_on_survivor, bool json) {
   // Rank 0 says why it could not open the run; mpirun gives its code.
   if (!runOpened(mpi, open_status)) return mpi.root() ? fail(open_status) : kExitOk;
   const std::vector<const mutants::Mutant*> all = campaignList(spec);
@@ -91,7 +91,7 @@ int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,
     for (std::size_t i = 0; i < all.size(); ++i)
       total.outcomes.push_back(reports::outcomeFromRows(all[i], (*rows)[i]));
   }
-  return finishCampaign(store, run_id, spec, total, junit, fail_on_survivor);
+  return finishCampaign(store, run_id, spec, total, junit, fail_on_survivor, json);
 }
 
 }  // namespace seam::tools

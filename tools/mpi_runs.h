@@ -19,24 +19,25 @@ namespace seam::tools {
 /// Rank 0 has opened the run (`opened`) or failed to (`open_status`).
 int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec,
                   std::optional<reports::StoredRun> opened, const Status& open_status,
-                  const std::string& junit);
+                  const std::string& junit, bool json);
 /// The end of a sweep's run, one process or many (cmd_sweep.cc): the
-/// summary from every case row it stored, printed, and the exit code.
+/// summary from every case row it stored, printed (as JSON with `json`), and
+/// the exit code.
 int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
-                const properties::SweepResult& live, const std::string& junit);
+                const properties::SweepResult& live, const std::string& junit, bool json);
 
 /// `decided`: the ids of the mutants a resumed run has stored (rank 0's).
 int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,
                      std::optional<reports::StoredRun> opened, const Status& open_status,
                      const std::vector<std::string>& decided, const std::string& junit,
-                     bool fail_on_survivor);
+                     bool fail_on_survivor, bool json);
 
 /// The end of a campaign's run, one process or many (cmd_mutate.cc): marks it
-/// finished, writes its JUnit XML, prints the summary; 1 when the baseline
-/// fails or (with `fail_on_survivor`) a mutant survives.
+/// finished, writes its JUnit XML, prints the summary (as JSON with `json`);
+/// 1 when the baseline fails or (with `fail_on_survivor`) a mutant survives.
 int finishCampaign(reports::Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
                    const mutants::CampaignResult& result, const std::string& junit,
-                   bool fail_on_survivor);
+                   bool fail_on_survivor, bool json);
 
 /// The campaign's mutants in the order it runs them (empty: the registry).
 std::vector<const mutants::Mutant*> campaignList(const mutants::CampaignSpec& spec);

@@ -55,4 +55,9 @@ void checkOptionValues(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) checkOptionValues(*sub);
 }
 
+Expected<bool> jsonFormat(const std::string& format) {
+  if (format == "text" || format == "json") return format == "json";
+  return Status::invalid("--format " + echoed(format) + " is not text or json");
+}
+
 }  // namespace seam::tools

@@ -5,11 +5,19 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "seam/sim/base/status.h"
 
 namespace seam::tools {
 
 /// Adds those checks to every option that takes a value, of `app` and of
 /// every subcommand below it. Call once, after every option is registered.
 void checkOptionValues(CLI::App& app);
+
+/// `--format text|json` of the commands that run a space or a property
+/// (sweep, prop, mutate, diff): true for json; another value is an error
+/// naming it.
+Expected<bool> jsonFormat(const std::string& format);
 
 }  // namespace seam::tools

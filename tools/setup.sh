@@ -22,7 +22,7 @@ packages=(
   cmake g++ make pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libcli11-dev nlohmann-json3-dev libsqlite3-dev libeigen3-dev libgraphviz-dev
-  sqlite3 clang-format python3
+  sqlite3 clang-format python3 libxml2-utils
   libopenmpi-dev openmpi-bin
 )
 # libFuzzer ships in clang's runtime package (Debian 12: clang 14).

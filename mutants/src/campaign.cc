@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <tuple>
@@ -141,8 +142,11 @@ constexpr std::int64_t kChunk = 32;
 /// Plans and checks every case of the space with no mutant. Returns the
 /// cases the engine does not refuse (the campaign's space); `result` gets
 /// the refusals and the first failing case.
-std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) {
+std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result,
+                              CampaignListener* listener) {
   std::vector<Case> all = campaignCases(spec);
+  const auto n = static_cast<std::int64_t>(all.size());
+  std::atomic<std::int64_t> checked{0};
   std::vector<char> refused(all.size(), 0);
   std::vector<char> failed(all.size(), 0);
   std::vector<std::optional<Violation>> baseline_violation(all.size());
@@ -151,6 +155,9 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result) 
   parallelFor(
       static_cast<std::int64_t>(all.size()), spec.jobs, kChunk,
       [&](std::int64_t i, Ledger& ledger) {
+        // A chunk's worth at a time: the listener draws, it need not hear of every case.
+        if (const std::int64_t done = ++checked; listener && (done % kChunk == 0 || done == n))
+          listener->onBaselineProgress(done, n);
         auto plan = buildPlan(all[i], spec.policy, spec.schema);
         if (!plan) {
           refused[i] = plan.status().code() == StatusCode::kRefused;
@@ -314,7 +321,7 @@ Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener*
   CampaignResult result;
   result.seed = spec.seed;
   // The space, without the cases the engine refuses (they plan under no mutant).
-  const std::vector<Case> cases = runBaseline(spec, result);
+  const std::vector<Case> cases = runBaseline(spec, result, listener);
   result.cases = static_cast<std::int64_t>(cases.size());
   if (listener) listener->onBaseline(result.cases, result.baseline_holds);
   if (!result.baseline_holds) {

@@ -1,5 +1,9 @@
 // The registry: every mutation operator, in a fixed order. Ids are stable;
-// append new operators, never rename or reuse an id.
+// append new operators, never reuse an id. A decision mutant's id is
+// "decision." and its decision's name (properties::decisionName): four were
+// renamed to match, and their old ids stay accepted (kRenamed).
+#include <utility>
+
 #include "plan_mutants.h"
 #include "seam/mutants/mutant.h"
 #include "site_mutants.h"
@@ -56,13 +60,13 @@ const DecisionMutant kMixerKeeps(
     "a mixer->mixer exit reduces its sum and still hands it on as carried",
     Decision::kMixerKeepsFusedSum);
 const DecisionMutant kResidualNotFollow(
-    "decision.residual-not-following-slice",
+    "decision.residual-not-sliced",
     "the planner does not move the residual to the FFN's local rows", Decision::kResidualNotSliced);
 const DecisionMutant kFfnKeeps(
-    "decision.ffn-not-leaving-sum-to-mixer",
+    "decision.ffn-keeps-sum-from-mixer",
     "an FFN exit completes its sum although the next mixer was told to complete it",
     Decision::kFfnKeepsSumFromMixer);
-const DecisionMutant kSnapshot("decision.snapshot-not-completing",
+const DecisionMutant kSnapshot("decision.snapshot-not-completed",
                                "an aux snapshot is taken before the carried sum is completed",
                                Decision::kSnapshotNotCompleted);
 const DecisionMutant kStackStart(
@@ -73,7 +77,7 @@ const DecisionMutant kNeverEntered("decision.stack-never-entered",
                                    "layer 0 never sets residual := embedding",
                                    Decision::kStackNeverEntered);
 const DecisionMutant kDownProj(
-    "decision.ffn-down-proj-over-attn-tp",
+    "decision.ffn-reduces-over-attn-tp",
     "a dense FFN's down projection reduces over attention TP only (use_dp_attention_reduce)",
     Decision::kFfnReducesOverAttnTp);
 const DecisionMutant kTerminal("decision.terminal-defers",
@@ -270,12 +274,23 @@ const Mutant* const kTrainingRegistry[] = {
     &kTrGatherSlices,   &kTrKvTiled,   &kTrEarly,     &kTrWeights, &kTrRecompute,  &kTrPrefetch,
 };
 
+/// Ids of earlier versions, which scripts and stored campaigns may still name.
+constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+    {"decision.residual-not-following-slice", "decision.residual-not-sliced"},
+    {"decision.ffn-not-leaving-sum-to-mixer", "decision.ffn-keeps-sum-from-mixer"},
+    {"decision.snapshot-not-completing", "decision.snapshot-not-completed"},
+    {"decision.ffn-down-proj-over-attn-tp", "decision.ffn-reduces-over-attn-tp"},
+};
+
 }  // namespace
 
 std::span<const Mutant* const> registry() { return kRegistry; }
 std::span<const Mutant* const> trainingRegistry() { return kTrainingRegistry; }
 
 const Mutant* findMutant(std::string_view id) {
+  for (const auto& [old_id, new_id] : kRenamed) {
+    if (id == old_id) id = new_id;
+  }
   for (const Mutant* m : kRegistry) {
     if (m->id() == id) return m;
   }
@@ -283,6 +298,22 @@ const Mutant* findMutant(std::string_view id) {
     if (m->id() == id) return m;
   }
   return nullptr;
+}
+
+Expected<std::vector<const Mutant*>> findMutants(const std::vector<std::string>& ids,
+                                                 MutantFamily family) {
+  std::vector<const Mutant*> out;
+  const bool training = family == MutantFamily::kTraining;
+  for (const std::string& id : ids) {
+    const Mutant* m = findMutant(id);
+    if (m == nullptr || m->family() != family) {
+      const std::string kind = training ? "training mutant id (see seam mutate --family training"
+                                        : "mutant id (see seam mutate";
+      return Status::invalid("--mutant \"" + id.substr(0, 64) + "\" is not a " + kind + " --list)");
+    }
+    out.push_back(m);
+  }
+  return out;
 }
 
 }  // namespace seam::mutants

@@ -274,10 +274,15 @@ Expected<DiffResult> runDiff(const DiffSpec& spec) {
   }
   std::vector<CaseDiff> diffs(cases.size());
   std::atomic<size_t> next{0};
+  std::atomic<std::int64_t> compared{0};
+  const auto total = static_cast<std::int64_t>(cases.size());
   auto worker = [&]() {
     Ledger ledger;
-    for (size_t i; (i = next.fetch_add(1)) < cases.size();)
+    for (size_t i; (i = next.fetch_add(1)) < cases.size();) {
       diffs[i] = diffCase(cases[i], spec.a, spec.b, ledger);
+      const std::int64_t done = ++compared;
+      if (spec.on_progress && (done % 64 == 0 || done == total)) spec.on_progress(done, total);
+    }
   };
   std::vector<std::thread> threads;
   for (int j = 1; j < spec.jobs; ++j) threads.emplace_back(worker);

@@ -2,6 +2,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <exception>
@@ -15,14 +16,18 @@ namespace seam::properties {
 
 namespace {
 
+// One name per planted decision: `--decision NAME` and the mutant id
+// `decision.NAME` (mutants/src/registry.cc) are the same words.
 constexpr std::array<std::string_view, kDecisionCount> kDecisionNames = {
-    "mixer_keeps_fused_sum",         "residual_not_sliced",
-    "ffn_keeps_sum_from_mixer",      "snapshot_not_completed",
-    "stack_start_ffn_with_residual", "stack_never_entered",
-    "ffn_reduces_over_attn_tp",      "terminal_defers",
-    "mtp_not_marked_last",           "dp_gather_sum_residual_every_rank",
-    "fusion_token_bound_moved",      "fusion_ignores_dp_attention",
-    "mixer_weights_over_tp",         "post_experts_not_merged"};
+    "mixer-keeps-fused-sum",         "residual-not-sliced",
+    "ffn-keeps-sum-from-mixer",      "snapshot-not-completed",
+    "stack-start-ffn-with-residual", "stack-never-entered",
+    "ffn-reduces-over-attn-tp",      "terminal-defers",
+    "mtp-not-marked-last",           "dp-gather-sum-residual-every-rank",
+    "fusion-token-bound-moved",      "fusion-ignores-dp-attention",
+    "mixer-weights-over-tp",         "post-experts-not-merged"};
+
+constexpr std::string_view kMutantPrefix = "decision.";
 
 // The tag a refused case carries, so the listener can count refusals.
 constexpr const char* kRefusedTag = "refused";
@@ -31,15 +36,24 @@ constexpr const char* kRefusedTag = "refused";
 // line; seam's listener only counts, so that the library prints nothing.
 class CountingListener final : public rc::detail::TestListener {
  public:
+  explicit CountingListener(const std::function<void(int, int)>& progress) : progress_(progress) {}
   void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
     ++cases;
     if (!d.tags.empty()) ++refused;
+    if (progress_) progress_(cases, shrinks);
   }
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {
+    ++shrinks;
+    if (progress_) progress_(cases, shrinks);
+  }
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
 
   int cases = 0;
   int refused = 0;
+  int shrinks = 0;
+
+ private:
+  const std::function<void(int, int)>& progress_;
 };
 
 // The failure of the latest evaluation. rapidcheck runs the minimal case once
@@ -55,13 +69,34 @@ struct LastFailure {
 std::string_view decisionName(Decision d) { return kDecisionNames[static_cast<int>(d)]; }
 
 Expected<Decision> parseDecision(std::string_view name) {
+  // Scripts written before the names were unified spell them in snake case,
+  // and a mutant id names the same decision: both are accepted.
+  std::string words(name.substr(name.rfind(kMutantPrefix, 0) == 0 ? kMutantPrefix.size() : 0));
+  std::replace(words.begin(), words.end(), '_', '-');
   for (int i = 0; i < kDecisionCount; ++i) {
-    if (kDecisionNames[i] == name) return static_cast<Decision>(i);
+    if (kDecisionNames[i] == words) return static_cast<Decision>(i);
   }
   std::string known;
   for (std::string_view n : kDecisionNames) known += (known.empty() ? "" : ", ") + std::string(n);
   return Status::invalid("--decision \"" + std::string(name.substr(0, 64)) +
                          "\" is not a planner decision (" + known + ")");
+}
+
+std::string decisionList(const Schema& schema) {
+  std::string out;
+  for (int i = 0; i < kDecisionCount; ++i) {
+    if ((schema.flipped >> i) & 1u)
+      out += (out.empty() ? "" : ",") + std::string(kDecisionNames[i]);
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string decisionFlags(const Schema& schema) {
+  std::string out;
+  for (int i = 0; i < kDecisionCount; ++i) {
+    if ((schema.flipped >> i) & 1u) out += " --decision " + std::string(kDecisionNames[i]);
+  }
+  return out;
 }
 
 std::string rcParams(const PropSpec& spec) {
@@ -149,7 +184,7 @@ Expected<PropResult> runProp(const PropSpec& spec) {
   rc::detail::TestMetadata metadata;
   metadata.id = "seam prop";
   metadata.description = "every generated case's declared plan satisfies properties 1-6";
-  CountingListener listener;
+  CountingListener listener(spec.on_progress);
   // An empty reproduce map: rapidcheck searches from the seed and never reads
   // its global configuration (RC_PARAMS), which would print to stderr.
   const std::unordered_map<std::string, rc::detail::Reproduce> no_reproduce;
@@ -178,7 +213,9 @@ Expected<PropResult> runProp(const PropSpec& spec) {
     if (last.c) {
       result.failure = last.words;
       result.violation = last.violation;
-      result.reproduce = reproduceCommand(*last.c, policyName(PolicyKind::kDeclared));
+      // The decision planted, so that `seam check` replays the failure as found.
+      result.reproduce =
+          reproduceCommand(*last.c, policyName(PolicyKind::kDeclared)) + decisionFlags(spec.schema);
       result.shrunk = std::move(last.c);
     } else {
       // Not one of ours: an exception escaped while generating or planning.

@@ -1,15 +1,19 @@
-// JUnit XML for CI systems (the de-facto schema Jenkins, GitLab and GitHub
-// actions read). Text is escaped here once, so callers pass raw strings.
+// JUnit XML rendering (junit.h). Text is escaped here once, so callers pass
+// raw strings.
 
-#include <algorithm>
+#include "seam/reports/junit.h"
+
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <map>
 #include <string_view>
 
 #include "seam/reports/output_file.h"
-#include "seam/reports/store.h"
 
 namespace seam::reports {
 namespace {
@@ -103,12 +107,31 @@ std::string escaped(std::string_view text, bool attribute) {
   return out;
 }
 
-/// Seconds with millisecond resolution, independent of the C locale.
+/// Seconds with millisecond resolution, independent of the C locale; a time
+/// under a millisecond keeps microseconds, so that it does not read as 0.
 std::string seconds(double s) {
   if (!std::isfinite(s) || s < 0) s = 0;
   char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, s, std::chars_format::fixed, 3);
+  const int digits = s > 0 && s < 0.001 ? 6 : 3;
+  const auto result =
+      std::to_chars(buffer, buffer + sizeof buffer, s, std::chars_format::fixed, digits);
   return std::string(buffer, result.ptr);
+}
+
+/// ISO 8601 in UTC without a zone, as the Ant schema's timestamp pattern has it.
+std::string timestamp(std::int64_t ms) {
+  const std::time_t t = ms > 0 ? static_cast<std::time_t>(ms / 1000) : std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &utc);
+  return buffer;
+}
+
+std::string thisHost() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
 }
 
 struct Counts {
@@ -125,55 +148,65 @@ struct Counts {
     if (std::isfinite(c.seconds) && c.seconds > 0) seconds += c.seconds;
   }
 
-  std::string attributes() const {
+  /// The schema's <testsuites> has no skipped attribute; <testsuite> has one.
+  std::string attributes(bool with_skipped) const {
     return " tests=\"" + std::to_string(tests) + "\" failures=\"" + std::to_string(failures) +
-           "\" errors=\"0\" skipped=\"" + std::to_string(skipped) + "\" time=\"" +
-           reports::seconds(seconds) + "\"";
+           "\" errors=\"0\"" +
+           (with_skipped ? " skipped=\"" + std::to_string(skipped) + "\"" : std::string()) +
+           " time=\"" + reports::seconds(seconds) + "\"";
   }
 };
 
-std::string render(const std::string& suite_name, const std::vector<JunitCase>& cases) {
-  // Suites in the order of their first case; an empty suite name is the run's.
-  std::vector<std::string> suites;
-  auto suiteOf = [&](const JunitCase& c) -> const std::string& {
-    return c.suite.empty() ? suite_name : c.suite;
-  };
-  for (const JunitCase& c : cases) {
-    if (std::find(suites.begin(), suites.end(), suiteOf(c)) == suites.end()) {
-      suites.push_back(suiteOf(c));
-    }
+void appendCase(std::string& xml, const JunitCase& c) {
+  xml += "    <testcase name=\"" + escaped(c.name, true) + "\" classname=\"" +
+         escaped(c.classname, true) + "\" time=\"" + seconds(c.seconds) + "\"";
+  std::string inner;
+  if (c.failed) {
+    inner += "      <failure message=\"" + escaped(c.message, true) + "\" type=\"violation\">" +
+             escaped(c.body.empty() ? c.message : c.body, false) + "</failure>\n";
+  } else if (c.skipped) {
+    inner += "      <skipped message=\"" + escaped(c.message, true) + "\"/>\n";
   }
-  if (suites.empty()) suites.push_back(suite_name);  // readers expect one <testsuite>
+  if (!c.output.empty())
+    inner += "      <system-out>" + escaped(c.output, false) + "</system-out>\n";
+  xml += inner.empty() ? "/>\n" : ">\n" + inner + "    </testcase>\n";
+}
+
+std::string render(const JunitDoc& doc) {
+  // Suites in the order of their first case; an empty suite name is the document's.
+  std::vector<std::string> suites;
+  std::map<std::string, std::vector<const JunitCase*>> members;
+  auto suiteOf = [&](const JunitCase& c) -> const std::string& {
+    return c.suite.empty() ? doc.name : c.suite;
+  };
+  for (const JunitCase& c : doc.cases) {
+    auto& list = members[suiteOf(c)];
+    if (list.empty()) suites.push_back(suiteOf(c));
+    list.push_back(&c);
+  }
+  if (suites.empty()) suites.push_back(doc.name);  // readers expect one <testsuite>
 
   Counts all;
-  for (const JunitCase& c : cases) all.add(c);
+  for (const JunitCase& c : doc.cases) all.add(c);
+  const std::string stamp = timestamp(doc.started_ms);
+  const std::string host = doc.hostname.empty() ? thisHost() : doc.hostname;
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  xml += "<testsuites name=\"" + escaped(suite_name, true) + "\"" + all.attributes() + ">\n";
+  xml += "<testsuites name=\"" + escaped(doc.name, true) + "\"" + all.attributes(false) + ">\n";
   for (const std::string& suite : suites) {
     Counts counts;
-    for (const JunitCase& c : cases) {
-      if (suiteOf(c) == suite) counts.add(c);
-    }
-    xml += "  <testsuite name=\"" + escaped(suite, true) + "\"" + counts.attributes() + ">\n";
-    for (const JunitCase& c : cases) {
-      if (suiteOf(c) != suite) continue;
-      xml += "    <testcase name=\"" + escaped(c.name, true) + "\" classname=\"" +
-             escaped(c.classname, true) + "\" time=\"" + seconds(c.seconds) + "\"";
-      if (c.failed) {
-        xml += ">\n      <failure message=\"" + escaped(c.message, true) +
-               "\" type=\"violation\">" + escaped(c.message, false) +
-               "</failure>\n    </testcase>\n";
-      } else if (c.skipped) {
-        xml +=
-            ">\n      <skipped message=\"" + escaped(c.message, true) + "\"/>\n    </testcase>\n";
-      } else if (!c.message.empty()) {
-        // A passing case's note (a campaign's kill: the line that replays it).
-        xml += ">\n      <system-out>" + escaped(c.message, false) +
-               "</system-out>\n    </testcase>\n";
-      } else {
-        xml += "/>\n";
+    for (const JunitCase* c : members[suite]) counts.add(*c);
+    xml += "  <testsuite name=\"" + escaped(suite, true) + "\"" + counts.attributes(true) +
+           " timestamp=\"" + stamp + "\" hostname=\"" + escaped(host, true) + "\">\n";
+    for (const JunitSuite& s : doc.suites) {
+      if (s.name != suite || s.properties.empty()) continue;
+      xml += "    <properties>\n";
+      for (const auto& [name, value] : s.properties) {
+        xml += "      <property name=\"" + escaped(name, true) + "\" value=\"" +
+               escaped(value, true) + "\"/>\n";
       }
+      xml += "    </properties>\n";
     }
+    for (const JunitCase* c : members[suite]) appendCase(xml, *c);
     xml += "  </testsuite>\n";
   }
   xml += "</testsuites>\n";
@@ -182,9 +215,8 @@ std::string render(const std::string& suite_name, const std::vector<JunitCase>& 
 
 }  // namespace
 
-Status writeJunit(const std::string& path, const std::string& suite_name,
-                  const std::vector<JunitCase>& cases) {
-  return writeOutputFile("--junit", path, render(suite_name, cases));
+Status writeJunit(const std::string& path, const JunitDoc& doc) {
+  return writeOutputFile("--junit", path, render(doc));
 }
 
 }  // namespace seam::reports

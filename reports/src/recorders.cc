@@ -63,7 +63,7 @@ std::string sweepArgs(const properties::SweepSpec& spec) {
          " shard=" + std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) +
          leaf("pp", f.pp) + leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) +
          leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) +
-         " schema=" + std::to_string(spec.schema.flipped) + " models=" + models;
+         " decision=" + properties::decisionList(spec.schema) + " models=" + models;
 }
 
 std::string campaignArgs(const mutants::CampaignSpec& spec) {
@@ -72,9 +72,9 @@ std::string campaignArgs(const mutants::CampaignSpec& spec) {
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   for (const auto* m : spec.mutants) ids += (ids.empty() ? "" : ",") + std::string(m->id());
   return "worlds=" + worlds + " policy=" + std::string(policyName(spec.policy)) +
-         " schema=" + std::to_string(spec.schema.flipped) + " seed=" + std::to_string(spec.seed) +
-         (spec.bound_cases ? " bounds=1" : "") + " mutants=" + (ids.empty() ? "all" : ids) +
-         " models=" + models;
+         " decision=" + properties::decisionList(spec.schema) +
+         " seed=" + std::to_string(spec.seed) + (spec.bound_cases ? " bounds=1" : "") +
+         " mutants=" + (ids.empty() ? "all" : ids) + " models=" + models;
 }
 
 SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
@@ -191,32 +191,9 @@ Expected<properties::SweepResult> finishSweepRun(StoredRun& run, const propertie
   auto result = sweepResultFromStore(run.store, run.run.id, spec, live);
   if (!result) return result.status();
   if (!junit.empty()) {
-    if (Status st = writeRunJunit(run.store, run.run.id, "sweep", junit); !st) return st;
+    if (Status st = writeSweepJunit(run.store, run.run, live, junit); !st) return st;
   }
   return result;
-}
-
-Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite,
-                     const std::string& path) {
-  auto cases = store.cases(run_id);
-  if (!cases) return cases.status();
-  auto failures = store.firstFailures(run_id);
-  if (!failures) return failures.status();
-  std::map<std::int64_t, std::string> failure_text;
-  for (const auto& [idx, v] : *failures) failure_text[idx] = v.text;
-  std::vector<JunitCase> out;
-  out.reserve(cases->size());
-  for (const CaseRecord& c : *cases) {
-    JunitCase j;
-    j.suite = suite;
-    j.classname = c.group;
-    j.name = "#" + std::to_string(c.index) + " " + c.reproduce;
-    j.failed = c.outcome == CaseOutcome::kViolated;
-    j.skipped = c.outcome == CaseOutcome::kRefused;
-    j.message = j.failed ? failure_text[c.index] : c.refusal;
-    out.push_back(std::move(j));
-  }
-  return writeJunit(path, suite, out);
 }
 
 CampaignRecorder::CampaignRecorder(Store& store, std::int64_t run_id,
@@ -327,10 +304,11 @@ Status recordProp(Store& store, const properties::PropSpec& spec,
                   const properties::PropResult& result, const std::string& version) {
   RunRecord run;
   run.command = "prop";
-  run.args =
-      "cases=" + std::to_string(spec.cases) + " seed=" + std::to_string(spec.seed) +
-      " world=" + std::to_string(spec.world) + " max_layers=" + std::to_string(spec.max_layers) +
-      " schema=" + std::to_string(spec.schema.flipped) + " rc_params=\"" + result.rc_params + "\"";
+  run.args = "cases=" + std::to_string(spec.cases) + " seed=" + std::to_string(spec.seed) +
+             " world=" + std::to_string(spec.world) +
+             " max_layers=" + std::to_string(spec.max_layers) +
+             " decision=" + properties::decisionList(spec.schema) + " rc_params=\"" +
+             result.rc_params + "\"";
   run.version = version;
   if (Status st = store.beginRun(run); !st) return st;
   if (!result.passed && result.shrunk) {
@@ -353,38 +331,6 @@ Status recordProp(Store& store, const properties::PropSpec& spec,
     if (Status st = store.addCase(run.id, rec, failing); !st) return st;
   }
   return store.finishRun(run.id);
-}
-
-Status writePropJunit(const properties::PropResult& result, const std::string& path) {
-  JunitCase j;
-  j.suite = "prop";
-  j.classname = "prop";
-  j.name = "every generated case satisfies properties 1-6 (RC_PARAMS=\"" + result.rc_params + "\")";
-  j.seconds = result.seconds;
-  j.failed = !result.passed;
-  j.message = result.passed ? "" : result.failure + "\n" + result.reproduce;
-  return writeJunit(path, "prop", {j});
-}
-
-Status writeCampaignJunit(const mutants::CampaignResult& result, const std::string& path) {
-  std::vector<JunitCase> out;
-  for (const auto& o : result.outcomes) {
-    JunitCase j;
-    j.suite = "mutate";
-    j.classname = std::string(mutants::kindName(o.mutant->kind()));
-    j.name = std::string(o.mutant->id());
-    j.seconds = o.seconds;
-    // Survivors fail; mutants left out of the score (equivalent, not
-    // covered, planner error) are skipped with their status; a kill passes
-    // and says how to replay it.
-    j.failed = o.status == mutants::MutantStatus::kSurvived;
-    j.skipped = !j.failed && o.status != mutants::MutantStatus::kKilled;
-    j.message = o.status == mutants::MutantStatus::kKilled
-                    ? "killed: replay: " + o.kill_reproduce
-                    : std::string(mutants::statusName(o.status)) + ": " + o.argument;
-    out.push_back(std::move(j));
-  }
-  return writeJunit(path, "mutate", out);
 }
 
 }  // namespace seam::reports

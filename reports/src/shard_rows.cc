@@ -26,7 +26,8 @@ std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
     rec.outcome = r.refused ? CaseOutcome::kRefused
                             : (r.violation ? CaseOutcome::kViolated : CaseOutcome::kHolds);
     rec.refusal = r.refusal;
-    rec.reproduce = reproduceCommand(*r.c, policyName(spec.policy));
+    rec.reproduce =
+        reproduceCommand(*r.c, policyName(spec.policy)) + properties::decisionFlags(spec.schema);
     rec.plan_hash = r.plan_hash;
     std::vector<VerdictRecord> failing;
     if (r.violation) {

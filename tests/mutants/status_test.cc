@@ -6,6 +6,7 @@
 
 #include "seam/mutants/campaign.h"
 #include "seam/properties/check.h"
+#include "seam/properties/prop.h"
 
 namespace seam::mutants {
 namespace {
@@ -113,6 +114,28 @@ TEST(Status, TheSeedDecidesTheOrderAndTheSitesAndIsReplayed) {
   int differs = 0;
   for (int i = 0; i < 50; ++i) differs += sampledSite(3, "x", i, 7) != sampledSite(4, "x", i, 7);
   EXPECT_GT(differs, 10);
+}
+
+TEST(Names, ADecisionMutantIsNamedDecisionDotItsDecisionsNameAndOldIdsStillFindIt) {
+  int decisions = 0;
+  for (const Mutant* m : registry()) {
+    if (m->kind() != MutantKind::kDecision) continue;
+    ++decisions;
+    const Schema s = m->schema();
+    ASSERT_EQ(__builtin_popcount(s.flipped), 1) << m->id();
+    const auto d = static_cast<Decision>(__builtin_ctz(s.flipped));
+    EXPECT_EQ(m->id(), "decision." + std::string(properties::decisionName(d)));
+    EXPECT_EQ(findMutant(m->id()), m);
+  }
+  EXPECT_EQ(decisions, kDecisionCount) << "one mutant per planner decision";
+  for (const char* old_id :
+       {"decision.residual-not-following-slice", "decision.ffn-not-leaving-sum-to-mixer",
+        "decision.snapshot-not-completing", "decision.ffn-down-proj-over-attn-tp"}) {
+    const Mutant* m = findMutant(old_id);
+    ASSERT_NE(m, nullptr) << old_id;
+    EXPECT_NE(m->id(), old_id);
+    EXPECT_EQ(m->kind(), MutantKind::kDecision);
+  }
 }
 
 }  // namespace

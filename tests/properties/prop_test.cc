@@ -137,7 +137,8 @@ TEST_P(RunPropPlanted, FailsAndShrinksToAPatternOfAtMostThreeLayers) {
   EXPECT_FALSE(r->failure.empty());
   ASSERT_TRUE(r->violation.has_value());
   EXPECT_EQ(r->failure, describeViolation(*r->violation));
-  EXPECT_EQ(r->reproduce, reproduceCommand(*r->shrunk, "declared"));
+  EXPECT_EQ(r->reproduce, reproduceCommand(*r->shrunk, "declared") + " --decision " +
+                              std::string(decisionName(GetParam().decision)));
   EXPECT_EQ(r->reproduce.rfind("seam check --pattern '", 0), 0u) << r->reproduce;
   EXPECT_EQ(r->rc_params, "seed=7 max_success=500 max_size=100");
   EXPECT_LE(r->cases_run, 500);
@@ -269,10 +270,27 @@ TEST(Decisions, NamesRoundTripAndUnknownNamesAreListed) {
     ASSERT_TRUE(back.hasValue()) << decisionName(d);
     EXPECT_EQ(*back, d);
   }
-  EXPECT_EQ(decisionName(Decision::kFfnKeepsSumFromMixer), "ffn_keeps_sum_from_mixer");
+  EXPECT_EQ(decisionName(Decision::kFfnKeepsSumFromMixer), "ffn-keeps-sum-from-mixer");
   auto bad = parseDecision("ffn-keeps-sum");
   ASSERT_FALSE(bad.hasValue());
-  EXPECT_NE(bad.status().message().find("stack_start_ffn_with_residual"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("stack-start-ffn-with-residual"), std::string::npos);
+}
+
+TEST(Decisions, TheSnakeCaseSpellingAndTheMutantIdNameTheSameDecision) {
+  for (std::string_view alias : {"ffn_keeps_sum_from_mixer", "decision.ffn-keeps-sum-from-mixer",
+                                 "ffn-keeps-sum-from-mixer"}) {
+    auto d = parseDecision(alias);
+    ASSERT_TRUE(d.hasValue()) << alias;
+    EXPECT_EQ(*d, Decision::kFfnKeepsSumFromMixer) << alias;
+  }
+}
+
+TEST(Decisions, ARunRecordsItsDecisionsByNameAndACheckLineCarriesThem) {
+  EXPECT_EQ(decisionList(Schema{}), "none");
+  EXPECT_EQ(decisionFlags(Schema{}), "");
+  const Schema one = Schema::with(Decision::kTerminalDefers);
+  EXPECT_EQ(decisionList(one), "terminal-defers");
+  EXPECT_EQ(decisionFlags(one), " --decision terminal-defers");
 }
 
 }  // namespace

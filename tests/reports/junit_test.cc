@@ -1,14 +1,20 @@
+#include "seam/reports/junit.h"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "seam/reports/store.h"
+#include "junit_schema.h"
 #include "store_test_support.h"
 
 namespace seam::reports::store_test {
 namespace {
+
+Status write(const std::string& path, const std::string& name, std::vector<JunitCase> cases) {
+  return writeJunit(path, JunitDoc{.name = name, .cases = std::move(cases)});
+}
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -31,18 +37,20 @@ TEST(Junit, WritesOneSuiteWithCountsFailuresAndSkips) {
        .skipped = true,
        .message = "attention CP is not supported"},
   };
-  ASSERT_TRUE(writeJunit(path, "seam sweep", cases));
+  ASSERT_TRUE(write(path, "seam sweep", cases));
   EXPECT_FALSE(exists(path + ".tmp"));
   const std::string xml = readFile(path);
+  // <testsuites> has no skipped attribute in the schema; each <testsuite> has.
   EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"seam sweep\" "
-                      "tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"0.512\">\n",
+                      "tests=\"3\" failures=\"1\" errors=\"0\" time=\"0.512\">\n",
                       0),
             0u)
       << xml;
   EXPECT_NE(xml.find("  <testsuite name=\"seam sweep\" tests=\"3\" failures=\"1\" errors=\"0\" "
-                     "skipped=\"1\" time=\"0.512\">\n"),
+                     "skipped=\"1\" time=\"0.512\" timestamp=\""),
             std::string::npos)
       << xml;
+  EXPECT_EQ(seam::testing::junitSchemaErrors(path), "");
   EXPECT_NE(xml.find("<testcase name=\"tp=2 dp=4\" classname=\"nemotron-h\" time=\"0.013\"/>"),
             std::string::npos)
       << xml;
@@ -65,7 +73,7 @@ TEST(Junit, GroupsCasesIntoOneSuitePerSuiteInFirstSeenOrder) {
       {.suite = "sweep b", .name = "3", .skipped = true},
       {.name = "4"},  // no suite: the run's
   };
-  ASSERT_TRUE(writeJunit(path, "run", cases));
+  ASSERT_TRUE(write(path, "run", cases));
   const std::string xml = readFile(path);
   const auto b =
       xml.find("<testsuite name=\"sweep b\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"1\"");
@@ -78,11 +86,11 @@ TEST(Junit, GroupsCasesIntoOneSuitePerSuiteInFirstSeenOrder) {
   EXPECT_LT(b, a);
   EXPECT_LT(a, run);
   EXPECT_LT(xml.find("name=\"3\""), a);  // case 3 sits in suite b, before suite a
-  EXPECT_NE(
-      xml.find("<testsuites name=\"run\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\""),
-      std::string::npos);
+  EXPECT_NE(xml.find("<testsuites name=\"run\" tests=\"4\" failures=\"1\" errors=\"0\" time="),
+            std::string::npos);
+  EXPECT_EQ(seam::testing::junitSchemaErrors(path), "");
 
-  ASSERT_TRUE(writeJunit(path, "empty", {}));  // still one (empty) suite
+  ASSERT_TRUE(write(path, "empty", {}));  // still one (empty) suite
   EXPECT_NE(readFile(path).find("<testsuite name=\"empty\" tests=\"0\""), std::string::npos);
 }
 
@@ -94,7 +102,7 @@ TEST(Junit, EscapesMarkupAndDropsControlCharacters) {
       {.classname = nasty, .name = nasty, .failed = true, .message = nasty},
       {.classname = "c", .name = "skip", .skipped = true, .message = nasty},
   };
-  ASSERT_TRUE(writeJunit(path, nasty, cases));
+  ASSERT_TRUE(write(path, nasty, cases));
   const std::string xml = readFile(path);
   const std::string attribute =
       "a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos;\x7f|&#9;line&#10;next&#13;\xC3\xA9 "
@@ -115,18 +123,55 @@ TEST(Junit, EscapesMarkupAndDropsControlCharacters) {
     const auto u = static_cast<unsigned char>(c);
     EXPECT_TRUE(u >= 0x20 || c == '\n' || c == '\t') << "control character " << int(u);
   }
+  EXPECT_EQ(seam::testing::junitSchemaErrors(path), "");
+}
+
+TEST(Junit, SuitesCarryTheirTimestampHostnameAndPropertiesAndAFailureItsReplayLine) {
+  const std::string path = tempPath("doc.xml");
+  JunitDoc doc;
+  doc.name = "sweep";
+  doc.started_ms = 1700000000123;  // 2023-11-14T22:13:20 UTC
+  doc.hostname = "ci-runner-7";
+  doc.suites = {{"sweep.m", {{"refused", "12"}, {"refused: a & b", "3"}}}};
+  doc.cases = {{.suite = "sweep.m",
+                .classname = "sweep.m",
+                .name = "pp=1 tp=2",
+                .seconds = 0.0004,
+                .failed = true,
+                .message = "owed-once violated (never-completed)",
+                .body = "seam check --pattern 'M-' --tp 2",
+                .output = "3 cases"}};
+  ASSERT_TRUE(writeJunit(path, doc));
+  const std::string xml = readFile(path);
+  EXPECT_NE(xml.find("timestamp=\"2023-11-14T22:13:20\" hostname=\"ci-runner-7\">\n    "
+                     "<properties>\n      <property name=\"refused\" value=\"12\"/>\n      "
+                     "<property name=\"refused: a &amp; b\" value=\"3\"/>\n    </properties>\n"),
+            std::string::npos)
+      << xml;
+  // Under a millisecond a time keeps its microseconds rather than reading 0.
+  EXPECT_NE(xml.find("classname=\"sweep.m\" time=\"0.000400\">"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"owed-once violated (never-completed)\" "
+                     "type=\"violation\">seam check --pattern &apos;M-&apos; --tp 2</failure>\n"
+                     "      <system-out>3 cases</system-out>"),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(seam::testing::junitSchemaErrors(path), "");
+
+  // A document the schema refuses is told apart (the check can fail).
+  writeFile(path, "<testsuites skipped=\"1\"><testsuite/></testsuites>");
+  EXPECT_NE(seam::testing::junitSchemaErrors(path), "");
 }
 
 TEST(Junit, ReplacesAnExistingFileAndRefusesAMissingDirectoryNamingThePath) {
   const std::string path = tempPath("replace.xml");
   writeFile(path, "old");
-  ASSERT_TRUE(writeJunit(path, "s", {{.name = "n"}}));
+  ASSERT_TRUE(write(path, "s", {{.name = "n"}}));
   EXPECT_NE(readFile(path).find("<testcase name=\"n\""), std::string::npos);
   EXPECT_FALSE(exists(path + ".tmp"));
 
   const std::string missing = tempPath("no_such_junit_dir");
   const std::string bad = missing + "/junit.xml";
-  const Status refused = writeJunit(bad, "s", {});
+  const Status refused = write(bad, "s", {});
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidInput);
   EXPECT_EQ(refused.message(),

@@ -40,7 +40,7 @@ TEST(PropCli, TwoHundredCasesWithSeedOnePassAndSaySo) {
 }
 
 TEST(PropCli, AFlippedDecisionFailsWithRcParamsAndASeamCheckLine) {
-  CliRun r = seam("prop --cases 500 --seed 7 --decision ffn_keeps_sum_from_mixer");
+  CliRun r = seam("prop --cases 500 --seed 7 --decision ffn-keeps-sum-from-mixer");
   EXPECT_EQ(r.code, kExitPropertyFailed) << r.out << r.err;
   EXPECT_NE(r.out.find("FAILED after "), std::string::npos) << r.out;
   EXPECT_EQ(lineStartingWith(r.out, "RC_PARAMS="),
@@ -48,7 +48,8 @@ TEST(PropCli, AFlippedDecisionFailsWithRcParamsAndASeamCheckLine) {
       << r.out;
   const std::string check = lineStartingWith(r.out, "seam check ");
   EXPECT_NE(check.find("--pattern '"), std::string::npos) << r.out;
-  EXPECT_NE(check.find("--policy declared"), std::string::npos) << r.out;
+  EXPECT_NE(check.find("--policy declared --decision ffn-keeps-sum-from-mixer"), std::string::npos)
+      << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 

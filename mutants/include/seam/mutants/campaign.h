@@ -117,6 +117,9 @@ std::string killReproduce(const Case& c, PolicyKind policy, const Mutant& m, int
 class CampaignListener {
  public:
   virtual ~CampaignListener() = default;
+  /// Baseline cases checked so far of `total`; called from the worker
+  /// threads (a listener that draws serialises itself).
+  virtual void onBaselineProgress(std::int64_t done, std::int64_t total) {}
   virtual void onBaseline(std::int64_t cases, bool holds) {}
   virtual void onMutant(const MutantOutcome& outcome, int done, int total) {}
   /// A stored outcome for `mutant` (resume): return it to skip the mutant.

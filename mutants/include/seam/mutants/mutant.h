@@ -7,7 +7,9 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "seam/sim/plan/plan.h"
 #include "seam/sim/policy/policy.h"
@@ -54,7 +56,11 @@ class Mutant {
 std::span<const Mutant* const> registry();
 /// Every training operator (ids `training.*`), in registry order.
 std::span<const Mutant* const> trainingRegistry();
-/// The operator with this id, or nullptr.
+/// The operator with this id (or an id it had before, registry.cc), or nullptr.
 const Mutant* findMutant(std::string_view id);
+/// The operators of `family` with these ids (--mutant), in order; an id of
+/// none is an error naming it and where the ids are listed.
+Expected<std::vector<const Mutant*>> findMutants(const std::vector<std::string>& ids,
+                                                 MutantFamily family);
 
 }  // namespace seam::mutants

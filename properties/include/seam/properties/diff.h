@@ -58,6 +58,9 @@ struct DiffSpec {
   int jobs = 1;
   /// Called for every case after the comparison, in case order (the store).
   std::function<void(std::int64_t index, const Case& c, const CaseDiff& d)> on_case;
+  /// Cases compared so far of `total`, every few cases; called from the
+  /// worker threads (a caller that draws serialises itself).
+  std::function<void(std::int64_t done, std::int64_t total)> on_progress;
 };
 
 struct DiffExample {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,9 @@ struct PropSpec {
   Schema schema;                       ///< planner mutant switched on (none by default)
   int max_size = 100;                  ///< rapidcheck max_size (patterns reach max_layers at 100)
   bool shrink = true;  ///< false: report the first failing case as found (RC_PARAMS noshrink=1)
+  /// After each generated case and each shrink tried: the cases generated so
+  /// far and the shrinks tried (0 until a case fails). Called on the calling thread.
+  std::function<void(int cases, int shrinks_tried)> on_progress;
 };
 
 /// The outcome. A failing property is a value, not an error.
@@ -42,7 +46,8 @@ struct PropResult {
   std::optional<Violation> violation;
   /// The RC_PARAMS value that replays this run, e.g. "seed=7 max_success=500 max_size=100".
   std::string rc_params;
-  /// The `seam check` command of the shrunk case (empty when passed).
+  /// The `seam check` command of the shrunk case, with the planted decision's
+  /// --decision (empty when passed).
   std::string reproduce;
   /// Shrink steps rapidcheck took to reach it.
   int shrinks = 0;
@@ -67,9 +72,18 @@ std::string rcParams(const PropSpec& spec);
 /// A reproduce= string is refused: seam replays a run from its seed.
 Status applyRcParams(std::string_view text, PropSpec& spec);
 
-/// The snake-case name of a planner decision, e.g. "ffn_keeps_sum_from_mixer".
+/// The name of a planner decision, e.g. "ffn-keeps-sum-from-mixer": what
+/// --decision takes and, after "decision.", the id of its mutant.
 std::string_view decisionName(Decision d);
-/// Inverse of decisionName; the error lists the names.
+/// Inverse of decisionName. Also accepts the mutant id ("decision.NAME") and
+/// the snake-case spelling of earlier versions ("ffn_keeps_sum_from_mixer");
+/// the error lists the names.
 Expected<Decision> parseDecision(std::string_view name);
+/// The decisions `schema` flips, by name, comma-separated; "none" when none
+/// (how a run's arguments record them).
+std::string decisionList(const Schema& schema);
+/// " --decision NAME" for each decision `schema` flips ("" when none): what a
+/// `seam check` line needs to replay a case planned under `schema`.
+std::string decisionFlags(const Schema& schema);
 
 }  // namespace seam::properties

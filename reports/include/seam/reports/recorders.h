@@ -12,6 +12,7 @@
 #include "seam/properties/diff.h"
 #include "seam/properties/prop.h"
 #include "seam/properties/sweep.h"
+#include "seam/reports/junit.h"
 #include "seam/reports/shard_rows.h"
 #include "seam/reports/store.h"
 
@@ -80,16 +81,10 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
 
 /// Ends a sweep's run: marks it finished, rebuilds the summary from every
 /// case row it stored (sweepResultFromStore) and, when `junit` is not empty,
-/// writes its JUnit XML there.
+/// writes its JUnit XML there (writeSweepJunit).
 Expected<properties::SweepResult> finishSweepRun(StoredRun& run, const properties::SweepSpec& spec,
                                                  const properties::SweepResult& live,
                                                  const std::string& junit);
-
-/// JUnit XML of every case of a run: one testcase per case (classname = the
-/// model, name = the case's `seam check` line), failures with the violation,
-/// refused cases as skipped.
-Status writeRunJunit(Store& store, std::int64_t run_id, const std::string& suite,
-                     const std::string& path);
 
 /// Stores each decided mutant (so a resumed campaign skips it) and recalls
 /// stored ones; forwards progress to `next`.
@@ -97,6 +92,9 @@ class CampaignRecorder : public mutants::CampaignListener {
  public:
   CampaignRecorder(Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
                    mutants::CampaignListener* next);
+  void onBaselineProgress(std::int64_t done, std::int64_t total) override {
+    if (next_) next_->onBaselineProgress(done, total);
+  }
   void onBaseline(std::int64_t cases, bool holds) override;
   void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
   std::optional<mutants::MutantOutcome> recalled(const mutants::Mutant& mutant) override;
@@ -140,10 +138,5 @@ std::string diffArgs(const properties::DiffSpec& spec, const std::string& worlds
 /// violation.
 Status recordProp(Store& store, const properties::PropSpec& spec,
                   const properties::PropResult& result, const std::string& version);
-/// JUnit XML of a prop run: one testcase, failed with the shrunk case.
-Status writePropJunit(const properties::PropResult& result, const std::string& path);
-
-/// JUnit XML of a campaign: one testcase per mutant, survivors as failures.
-Status writeCampaignJunit(const mutants::CampaignResult& result, const std::string& path);
 
 }  // namespace seam::reports

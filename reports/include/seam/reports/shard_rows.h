@@ -95,6 +95,9 @@ class CampaignShare : public mutants::CampaignListener {
   CampaignShare(PolicyKind policy, std::set<std::string> share, mutants::CampaignListener* next,
                 Sink sink)
       : policy_(policy), share_(std::move(share)), next_(next), sink_(std::move(sink)) {}
+  void onBaselineProgress(std::int64_t done, std::int64_t total) override {
+    if (next_) next_->onBaselineProgress(done, total);
+  }
   void onBaseline(std::int64_t cases, bool holds) override;
   void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
   std::optional<mutants::MutantOutcome> recalled(const mutants::Mutant& mutant) override;

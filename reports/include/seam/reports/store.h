@@ -194,20 +194,4 @@ inline constexpr int kStoreSchemaVersion = 3;
 /// only the current version.
 Status createStoreOfVersion(const std::string& path, int version);
 
-/// JUnit XML for CI systems: one <testsuite> per `suite`, one <testcase> per
-/// case (name = the case, classname = the group), a <failure> with the
-/// violation text for violated cases, <skipped> for refused ones. Written to
-/// `path` atomically (temp file + rename); a bad path is a one-line Status.
-struct JunitCase {
-  std::string suite;
-  std::string classname;
-  std::string name;
-  double seconds = 0;
-  bool failed = false;
-  bool skipped = false;
-  std::string message;  ///< failure or skip message
-};
-Status writeJunit(const std::string& path, const std::string& suite_name,
-                  const std::vector<JunitCase>& cases);
-
 }  // namespace seam::reports
