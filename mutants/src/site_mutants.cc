@@ -280,6 +280,13 @@ void ReduceScatterOtherChunkAt::edit(const Topology&, std::vector<Op>& ops, int 
   ops[i].chunk_shift = 1;
 }
 
+int AllToAllOtherChunkAt::variants(const Topology& topo, const std::vector<Op>& ops, int i) const {
+  return ops[i].kind == OpKind::kAllToAll && isCollective(topo, ops[i]) ? 1 : 0;
+}
+void AllToAllOtherChunkAt::edit(const Topology&, std::vector<Op>& ops, int i, int, int) const {
+  ops[i].chunk_shift = 1;
+}
+
 int ReduceAveragedAt::variants(const Topology& topo, const std::vector<Op>& ops, int i) const {
   return sums(ops[i].kind) && isCollective(topo, ops[i]) ? 1 : 0;
 }

@@ -68,6 +68,9 @@ SEAM_SITE_MUTANT(SnapshotMovedAt);
 SEAM_SITE_MUTANT(GatherRankOrderAt);
 /// A reduce-scatter leaves each member the next member's chunk of the sum.
 SEAM_SITE_MUTANT(ReduceScatterOtherChunkAt);
+/// An all-to-all delivers each member's chunk one member along (what member
+/// p is owed lands on member p - 1): splits indexed by the wrong rank.
+SEAM_SITE_MUTANT(AllToAllOtherChunkAt);
 /// A reduction averages (ncclAvg) where a sum is owed.
 SEAM_SITE_MUTANT(ReduceAveragedAt);
 /// A reduction averages and its result is scaled by 1/n again.

@@ -64,6 +64,9 @@ std::vector<SiteCase> siteCases() {
       // LayerNorm SP: every FFN boundary reduce-scatters and gathers again.
       {"plan.site-gather-rank-order", lnSpCase(), true},
       {"plan.site-reduce-scatter-other-chunk", lnSpCase(), true},
+      // DeepEP: each rank dispatches its own slice of the tokens.
+      {"plan.site-all-to-all-other-chunk", patternCase("EM", {.tp = 2, .moe_ep = 2}, {3}, deepep()),
+       true},
       {"plan.site-reduce-averaged", lnSpCase(), true},
       {"plan.site-reduce-scaled-twice", lnSpCase(), true},
       {"plan.site-rows-shrunk-to-chunk", lnSpCase(), true},
@@ -117,6 +120,12 @@ TEST(SiteMutant, ARankOrderOrChunkOrScaleIsCaughtAsTheBugItIs) {
   auto chunk = violationAt("plan.site-reduce-scatter-other-chunk", c, 0);
   ASSERT_TRUE(chunk.has_value());
   EXPECT_EQ(chunk->cls, ViolationClass::kForeignTerm) << describeViolation(*chunk);
+  // DeepEP's dispatch (site 0): the combine hands each rank the rows of the
+  // rank beside it, which hold other tokens.
+  auto a2a = violationAt("plan.site-all-to-all-other-chunk",
+                         patternCase("EM", {.tp = 2, .moe_ep = 2}, {3}, deepep()), 0);
+  ASSERT_TRUE(a2a.has_value());
+  EXPECT_EQ(a2a->property, Property::kOwedOnce) << describeViolation(*a2a);
   auto avg = violationAt("plan.site-reduce-averaged", c, 0);
   ASSERT_TRUE(avg.has_value());
   EXPECT_EQ(avg->cls, ViolationClass::kWrongScale) << describeViolation(*avg);

@@ -260,11 +260,14 @@ inline void Replay<Domain>::dispatch(const std::vector<int>& members, const Op& 
   d.kind = RowKind::kDispatched;
   d.present = true;
   for (int m : members) {
-    const Buffer& b = buf(m);
-    if (!b.present) {
+    if (!buf(m).present) {
       layoutViolation(m, Property::kOwedOnce, "all_to_all dispatch of no value");
       return;
     }
+  }
+  // Slot j holds member j's rows (chunkOf's member when the plan moves them).
+  for (size_t j = 0; j < members.size(); ++j) {
+    const Buffer& b = buf(members[chunkOf(j, members.size(), op)]);
     d.v.insert(d.v.end(), b.v.begin(), b.v.end());
   }
   for (int m : members) {
@@ -280,11 +283,24 @@ inline void Replay<Domain>::dispatch(const std::vector<int>& members, const Op& 
 template <class Domain>
 inline void Replay<Domain>::combine(const std::vector<int>& members, const Op& op) {
   auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
-  std::vector<Buffer> out(members.size());
-  int seg = 0;
-  for (size_t i = 0; i < members.size(); ++i) {
+  const size_t n = members.size();
+  std::vector<Buffer> out(n);
+  std::vector<int> offset(n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    offset[i + 1] = offset[i] + rows().count(op.rows_out.kind, members[i]);
+  for (size_t i = 0; i < n; ++i) {
     const int m = members[i];
     const int cnt = rows().count(op.rows_out.kind, m);
+    // Member i takes its own slot's rows (chunkOf's slot when the plan moves them).
+    const size_t slot = chunkOf(i, n, op);
+    const int seg = offset[slot];
+    if (offset[slot + 1] - seg != cnt) {
+      report(at(m, Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
+                "all_to_all combine gives rank " + std::to_string(m) + " " +
+                    std::to_string(offset[slot + 1] - seg) + " rows where it owns " +
+                    std::to_string(cnt)));
+      return;
+    }
     out[i].kind = op.rows_out.kind;
     out[i].present = true;
     out[i].v.assign(cnt, domain_.zero());
@@ -297,7 +313,6 @@ inline void Replay<Domain>::combine(const std::vector<int>& members, const Op& o
       }
       for (int k = 0; k < cnt; ++k) domain_.add(out[i].v[k], b.v[seg + k]);
     }
-    seg += cnt;
   }
   for (size_t i = 0; i < members.size(); ++i) buf(members[i]) = std::move(out[i]);
 }

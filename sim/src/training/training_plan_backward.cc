@@ -90,8 +90,14 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
       for (auto w : b.writes) b.bytes += cells_[w][r] * plan_.tensors[w].unit_bytes;
       return b;
     case OpKind::kAllToAll:
-      if (f.reads.empty()) {  // the EP counts exchange runs under no_grad
-        *keep = false;
+      if (f.reads.empty()) {
+        // The EP counts exchange runs under no_grad; Megatron's probs
+        // all-to-all returns their gradient over the swapped splits.
+        *keep = f.step == kProbsAllToAll;
+        b.a2a = A2aMode::kToSource;
+        std::swap(b.in_splits, b.out_splits);
+        b.bytes = f.recv_bytes;
+        b.recv_bytes = f.bytes;
         return b;
       }
       b.reads = {g(f.writes[0])};

@@ -22,6 +22,10 @@ inline constexpr std::int64_t kBf16 = 2;
 /// PrimeRL's log-prob all-gather over cp, the one loss statistic with a
 /// gradient (reduce-scattered back in backward).
 inline constexpr const char* kLogprobsGather = "cp all-gather logprobs";
+/// Megatron's all-to-all dispatcher sends the routing probabilities beside
+/// the tokens; they carry a gradient (all-to-all'd back in backward) but no
+/// activation cells the ledger tracks.
+inline constexpr const char* kProbsAllToAll = "ep probs all-to-all";
 
 /// How a kernel's gradient for one read is partial.
 enum class Partial { kNone, kTp, kCp, kReps, kRouted };
@@ -167,6 +171,7 @@ class Builder {
   int routedCells(int r) const;
   std::pair<std::int64_t, std::int64_t> expertRows(const ExpertSplits& s, int r) const;
   int moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits);
+  void megatronProbsAllToAll(int l, const ExpertSplits& splits);
   int moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertSplits& splits);
   void loss(int h);
   void statCollective(int layer, OpKind kind, TrainAxis axis, const std::string& step,

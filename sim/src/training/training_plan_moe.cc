@@ -178,6 +178,16 @@ int Builder::moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits) {
   const int disp = derived(m.L + "routed", xl, lay_.dims().experts);
   plan_.tensors[disp].space = Space::kExperts;
   m.disp = disp;
+  // Megatron's MoEAlltoAllTokenDispatcher.preprocess, before the permute:
+  // each rank's per-expert token counts (int64) all-gathered over the
+  // expert tp x ep group (ep here: seam keeps expert TP at 1) to size the
+  // exchanges; integers, so no backward.
+  if (megatron() && k().ep > 1) {
+    statCollective(l, OpKind::kAllGather, TrainAxis::kEp, "ep counts all-gather", [&](int r) {
+      return static_cast<std::int64_t>(lay_.dims().experts) * 8 *
+             static_cast<std::int64_t>(lay_.group(TrainAxis::kEp, r).size());
+    });
+  }
   transform(l, 'E', Transform::kPermute, "permute by expert", {xl}, disp,
             [&](int r, TrainingOp&) { cells_[disp][r] = routedCells(r); });
   if (k().ep == 1) return disp;
@@ -212,7 +222,31 @@ int Builder::moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits) {
         op.bytes = sent * m.lat * kBf16;
         op.recv_bytes = received * m.lat * kBf16;
       });
+  if (megatron()) megatronProbsAllToAll(l, splits);
   return de;
+}
+
+/// Megatron's dispatch_all_to_all: after the tokens, their routing
+/// probabilities over the same splits, one value per (token, expert) row in
+/// the logits' dtype: the input's (bf16) under Megatron's default
+/// moe_router_dtype None (router.py, TopKRouter.gating); seam has no option
+/// for Megatron's fp32 router.
+void Builder::megatronProbsAllToAll(int l, const ExpertSplits& splits) {
+  TrainingOp probs;
+  probs.layer = static_cast<std::int16_t>(l);
+  probs.block = 'E';
+  probs.kind = OpKind::kAllToAll;
+  probs.a2a = A2aMode::kToExpert;
+  probs.axis = TrainAxis::kEp;
+  probs.step = kProbsAllToAll;
+  emit(probs, [&](int r, TrainingOp& op) {
+    op.ranks = lay_.group(TrainAxis::kEp, r);
+    op.in_splits = splits.send[r];
+    op.out_splits = splits.recv[r];
+    const auto [sent, received] = expertRows(splits, r);
+    op.bytes = sent * kBf16;
+    op.recv_bytes = received * kBf16;
+  });
 }
 
 /// The grouped experts, the routing weights (x routed_scaling_factor,
