@@ -12,8 +12,9 @@ std::string mib(std::int64_t bytes) {
 
 /// The largest replay a space of `world` holds per worker: world ranks x 66 x
 /// world tokens (the CP prefill batch of attn_dp = world/2 shards of 131 tokens).
-std::int64_t replayBytes(std::int64_t world, int jobs) {
-  return std::int64_t{jobs} * world * 66 * world * kReplayBytesPerRankToken;
+std::int64_t replayBytes(std::int64_t world, int jobs,
+                         std::int64_t per_rank_token = kReplayBytesPerRankToken) {
+  return std::int64_t{jobs} * world * 66 * world * per_rank_token;
 }
 
 }  // namespace
@@ -58,12 +59,13 @@ Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
 }
 
 Status checkSweepMemory(int world, int jobs) {
-  const std::int64_t bytes = replayBytes(world, jobs);
+  const std::int64_t bytes = replayBytes(world, jobs, kSweepBytesPerRankToken);
   if (bytes <= kMemoryBudgetBytes) return Status::ok();
   return Status::invalid("--world " + std::to_string(world) + ": the sweep needs about " +
                          mib(bytes) + " for " + std::to_string(jobs) +
-                         " workers' replays, more than seam's budget of " +
-                         mib(kMemoryBudgetBytes) + "; use a smaller --world or fewer --jobs");
+                         (jobs == 1 ? " worker's case" : " workers' cases") +
+                         ", more than seam's budget of " + mib(kMemoryBudgetBytes) +
+                         "; use a smaller --world or fewer --jobs");
 }
 
 }  // namespace seam::tools

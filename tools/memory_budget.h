@@ -55,9 +55,15 @@ inline std::int64_t modelCount(const std::vector<properties::SweepModel>& models
 Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
                         const ConfigFilter& filter, int jobs, int shards = 1);
 
+/// A sweep's worker holds its case's plan, replay and judges together: 272
+/// MiB peak measured for a world 128 sweep of every preset on 2 workers
+/// (`--shard 0/32`, docs/results/scale.md), 127 bytes per worker, rank and
+/// token of the longest batch, rounded up.
+inline constexpr std::int64_t kSweepBytesPerRankToken = 160;
+
 /// A sweep of `world` with `jobs` workers: its cases stream (one model x
 /// configuration per worker in flight, measured flat in the number of cases:
-/// docs/results/scale.md), so what grows is the largest replay per worker.
+/// docs/results/scale.md), so what grows is the largest case per worker.
 Status checkSweepMemory(int world, int jobs);
 
 /// checkSpaceMemory over the modelled ones of `models`.
