@@ -55,10 +55,10 @@ inline std::int64_t modelCount(const std::vector<properties::SweepModel>& models
 Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
                         const ConfigFilter& filter, int jobs, int shards = 1);
 
-/// A sweep's worker holds its case's plan, replay and judges together: 272
+/// A sweep's worker holds its case's plan, replay and judges together: 266
 /// MiB peak measured for a world 128 sweep of every preset on 2 workers
-/// (`--shard 0/32`, docs/results/scale.md), 127 bytes per worker, rank and
-/// token of the longest batch, rounded up.
+/// (`--shard 0/32`; 1,025 MiB at world 256, docs/results/scale.md), 129
+/// bytes per worker, rank and token of the longest batch, rounded up.
 inline constexpr std::int64_t kSweepBytesPerRankToken = 160;
 
 /// A sweep of `world` with `jobs` workers: its cases stream (one model x
