@@ -3,6 +3,7 @@
 // Exit 1 on any violation.
 #include <unistd.h>
 
+#include <limits>
 #include <optional>
 
 #include "case_options.h"
@@ -38,7 +39,11 @@ struct SweepOptions {
   std::string format = "text";
   std::string family = "serving";
   std::string layout;
+  bool verbose = false;
 };
+
+/// The refusal reasons a sweep's console summary lists without --verbose.
+constexpr std::size_t kConsoleRefusals = 10;
 
 int sweepTraining(const SweepOptions& o) {
   if (!o.pattern.empty())
@@ -84,11 +89,7 @@ Expected<properties::SweepSpec> servingSpec(const SweepOptions& o) {
   // Validate the fixed leaves once, with the message ConfigSpace gives.
   if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe)
     return probe.status();
-  if (Status s =
-          checkSpaceMemory({spec.world}, spec.models, spec.filter, spec.jobs, spec.shard.count);
-      !s) {
-    return s;
-  }
+  if (Status s = checkSweepMemory(spec.world, spec.jobs); !s) return s;
   return spec;
 }
 
@@ -112,7 +113,8 @@ int sweepServing(const SweepOptions& o) {
       open_status = run.status();
     }
   }
-  if (mpi.split()) return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, o.junit, *json);
+  if (mpi.split())
+    return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, o.junit, *json, o.verbose);
   if (!open_status) return fail(open_status);
   ProgressLine progress;
   reports::SweepRecorder recorder(opened->store, opened->run.id, *spec,
@@ -120,16 +122,20 @@ int sweepServing(const SweepOptions& o) {
   auto live = properties::runSweep(*spec, &recorder);
   if (!live) return fail(live.status());
   if (Status st = recorder.flush(); !st) return fail(st);
-  return finishSweep(*opened, *spec, *live, o.junit, *json);
+  return finishSweep(*opened, *spec, *live, o.junit, *json, o.verbose);
 }
 
 }  // namespace
 
 int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
-                const properties::SweepResult& live, const std::string& junit, bool json) {
+                const properties::SweepResult& live, const std::string& junit, bool json,
+                bool verbose) {
   auto result = reports::finishSweepRun(opened, spec, live, junit);
   if (!result) return fail(result.status());
-  std::cout << (json ? reports::sweepJson(spec, *result) : reports::renderSweep(spec, *result));
+  std::cout << (json ? reports::sweepJson(spec, *result)
+                     : reports::renderSweep(
+                           spec, *result,
+                           verbose ? std::numeric_limits<std::size_t>::max() : kConsoleRefusals));
   return result->violated == 0 ? kExitOk : kExitPropertyFailed;
 }
 
@@ -154,6 +160,8 @@ Command registerSweep(CLI::App& app) {
   sub->add_option("--family", o->family,
                   "serving (the serving policies) or training (PrimeRL/Megatron layouts)")
       ->capture_default_str();
+  sub->add_flag("--verbose", o->verbose,
+                "list every refusal reason (default: the ten most frequent)");
   sub->add_option("--layout", o->layout,
                   "--family training: only primerl or megatron (default: both)");
   return {sub, [o, sub]() {

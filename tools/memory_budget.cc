@@ -10,6 +10,13 @@ std::string mib(std::int64_t bytes) {
   return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
 }
 
+/// The largest replay a space of `world` holds per worker: world ranks x 66 x
+/// world tokens (the CP prefill batch of attn_dp = world/2 shards of 131 tokens).
+std::int64_t replayBytes(std::int64_t world, int jobs,
+                         std::int64_t per_rank_token = kReplayBytesPerRankToken) {
+  return std::int64_t{jobs} * world * 66 * world * per_rank_token;
+}
+
 }  // namespace
 
 Status checkCaseMemory(const Case& c) {
@@ -39,8 +46,7 @@ Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
   }
   const std::int64_t kept = (models + shards - 1) / std::max(1, shards);
   const std::int64_t enumerated = (kept + (shards > 1 ? 1 : 0)) * cases;
-  const std::int64_t replays =
-      std::int64_t{jobs} * largest_world * 66 * largest_world * kReplayBytesPerRankToken;
+  const std::int64_t replays = replayBytes(largest_world, jobs);
   const std::int64_t bytes = enumerated + replays;
   if (bytes <= kMemoryBudgetBytes) return Status::ok();
   return Status::invalid(
@@ -50,6 +56,16 @@ Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
       " workers' replays), more than seam's budget of " + mib(kMemoryBudgetBytes) +
       "; use a smaller --world, one --model, fixed leaves (--tp ...) or "
       "fewer --jobs");
+}
+
+Status checkSweepMemory(int world, int jobs) {
+  const std::int64_t bytes = replayBytes(world, jobs, kSweepBytesPerRankToken);
+  if (bytes <= kMemoryBudgetBytes) return Status::ok();
+  return Status::invalid("--world " + std::to_string(world) + ": the sweep needs about " +
+                         mib(bytes) + " for " + std::to_string(jobs) +
+                         (jobs == 1 ? " worker's case" : " workers' cases") +
+                         ", more than seam's budget of " + mib(kMemoryBudgetBytes) +
+                         "; use a smaller --world or fewer --jobs");
 }
 
 }  // namespace seam::tools

@@ -1,8 +1,9 @@
 // The memory a command may plan to use, checked before it allocates: one
-// case's replay (seam check, plan, diff, graph, import and seam-gpu) and a
-// space-wide command's enumerated cases plus a replay per worker (sweep,
-// mutate, diff). Past the budget the command is refused with one line, exit
-// 2, naming the options that make it large (docs/cli.md, "Every command").
+// case's replay (seam check, plan, diff, graph, import and seam-gpu), a
+// space-wide command's enumerated cases plus a replay per worker (mutate,
+// diff), and a sweep's replay per worker (it streams its cases). Past the budget the command is
+// refused with one line, exit 2, naming the options that make it large (docs/cli.md, "Every
+// command").
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@ inline constexpr std::int64_t kMemoryBudgetBytes = std::int64_t{2} << 30;
 /// `seam check` peak RSS), rounded up.
 inline constexpr std::int64_t kReplayBytesPerRankToken = 32;
 
-/// A sweep, campaign or diff enumerates a model's cases of a world before it
+/// A campaign or diff enumerates a model's cases of a world before it
 /// runs them, about 1 KiB each plus 4 bytes per DP shard of its batch. Cases
 /// per configuration: one MoE preset gives up to 160 (flags x batches; 115
 /// and 135 measured for nemotron-3-nano at worlds 16 and 64); over every
@@ -53,6 +54,17 @@ inline std::int64_t modelCount(const std::vector<properties::SweepModel>& models
 
 Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
                         const ConfigFilter& filter, int jobs, int shards = 1);
+
+/// A sweep's worker holds its case's plan, replay and judges together: 266
+/// MiB peak measured for a world 128 sweep of every preset on 2 workers
+/// (`--shard 0/32`; 1,025 MiB at world 256, docs/results/scale.md), 129
+/// bytes per worker, rank and token of the longest batch, rounded up.
+inline constexpr std::int64_t kSweepBytesPerRankToken = 160;
+
+/// A sweep of `world` with `jobs` workers: its cases stream (one model x
+/// configuration per worker in flight, measured flat in the number of cases:
+/// docs/results/scale.md), so what grows is the largest case per worker.
+Status checkSweepMemory(int world, int jobs);
 
 /// checkSpaceMemory over the modelled ones of `models`.
 inline Status checkSpaceMemory(const std::vector<int>& worlds,

@@ -19,12 +19,14 @@ namespace seam::tools {
 /// Rank 0 has opened the run (`opened`) or failed to (`open_status`).
 int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec,
                   std::optional<reports::StoredRun> opened, const Status& open_status,
-                  const std::string& junit, bool json);
+                  const std::string& junit, bool json, bool verbose);
 /// The end of a sweep's run, one process or many (cmd_sweep.cc): the
 /// summary from every case row it stored, printed (as JSON with `json`), and
-/// the exit code.
+/// the exit code. The text summary lists the ten most frequent refusal
+/// reasons, all with `verbose`.
 int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
-                const properties::SweepResult& live, const std::string& junit, bool json);
+                const properties::SweepResult& live, const std::string& junit, bool json,
+                bool verbose);
 
 /// `decided`: the ids of the mutants a resumed run has stored (rank 0's).
 int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,

@@ -1,14 +1,9 @@
 #include "seam/properties/sweep.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <map>
-#include <mutex>
-#include <thread>
 
-#include "seam/properties/engine_finding.h"
-#include "sweep_tally.h"
+#include "sweep_cases.h"
 
 namespace seam::properties {
 
@@ -201,33 +196,50 @@ ModelPreset fitProbe(const ModelRef& m) {
 
 }  // namespace
 
-std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter) {
-  std::vector<Case> out;
+std::vector<ParallelConfig> sweepConfigs(const ModelRef& model, int world,
+                                         const ConfigFilter& filter) {
+  std::vector<ParallelConfig> out;
   const ModelPreset probe = fitProbe(model);
   auto space = ConfigSpace::build(world, &probe, filter);
   if (!space) return out;
   for (const ParallelConfig& config : space->all()) {
     if (!model.pattern.cuts.empty() && static_cast<int>(model.pattern.cuts.size()) + 1 != config.pp)
       continue;
-    for (const Flags& f : flagsFor(model, config)) {
-      // tp_reduce_scatter asserts tokens % tp == 0: an input-scattered batch
-      // has two tokens per TP rank.
-      std::vector<Batch> batches =
-          f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config);
-      if (config.attn_cp > 1 && f.mode == ForwardMode::kExtend && !f.input_scattered) {
-        // Prefill CP shards a batch only when its strategy applies: the
-        // interleave (MLA) strategy from cp tokens on (2cp + 1: uneven over
-        // CP, so the shards are padded), zigzag (GQA) from max(128, 2cp)
-        // tokens per sequence.
-        batches.push_back(Batch{std::vector<int>(config.attn_dp, 2 * config.attn_cp + 1)});
-        batches.push_back(Batch{
-            std::vector<int>(config.attn_dp, std::max(kZigzagMinTokens, 2 * config.attn_cp) + 3)});
-      }
-      for (Batch& b : batches) {
+    out.push_back(config);
+  }
+  return out;
+}
+
+std::vector<FlagCases> flagCases(const ModelRef& model, const ParallelConfig& config) {
+  std::vector<FlagCases> out;
+  for (Flags& f : flagsFor(model, config)) {
+    // tp_reduce_scatter asserts tokens % tp == 0: an input-scattered batch
+    // has two tokens per TP rank.
+    std::vector<Batch> batches =
+        f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config);
+    if (config.attn_cp > 1 && f.mode == ForwardMode::kExtend && !f.input_scattered) {
+      // Prefill CP shards a batch only when its strategy applies: the
+      // interleave (MLA) strategy from cp tokens on (2cp + 1: uneven over
+      // CP, so the shards are padded), zigzag (GQA) from max(128, 2cp)
+      // tokens per sequence.
+      batches.push_back(Batch{std::vector<int>(config.attn_dp, 2 * config.attn_cp + 1)});
+      batches.push_back(Batch{
+          std::vector<int>(config.attn_dp, std::max(kZigzagMinTokens, 2 * config.attn_cp) + 3)});
+    }
+    out.push_back({std::move(f), std::move(batches)});
+  }
+  return out;
+}
+
+std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter) {
+  std::vector<Case> out;
+  for (const ParallelConfig& config : sweepConfigs(model, world, filter)) {
+    for (FlagCases& fc : flagCases(model, config)) {
+      for (Batch& b : fc.batches) {
         Case c;
         c.model = model;
         c.config = config;
-        c.flags = f;
+        c.flags = fc.flags;
         c.batch = std::move(b);
         out.push_back(std::move(c));
       }
@@ -278,116 +290,6 @@ std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& x, const auto& y) { return x.second > y.second; });
   return out;
-}
-
-Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
-  if (spec.world < 1 || spec.world > kMaxWorld) {
-    return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." +
-                           std::to_string(kMaxWorld));
-  }
-  if (spec.jobs < 1)
-    return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
-  const auto start = std::chrono::steady_clock::now();
-
-  // The case list of this shard, in sweep order, less what a resumed run did.
-  struct Item {
-    std::int64_t index;
-    int model;
-    Case c;
-  };
-  std::vector<Item> items;
-  SweepResult result;
-  std::int64_t index = 0;
-  for (int mi = 0; mi < static_cast<int>(spec.models.size()); ++mi) {
-    const SweepModel& m = spec.models[mi];
-    ModelTally tally;
-    tally.model = m.name;
-    tally.why_not = m.why_not;
-    result.per_model.push_back(tally);
-    if (!m.model) continue;
-    for (Case& c : enumerateCases(*m.model, spec.world, spec.filter)) {
-      if (index % spec.shard.count == spec.shard.index &&
-          !std::binary_search(spec.skip.begin(), spec.skip.end(), index)) {
-        items.push_back({index, mi, std::move(c)});
-      }
-      ++index;
-    }
-  }
-
-  std::vector<CaseResult> outcomes(items.size());
-  std::vector<double> seconds(items.size(), 0.0);
-  std::atomic<std::int64_t> next{0};
-  std::atomic<std::int64_t> done{0};
-  std::mutex listener_mutex;
-  const std::int64_t total = static_cast<std::int64_t>(items.size());
-  constexpr std::int64_t kChunk = 16;
-
-  auto worker = [&]() {
-    Ledger ledger;
-    std::vector<CaseResult> chunk;
-    for (;;) {
-      const std::int64_t begin = next.fetch_add(kChunk);
-      if (begin >= total) break;
-      const std::int64_t end = std::min(total, begin + kChunk);
-      for (std::int64_t i = begin; i < end; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        CaseResult& o = outcomes[i];
-        o.index = items[i].index;
-        o.model = items[i].model;
-        o.c = &items[i].c;
-        auto plan = buildPlan(items[i].c, spec.policy, spec.schema);
-        if (!plan) {
-          o.refused = plan.status().code() == StatusCode::kRefused;
-          o.refusal = plan.status().message();
-          if (!o.refused) {
-            Violation v;
-            v.property = Property::kOwedOnce;
-            v.cls = ViolationClass::kMissingOutput;
-            v.detail = "the policy could not plan this case: " + o.refusal;
-            o.violation = v;
-            o.refusal.clear();
-          }
-        } else {
-          o.plan_hash = planHash(*plan);
-          o.violation = checkPlan(*plan, ledger, Depth::kFirst).firstViolation();
-          if (o.violation && modelsEngineAsRun(spec.policy, spec.schema))
-            o.engine_site = engineFindingSite(*plan, *o.violation);
-        }
-        seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }
-      const std::int64_t d = done.fetch_add(end - begin) + (end - begin);
-      if (listener) {
-        chunk.assign(outcomes.begin() + begin, outcomes.begin() + end);
-        std::lock_guard<std::mutex> lock(listener_mutex);
-        listener->onCases(chunk);
-        listener->onProgress(d, total);
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int j = 1; j < spec.jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
-
-  std::map<std::string, std::int64_t> refusals;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const CaseResult& o = outcomes[i];
-    ModelTally& tally = result.per_model[items[i].model];
-    tally.seconds += seconds[i];
-    ++tally.run_here;
-    if (!o.engine_site.empty()) ++result.engine_findings[o.engine_site];
-    if (countCase(result, tally, refusals, o.refused, o.refusal, o.violation.has_value(),
-                  spec.max_failures)) {
-      result.failures.push_back({items[i].index, failureText(*o.violation, o.engine_site),
-                                 reproduceCommand(items[i].c, policyName(spec.policy)),
-                                 o.engine_site});
-    }
-  }
-  result.cases = result.checked + result.refused;
-  result.run_here = result.cases;
-  result.refusals = sortedRefusals(refusals);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
 }
 
 }  // namespace seam::properties

@@ -81,7 +81,8 @@ SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties
                              properties::SweepListener* next)
     : store_(store), run_id_(run_id), batcher_(spec, next, [this](std::vector<CaseRows> batch) {
         {
-          std::lock_guard<std::mutex> lock(mutex_);
+          std::unique_lock<std::mutex> lock(mutex_);
+          room_.wait(lock, [this] { return queue_.size() < kMaxQueued; });
           queue_.push_back(std::move(batch));
         }
         wake_.notify_one();
@@ -94,6 +95,8 @@ SweepRecorder::~SweepRecorder() { (void)flush(); }
 void SweepRecorder::onProgress(std::int64_t done, std::int64_t total) {
   batcher_.onProgress(done, total);
 }
+
+void SweepRecorder::onModel(const std::string& model) { batcher_.onModel(model); }
 
 void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) {
   batcher_.onCases(chunk);
@@ -112,6 +115,7 @@ void SweepRecorder::writerLoop() {
     if (queue_.empty() && closing_) return;
     std::vector<CaseRows> batch = std::move(queue_.front());
     queue_.erase(queue_.begin());
+    room_.notify_all();
     lock.unlock();
     write(std::move(batch));
     lock.lock();
@@ -133,8 +137,6 @@ Status SweepRecorder::flush() {
 Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_t run_id,
                                                        const properties::SweepSpec& spec,
                                                        const properties::SweepResult& live) {
-  auto cases = store.cases(run_id);
-  if (!cases) return cases.status();
   auto failures = store.firstFailures(run_id);
   if (!failures) return failures.status();
   std::map<std::int64_t, std::string> failure_text;
@@ -153,18 +155,19 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
   for (size_t i = 0; i < r.per_model.size(); ++i)
     model_row[r.per_model[i].model] = static_cast<int>(i);
   std::map<std::string, std::int64_t> refusals;
-  for (const CaseRecord& c : *cases) {
+  // Row by row: a summary of millions of cases holds its counts only.
+  const Status read = store.eachCase(run_id, [&](CaseRecord&& c) {
     auto it = model_row.find(c.group);
     properties::ModelTally* tally = it == model_row.end() ? nullptr : &r.per_model[it->second];
     if (c.outcome == CaseOutcome::kRefused) {
       ++r.refused;
-      ++refusals[c.refusal];
       if (tally) ++tally->refused;
       if (isNotModelled(c.refusal)) {
         ++r.not_modelled;
         if (tally) ++tally->not_modelled;
       }
-      continue;
+      ++refusals[std::move(c.refusal)];
+      return Status::ok();
     }
     ++r.checked;
     if (tally) ++tally->checked;
@@ -172,10 +175,12 @@ Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_
       ++r.violated;
       if (tally) ++tally->violated;
       if (static_cast<int>(r.failures.size()) < spec.max_failures) {
-        r.failures.push_back({c.index, failure_text[c.index], c.reproduce});
+        r.failures.push_back({c.index, failure_text[c.index], std::move(c.reproduce)});
       }
     }
-  }
+    return Status::ok();
+  });
+  if (!read) return read;
   r.cases = r.checked + r.refused;
   for (auto& [why, n] : refusals) r.refusals.emplace_back(why, n);
   std::sort(r.refusals.begin(), r.refusals.end(), [](const auto& x, const auto& y) {

@@ -13,21 +13,29 @@ std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
                                const properties::SweepSpec& spec) {
   std::vector<CaseRows> out;
   out.reserve(chunk.size());
+  const std::string policy(policyName(spec.policy));
+  // A sweep's chunk is one model under one configuration: its texts are
+  // described once, not per case (a 124-stage pattern's text is long).
+  const properties::CaseResult* previous = nullptr;
   for (const auto& r : chunk) {
     CaseRecord rec;
+    const bool same_model =
+        previous && previous->model == r.model && previous->c->model.pattern == r.c->model.pattern;
+    const bool same_config = previous && previous->c->config == r.c->config;
+    const CaseRecord* before = previous ? &out.back().first : nullptr;
     rec.index = r.index;
-    rec.model = r.c->model.name;
-    rec.pattern = r.c->model.pattern.text();
-    rec.config = r.c->config.describe();
-    rec.flags = r.c->flags.describe();
+    rec.model = same_model ? before->model : r.c->model.name;
+    rec.pattern = same_model ? before->pattern : r.c->model.pattern.text();
+    rec.group = same_model ? before->group : spec.models[r.model].name;
+    rec.config = same_config ? before->config : r.c->config.describe();
+    rec.flags =
+        previous && previous->c->flags == r.c->flags ? before->flags : r.c->flags.describe();
     rec.batch = r.c->batch.describe();
-    rec.policy = std::string(policyName(spec.policy));
-    rec.group = spec.models[r.model].name;
+    rec.policy = policy;
     rec.outcome = r.refused ? CaseOutcome::kRefused
                             : (r.violation ? CaseOutcome::kViolated : CaseOutcome::kHolds);
     rec.refusal = r.refusal;
-    rec.reproduce =
-        reproduceCommand(*r.c, policyName(spec.policy)) + properties::decisionFlags(spec.schema);
+    rec.reproduce = reproduceCommand(*r.c, policy) + properties::decisionFlags(spec.schema);
     rec.plan_hash = r.plan_hash;
     std::vector<VerdictRecord> failing;
     if (r.violation) {
@@ -36,12 +44,17 @@ std::vector<CaseRows> caseRows(const std::vector<properties::CaseResult>& chunk,
                          properties::failureText(*r.violation, r.engine_site)});
     }
     out.emplace_back(std::move(rec), std::move(failing));
+    previous = &r;
   }
   return out;
 }
 
 void SweepBatcher::onProgress(std::int64_t done, std::int64_t total) {
   if (next_) next_->onProgress(done, total);
+}
+
+void SweepBatcher::onModel(const std::string& model) {
+  if (next_) next_->onModel(model);
 }
 
 void SweepBatcher::onCases(const std::vector<properties::CaseResult>& chunk) {

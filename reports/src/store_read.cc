@@ -113,7 +113,16 @@ Expected<std::vector<std::int64_t>> Store::caseIndices(std::int64_t run_id) {
 
 Expected<std::vector<CaseRecord>> Store::cases(std::int64_t run_id) {
   std::vector<CaseRecord> out;
-  const Status s = impl_->eachRow(
+  const Status s = eachCase(run_id, [&out](CaseRecord&& c) {
+    out.push_back(std::move(c));
+    return Status::ok();
+  });
+  if (!s) return s;
+  return out;
+}
+
+Status Store::eachCase(std::int64_t run_id, const std::function<Status(CaseRecord&&)>& take) {
+  return impl_->eachRow(
       Sql::kCases,
       [&](sqlite3_stmt* row) {
         CaseRecord c;
@@ -128,12 +137,9 @@ Expected<std::vector<CaseRecord>> Store::cases(std::int64_t run_id) {
         }
         c.outcome = *parsed;
         readColumns(row, 9, c.refusal, c.reproduce, c.plan_hash);
-        out.push_back(std::move(c));
-        return Status::ok();
+        return take(std::move(c));
       },
       run_id);
-  if (!s) return s;
-  return out;
 }
 
 Expected<std::vector<IndexedVerdict>> Store::firstFailures(std::int64_t run_id) {

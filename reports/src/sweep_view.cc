@@ -1,5 +1,6 @@
 #include "seam/reports/sweep_view.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "seam/properties/engine_finding.h"
@@ -28,11 +29,14 @@ std::string sweepSummaryLine(const properties::SweepResult& r) {
          engine + ", " + rate(r.run_here, r.seconds) + " cases/s";
 }
 
-std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t>>& refusals) {
+std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t>>& refusals,
+                           std::size_t most) {
   std::string out;
+  const std::size_t shown = std::min(most, refusals.size());
   for (const bool gap : {false, true}) {
     std::string lines;
-    for (const auto& [why, n] : refusals) {
+    for (std::size_t i = 0; i < shown; ++i) {
+      const auto& [why, n] = refusals[i];
       if (isNotModelled(why) == gap) lines += "  " + std::to_string(n) + " x " + why + "\n";
     }
     if (lines.empty()) continue;
@@ -41,10 +45,17 @@ std::string renderRefusals(const std::vector<std::pair<std::string, std::int64_t
                : "refused (the engine refuses these combinations; not counted as checked):\n";
     out += lines;
   }
+  if (shown < refusals.size()) {
+    std::int64_t cases = 0;
+    for (std::size_t i = shown; i < refusals.size(); ++i) cases += refusals[i].second;
+    out += "(" + std::to_string(refusals.size() - shown) + " more reasons, " +
+           std::to_string(cases) + " cases: --verbose lists them; the store has every case's)\n";
+  }
   return out;
 }
 
-std::string renderSweep(const properties::SweepSpec& spec, const properties::SweepResult& r) {
+std::string renderSweep(const properties::SweepSpec& spec, const properties::SweepResult& r,
+                        std::size_t most_refusals) {
   std::string out = "sweep: world " + std::to_string(spec.world) + ", policy " +
                     std::string(policyName(spec.policy)) + ", shard " +
                     std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) +
@@ -61,7 +72,7 @@ std::string renderSweep(const properties::SweepSpec& spec, const properties::Swe
               m.why_not.empty() ? "" : "not modelled: " + m.why_not});
   }
   out += t.render();
-  out += renderRefusals(r.refusals);
+  out += renderRefusals(r.refusals, most_refusals);
   for (const auto& f : r.failures) {
     // An engine finding: the declared policy, which models SGLang's code as
     // it runs, violates a property, so the engine does (engine_finding.h).

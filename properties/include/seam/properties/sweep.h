@@ -116,6 +116,8 @@ class SweepListener {
  public:
   virtual ~SweepListener() = default;
   virtual void onProgress(std::int64_t done, std::int64_t total) {}
+  /// The model whose cases are finishing now (called when it changes).
+  virtual void onModel(const std::string& model) {}
   /// A finished chunk of cases (not necessarily in index order).
   virtual void onCases(const std::vector<CaseResult>& chunk) {}
 };
@@ -128,7 +130,10 @@ std::uint64_t planHash(const Plan& plan);
 std::vector<std::pair<std::string, std::int64_t>> sortedRefusals(
     const std::map<std::string, std::int64_t>& counts);
 
-/// Runs the sweep. Fails only on bad input (e.g. a world out of range).
+/// Runs the sweep, one model x configuration at a time: each finished case
+/// goes to `listener` and into the totals, and none is kept beyond that (but
+/// the first max_failures), so memory does not grow with the number of cases.
+/// Fails only on bad input (e.g. a world out of range).
 Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener = nullptr);
 
 }  // namespace seam::properties

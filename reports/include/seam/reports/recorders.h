@@ -45,14 +45,18 @@ std::string campaignArgs(const mutants::CampaignSpec& spec);
 /// Writes every finished case of a sweep into the store, one transaction per
 /// batch of kBatchCases (a crash loses at most the batch being written; a
 /// resumed run redoes it), on a writer thread of its own so that the sweep's
-/// workers never wait for the disk; forwards progress to `next` (may be null).
+/// workers never wait for the disk while it keeps up (past kMaxQueued batches
+/// waiting they do, so memory stays flat); forwards progress to `next` (may
+/// be null).
 class SweepRecorder : public properties::SweepListener {
  public:
   static constexpr int kBatchCases = 256;
+  static constexpr std::size_t kMaxQueued = 16;
   SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
                 properties::SweepListener* next);
   ~SweepRecorder() override;
   void onProgress(std::int64_t done, std::int64_t total) override;
+  void onModel(const std::string& model) override;
   void onCases(const std::vector<properties::CaseResult>& chunk) override;
   /// Commits the open batch (also done on destruction).
   Status flush();
@@ -68,6 +72,7 @@ class SweepRecorder : public properties::SweepListener {
   std::vector<std::vector<CaseRows>> queue_;  // batches for the writer
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable room_;  // the writer took a batch
   bool closing_ = false;
   std::thread writer_;
   Status status_;

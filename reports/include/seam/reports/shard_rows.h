@@ -47,6 +47,7 @@ class SweepBatcher : public properties::SweepListener {
   SweepBatcher(const properties::SweepSpec& spec, properties::SweepListener* next, Sink sink)
       : spec_(spec), next_(next), sink_(std::move(sink)) {}
   void onProgress(std::int64_t done, std::int64_t total) override;
+  void onModel(const std::string& model) override;
   void onCases(const std::vector<properties::CaseResult>& chunk) override;
   /// Hands on the rows of the batch not yet full (none: nothing happens).
   void flush();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -154,6 +155,10 @@ class Store {
   Expected<std::vector<std::int64_t>> caseIndices(std::int64_t run_id);
   /// All case rows of a run, ordered by index (summaries read them back).
   Expected<std::vector<CaseRecord>> cases(std::int64_t run_id);
+  /// Each case row of a run, ordered by index, handed to `take` one at a
+  /// time (a world 64 sweep's millions of rows never held at once); stops
+  /// at the first error `take` returns.
+  Status eachCase(std::int64_t run_id, const std::function<Status(CaseRecord&&)>& take);
   /// The first failing verdict of each violated case of a run, by case index.
   Expected<std::vector<std::pair<std::int64_t, VerdictRecord>>> firstFailures(std::int64_t run_id);
 

@@ -1,0 +1,219 @@
+// runSweep: the case space walked one model x configuration (a block) at a
+// time, in sweep order. Workers take blocks, run their cases and fold them
+// into the totals and the listener as each block ends: memory holds the
+// blocks in flight, the totals and the first failures, never the whole space,
+// so a world 256 sweep needs what a world 8 one does.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "seam/properties/engine_finding.h"
+#include "sweep_cases.h"
+#include "sweep_tally.h"
+
+namespace seam::properties {
+
+namespace {
+
+/// The cases of one model under one configuration: indices first .. first + size - 1.
+struct Block {
+  int model = 0;
+  ParallelConfig config;
+  std::int64_t first = 0;
+  std::int64_t size = 0;
+};
+
+/// Of the indices [first, first + size), how many `shard` takes.
+std::int64_t shardMembers(std::int64_t first, std::int64_t size, const Shard& s) {
+  const auto below = [&s](std::int64_t x) -> std::int64_t {  // members of [0, x)
+    return x <= s.index ? 0 : (x - s.index + s.count - 1) / s.count;
+  };
+  return below(first + size) - below(first);
+}
+
+/// A case buildPlan did not plan: refused (the engine's reason, or seam's gap)
+/// or, for any other error, a violation: the policy owed a plan.
+void takePlanStatus(CaseResult& o, const Status& st) {
+  o.refused = st.code() == StatusCode::kRefused;
+  if (o.refused) {
+    o.refusal = st.message();
+    return;
+  }
+  Violation v;
+  v.property = Property::kOwedOnce;
+  v.cls = ViolationClass::kMissingOutput;
+  v.detail = "the policy could not plan this case: " + st.message();
+  o.violation = v;
+}
+
+/// One block's finished cases; `results` point into `cases`.
+struct BlockRun {
+  std::vector<Case> cases;
+  std::vector<CaseResult> results;
+  double seconds = 0;
+};
+
+class SweepRun {
+ public:
+  SweepRun(const SweepSpec& spec, SweepListener* listener) : spec_(spec), listener_(listener) {}
+
+  SweepResult run() {
+    const auto start = std::chrono::steady_clock::now();
+    planBlocks();
+    std::vector<std::thread> threads;
+    for (int j = 1; j < spec_.jobs; ++j) threads.emplace_back([this] { work(); });
+    work();
+    for (std::thread& t : threads) t.join();
+    for (auto& [index, failure] : failures_) result_.failures.push_back(std::move(failure));
+    result_.cases = result_.checked + result_.refused;
+    result_.run_here = result_.cases;
+    result_.refusals = sortedRefusals(refusals_);
+    result_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::move(result_);
+  }
+
+ private:
+  bool mine(std::int64_t index) const {
+    return index % spec_.shard.count == spec_.shard.index &&
+           !std::binary_search(spec_.skip.begin(), spec_.skip.end(), index);
+  }
+
+  // Every block of the space with its first index, and the number of cases
+  // this process runs (its shard's, less what a resumed run did).
+  void planBlocks() {
+    std::int64_t index = 0;
+    for (int mi = 0; mi < static_cast<int>(spec_.models.size()); ++mi) {
+      const SweepModel& m = spec_.models[mi];
+      ModelTally& tally = result_.per_model.emplace_back();
+      tally.model = m.name;
+      tally.why_not = m.why_not;
+      if (!m.model) continue;
+      for (const ParallelConfig& config : sweepConfigs(*m.model, spec_.world, spec_.filter)) {
+        std::int64_t size = 0;
+        for (const FlagCases& fc : flagCases(*m.model, config))
+          size += static_cast<std::int64_t>(fc.batches.size());
+        blocks_.push_back({mi, config, index, size});
+        total_ += shardMembers(index, size, spec_.shard);
+        index += size;
+      }
+    }
+    for (std::int64_t i : spec_.skip) {
+      if (i < index && i % spec_.shard.count == spec_.shard.index) --total_;
+    }
+  }
+
+  void work() {
+    Ledger ledger;
+    BlockRun run;
+    for (;;) {
+      const std::size_t b = next_.fetch_add(1);
+      if (b >= blocks_.size()) return;
+      runBlock(blocks_[b], ledger, run);
+      if (run.results.empty()) continue;
+      std::lock_guard<std::mutex> lock(mutex_);
+      fold(blocks_[b], run);
+    }
+  }
+
+  void runBlock(const Block& b, Ledger& ledger, BlockRun& out) const {
+    const auto t0 = std::chrono::steady_clock::now();
+    const ModelRef& model = *spec_.models[b.model].model;
+    out.cases.clear();
+    out.cases.reserve(static_cast<std::size_t>(b.size));  // results point into it
+    out.results.clear();
+    std::int64_t index = b.first;
+    for (FlagCases& fc : flagCases(model, b.config)) {
+      // The start-up refusals (serverArgsRefusal: the model, configuration
+      // and flags, never the batch) are buildPlan's first word on every
+      // batch it validates: decided once per flag set.
+      std::optional<Status> server;
+      for (Batch& batch : fc.batches) {
+        const std::int64_t i = index++;
+        if (!mine(i)) continue;
+        Case& c = out.cases.emplace_back();
+        c.model = model;
+        c.config = b.config;
+        c.flags = fc.flags;
+        c.batch = std::move(batch);
+        if (!server) server = serverArgsRefusal(c);
+        CaseResult& o = out.results.emplace_back();
+        o.index = i;
+        o.model = b.model;
+        o.c = &c;
+        runCase(c, *server, ledger, o);
+      }
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void runCase(const Case& c, const Status& server, Ledger& ledger, CaseResult& o) const {
+    if (!server && validateCase(c)) return takePlanStatus(o, server);
+    auto plan = buildPlan(c, spec_.policy, spec_.schema);
+    if (!plan) return takePlanStatus(o, plan.status());
+    o.plan_hash = planHash(*plan);
+    o.violation = checkPlan(*plan, ledger, Depth::kFirst).firstViolation();
+    if (o.violation && modelsEngineAsRun(spec_.policy, spec_.schema))
+      o.engine_site = engineFindingSite(*plan, *o.violation);
+  }
+
+  // Under mutex_: the block's cases into the totals, the first failures and
+  // the listener.
+  void fold(const Block& b, const BlockRun& run) {
+    ModelTally& tally = result_.per_model[b.model];
+    tally.seconds += run.seconds;
+    for (const CaseResult& o : run.results) {
+      ++tally.run_here;
+      if (!o.engine_site.empty()) ++result_.engine_findings[o.engine_site];
+      countCase(result_, tally, refusals_, o.refused, o.refusal, o.violation.has_value(), 0);
+      if (o.violation) keepFailure(o);
+    }
+    if (!listener_) return;
+    if (b.model != announced_) {
+      announced_ = b.model;
+      listener_->onModel(spec_.models[b.model].name);
+    }
+    listener_->onCases(run.results);
+    done_ += static_cast<std::int64_t>(run.results.size());
+    listener_->onProgress(done_, total_);
+  }
+
+  // The failures kept are the first max_failures in case order, whatever
+  // order the blocks end in.
+  void keepFailure(const CaseResult& o) {
+    const std::size_t most = static_cast<std::size_t>(std::max(0, spec_.max_failures));
+    if (failures_.size() >= most && (most == 0 || failures_.rbegin()->first < o.index)) return;
+    failures_[o.index] = {o.index, failureText(*o.violation, o.engine_site),
+                          reproduceCommand(*o.c, policyName(spec_.policy)), o.engine_site};
+    if (failures_.size() > most) failures_.erase(std::prev(failures_.end()));
+  }
+
+  const SweepSpec& spec_;
+  SweepListener* listener_;
+  std::vector<Block> blocks_;
+  std::int64_t total_ = 0;
+  std::atomic<std::size_t> next_{0};
+  std::mutex mutex_;  // guards what follows
+  SweepResult result_;
+  std::map<std::string, std::int64_t> refusals_;
+  std::map<std::int64_t, SweepFailure> failures_;
+  std::int64_t done_ = 0;
+  int announced_ = -1;
+};
+
+}  // namespace
+
+Expected<SweepResult> runSweep(const SweepSpec& spec, SweepListener* listener) {
+  if (spec.world < 1 || spec.world > kMaxWorld) {
+    return Status::invalid("--world " + std::to_string(spec.world) + " is not in 1.." +
+                           std::to_string(kMaxWorld));
+  }
+  if (spec.jobs < 1)
+    return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
+  return SweepRun(spec, listener).run();
+}
+
+}  // namespace seam::properties
