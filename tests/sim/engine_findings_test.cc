@@ -1,4 +1,4 @@
-// Two calls SGLang makes that cannot do what the boundary needs, modelled as
+// Calls SGLang makes that cannot do what the boundary needs, modelled as
 // the engine makes them so that the properties find them. Expected plans
 // from SGLang's code, not from seam:
 // - layers/communicator/fusions/allreduce.py @060c48f7 (complete_attention_input)
@@ -119,6 +119,40 @@ TEST(DpReduceScatterv, CannotRunUnderAttentionTpAndIsAnEngineFinding) {
   EXPECT_EQ(firstViolation(plan).property, Property::kCollectivesMatch);
   const std::string site = properties::engineFindingSite(plan, v);
   EXPECT_NE(site.find("_reduce_and_redistribute_output_varlen"), std::string::npos) << site;
+}
+
+// layers/layer_boundary/ops.py @51c248bd (attn_tp_reduce_scatter) takes this
+// rank's output chunk by tensor_split over attn_tp and reduce-scatters into
+// it; layers/cp/padding.py @9fea3e9b (pad_logical_token_to_physical) aligns a
+// zigzag CP shard to 2 x attn_cp only. 131 tokens over attn_cp 2: each CP
+// rank holds ceil(66 / 4) * 4 = 68 rows, and tensor_split gives attn_tp 8
+// ranks chunks of 9 and 8.
+Case cpShardOverAttnTp8() {
+  Flags f;
+  f.dense_tp1 = true;
+  f.mode = ForwardMode::kExtend;
+  return seam::testing::twoStageCase("*-", {.tp = 16, .attn_cp = 2}, {131}, f);
+}
+
+TEST(AttnTpReduceScatter, TakesTensorSplitsChunkOfACpShard) {
+  const Plan plan = mustBuild(cpShardOverAttnTp8());
+  int found = 0;
+  for (const Op& op : plan.ranks[0]) {
+    if (op.kind != OpKind::kReduceScatter || op.groupAxis() != Axis::kAttnTp) continue;
+    ++found;
+    EXPECT_EQ(op.site, EngineSite::kAttnTpReduceScatter);
+    EXPECT_EQ(op.rows_in.count, 68);
+    EXPECT_EQ(op.rows_out.count, 9);
+  }
+  EXPECT_GT(found, 0);
+}
+
+TEST(AttnTpReduceScatter, OfUnequalChunksIsAnEngineFinding) {
+  const Plan plan = mustBuild(cpShardOverAttnTp8());
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kCollectivesMatch);
+  const std::string site = properties::engineFindingSite(plan, v);
+  EXPECT_NE(site.find("attn_tp_reduce_scatter"), std::string::npos) << site;
 }
 
 TEST(EngineFinding, OnlyTheDeclaredPolicyWithNothingPlantedModelsTheEngineAsRun) {

@@ -24,6 +24,12 @@ constexpr std::array<EngineSiteInfo, kEngineSiteCount> kSites = {{
      "per attention-DP rank, on the TP group",
      "layers/communicator/ops.py (_reduce_and_redistribute_output_varlen) @0bca4c6f; "
      "distributed/parallel_state.py (GroupCoordinator.reduce_scatterv) @0005973a"},
+    {"attn-tp-reduce-scatter",
+     "attn_tp_reduce_scatter_tensor(hidden_states.tensor_split(attn_tp_size)[attn_tp_rank], "
+     "hidden_states): the output is tensor_split's chunk, unequal when the rows do not divide "
+     "attn_tp (a CP shard is aligned to 2 x attn_cp only)",
+     "layers/layer_boundary/ops.py (attn_tp_reduce_scatter) @51c248bd; "
+     "layers/cp/padding.py (pad_logical_token_to_physical) @9fea3e9b"},
 }};
 
 }  // namespace

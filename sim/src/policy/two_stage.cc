@@ -39,8 +39,10 @@ PlanBuilder::Hand PlanBuilder::twoStageIntoFfn(LayerKind consumer) {
     // _scatter_hidden_states_and_residual: RS(attn_tp) completes and slices;
     // the residual is sliced unless it already lies on local rows.
     if (a_ > 1) {
-      h.entry.push_back({partial_in ? OpKind::kReduceScatter : OpKind::kSlice, Tensor::kHidden,
-                         partial_in ? attn_tp : kNoAxis, RowKind::kAttention, RowKind::kLocal});
+      Step scatter{partial_in ? OpKind::kReduceScatter : OpKind::kSlice, Tensor::kHidden,
+                   partial_in ? attn_tp : kNoAxis, RowKind::kAttention, RowKind::kLocal};
+      if (partial_in) scatter.site = EngineSite::kAttnTpReduceScatter;
+      h.entry.push_back(scatter);
       if (!residual_local_ && !schema_.on(Decision::kResidualNotSliced)) {
         h.entry.push_back(
             {OpKind::kSlice, Tensor::kResidual, kNoAxis, RowKind::kAttention, RowKind::kLocal});

@@ -22,8 +22,11 @@ enum class EngineSite : std::uint8_t {
   /// The reduce_scatterv that returns an FFN's sum over attention DP
   /// (_reduce_and_redistribute_output_varlen).
   kDpReduceScatterv,
+  /// The attention-TP reduce-scatter onto an FFN's local rows, whose output
+  /// chunk is tensor_split's (attn_tp_reduce_scatter).
+  kAttnTpReduceScatter,
 };
-inline constexpr int kEngineSiteCount = 4;
+inline constexpr int kEngineSiteCount = 5;
 
 /// What the engine calls at a site and where, in SGLang's sources.
 struct EngineSiteInfo {
