@@ -183,7 +183,7 @@ TEST(Diff, PairsPredictedBitIdenticalAreBitIdenticalOnTheCpuInEitherExecutionOrd
     spec.models.push_back(*sweepModel("qwen3-next-80b-a3b", ""));
     spec.worlds = {2, 4};
     spec.a = a;
-    spec.jobs = 2;
+    spec.jobs = 1;  // on_case samples every twelfth case, in case order
     int seen = 0;
     spec.on_case = [&](std::int64_t, const Case& c, const CaseDiff& d) {
       if (d.cls != DiffClass::kEqualValues || seen++ % 12 != 0) return;
