@@ -23,6 +23,7 @@ struct DiffOptions {
   std::string worlds = "1,2,4,8";
   int jobs = 0;
   std::string db = "seam.db";
+  bool resume = false;
   std::string format = "text";
 };
 
@@ -54,7 +55,29 @@ int diffOneCase(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   return d.cls == properties::DiffClass::kValuesDiffer ? kExitPropertyFailed : kExitOk;
 }
 
-/// The space, every case stored in --db.
+/// Compares the cases of the space not yet stored, storing each as it is
+/// compared; the summary of every case the run stored.
+Expected<properties::DiffResult> compareAndStore(reports::StoredRun& opened,
+                                                 properties::DiffSpec& spec) {
+  reports::DiffRecorder recorder(opened.store, opened.run.id, spec);
+  spec.on_case = [&recorder](std::int64_t index, const Case& c, const properties::CaseDiff& d) {
+    recorder.onCase(index, c, d);
+  };
+  RateLine progress(isatty(2));
+  spec.on_progress = [&progress](std::int64_t done, std::int64_t total) {
+    progress.update("cases", done, total);
+  };
+  auto live = properties::runDiff(spec);
+  progress.clear();
+  spec.on_case = nullptr;
+  spec.on_progress = nullptr;
+  if (!live) return live.status();
+  if (Status st = recorder.finish(); !st) return st;
+  if (Status st = opened.store.finishRun(opened.run.id); !st) return st;
+  return reports::diffResultFromStore(opened.store, opened.run.id, spec, *live);
+}
+
+/// The space, every case stored in --db as it is compared.
 int diffSpace(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   auto json = jsonFormat(o.format);
   if (!json) return fail(json.status());
@@ -76,26 +99,10 @@ int diffSpace(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   if (Status s = checkSpaceMemory(spec.worlds, spec.models, {}, spec.jobs); !s) {
     return fail(s);
   }
-  auto store = reports::Store::open(o.db);
-  if (!store) return fail(store.status());
-  reports::RunRecord run;
-  run.command = "diff";
-  run.args = reports::diffArgs(spec, o.worlds);
-  run.version = kSeamVersion;
-  if (Status st = store->beginRun(run); !st) return fail(st);
-  reports::DiffRecorder recorder(*store, run.id, spec);
-  spec.on_case = [&recorder](std::int64_t index, const Case& c, const properties::CaseDiff& d) {
-    recorder.onCase(index, c, d);
-  };
-  RateLine progress(isatty(2));
-  spec.on_progress = [&progress](std::int64_t done, std::int64_t total) {
-    progress.update("cases", done, total);
-  };
-  auto r = properties::runDiff(spec);
-  progress.clear();
+  auto opened = reports::openDiffRun(o.db, &spec, o.worlds, kSeamVersion, o.resume);
+  if (!opened) return fail(opened.status());
+  auto r = compareAndStore(*opened, spec);
   if (!r) return fail(r.status());
-  if (Status st = recorder.finish(); !st) return fail(st);
-  if (Status st = store->finishRun(run.id); !st) return fail(st);
   std::cout << (*json ? reports::diffJson(spec, *r, o.worlds)
                       : reports::renderDiff(spec, *r, o.worlds));
   const auto differ = r->counts[static_cast<int>(properties::DiffClass::kValuesDiffer)];
@@ -117,6 +124,8 @@ Command registerDiff(CLI::App& app) {
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
   sub->add_option("--db", o->db, "SQLite store the comparison of a space is written to")
       ->capture_default_str();
+  sub->add_flag("--resume", o->resume,
+                "continue the latest unfinished diff of a space with the same arguments in --db");
   sub->add_option("--format", o->format, "text|json (a space's summary as one JSON object)")
       ->capture_default_str();
   return {sub, [o, sub]() {
@@ -141,7 +150,8 @@ Command registerDiff(CLI::App& app) {
                   ": seam diff plants a decision in one case (give its --tp, --tokens, ...)"));
             }
             if (one_case || !o->c.trace.empty()) {
-              if (Status s = refuseGiven(*sub, {"--format"}, "a space (one case prints its class)");
+              if (Status s = refuseGiven(*sub, {"--format", "--resume"},
+                                         "a space (one case prints its class)");
                   !s)
                 return fail(s);
               return diffOneCase(*o, *a, *b);

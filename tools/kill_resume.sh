@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Kills stored runs at random points and checks that resuming them loses and
-# changes nothing (a crash at any point loses at most the work in flight). For `seam mutate` and `seam sweep` (--no-sweep leaves it out):
+# changes nothing (a crash at any point loses at most the work in flight). For
+# `seam mutate`, `seam sweep` (--no-sweep leaves it out) and `seam diff` over a
+# space (--no-diff leaves it out; left out under --mpi, diff runs as one process):
 #   1. runs it uninterrupted into one store, noting T (its wall time) and B
 #      (when its first row was stored: a campaign's baseline comes first);
 #   2. runs it into a second store and SIGKILLs it after a random delay,
@@ -15,9 +17,9 @@
 #   3. compares each completed store with the uninterrupted one row for row
 #      (mutate: every mutant's status, argument and cases run, every kill
 #      with its first killing case, property, class, text and reproduce
-#      line; sweep: every case row with its plan hash and every verdict) and
-#      the two runs' output (the last line, mutation score or case count,
-#      included) without timing lines.
+#      line; sweep and diff: every case row with its plan hash and every
+#      verdict) and the two runs' output (the last line, mutation score or
+#      case count, included) without timing lines.
 # Then KILLS runs are killed while they create a new store (at 0-29 ms,
 # where a run opens a new file and commits its schema): the next run on
 # each must open it and finish.
@@ -29,11 +31,12 @@
 # random, which mpirun answers by ending the others; either way no process
 # of the run is left when the next starts. The store-creation kills are left
 # out (mpirun's own start takes longer than the window).
-# --quick sweeps world 8 and mutates at worlds 1, 2, 4, 8 (instead of 16 and
-# 1-16); --no-build uses the binaries in $SEAM_BUILD (default build/) as they
-# are, without tools/setup.sh (ctest runs it so).
+# --quick sweeps world 8, mutates at worlds 1, 2, 4, 8 and diffs at worlds 1,
+# 2 (instead of 16, 1-16 and 1, 2, 4); --no-build uses the binaries in
+# $SEAM_BUILD (default build/) as they are, without tools/setup.sh (ctest
+# runs it so).
 # Delays come from a 31-bit LCG seeded with --seed (printed; it replays them).
-#   tools/kill_resume.sh [--seed N] [--kills K] [--no-sweep] [--mpi N] [--quick] [--no-build]
+#   tools/kill_resume.sh [--seed N] [--kills K] [--no-sweep] [--no-diff] [--mpi N] [--quick] [--no-build]
 # Exit 0 when every store and output compared is identical and every run
 # after a kill in store creation succeeded; 1 otherwise (with the
 # difference and the seed); 2 on usage.
@@ -44,6 +47,7 @@ build="${SEAM_BUILD:-$root/build}"
 seed=$(( $(date +%s%N) / 1000 % 1000000 ))
 kills=20
 sweep=1
+diff=1
 np=1
 quick=0
 build_first=1
@@ -53,9 +57,10 @@ while (($#)); do
     --kills) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "kill_resume: --kills needs a positive number" >&2; exit 2; }; kills=$2; shift 2 ;;
     --mpi) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "kill_resume: --mpi needs a number of ranks" >&2; exit 2; }; np=$2; shift 2 ;;
     --no-sweep) sweep=0; shift ;;
+    --no-diff) diff=0; shift ;;
     --quick) quick=1; shift ;;
     --no-build) build_first=0; shift ;;
-    *) echo "kill_resume: unknown option \"$1\" (--seed N, --kills K, --no-sweep, --mpi N, --quick, --no-build)" >&2; exit 2 ;;
+    *) echo "kill_resume: unknown option \"$1\" (--seed N, --kills K, --no-sweep, --no-diff, --mpi N, --quick, --no-build)" >&2; exit 2 ;;
   esac
 done
 
@@ -181,13 +186,14 @@ create_check() {
   echo "kill_resume create: $landed of $kills runs killed in their first 30 ms ($left left a journal behind); every next run opened the store and finished"
 }
 
-jobs=2 mutate_worlds=1,2,4,8,16 sweep_world=16
+jobs=2 mutate_worlds=1,2,4,8,16 sweep_world=16 diff_worlds=1,2,4
 ((np > 1)) && jobs=1  # one worker a rank
-((quick)) && mutate_worlds=1,2,4,8 sweep_world=8
+((quick)) && mutate_worlds=1,2,4,8 sweep_world=8 diff_worlds=1,2
 under=""
 ((np > 1)) && under=", under mpirun -np $np"
 echo "kill_resume: seed $seed, $kills kills per run$under (tools/kill_resume.sh --seed $seed replays the delays)"
 resume_check mutate "mutate --model nemotron-3-nano --world $mutate_worlds --jobs $jobs"
 ((sweep)) && resume_check sweep "sweep --world $sweep_world --jobs $jobs"
+((diff && np == 1)) && resume_check diff "diff --world $diff_worlds --jobs $jobs"
 ((np == 1)) && create_check "sweep --pattern M-*E-M*E --world 8 --jobs 1"
 exit "$failed"

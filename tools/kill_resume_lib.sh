@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The helpers tools/kill_resume.sh sources: a seeded random number, times,
 # what a stored run is compared by (dump_NAME, stable_NAME, rows_NAME,
-# cost_NAME for NAME mutate or sweep), starting a run and SIGKILLing it
+# cost_NAME for NAME mutate, sweep or diff), starting a run and SIGKILLing it
 # (whole, or under mpirun one rank alone), and comparing a resumed store and
 # its output with the uninterrupted run's. They use the caller's globals
 # state (the LCG's), seam, np, mpirun and work; `launch` sets pid, `stop`
@@ -35,12 +35,18 @@ stable_sweep() {
   grep -v -e '^checked ' -e 'resumed' "$1" |
     sed -E 's/^([^ ]+ +[0-9]+ +[0-9]+ +[0-9]+) .*/\1/; s/, [0-9.]+k? cases\/s$//; s/ +/ /g' || true
 }
+# A diff of a space stores its cases as a sweep does (no verdict rows), and
+# prints no timing: only the line a resumed run adds is left out.
+dump_diff() { dump_sweep "$1"; }
+stable_diff() { grep -v 'resumed' "$1" || true; }
 rows_mutate() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM mutants" 2>/dev/null || echo 0; }
 rows_sweep() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM cases" 2>/dev/null || echo 0; }
 # The work a store holds, in cases checked: a campaign's mutants differ a lot
 # (a killed one stops at its first kill, an equivalent one runs every case).
 cost_mutate() { [[ -s "$1" ]] && query "$1" "SELECT coalesce(sum(cases_run), 0) FROM mutants" 2>/dev/null || echo 0; }
 cost_sweep() { rows_sweep "$1"; }
+rows_diff() { rows_sweep "$1"; }
+cost_diff() { rows_sweep "$1"; }
 runs_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs" 2>/dev/null || echo 0; }
 finished_in() { [[ -s "$1" ]] && query "$1" "SELECT count(*) FROM runs WHERE finished_ms > 0" 2>/dev/null || echo 0; }
 

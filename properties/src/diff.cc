@@ -253,16 +253,23 @@ std::string diffCommand(const Case& c, PolicyKind a, PolicyKind b) {
 }
 
 namespace {
+
 std::tuple<int, int, int> sizeOf(const Case& c) {
   return {c.model.pattern.size() + static_cast<int>(c.model.pattern.mtp.size()), c.config.world(),
           c.batch.total()};
 }
+
+/// Is case `index` a better example than `ex` (smaller, or as small and earlier)?
+bool smaller(const std::vector<Case>& cases, std::int64_t index, const DiffExample& ex) {
+  if (ex.index < 0) return true;
+  const auto mine = sizeOf(cases[static_cast<size_t>(index)]);
+  const auto theirs = sizeOf(cases[static_cast<size_t>(ex.index)]);
+  return mine != theirs ? mine < theirs : index < ex.index;
+}
+
 }  // namespace
 
-Expected<DiffResult> runDiff(const DiffSpec& spec) {
-  if (spec.jobs < 1)
-    return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
-  const auto start = std::chrono::steady_clock::now();
+Expected<std::vector<Case>> diffCases(const DiffSpec& spec) {
   std::vector<Case> cases;
   for (const auto& m : spec.models) {
     if (!m.model) continue;
@@ -272,14 +279,51 @@ Expected<DiffResult> runDiff(const DiffSpec& spec) {
       for (Case& c : enumerateCases(*m.model, w)) cases.push_back(std::move(c));
     }
   }
-  std::vector<CaseDiff> diffs(cases.size());
+  return cases;
+}
+
+void foldDiff(DiffResult& r, const std::vector<Case>& cases, std::int64_t index, const CaseDiff& d,
+              PolicyKind a, PolicyKind b) {
+  const Case& c = cases[static_cast<size_t>(index)];
+  const int k = static_cast<int>(d.cls);
+  ++r.cases;
+  ++r.counts[k];
+  if (d.bit_identical) {
+    ++r.bit_identical[k];
+  } else if (equalValues(d.cls) && smaller(cases, index, r.other_roundings)) {
+    r.other_roundings = {index, diffCommand(c, a, b), d.rounding};
+  }
+  if (smaller(cases, index, r.examples[k])) r.examples[k] = {index, diffCommand(c, a, b), d.detail};
+}
+
+Expected<DiffResult> runDiff(const DiffSpec& spec) {
+  if (spec.jobs < 1)
+    return Status::invalid("--jobs " + std::to_string(spec.jobs) + " must be >= 1");
+  const auto start = std::chrono::steady_clock::now();
+  auto listed = diffCases(spec);
+  if (!listed) return listed.status();
+  const std::vector<Case>& cases = *listed;
+  std::vector<size_t> todo;
+  todo.reserve(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!std::binary_search(spec.skip.begin(), spec.skip.end(), static_cast<std::int64_t>(i)))
+      todo.push_back(i);
+  }
+  DiffResult r;
+  std::mutex fold;
   std::atomic<size_t> next{0};
-  std::atomic<std::int64_t> compared{0};
   const auto total = static_cast<std::int64_t>(cases.size());
+  std::atomic<std::int64_t> compared{total - static_cast<std::int64_t>(todo.size())};
   auto worker = [&]() {
     Ledger ledger;
-    for (size_t i; (i = next.fetch_add(1)) < cases.size();) {
-      diffs[i] = diffCase(cases[i], spec.a, spec.b, ledger);
+    for (size_t t; (t = next.fetch_add(1)) < todo.size();) {
+      const auto i = static_cast<std::int64_t>(todo[t]);
+      const CaseDiff d = diffCase(cases[todo[t]], spec.a, spec.b, ledger);
+      if (spec.on_case) spec.on_case(i, cases[todo[t]], d);
+      {
+        std::lock_guard<std::mutex> lock(fold);
+        foldDiff(r, cases, i, d, spec.a, spec.b);
+      }
       const std::int64_t done = ++compared;
       if (spec.on_progress && (done % 64 == 0 || done == total)) spec.on_progress(done, total);
     }
@@ -288,30 +332,7 @@ Expected<DiffResult> runDiff(const DiffSpec& spec) {
   for (int j = 1; j < spec.jobs; ++j) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
-
-  DiffResult r;
-  r.cases = static_cast<std::int64_t>(cases.size());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    if (spec.on_case) spec.on_case(static_cast<std::int64_t>(i), cases[i], diffs[i]);
-    const int k = static_cast<int>(diffs[i].cls);
-    ++r.counts[k];
-    if (diffs[i].bit_identical) {
-      ++r.bit_identical[k];
-    } else if (equalValues(diffs[i].cls)) {
-      DiffExample& ex = r.other_roundings;
-      if (ex.index < 0 || sizeOf(cases[i]) < sizeOf(cases[ex.index])) {
-        ex.index = static_cast<std::int64_t>(i);
-        ex.reproduce = diffCommand(cases[i], spec.a, spec.b);
-        ex.detail = diffs[i].rounding;
-      }
-    }
-    DiffExample& ex = r.examples[k];
-    if (ex.index < 0 || sizeOf(cases[i]) < sizeOf(cases[ex.index])) {
-      ex.index = static_cast<std::int64_t>(i);
-      ex.reproduce = diffCommand(cases[i], spec.a, spec.b);
-      ex.detail = diffs[i].detail;
-    }
-  }
+  r.run_here = r.cases;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -32,6 +32,11 @@ std::string renderDiff(const properties::DiffSpec& spec, const properties::DiffR
         << r.examples[k].detail << "\n";
   }
   const auto differ = r.counts[static_cast<int>(properties::DiffClass::kValuesDiffer)];
+  if (r.run_here != r.cases) {
+    out << "(" << r.cases - r.run_here
+        << " of them compared by the interrupted run resumed here; this process compared "
+        << r.run_here << ")\n";
+  }
   out << r.cases << " cases, " << differ << " with values that differ\n";
   return out.str();
 }

@@ -41,15 +41,21 @@ Expected<StoredRun> openRun(const std::string& db, const std::string& command,
   return StoredRun{std::move(*store), std::move(*run)};
 }
 
-Expected<StoredRun> openSweepRun(const std::string& db, properties::SweepSpec* spec,
-                                 const std::string& version, bool resume) {
-  auto run = openRun(db, "sweep", sweepArgs(*spec), version, resume);
+Expected<StoredRun> openCaseRun(const std::string& db, const std::string& command,
+                                const std::string& args, const std::string& version, bool resume,
+                                std::vector<std::int64_t>* skip) {
+  auto run = openRun(db, command, args, version, resume);
   if (!run || !resume) return run;
   auto done = run->store.caseIndices(run->run.id);
   if (!done) return done.status();
-  spec->skip = std::move(*done);
-  std::sort(spec->skip.begin(), spec->skip.end());
+  *skip = std::move(*done);
+  std::sort(skip->begin(), skip->end());
   return run;
+}
+
+Expected<StoredRun> openSweepRun(const std::string& db, properties::SweepSpec* spec,
+                                 const std::string& version, bool resume) {
+  return openCaseRun(db, "sweep", sweepArgs(*spec), version, resume, &spec->skip);
 }
 
 std::string sweepArgs(const properties::SweepSpec& spec) {
@@ -77,18 +83,51 @@ std::string campaignArgs(const mutants::CampaignSpec& spec) {
          " mutants=" + (ids.empty() ? "all" : ids) + " models=" + models;
 }
 
+CaseRowWriter::CaseRowWriter(Store& store, std::int64_t run_id)
+    : store_(store), run_id_(run_id), thread_([this] { writerLoop(); }) {}
+
+CaseRowWriter::~CaseRowWriter() { (void)close(); }
+
+void CaseRowWriter::push(std::vector<CaseRows> batch) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    room_.wait(lock, [this] { return queue_.size() < kMaxQueued; });
+    queue_.push_back(std::move(batch));
+  }
+  wake_.notify_one();
+}
+
+void CaseRowWriter::writerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+    if (queue_.empty() && closing_) return;
+    std::vector<CaseRows> batch = std::move(queue_.front());
+    queue_.erase(queue_.begin());
+    room_.notify_all();
+    lock.unlock();
+    // Only this thread writes status_ until close() has joined it.
+    if (status_) status_ = writeCaseRows(store_, run_id_, std::move(batch));
+    lock.lock();
+  }
+}
+
+Status CaseRowWriter::close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return status_;
+    closing_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  return status_;
+}
+
 SweepRecorder::SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
                              properties::SweepListener* next)
-    : store_(store), run_id_(run_id), batcher_(spec, next, [this](std::vector<CaseRows> batch) {
-        {
-          std::unique_lock<std::mutex> lock(mutex_);
-          room_.wait(lock, [this] { return queue_.size() < kMaxQueued; });
-          queue_.push_back(std::move(batch));
-        }
-        wake_.notify_one();
-      }) {
-  writer_ = std::thread([this] { writerLoop(); });
-}
+    : writer_(store, run_id), batcher_(spec, next, [this](std::vector<CaseRows> batch) {
+        writer_.push(std::move(batch));
+      }) {}
 
 SweepRecorder::~SweepRecorder() { (void)flush(); }
 
@@ -102,36 +141,9 @@ void SweepRecorder::onCases(const std::vector<properties::CaseResult>& chunk) {
   batcher_.onCases(chunk);
 }
 
-void SweepRecorder::write(std::vector<CaseRows> batch) {
-  // A failed batch is rolled back: the sweep goes on to its end, and holding
-  // the write lock until then would stop every other run on this store.
-  if (status_) status_ = writeCaseRows(store_, run_id_, std::move(batch));
-}
-
-void SweepRecorder::writerLoop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    wake_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-    if (queue_.empty() && closing_) return;
-    std::vector<CaseRows> batch = std::move(queue_.front());
-    queue_.erase(queue_.begin());
-    room_.notify_all();
-    lock.unlock();
-    write(std::move(batch));
-    lock.lock();
-  }
-}
-
 Status SweepRecorder::flush() {
   batcher_.flush();  // the last batch to the writer; nothing once closed
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (closing_) return status_;
-    closing_ = true;
-  }
-  wake_.notify_one();
-  if (writer_.joinable()) writer_.join();
-  return status_;
+  return writer_.close();
 }
 
 Expected<properties::SweepResult> sweepResultFromStore(Store& store, std::int64_t run_id,
@@ -258,51 +270,6 @@ std::optional<mutants::MutantOutcome> CampaignRecorder::recalled(const mutants::
     return outcomeFromRows(&mutant, rows);
   }
   return std::nullopt;
-}
-
-DiffRecorder::DiffRecorder(Store& store, std::int64_t run_id, const properties::DiffSpec& spec)
-    : store_(store), run_id_(run_id), a_(spec.a), b_(spec.b) {}
-
-void DiffRecorder::onCase(std::int64_t index, const Case& c, const properties::CaseDiff& d) {
-  if (!status_) return;
-  if (in_batch_ == 0 && !(status_ = store_.beginBatch())) return;
-  CaseRecord rec;
-  rec.index = index;
-  rec.model = c.model.name;
-  rec.pattern = c.model.pattern.text();
-  rec.config = c.config.describe();
-  rec.flags = c.flags.describe();
-  rec.batch = c.batch.describe();
-  rec.policy = std::string(policyName(a_)) + " vs " + std::string(policyName(b_));
-  // Planned pairs whose bits may differ on GPUs are a group of their own.
-  const bool planned = properties::equalValues(d.cls);
-  rec.group = std::string(properties::diffClassName(d.cls)) +
-              (planned && !d.bit_identical ? "; bits may differ" : "");
-  rec.outcome =
-      d.cls == properties::DiffClass::kValuesDiffer ? CaseOutcome::kViolated
-      : d.cls == properties::DiffClass::kBothRefuse || d.cls == properties::DiffClass::kOneRefuses
-          ? CaseOutcome::kRefused
-          : CaseOutcome::kHolds;
-  rec.refusal =
-      planned && !d.bit_identical ? d.detail + "; bits may differ: " + d.rounding : d.detail;
-  rec.reproduce = properties::diffCommand(c, a_, b_);
-  if (!(status_ = store_.addCase(run_id_, rec, {}))) return;
-  if (++in_batch_ == kBatchCases) {
-    in_batch_ = 0;
-    status_ = store_.commitBatch();
-  }
-}
-
-Status DiffRecorder::finish() {
-  if (status_ && in_batch_ > 0) status_ = store_.commitBatch();
-  in_batch_ = 0;
-  return status_;
-}
-
-std::string diffArgs(const properties::DiffSpec& spec, const std::string& worlds) {
-  return "policy=" + std::string(policyName(spec.a)) +
-         " against=" + std::string(policyName(spec.b)) + " worlds=" + worlds +
-         " models=" + std::to_string(spec.models.size());
 }
 
 Status recordProp(Store& store, const properties::PropSpec& spec,

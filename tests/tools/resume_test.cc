@@ -1,5 +1,5 @@
-// A campaign (and a sweep) killed with SIGKILL halfway and resumed with
-// --resume ends with the same table as an uninterrupted run.
+// A campaign (and a sweep, and a diff of a space) killed with SIGKILL halfway
+// and resumed with --resume ends with the same table as an uninterrupted run.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -131,6 +131,18 @@ TEST(Resume, ACampaignKilledHalfwayAndResumedEndsWithTheSameTable) {
   removeStore(cut_db);
 }
 
+/// Runs `args` into `db` and SIGKILLs it once a good part of its cases is
+/// stored; on a loaded machine it may finish first: then it starts over and
+/// kills it earlier. The cases stored when it was killed (0: never killed).
+std::int64_t killWithCasesStored(const std::string& args, const std::string& db) {
+  for (std::int64_t threshold : {20000, 6000, 1000}) {
+    removeStore(db);
+    const pid_t pid = spawnSeam(args + " --db " + db);
+    if (killWhen(pid, [&] { return storedCases(db) >= threshold; })) return storedCases(db);
+  }
+  return 0;
+}
+
 TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
   const std::string args = "sweep --world 8 --jobs 2";
   const std::string whole_db = tempPath("sweep_whole.db"), cut_db = tempPath("sweep_cut.db");
@@ -140,18 +152,8 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
   // A verdict: 0, or 1 for the engine findings of world 8 (docs/engine-findings.md).
   ASSERT_TRUE(whole.code == 0 || whole.code == 1) << whole.err;
 
-  // Kill it once a good part of the cases is stored; on a loaded machine the
-  // sweep may finish first: then start over and kill it earlier.
-  bool killed = false;
-  for (std::int64_t threshold : {20000, 6000, 1000}) {
-    removeStore(cut_db);
-    const pid_t pid = spawnSeam(args + " --db " + cut_db);
-    killed = killWhen(pid, [&] { return storedCases(cut_db) >= threshold; });
-    if (killed) break;
-  }
-  ASSERT_TRUE(killed) << "the sweep finished before it could be killed, three times";
-  const std::int64_t stored_before = storedCases(cut_db);
-  ASSERT_GT(stored_before, 0);
+  const std::int64_t stored_before = killWithCasesStored(args, cut_db);
+  ASSERT_GT(stored_before, 0) << "the sweep finished before it could be killed, three times";
 
   const auto resumed = runSeam(args + " --db " + cut_db + " --resume");
   ASSERT_EQ(resumed.code, whole.code) << resumed.err;
@@ -202,12 +204,65 @@ TEST(Resume, ASweepKilledHalfwayAndResumedCountsEveryCaseOnce) {
   removeStore(cut_db);
 }
 
+/// Every case row of the store's latest run, one line each, in index order.
+std::string caseRows(const std::string& db) {
+  std::string out;
+  seam::testing::countInLatestRun(db, [&out](seam::reports::Store& store, std::int64_t run) {
+    (void)store.eachCase(run, [&out](seam::reports::CaseRecord&& c) {
+      for (const std::string* s : {&c.model, &c.pattern, &c.config, &c.flags, &c.batch, &c.policy,
+                                   &c.group, &c.refusal, &c.reproduce}) {
+        out += *s + "|";
+      }
+      out += std::to_string(c.index) + "|" + std::to_string(static_cast<int>(c.outcome)) + "\n";
+      return seam::Status::ok();
+    });
+    return std::int64_t{0};
+  });
+  return out;
+}
+
+TEST(Resume, ADiffKilledPartWayAndResumedStoresTheSameCasesAndPrintsTheSameSummary) {
+  const std::string args = "diff --world 1,2,4 --jobs 2";
+  const std::string whole_db = tempPath("diff_whole.db"), cut_db = tempPath("diff_cut.db");
+  removeStore(whole_db);
+  removeStore(cut_db);
+  const auto whole = runSeam(args + " --db " + whole_db);
+  // Legacy's values differ from declared's at world 4 (exit 1).
+  ASSERT_TRUE(whole.code == 0 || whole.code == 1) << whole.err;
+
+  const std::int64_t stored_before = killWithCasesStored(args, cut_db);
+  ASSERT_GT(stored_before, 0) << "the diff finished before it could be killed, three times";
+
+  const auto resumed = runSeam(args + " --db " + cut_db + " --resume");
+  ASSERT_EQ(resumed.code, whole.code) << resumed.err;
+  // The same summary, but for the line only a resumed run prints, which says
+  // that it took exactly the stored cases from the store.
+  const std::string marker = " of them compared by the interrupted run resumed here";
+  const size_t at = resumed.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << resumed.out;
+  const size_t open = resumed.out.rfind('(', at);
+  const size_t end = resumed.out.find('\n', at);
+  ASSERT_TRUE(open != std::string::npos && end != std::string::npos);
+  EXPECT_EQ(std::stoll(resumed.out.substr(open + 1, at - open - 1)), stored_before);
+  std::string summary = resumed.out;
+  summary.erase(open, end + 1 - open);
+  EXPECT_EQ(summary, whole.out);
+  const std::string rows = caseRows(whole_db);
+  EXPECT_GT(rows.size(), 0u);
+  EXPECT_TRUE(rows == caseRows(cut_db)) << "the resumed store's case rows differ";
+  removeStore(whole_db);
+  removeStore(cut_db);
+}
+
 TEST(Resume, RefusesWhenThereIsNothingToResume) {
   const std::string db = tempPath("empty.db");
   removeStore(db);
   const auto r = runSeam("sweep --world 2 --db " + db + " --resume");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no unfinished sweep"), std::string::npos) << r.err;
+  const auto d = runSeam("diff --world 2 --db " + db + " --resume");
+  EXPECT_EQ(d.code, 2);
+  EXPECT_NE(d.err.find("no unfinished diff"), std::string::npos) << d.err;
   removeStore(db);
 }
 

@@ -56,7 +56,11 @@ struct DiffSpec {
   PolicyKind a = PolicyKind::kLegacy;
   PolicyKind b = PolicyKind::kDeclared;
   int jobs = 1;
-  /// Called for every case after the comparison, in case order (the store).
+  /// Indices of cases already compared (a resumed run's stored cases),
+  /// sorted: not compared again.
+  std::vector<std::int64_t> skip;
+  /// Called for every case compared, as soon as it is (the store); from the
+  /// worker threads at once and in any order.
   std::function<void(std::int64_t index, const Case& c, const CaseDiff& d)> on_case;
   /// Cases compared so far of `total`, every few cases; called from the
   /// worker threads (a caller that draws serialises itself).
@@ -77,14 +81,26 @@ struct DiffResult {
   DiffExample other_roundings;
   std::array<DiffExample, kDiffClassCount> examples{};  ///< the smallest case of each class
   std::int64_t cases = 0;
+  std::int64_t run_here = 0;  ///< cases this process compared (the others were resumed)
   double seconds = 0;
 };
+
+/// The space's cases in their order: case i is the case stored with index i.
+Expected<std::vector<Case>> diffCases(const DiffSpec& spec);
+
+/// Adds case `index` of `cases` to `r`'s counts and examples. The result does
+/// not depend on the order cases are added in (the smallest case of a class,
+/// ties to the lowest index, is its example).
+void foldDiff(DiffResult& r, const std::vector<Case>& cases, std::int64_t index, const CaseDiff& d,
+              PolicyKind a, PolicyKind b);
 
 /// The synthetic patterns `seam diff` adds to the presets by default:
 /// shapes real checkpoints never have (FFN after FFN, an FFN at the stack
 /// start) and short ones that show each boundary kind.
 std::vector<SweepModel> syntheticDiffModels();
 
+/// Compares every case of the space but those in spec.skip; the result
+/// counts the cases compared here.
 Expected<DiffResult> runDiff(const DiffSpec& spec);
 
 }  // namespace seam::properties

@@ -33,6 +33,12 @@ struct StoredRun {
 Expected<StoredRun> openRun(const std::string& db, const std::string& command,
                             const std::string& args, const std::string& version, bool resume);
 
+/// openRun for a run of cases; resuming, `skip` gets the indices of the
+/// cases the run has stored, sorted (what it need not run again).
+Expected<StoredRun> openCaseRun(const std::string& db, const std::string& command,
+                                const std::string& args, const std::string& version, bool resume,
+                                std::vector<std::int64_t>* skip);
+
 /// openRun for a sweep (its arguments sweepArgs(*spec)); resuming, spec->skip
 /// gets the cases the run has stored, sorted.
 Expected<StoredRun> openSweepRun(const std::string& db, properties::SweepSpec* spec,
@@ -42,40 +48,53 @@ Expected<StoredRun> openSweepRun(const std::string& db, properties::SweepSpec* s
 std::string sweepArgs(const properties::SweepSpec& spec);
 std::string campaignArgs(const mutants::CampaignSpec& spec);
 
-/// Writes every finished case of a sweep into the store, one transaction per
-/// batch of kBatchCases (a crash loses at most the batch being written; a
-/// resumed run redoes it), on a writer thread of its own so that the sweep's
-/// workers never wait for the disk while it keeps up (past kMaxQueued batches
-/// waiting they do, so memory stays flat); forwards progress to `next` (may
-/// be null).
+/// Writes batches of case rows into a run on a thread of its own, one
+/// transaction per batch (a crash loses at most the batch being written; a
+/// resumed run redoes it), so that the workers that produce them never wait
+/// for the disk while it keeps up; past kMaxQueued batches waiting push()
+/// does, so memory stays flat. Keeps the first store error: a failed batch
+/// is rolled back and the run goes on to its end (holding the write lock
+/// until then would stop every other run on this store).
+class CaseRowWriter {
+ public:
+  static constexpr std::size_t kMaxQueued = 16;
+  CaseRowWriter(Store& store, std::int64_t run_id);
+  ~CaseRowWriter();
+  void push(std::vector<CaseRows> batch);
+  /// Writes what is queued and stops the thread; the first store error, if any.
+  Status close();
+
+ private:
+  void writerLoop();
+  Store& store_;
+  std::int64_t run_id_;
+  std::vector<std::vector<CaseRows>> queue_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable room_;  // the writer took a batch
+  bool closing_ = false;
+  Status status_;
+  std::thread thread_;
+};
+
+/// Writes every finished case of a sweep into the store in batches of
+/// kBatchCases (CaseRowWriter); forwards progress to `next` (may be null).
 class SweepRecorder : public properties::SweepListener {
  public:
   static constexpr int kBatchCases = 256;
-  static constexpr std::size_t kMaxQueued = 16;
   SweepRecorder(Store& store, std::int64_t run_id, const properties::SweepSpec& spec,
                 properties::SweepListener* next);
   ~SweepRecorder() override;
   void onProgress(std::int64_t done, std::int64_t total) override;
   void onModel(const std::string& model) override;
   void onCases(const std::vector<properties::CaseResult>& chunk) override;
-  /// Commits the open batch (also done on destruction).
+  /// Writes the batch not yet full and waits for the writer (also done on
+  /// destruction); the first store error, if any.
   Status flush();
-  /// The first store error, if any (the sweep itself cannot be interrupted).
-  const Status& status() const { return status_; }
 
  private:
-  void write(std::vector<CaseRows> batch);  // on the writer thread
-  void writerLoop();
-  Store& store_;
-  std::int64_t run_id_;
-  SweepBatcher batcher_;                      // full batches go to queue_
-  std::vector<std::vector<CaseRows>> queue_;  // batches for the writer
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable room_;  // the writer took a batch
-  bool closing_ = false;
-  std::thread writer_;
-  Status status_;
+  CaseRowWriter writer_;
+  SweepBatcher batcher_;  // full batches go to writer_
 };
 
 /// The sweep's totals over every case row of the run; `live` supplies what
@@ -115,28 +134,46 @@ class CampaignRecorder : public mutants::CampaignListener {
   Status status_;
 };
 
-/// Writes every case a `seam diff` of a space compares into the store (its
-/// class as the case's group, refusals and differing values as outcomes),
-/// one transaction per kBatchCases cases; keeps the first store error and
-/// writes nothing after it. Call onCase from DiffSpec::on_case.
+/// Writes every case a `seam diff` of a space compares into the store as it
+/// is compared (its class as the case's group, refusals and differing values
+/// as outcomes), in batches of SweepRecorder::kBatchCases through a
+/// CaseRowWriter. Call onCase from DiffSpec::on_case (from any thread).
 class DiffRecorder {
  public:
-  static constexpr int kBatchCases = 1024;
   DiffRecorder(Store& store, std::int64_t run_id, const properties::DiffSpec& spec);
+  ~DiffRecorder();
   void onCase(std::int64_t index, const Case& c, const properties::CaseDiff& d);
-  /// Commits the open batch; the first store error, if any.
+  /// Writes the batch not yet full and waits for the writer; the first store
+  /// error, if any.
   Status finish();
 
  private:
-  Store& store_;
-  std::int64_t run_id_;
   PolicyKind a_, b_;
-  int in_batch_ = 0;
-  Status status_;
+  CaseRowWriter writer_;
+  std::mutex mutex_;
+  std::vector<CaseRows> pending_;
 };
 
-/// The arguments a `seam diff` of a space is stored with (`worlds` as given).
+/// The arguments a `seam diff` of a space is stored with and resumed by
+/// (`worlds` as given).
 std::string diffArgs(const properties::DiffSpec& spec, const std::string& worlds);
+
+/// openRun for a diff of a space; resuming, spec->skip gets the cases the
+/// run has stored, sorted.
+Expected<StoredRun> openDiffRun(const std::string& db, properties::DiffSpec* spec,
+                                const std::string& worlds, const std::string& version, bool resume);
+
+/// The comparison a diff's case row was stored with (DiffRecorder's row read
+/// back: its class, bit-identity prediction, detail and rounding); an error
+/// when the row is not one DiffRecorder writes.
+Expected<properties::CaseDiff> diffFromRow(const CaseRecord& row);
+
+/// A diff's summary over every case row of the run (those a killed run
+/// stored included); `live` supplies what only this process knows (its
+/// cases compared and wall time).
+Expected<properties::DiffResult> diffResultFromStore(Store& store, std::int64_t run_id,
+                                                     const properties::DiffSpec& spec,
+                                                     const properties::DiffResult& live);
 
 /// Stores a `seam prop` run: its spec as the run's arguments (with the
 /// RC_PARAMS that replays it) and, when it failed, the shrunk case with its
