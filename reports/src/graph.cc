@@ -63,11 +63,12 @@ std::string joined(const std::vector<std::string>& lines, const char* sep) {
 }
 
 /// The legend, as rows of an HTML-like table: a swatch of each colour or
-/// line style the graph uses and what it means.
+/// line style the graph uses and what it means, in one left-aligned cell
+/// (two cells are stretched apart to the title's width).
 std::string legendRows(bool diff, bool snapshots, const std::string& other) {
   auto row = [](const std::string& colour, const std::string& swatch, const std::string& text) {
-    return "<TR><TD><FONT COLOR=\"" + colour + "\">" + swatch + "</FONT></TD><TD ALIGN=\"LEFT\">" +
-           text + "</TD></TR>";
+    return "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"" + colour + "\">" + swatch +
+           "</FONT>&#160;&#160;" + text + "</TD></TR>";
   };
   const std::string line = "&#9472;&#9472;&#9472;";
   std::string rows;
@@ -77,8 +78,9 @@ std::string legendRows(bool diff, bool snapshots, const std::string& other) {
         sumColour(g), line,
         g == SumGroup::kNone ? "owes no sum" : "owes the " + std::string(sumGroupName(g)) + " sum");
   }
-  rows += row("#000000", "&#8212; &#8212;", "dashed: carried into the next entry");
-  rows += row("#000000", "<B>" + line + "</B>", "thick: the consumer's entry completes it");
+  rows += row("#000000", "&#9548;&#9548;&#9548;", "dashed: carried into the next entry");
+  // A bold light line draws no thicker in most fonts; the heavy one does.
+  rows += row("#000000", "&#9473;&#9473;&#9473;", "thick: the consumer's entry completes it");
   if (diff) {
     rows += row(kDiffersColour, "&#9552;&#9552;&#9552;", "double, magenta: differs from " + other);
   }

@@ -79,8 +79,6 @@ std::map<std::string, double> secondsPerCase(const properties::SweepResult& live
 
 Status writeSweepJunit(Store& store, const RunRecord& run, const properties::SweepResult& live,
                        const std::string& path) {
-  auto cases = store.cases(run.id);
-  if (!cases) return cases.status();
   auto failures = store.firstFailures(run.id);
   if (!failures) return failures.status();
   std::map<std::int64_t, VerdictRecord> failure_of(failures->begin(), failures->end());
@@ -89,10 +87,17 @@ Status writeSweepJunit(Store& store, const RunRecord& run, const properties::Swe
   std::map<std::pair<std::string, std::string>, std::size_t> group_of;
   std::vector<std::string> models;
   std::map<std::string, ModelCounts> counts;
-  for (const CaseRecord& c : *cases) {
-    auto [it, added] = group_of.try_emplace({c.group, c.config}, groups.size());
-    if (added) groups.push_back(Group{c.group, c.config});
-    Group& g = groups[it->second];
+  // Row by row: a sweep of millions of cases holds one Group per model x
+  // configuration. Its consecutive rows share one, so the last is looked up
+  // first; the map keeps any order of rows right.
+  std::size_t last = 0;
+  const Status read = store.eachCase(run.id, [&](CaseRecord&& c) {
+    if (groups.empty() || groups[last].model != c.group || groups[last].config != c.config) {
+      auto [it, added] = group_of.try_emplace({c.group, c.config}, groups.size());
+      if (added) groups.push_back(Group{c.group, c.config});
+      last = it->second;
+    }
+    Group& g = groups[last];
     ModelCounts& m = counts[c.group];
     if (m.cases == 0) models.push_back(c.group);
     ++g.cases;
@@ -116,9 +121,11 @@ Status writeSweepJunit(Store& store, const RunRecord& run, const properties::Swe
       if (std::find(g.properties.begin(), g.properties.end(), h) == g.properties.end())
         g.properties.push_back(h);
       if (g.first_failure.empty()) g.first_failure = v.text;
-      if (g.lines.size() < kLinesPerFailure) g.lines.push_back(c.reproduce);
+      if (g.lines.size() < kLinesPerFailure) g.lines.push_back(std::move(c.reproduce));
     }
-  }
+    return Status::ok();
+  });
+  if (!read) return read;
 
   JunitDoc doc;
   doc.name = "sweep";

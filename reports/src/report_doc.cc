@@ -111,6 +111,18 @@ void Doc::endList() {
   out_ += html() ? "</ul>\n" : "\n";
 }
 
+namespace {
+
+/// A short cell without spaces (a count, an id, a command name, a time) is
+/// kept on one line: broken anywhere, a narrow column shows "157,0 01".
+bool isWord(const Cell& c) {
+  constexpr std::size_t kLongestWord = 24;
+  return !c.is_code && !c.text.empty() && c.text.size() <= kLongestWord &&
+         c.text.find(' ') == std::string::npos;
+}
+
+}  // namespace
+
 std::string Doc::cell(const Cell& c) const {
   if (html()) return c.is_code ? "<code>" + escapeHtml(c.text) + "</code>" : escapeHtml(c.text);
   return c.is_code ? markdownCodeSpan(c.text) : escapeMarkdown(c.text);
@@ -138,7 +150,7 @@ void Doc::table(const std::vector<std::string>& header,
   out_ += "</tr>\n";
   for (const auto& r : rows) {
     out_ += "<tr>";
-    for (const auto& c : r) out_ += "<td>" + cell(c) + "</td>";
+    for (const auto& c : r) out_ += (isWord(c) ? "<td class=\"w\">" : "<td>") + cell(c) + "</td>";
     out_ += "</tr>\n";
   }
   out_ += "</table></div>\n";
@@ -163,7 +175,8 @@ constexpr const char* kStyle =
     "table{border-collapse:collapse;margin:0.5em 0 1.5em}"
     "td,th{border:1px solid #bbb;padding:3px 8px;font-size:13px;text-align:left;"
     "vertical-align:top;overflow-wrap:anywhere}"
-    "th{background:#eee}div.table{max-width:100%;overflow-x:auto}"
+    "th{background:#eee;overflow-wrap:normal}td.w{white-space:nowrap}div.table{max-width:100%;"
+    "overflow-x:auto}"
     "pre{background:#f6f6f6;padding:8px;white-space:pre-wrap;overflow-wrap:anywhere}"
     "code{background:#f6f6f6;overflow-wrap:anywhere;font-size:12px}"
     "p.lead{font-size:1.15em}"

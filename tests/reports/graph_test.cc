@@ -113,6 +113,14 @@ TEST(Graph, ADiffGraphMarksTheSnapshotBoundariesWhereSeamDiffSaysTheCaseDiffers)
         "double green border: the entry takes an aux snapshot"}) {
     EXPECT_NE(svg->find(entry), std::string::npos) << entry;
   }
+  // The thick swatch is the heavy line (a bold light one draws no thicker),
+  // drawn just left of its words, not a title's width away.
+  std::smatch swatch, words;
+  ASSERT_TRUE(std::regex_search(*svg, swatch, std::regex(R"re(x="([0-9.]+)"[^>]*>━━━<)re")));
+  ASSERT_TRUE(std::regex_search(*svg, words, std::regex(R"re(x="([0-9.]+)"[^>]*>[^<]*thick: )re")));
+  const double gap = std::stod(words[1].str()) - std::stod(swatch[1].str());
+  EXPECT_GT(gap, 0);
+  EXPECT_LT(gap, 40) << "points between the swatch and its words";
 }
 
 /// The width of an SVG in points.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "junit_schema.h"
+#include "seam/properties/engine_finding.h"
 #include "store_test_support.h"
 
 namespace seam::reports::store_test {
@@ -177,5 +178,99 @@ TEST(Junit, ReplacesAnExistingFileAndRefusesAMissingDirectoryNamingThePath) {
   EXPECT_EQ(refused.message(),
             "--junit \"" + bad + "\": the directory \"" + missing + "\" does not exist");
 }
+
+/// A sweep's case row of `model` (its group) at `config`.
+CaseRecord sweepRow(std::int64_t index, const std::string& model, const std::string& config,
+                    CaseOutcome outcome, const std::string& refusal = "") {
+  CaseRecord c = sampleCase(index, outcome);
+  c.group = model;
+  c.config = config;
+  c.refusal = refusal;
+  c.reproduce = "seam check #" + std::to_string(index);
+  return c;
+}
+
+// The expectation is worked out by hand from the rows below, not taken from
+// a run of seam: m1 tp=2 has cases 0, 1, 2 and 15 (15 comes after m2's rows,
+// so a writer that only merges consecutive rows splits it in two), m1 tp=4 is
+// refused outright (a count, no testcase), m2 tp=1 has eleven violations (ten
+// replay lines and a note).
+TEST(SweepJunit, ReadsTheRowsOneByOneIntoATestcasePerModelAndConfiguration) {
+  const std::string path = tempPath("sweep-rows.db");
+  Store store = openOrDie(path);
+  RunRecord run = sampleRun();
+  run.host = "ci";
+  ASSERT_TRUE(store.beginRun(run));
+  const VerdictRecord twice{.property = 2,
+                            .holds = false,
+                            .violation_class = "counted-k-times",
+                            .text = "row 4 summed twice"};
+  const VerdictRecord engine{
+      .property = 4,
+      .holds = false,
+      .violation_class = "mismatched",
+      .text = "sizes differ" + std::string(properties::kEngineFindingMark) + "x.all_gather"};
+  const std::string gap = "not modelled yet: cp";
+  ASSERT_TRUE(store.addCase(run.id, sweepRow(0, "m1", "tp=2", CaseOutcome::kHolds), {}));
+  ASSERT_TRUE(store.addCase(run.id, sweepRow(1, "m1", "tp=2", CaseOutcome::kRefused, gap), {}));
+  ASSERT_TRUE(store.addCase(run.id, sweepRow(2, "m1", "tp=2", CaseOutcome::kViolated), {twice}));
+  ASSERT_TRUE(store.addCase(run.id, sweepRow(3, "m1", "tp=4", CaseOutcome::kRefused, "no"), {}));
+  for (int i = 4; i < 15; ++i) {
+    ASSERT_TRUE(store.addCase(run.id, sweepRow(i, "m2", "tp=1", CaseOutcome::kViolated), {engine}));
+  }
+  ASSERT_TRUE(store.addCase(run.id, sweepRow(15, "m1", "tp=2", CaseOutcome::kViolated), {engine}));
+  const std::string out = tempPath("sweep-rows.xml");
+  ASSERT_TRUE(writeSweepJunit(store, run, properties::SweepResult{}, out));
+  std::string m2_lines;
+  for (int i = 4; i < 14; ++i) m2_lines += "seam check #" + std::to_string(i) + "\n";
+  const std::string expected =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<testsuites name=\"sweep\" tests=\"2\" failures=\"2\" errors=\"0\" time=\"0.000\">\n"
+      "  <testsuite name=\"sweep.m1\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\" "
+      "time=\"0.000\" timestamp=\"2023-11-14T22:13:20\" hostname=\"ci\">\n"
+      "    <properties>\n"
+      "      <property name=\"cases\" value=\"5\"/>\n"
+      "      <property name=\"checked\" value=\"3\"/>\n"
+      "      <property name=\"refused\" value=\"2\"/>\n"
+      "      <property name=\"not_modelled\" value=\"1\"/>\n"
+      "      <property name=\"violated\" value=\"2\"/>\n"
+      "      <property name=\"configurations_refused\" value=\"1\"/>\n"
+      "      <property name=\"refused: no\" value=\"1\"/>\n"
+      "      <property name=\"refused: not modelled yet: cp\" value=\"1\"/>\n"
+      "    </properties>\n"
+      "    <testcase name=\"tp=2\" classname=\"sweep.m1\" time=\"0.000\">\n"
+      "      <failure message=\"owed-once violated (counted-k-times); collectives-match violated "
+      "(mismatched), an engine finding\" type=\"violation\">seam check #2\nseam check #15\n"
+      "</failure>\n"
+      "      <system-out>4 cases: 3 checked, 1 refused by the engine (1 of them not modelled by "
+      "seam), 2 violated\nfirst violation: row 4 summed twice</system-out>\n"
+      "    </testcase>\n"
+      "  </testsuite>\n"
+      "  <testsuite name=\"sweep.m2\" tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\" "
+      "time=\"0.000\" timestamp=\"2023-11-14T22:13:20\" hostname=\"ci\">\n"
+      "    <properties>\n"
+      "      <property name=\"cases\" value=\"11\"/>\n"
+      "      <property name=\"checked\" value=\"11\"/>\n"
+      "      <property name=\"refused\" value=\"0\"/>\n"
+      "      <property name=\"not_modelled\" value=\"0\"/>\n"
+      "      <property name=\"violated\" value=\"11\"/>\n"
+      "      <property name=\"configurations_refused\" value=\"0\"/>\n"
+      "    </properties>\n"
+      "    <testcase name=\"tp=1\" classname=\"sweep.m2\" time=\"0.000\">\n"
+      "      <failure message=\"collectives-match violated (mismatched), an engine finding\" "
+      "type=\"violation\">" +
+      m2_lines + "(1 more violating cases: the store&apos;s run " + std::to_string(run.id) +
+      ")\n</failure>\n"
+      "      <system-out>11 cases: 11 checked, 0 refused by the engine (0 of them not modelled by "
+      "seam), 11 violated\nfirst violation: sizes differ" +
+      std::string(properties::kEngineFindingMark) +
+      "x.all_gather</system-out>\n"
+      "    </testcase>\n"
+      "  </testsuite>\n"
+      "</testsuites>\n";
+  EXPECT_EQ(readFile(out), expected);
+  EXPECT_EQ(seam::testing::junitSchemaErrors(out), "");
+}
+
 }  // namespace
 }  // namespace seam::reports::store_test

@@ -205,5 +205,16 @@ TEST_F(ReportLayout, MermaidGraphsAreBlocksInTheMarkdownAndTextInTheHtml) {
   std::remove(txt.c_str());
 }
 
+TEST_F(ReportLayout, HtmlKeepsCountsAndCommandNamesOnOneLineAndLetsTheVerdictWrap) {
+  const std::string html = render(ReportFormat::kHtml);
+  // Broken anywhere, a narrow column showed "ru n" and "157,0 01".
+  EXPECT_NE(html.find("td.w{white-space:nowrap}"), std::string::npos);
+  EXPECT_NE(html.find("th{background:#eee;overflow-wrap:normal}"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td class=\"w\">1</td><td class=\"w\">sweep</td><td>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<td class=\"w\"><code>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace seam::reports

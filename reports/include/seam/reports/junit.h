@@ -51,7 +51,8 @@ struct JunitDoc {
 /// here, so callers pass raw strings. A bad path is a one-line Status.
 Status writeJunit(const std::string& path, const JunitDoc& doc);
 
-/// A sweep's run, read back from the store: one testsuite per model, one
+/// A sweep's run, read back from the store row by row (memory for its
+/// groups, not its cases): one testsuite per model, one
 /// testcase per model x parallel configuration (named by the configuration).
 /// Refusals are counts (the suite's properties and the testcase's output),
 /// never skipped testcases; a testcase fails when one of its cases violates a
