@@ -47,6 +47,13 @@ class RateLine {
     shown_ = true;
   }
 
+  /// Starts `what`'s clock without drawing, so that its first line has a rate.
+  void start(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    what_ = what;
+    start_ = std::chrono::steady_clock::now();
+  }
+
   void clear() {
     if (!tty_) return;
     std::lock_guard<std::mutex> lock(mutex_);
