@@ -81,6 +81,8 @@ using detail::unreadableHeader;
 
 constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
 constexpr std::size_t kSqliteHeaderBytes = 100;
+constexpr std::uint32_t kUtf8Encoding = 1;
+constexpr std::uint32_t kLastTextEncoding = 3;  // UTF-16be
 
 Status cannotRead(const std::string& path, int error) {
   return Status::invalid(dbName(path) + ": cannot read it (" + std::strerror(error) + ")");
@@ -144,6 +146,22 @@ Status readHeader(const std::string& path, std::int64_t size) {
   if (header[18] < 1 || header[18] > 2 || header[19] < 1 || header[19] > 2) {
     return refuse(path, "a damaged SQLite database (file format versions " +
                             std::to_string(header[18]) + "/" + std::to_string(header[19]) + ")");
+  }
+  // Text encoding, big-endian at offset 56: 1 UTF-8 (seam's), 2 and 3
+  // UTF-16, 0 before the first table is committed (a WAL file's main header
+  // may still say 0). SQLite takes only the low two bits of the field the
+  // first time it reads the schema and compares all of it when it reads it
+  // again, which then fails as an internal error.
+  const std::uint32_t encoding = (std::uint32_t{header[56]} << 24) |
+                                 (std::uint32_t{header[57]} << 16) |
+                                 (std::uint32_t{header[58]} << 8) | header[59];
+  if (encoding > kLastTextEncoding) {
+    return refuse(path,
+                  "a damaged SQLite database (text encoding " + std::to_string(encoding) + ")");
+  }
+  if (encoding > kUtf8Encoding) {
+    return refuse(path, "text encoding " + std::to_string(encoding) +
+                            " (UTF-16) where a seam store's is UTF-8");
   }
   // SQLite writes whole pages; a file cut mid-page was truncated. (A file cut
   // at a page boundary is caught by SQLite itself: the in-header page count,

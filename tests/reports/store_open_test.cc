@@ -303,6 +303,40 @@ TEST(StoreOpen, RefusesAFileWhoseFormatVersionsSqliteWouldNotWriteWithoutCreatin
   }
 }
 
+TEST(StoreOpen, RefusesAStoreWhoseTextEncodingIsNotUtf8AsBadInputWithoutCreatingSideFiles) {
+  // Found by tests/fuzz/store_fuzz.cc: a seam store whose header's text
+  // encoding field was damaged opened, then failed as an internal error
+  // (exit 3, "attached databases must use the same text encoding as main
+  // database") when SQLite read its schema a second time. A UTF-16 database
+  // with seam's schema and id is not one seam wrote either.
+  const std::string seam = tempPath("encoding_seam.db");
+  { Store store = openOrDie(seam); }
+  for (const std::uint32_t encoding : {2u, 3u, 4u, 5u, 0x01000001u}) {
+    std::string bytes = readFile(seam);
+    for (int i = 0; i < 4; ++i)
+      bytes[56 + i] = static_cast<char>((encoding >> (8 * (3 - i))) & 0xff);
+    const std::string path = tempPath("encoding_" + std::to_string(encoding) + ".db");
+    writeFile(path, bytes);
+    auto store = Store::open(path);
+    ASSERT_FALSE(store.hasValue()) << encoding;
+    EXPECT_EQ(store.status().code(), StatusCode::kInvalidInput) << store.status().message();
+    const std::string why = encoding <= 3 ? "text encoding " + std::to_string(encoding) +
+                                                " (UTF-16) where a seam store's is UTF-8"
+                                          : "a damaged SQLite database (text encoding " +
+                                                std::to_string(encoding) + ")";
+    EXPECT_EQ(expectRefusedAndUnchanged(path),
+              "--db \"" + path + "\": not a seam store (" + why + "); refusing to write to it");
+    EXPECT_FALSE(hasSideFiles(path));
+  }
+  const std::string utf16 = tempPath("encoding_utf16.db");
+  ASSERT_EQ(rawSql(utf16,
+                   "PRAGMA encoding = 'UTF-16le'; PRAGMA application_id = 1397047629; "
+                   "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)"),
+            "");
+  EXPECT_NE(expectRefusedAndUnchanged(utf16).find("(text encoding 2 (UTF-16) where"),
+            std::string::npos);
+}
+
 TEST(StoreOpen, RefusesADirectoryAndPathsItCannotReachWithOneLine) {
   const std::string dir = tempPath("dir.db");
   fs::create_directory(dir);
