@@ -98,8 +98,10 @@ Command registerCheck(CLI::App& app) {
       sub, [o, sub]() {
         auto format = reports::parseFormat(o->format);
         if (!format) return fail(format.status());
-        if (sub->count("--passes") > 0 && o->recording.path.empty())
-          return fail(Status::invalid("--passes needs --recording"));
+        for (const char* name : {"--passes", "--custom-all-reduce"}) {
+          if (sub->count(name) > 0 && o->recording.path.empty())
+            return fail(Status::invalid(std::string(name) + " needs --recording"));
+        }
         if (!o->recording.path.empty()) {
           if (!o->mutant.empty())
             return fail(Status::invalid("--mutant plants a bug in seam's plan, not a --recording"));

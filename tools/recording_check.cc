@@ -18,6 +18,9 @@ Status checkApplies(const CaseOptions& o, const RecordingOptions& r) {
   if (r.passes < 1 || r.passes > kMaxPasses)
     return Status::invalid("--passes " + std::to_string(r.passes) + " is out of range (1.." +
                            std::to_string(kMaxPasses) + ")");
+  if (r.custom_all_reduce != "on" && r.custom_all_reduce != "off")
+    return Status::invalid("--custom-all-reduce \"" + r.custom_all_reduce.substr(0, 80) +
+                           "\" is not on or off");
   return Status::ok();
 }
 
@@ -41,6 +44,11 @@ void addRecordingOptions(CLI::App* sub, RecordingOptions& r) {
                   "folder) to judge against the case's plan");
   sub->add_option("--passes", r.passes,
                   "--recording: how many times the recording runs the plan (default 1)");
+  sub->add_option("--custom-all-reduce", r.custom_all_reduce,
+                  "--recording: on (SGLang's default) if the run could route small all-reduces "
+                  "through its custom all-reduce, which no recording sees; off if it ran with "
+                  "--disable-custom-all-reduce")
+      ->capture_default_str();
 }
 
 int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only, bool json) {
@@ -55,12 +63,14 @@ int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary
     std::cout << summary(*rec);
     return kExitOk;
   }
-  auto verdict = recordings::judgeRecording(*rec, *plan, r.passes);
+  const recordings::RecordingRoutes routes{.custom_all_reduce = r.custom_all_reduce == "on"};
+  auto verdict = recordings::judgeRecording(*rec, *plan, r.passes, routes);
   if (!verdict) return fail(verdict.status());
   std::string reproduce = reproduceCommand(*c, o.policy);
   if (!o.decision.empty()) reproduce += " --decision " + o.decision;
   reproduce += " --recording " + r.path;
   if (r.passes != 1) reproduce += " --passes " + std::to_string(r.passes);
+  if (r.custom_all_reduce != "on") reproduce += " --custom-all-reduce " + r.custom_all_reduce;
   Ledger ledger;
   const auto plan_verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
   const int code = verdict->holds() && plan_verdict.holds() ? kExitOk : kExitPropertyFailed;

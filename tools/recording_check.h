@@ -13,9 +13,10 @@ namespace seam::tools {
 struct RecordingOptions {
   std::string path;
   int passes = 1;
+  std::string custom_all_reduce = "on";  ///< --custom-all-reduce on|off
 };
 
-/// Adds --recording and --passes to a subcommand.
+/// Adds --recording, --passes and --custom-all-reduce to a subcommand.
 void addRecordingOptions(CLI::App* sub, RecordingOptions& r);
 
 /// Judges the recording against the case's plan and prints the verdict:

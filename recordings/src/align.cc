@@ -115,14 +115,16 @@ Expected<std::vector<Step>> align(const std::vector<OwedCall>& owed,
   std::vector<int> prev(cols + 1), cur(cols + 1);
   for (int j = 0; j <= cols; ++j) prev[j] = j, dir[j] = 2;
   for (int i = 1; i <= rows; ++i) {
-    cur[0] = i;
+    // An owed call a recording cannot see costs nothing to leave unrecorded.
+    const int skip = owed[lo + i - 1].route == Route::kNccl ? 1 : 0;
+    cur[0] = prev[0] + skip;
     dir[static_cast<std::size_t>(i) * (cols + 1)] = 1;
     for (int j = 1; j <= cols; ++j) {
       const Pair p = pairOf(owed[lo + i - 1], rec[lo + j - 1], groups, rank);
       int best =
           p == Pair::kNone ? std::numeric_limits<int>::max() : prev[j - 1] + (p != Pair::kMatch);
       std::uint8_t d = 0;
-      if (prev[j] + 1 < best) best = prev[j] + 1, d = 1;
+      if (prev[j] + skip < best) best = prev[j] + skip, d = 1;
       if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1, d = 2;
       cur[j] = best;
       dir[static_cast<std::size_t>(i) * (cols + 1) + j] = d;
@@ -171,6 +173,10 @@ void rankFindings(const Plan& plan, int rank, const std::vector<OwedCall>& owed,
       ++v->explained;
       continue;
     }
+    if (st.recorded < 0 && owed[st.owed].route != Route::kNccl) {
+      ++v->hidden[static_cast<int>(owed[st.owed].route)];
+      continue;
+    }
     Finding f;
     f.rank = rank;
     if (st.recorded >= 0) {
@@ -205,7 +211,26 @@ void rankFindings(const Plan& plan, int rank, const std::vector<OwedCall>& owed,
 
 }  // namespace
 
-Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan, int passes) {
+/// The partial evidence of the owed calls a recording could not see.
+void addHidden(RecordingVerdict* v) {
+  const int custom = v->hidden[static_cast<int>(Route::kCustomAllReduce)];
+  const int fused = v->hidden[static_cast<int>(Route::kFusedKernel)];
+  if (custom > 0)
+    v->partial.push_back(
+        {-1, std::to_string(custom) +
+                 " all_reduce calls the plan owes are not recorded and fit SGLang's custom "
+                 "all-reduce (groups of 2, 4, 6 or 8 ranks, under 8 MiB), which neither NCCL's "
+                 "log nor the Flight Recorder sees: unchecked (record with "
+                 "--disable-custom-all-reduce and judge with --custom-all-reduce off)"});
+  if (fused > 0)
+    v->partial.push_back(
+        {-1, std::to_string(fused) +
+                 " fused all-reduce + add + RMSNorm calls are not recorded: the fused kernel "
+                 "runs on its own workspace, which no recording sees: unchecked"});
+}
+
+Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan, int passes,
+                                          const RecordingRoutes& routes) {
   if (static_cast<int>(rec.ranks.size()) != plan.world())
     return Status::invalid("recording \"" + rec.source.substr(0, 200) + "\" spans " +
                            std::to_string(rec.ranks.size()) + " ranks; the case has " +
@@ -219,7 +244,7 @@ Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan
   int unsplit = 0;
   for (int r = 0; r < plan.world(); ++r) {
     if (!rec.present[r]) continue;
-    const std::vector<OwedCall> owed = owedCalls(plan, r, passes);
+    const std::vector<OwedCall> owed = owedCalls(plan, r, passes, routes);
     v.owed += static_cast<int>(owed.size());
     v.calls += static_cast<int>(rec.ranks[r].size());
     auto steps = align(owed, rec.ranks[r], v.groups, r);
@@ -228,6 +253,7 @@ Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan
     for (const OwedCall& o : owed) unsplit += !o.sizes_known;
   }
   for (Finding& f : crossRankFindings(rec)) v.findings.push_back(std::move(f));
+  addHidden(&v);
   if (unsplit > 0)
     v.partial.push_back({-1, std::to_string(unsplit) +
                                  " all_to_all calls: the recording holds no splits, so their "

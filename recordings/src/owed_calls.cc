@@ -2,6 +2,8 @@
 // collective op as itself, a DP op as the collectives its lowering issues
 // (dp_gather.h, what dp_attention.py runs), in elements (rows times the
 // hidden size: every activation the plan moves is one row of h elements).
+#include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include "seam/recordings/alignment.h"
@@ -36,13 +38,36 @@ std::optional<CallKind> callKindOf(OpKind kind) {
   }
 }
 
+/// SGLang's custom all-reduce (distributed/device_communicators/
+/// custom_all_reduce.py `CustomAllreduce`, `should_custom_ar`): groups of
+/// these sizes, inputs under 8 MiB whose size is a multiple of 16 bytes (on
+/// CUDA; one node, NVLink between every pair beyond two ranks, which a
+/// recording does not say: --custom-all-reduce off when the run lacked it).
+constexpr int kCustomArGroupSizes[] = {2, 4, 6, 8};
+constexpr std::int64_t kCustomArMaxBytes = std::int64_t{8192} * 1024;
+constexpr std::int64_t kCustomArAlignBytes = 16;
+
+/// The route GroupCoordinator.all_reduce picks (parallel_state.py: custom
+/// all-reduce first when it applies, else NCCL); the fused kernel is the
+/// plan's own op.
+Route routeOf(OpKind op, CallKind call, int group_size, std::int64_t bytes,
+              const RecordingRoutes& routes) {
+  if (op == OpKind::kArAddNorm) return Route::kFusedKernel;
+  if (call != CallKind::kAllReduce || !routes.custom_all_reduce) return Route::kNccl;
+  const bool size_fits = std::find(std::begin(kCustomArGroupSizes), std::end(kCustomArGroupSizes),
+                                   group_size) != std::end(kCustomArGroupSizes);
+  if (size_fits && bytes < kCustomArMaxBytes && bytes % kCustomArAlignBytes == 0)
+    return Route::kCustomAllReduce;
+  return Route::kNccl;
+}
+
 std::int64_t rowElements(const Plan& plan) {
   const int h = plan.source.model.shape.hidden;
   return h > 0 ? h : 1;
 }
 
 void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
-           std::vector<OwedCall>* out) {
+           const RecordingRoutes& routes, std::vector<OwedCall>* out) {
   const Op& op = plan.ranks[rank][i];
   const auto kind = callKindOf(op.kind);
   if (!kind || !op.hasGroup() || topo.groupSize(op.groupAxis()) == 1) return;
@@ -58,12 +83,15 @@ void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
   const int me = topo.rankIn(op.groupAxis(), rank);
   if (*kind == CallKind::kSend) c.peer = me + 1, c.out_elems = c.in_elems;
   if (*kind == CallKind::kRecv) c.peer = me - 1, c.in_elems = c.out_elems;
+  c.route = routeOf(op.kind, c.kind, topo.groupSize(op.groupAxis()),
+                    op.rows_in.count * activationRowBytes(plan.source.model.shape), routes);
   out->push_back(c);
 }
 
 }  // namespace
 
-std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes) {
+std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes,
+                                const RecordingRoutes& routes) {
   std::vector<OwedCall> out;
   const Topology topo(plan.source.config);
   std::optional<DpLayouts> dp[kHalfLanes];
@@ -76,7 +104,7 @@ std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes) {
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
       if (!(isDpOp(op.kind) && communicates(op.kind))) {
-        addOp(plan, topo, rank, i, pass, &out);
+        addOp(plan, topo, rank, i, pass, routes, &out);
         continue;
       }
       const int lane = static_cast<int>(op.half);
@@ -96,11 +124,25 @@ std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes) {
         c.out_elems = s.rows_out * h;
         c.op_index = i;
         c.pass = pass;
+        c.route = routeOf(op.kind, c.kind, topo.groupSize(static_cast<Axis>(s.axis)),
+                          s.rows_in * row_bytes, routes);
         out.push_back(c);
       }
     }
   }
   return out;
+}
+
+std::string_view routeName(Route route) {
+  switch (route) {
+    case Route::kNccl:
+      return "nccl";
+    case Route::kCustomAllReduce:
+      return "custom all-reduce";
+    case Route::kFusedKernel:
+      return "fused all-reduce + add + RMSNorm";
+  }
+  return "?";
 }
 
 std::string describeOwed(const Plan& plan, int rank, const OwedCall& owed) {

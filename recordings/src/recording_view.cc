@@ -148,10 +148,20 @@ std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v
   for (const PartialEvidence& p : v.partial)
     partial.push_back({{"rank", p.rank}, {"what", p.what}});
   const char* outcome = v.holds() ? "holds" : v.findings.empty() ? "partial" : "violated";
-  const json out = {{"recording", rec.source}, {"format", rec.format},  {"version", rec.version},
-                    {"groups", groups},        {"calls", v.calls},      {"explained", v.explained},
-                    {"owed", v.owed},          {"findings", findings},  {"partial", partial},
-                    {"outcome", outcome},      {"reproduce", reproduce}};
+  const json out = {{"recording", rec.source},
+                    {"format", rec.format},
+                    {"version", rec.version},
+                    {"groups", groups},
+                    {"calls", v.calls},
+                    {"explained", v.explained},
+                    {"owed", v.owed},
+                    {"findings", findings},
+                    {"partial", partial},
+                    {"outcome", outcome},
+                    {"reproduce", reproduce},
+                    {"hidden",
+                     {{"custom_all_reduce", v.hidden[static_cast<int>(Route::kCustomAllReduce)]},
+                      {"fused_kernel", v.hidden[static_cast<int>(Route::kFusedKernel)]}}}};
   return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

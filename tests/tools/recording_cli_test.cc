@@ -64,6 +64,16 @@ TEST(RecordingCli, PassesRepeatThePlan) {
   EXPECT_EQ(check("nccl/correct.log").code, 1);
 }
 
+TEST(RecordingCli, CustomAllReduceTakesOnOrOffAndOnlyBesideARecording) {
+  EXPECT_EQ(check("fr/correct", " --custom-all-reduce off").code, 0);
+  const CliRun bad = check("fr/correct", " --custom-all-reduce maybe");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, "seam: --custom-all-reduce \"maybe\" is not on or off\n");
+  const CliRun alone = seam::testing::runSeam("check " + kCase + " --custom-all-reduce off");
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_EQ(alone.err, "seam: --custom-all-reduce needs --recording\n");
+}
+
 TEST(RecordingCli, ImportSummarisesTheCallsOfEachRank) {
   const CliRun r =
       seam::testing::runSeam("import " + kCase + " --recording " + kData + "nccl/per_rank");

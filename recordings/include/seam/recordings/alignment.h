@@ -6,13 +6,32 @@
 // plan separately.
 #pragma once
 
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "seam/recordings/recording.h"
 #include "seam/sim/plan/plan.h"
 
 namespace seam::recordings {
+
+/// How SGLang's GroupCoordinator carries an owed call (distributed/
+/// parallel_state.py `GroupCoordinator.all_reduce`): through NCCL, which a
+/// recording sees, or through a kernel of its own, which neither NCCL's log
+/// nor the Flight Recorder sees.
+enum class Route : std::uint8_t {
+  kNccl,
+  kCustomAllReduce,  ///< custom all-reduce: a group of 2, 4, 6 or 8 ranks, under 8 MiB
+  kFusedKernel,      ///< the fused all-reduce + add + RMSNorm kernel (its own workspace)
+};
+std::string_view routeName(Route route);
+
+/// What the recorded run could route around NCCL.
+struct RecordingRoutes {
+  /// SGLang's default; false when the run had --disable-custom-all-reduce.
+  bool custom_all_reduce = true;
+};
 
 /// One collective the plan owes a rank: the plan op (or the step of a DP
 /// op's lowering) that issues it, and the elements it moves.
@@ -25,11 +44,13 @@ struct OwedCall {
   int peer = -1;            ///< send/recv: the peer's rank inside the pp group
   int op_index = 0;         ///< into plan.ranks[rank]
   int pass = 0;             ///< which repetition of the plan (--passes)
+  Route route = Route::kNccl;
 };
 
 /// The collectives the plan owes `rank`, in its order, `passes` times over.
 /// A group of one rank owes nothing (the engine skips those calls).
-std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes);
+std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes,
+                                const RecordingRoutes& routes = {});
 
 enum class FindingKind : std::uint8_t {
   kExtra,             ///< recorded, owed by no op of the plan here (extra or duplicated)
@@ -66,6 +87,8 @@ struct RecordingVerdict {
   int calls = 0;      ///< recorded calls
   int explained = 0;  ///< recorded calls tied to an owed call
   int owed = 0;       ///< calls the plan owes the present ranks
+  /// Owed calls not recorded whose route is not NCCL: unchecked, by route.
+  std::array<int, 3> hidden{};  ///< [Route]
   std::vector<GroupAxes> groups;
   std::vector<Finding> findings;  ///< per rank in rank order, each rank's first divergence first
   std::vector<PartialEvidence> partial;
@@ -75,7 +98,10 @@ struct RecordingVerdict {
 /// Judges `rec` against `plan` (the plan of the case, repeated `passes`
 /// times). A recording over another world, or a group (that carries a call)
 /// that is no group of the case's axes, is refused naming it.
-Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan, int passes);
+/// An owed call whose route is not NCCL may be absent: it is counted as
+/// hidden (partial evidence), not missing.
+Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan, int passes,
+                                          const RecordingRoutes& routes = {});
 
 /// fr_trace's rules alone: the cross-rank findings (op, sizes, dtype,
 /// missing members), group by group, in sequence order.
