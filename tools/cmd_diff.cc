@@ -40,6 +40,9 @@ int diffOneCase(const DiffOptions& o, PolicyKind a, PolicyKind b) {
     // against the policy named by --against.
     auto mine = o.c.decision.empty() ? buildCasePlan(o.c, *c) : buildPolicyPlan(o.c, *c);
     if (!mine) return fail(mine.status());
+    // The planted plan is --policy's plan with the decision flipped: say so
+    // wherever the comparison names a side (both sides may be one policy).
+    if (!o.c.decision.empty()) mine->policy += " with --decision " + o.c.decision;
     auto other = buildPlan(*c, b);
     if (!other) return fail(other.status());
     d = properties::diffPlans(*mine, *other, ledger);

@@ -142,6 +142,16 @@ TEST(Cli, APlanTraceChecksImportsAndDiffsCleanAndAnEmptyTraceIsRefused) {
   std::remove(trace.c_str());
 }
 
+TEST(Cli, ADiffOfAPlantedDecisionNamesThePlantedSideWhenBothSidesAreOnePolicy) {
+  const CliRun d = seam(
+      "diff --pattern '-M' --tp 2 --tokens 1 --policy declared --decision "
+      "ffn-keeps-sum-from-mixer --against declared");
+  EXPECT_EQ(d.code, 1) << d.err;
+  EXPECT_EQ(d.out.rfind("values differ: declared with --decision ffn-keeps-sum-from-mixer: ", 0),
+            0u)
+      << d.out;
+}
+
 TEST(Cli, HelpExitsZero) {
   CliRun r = seam("--help");
   EXPECT_EQ(r.code, 0);
