@@ -23,6 +23,22 @@ std::string names(const TrainingPlan& plan, const std::vector<std::int16_t>& ids
   return s;
 }
 
+/// The widest list of tensor names a text table shows (JSON keeps all).
+constexpr std::size_t kMaxListChars = 48;
+
+/// The names that fit in kMaxListChars, then ",+N more".
+std::string shortNames(const TrainingPlan& plan, const std::vector<std::int16_t>& ids) {
+  std::string s;
+  std::size_t shown = 0;
+  for (; shown < ids.size(); ++shown) {
+    const std::string& name = plan.tensors[ids[shown]].name;
+    if (shown > 0 && s.size() + 1 + name.size() > kMaxListChars) break;
+    s += (shown > 0 ? "," : "") + name;
+  }
+  if (shown < ids.size()) s += ",+" + std::to_string(ids.size() - shown) + " more";
+  return s;
+}
+
 std::string ints(const std::vector<int>& v) {
   std::string s;
   for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
@@ -118,8 +134,8 @@ std::string renderTrainingPlan(const TrainingPlan& plan, int rank, Format format
               : op.pass == Pass::kForward ? "fwd"
                                           : "bwd",
               std::to_string(op.layer), std::string(opName(op.kind)), op.step, group,
-              names(plan, op.reads),
-              op.writes.empty() ? names(plan, op.params) : names(plan, op.writes),
+              shortNames(plan, op.reads),
+              op.writes.empty() ? shortNames(plan, op.params) : shortNames(plan, op.writes),
               std::to_string(op.bytes)});
   }
   out += t.render();

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -197,6 +198,22 @@ TEST(CliTraining, PlanJsonHasTheShapeOfDesignNineWithTrainingFields) {
         "\"a2a\": \"seq->head\"", "\"transform\": \"reorder\"", "\"conjugate_of\""}) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key;
   }
+}
+
+TEST(CliTraining, PlanTextCutsLongTensorListsSoRowsStayReadable) {
+  // An FSDP block's all-gather writes a dozen parameters; the text row names
+  // the first and counts the rest, the JSON plan names every one.
+  CliRun r = seam("plan --family training --model nemotron-3-nano --ep 2 --cp 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::size_t widest = 0;
+  for (std::string line; std::getline(in, line);) widest = std::max(widest, line.size());
+  EXPECT_LE(widest, 240u);
+  EXPECT_NE(r.out.find("param:L0.norm,param:L0.in_proj,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" more"), std::string::npos);
+  CliRun j = seam("plan --family training --model nemotron-3-nano --ep 2 --cp 2 --format json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_NE(j.out.find("param:L0.out_proj"), std::string::npos);
 }
 
 TEST(CliTraining, MutateListsTheTrainingOperatorsOnly) {
