@@ -7,6 +7,7 @@
 #include "command.h"
 #include "memory_budget.h"
 #include "option_values.h"
+#include "recording_check.h"
 #include "run_progress.h"
 #include "seam/properties/diff.h"
 #include "seam/reports/diff_view.h"
@@ -25,6 +26,7 @@ struct DiffOptions {
   std::string db = "seam.db";
   bool resume = false;
   std::string format = "text";
+  RecordingOptions recording;
 };
 
 /// One case: a planted --decision or a --trace against --against, or the two policies.
@@ -33,7 +35,7 @@ int diffOneCase(const DiffOptions& o, PolicyKind a, PolicyKind b) {
   if (!c) return fail(c.status());
   Ledger ledger;
   properties::CaseDiff d;
-  if (o.c.decision.empty() && o.c.trace.empty()) {
+  if (o.c.decision.empty() && o.c.trace.empty() && o.recording.path.empty()) {
     d = properties::diffCase(*c, a, b, ledger);
   } else {
     // A planted planner decision (--policy's plan), or the recording,
@@ -45,6 +47,7 @@ int diffOneCase(const DiffOptions& o, PolicyKind a, PolicyKind b) {
     if (!o.c.decision.empty()) mine->policy += " with --decision " + o.c.decision;
     auto other = buildPlan(*c, b);
     if (!other) return fail(other.status());
+    if (!o.recording.path.empty()) return diffRecording(o.c, o.recording, *c, *mine, *other);
     d = properties::diffPlans(*mine, *other, ledger);
   }
   std::cout << properties::diffClassName(d.cls) << (d.detail.empty() ? "" : ": " + d.detail)
@@ -131,6 +134,7 @@ Command registerDiff(CLI::App& app) {
                 "continue the latest unfinished diff of a space with the same arguments in --db");
   sub->add_option("--format", o->format, "text|json (a space's summary as one JSON object)")
       ->capture_default_str();
+  addRecordingOptions(sub, o->recording);
   return {sub, [o, sub]() {
             auto a = parsePolicy(o->c.policy);
             if (!a) return fail(a.status());
@@ -152,6 +156,14 @@ Command registerDiff(CLI::App& app) {
                   "--decision " + o->c.decision +
                   ": seam diff plants a decision in one case (give its --tp, --tokens, ...)"));
             }
+            for (const char* name : {"--passes", "--custom-all-reduce"}) {
+              if (sub->count(name) > 0 && o->recording.path.empty())
+                return fail(Status::invalid(std::string(name) + " needs --recording"));
+            }
+            if (!o->recording.path.empty() && !one_case)
+              return fail(Status::invalid("--recording " + o->recording.path.substr(0, 200) +
+                                          ": seam diff judges a recording of one case (give its "
+                                          "--tp, --tokens, ...)"));
             if (one_case || !o->c.trace.empty()) {
               if (Status s = refuseGiven(*sub, {"--format", "--resume"},
                                          "a space (one case prints its class)");

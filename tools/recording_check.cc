@@ -11,7 +11,9 @@ namespace {
 /// The most repetitions of the plan a recording may be judged against.
 constexpr int kMaxPasses = 4096;
 
-Status checkApplies(const CaseOptions& o, const RecordingOptions& r) {
+}  // namespace
+
+Status recordingApplies(const CaseOptions& o, const RecordingOptions& r) {
   if (!o.trace.empty()) return Status::invalid("--recording and --trace: give one");
   if (o.family == "training")
     return Status::invalid("--recording: the training family is not modelled for recordings yet");
@@ -22,6 +24,23 @@ Status checkApplies(const CaseOptions& o, const RecordingOptions& r) {
     return Status::invalid("--custom-all-reduce \"" + r.custom_all_reduce.substr(0, 80) +
                            "\" is not on or off");
   return Status::ok();
+}
+
+namespace {
+
+/// The `seam check` line that judges the recording against one policy's plan.
+std::string recordingReproduce(const Case& c, const std::string& policy,
+                               const std::string& decision, const RecordingOptions& r) {
+  std::string line = reproduceCommand(c, policy);
+  if (!decision.empty()) line += " --decision " + decision;
+  line += " --recording " + r.path;
+  if (r.passes != 1) line += " --passes " + std::to_string(r.passes);
+  if (r.custom_all_reduce != "on") line += " --custom-all-reduce " + r.custom_all_reduce;
+  return line;
+}
+
+recordings::RecordingRoutes routesOf(const RecordingOptions& r) {
+  return {.custom_all_reduce = r.custom_all_reduce == "on"};
 }
 
 std::string summary(const recordings::Recording& rec) {
@@ -52,7 +71,7 @@ void addRecordingOptions(CLI::App* sub, RecordingOptions& r) {
 }
 
 int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only, bool json) {
-  if (Status s = checkApplies(o, r); !s) return fail(s);
+  if (Status s = recordingApplies(o, r); !s) return fail(s);
   auto c = buildCase(o);
   if (!c) return fail(c.status());
   auto plan = buildPolicyPlan(o, *c);
@@ -63,14 +82,9 @@ int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary
     std::cout << summary(*rec);
     return kExitOk;
   }
-  const recordings::RecordingRoutes routes{.custom_all_reduce = r.custom_all_reduce == "on"};
-  auto verdict = recordings::judgeRecording(*rec, *plan, r.passes, routes);
+  auto verdict = recordings::judgeRecording(*rec, *plan, r.passes, routesOf(r));
   if (!verdict) return fail(verdict.status());
-  std::string reproduce = reproduceCommand(*c, o.policy);
-  if (!o.decision.empty()) reproduce += " --decision " + o.decision;
-  reproduce += " --recording " + r.path;
-  if (r.passes != 1) reproduce += " --passes " + std::to_string(r.passes);
-  if (r.custom_all_reduce != "on") reproduce += " --custom-all-reduce " + r.custom_all_reduce;
+  const std::string reproduce = recordingReproduce(*c, o.policy, o.decision, r);
   Ledger ledger;
   const auto plan_verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
   const int code = verdict->holds() && plan_verdict.holds() ? kExitOk : kExitPropertyFailed;
@@ -88,6 +102,25 @@ int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary
                                        "--recording says where")
             << "\n";
   return code;
+}
+
+int diffRecording(const CaseOptions& o, const RecordingOptions& r, const Case& c, const Plan& mine,
+                  const Plan& other) {
+  if (Status s = recordingApplies(o, r); !s) return fail(s);
+  auto rec = recordings::readRecording(r.path);
+  if (!rec) return fail(rec.status());
+  recordings::SideVerdict side[2];
+  const Plan* plans[2] = {&mine, &other};
+  for (int i = 0; i < 2; ++i) {
+    auto v = recordings::judgeRecording(*rec, *plans[i], r.passes, routesOf(r));
+    if (!v) return fail(v.status());
+    side[i].label = plans[i]->policy;
+    side[i].verdict = std::move(*v);
+  }
+  side[0].reproduce = recordingReproduce(c, o.policy, o.decision, r);
+  side[1].reproduce = recordingReproduce(c, other.policy, "", r);
+  std::cout << recordings::renderRecordingComparison(*rec, side[0], side[1]);
+  return side[0].verdict.holds() || side[1].verdict.holds() ? kExitOk : kExitPropertyFailed;
 }
 
 }  // namespace seam::tools

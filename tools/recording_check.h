@@ -27,4 +27,14 @@ void addRecordingOptions(CLI::App* sub, RecordingOptions& r);
 int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only,
                    bool json = false);
 
+/// Why the recording options do not apply to the case options, or ok.
+Status recordingApplies(const CaseOptions& o, const RecordingOptions& r);
+
+/// `seam diff CASE --recording PATH`: the recording judged against `mine`
+/// (--policy's plan, with any --decision) and `other` (--against's), and
+/// which plan it runs. Exit 0 when it holds against one of them, 1 when
+/// against neither (a finding or partial evidence on both), 2 on bad input.
+int diffRecording(const CaseOptions& o, const RecordingOptions& r, const Case& c, const Plan& mine,
+                  const Plan& other);
+
 }  // namespace seam::tools

@@ -165,4 +165,46 @@ std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v
   return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+std::string_view outcomeOf(const RecordingVerdict& v) {
+  return v.holds() ? "holds" : v.findings.empty() ? "partial" : "violated";
+}
+
+/// One side of a comparison: its outcome, the calls explained, the first
+/// finding or partial evidence, and the line that checks it alone.
+std::string sideLines(const SideVerdict& side) {
+  const RecordingVerdict& v = side.verdict;
+  std::string s = "against " + side.label + ": " + std::string(outcomeOf(v)) + ", " +
+                  std::to_string(v.explained) + " of " + std::to_string(v.calls) +
+                  " recorded calls explained\n";
+  if (!v.findings.empty()) s += "  first divergence: " + findingLine(v.findings.front());
+  for (const PartialEvidence& p : v.partial) s += "  partial: " + p.what + "\n";
+  return s + "  check: " + side.reproduce + "\n";
+}
+
+}  // namespace
+
+std::string renderRecordingComparison(const Recording& rec, const SideVerdict& a,
+                                      const SideVerdict& b) {
+  int present = 0;
+  for (bool p : rec.present) present += p;
+  std::string out = "recording \"" + rec.source + "\": " + rec.format +
+                    (rec.version.empty() ? "" : " " + rec.version) + ", " +
+                    std::to_string(present) + " of " + std::to_string(rec.ranks.size()) +
+                    " ranks\n";
+  out += sideLines(a) + sideLines(b);
+  const bool ha = a.verdict.holds(), hb = b.verdict.holds();
+  if (ha && hb) return out + "the recording fits both plans: they issue the same calls\n";
+  if (ha || hb) {
+    const SideVerdict& yes = ha ? a : b;
+    const SideVerdict& no = ha ? b : a;
+    return out + "the recording runs the plan of " + yes.label + ", not the plan of " + no.label +
+           "\n";
+  }
+  if (a.verdict.findings.empty() || b.verdict.findings.empty())
+    return out + "the recording shows neither plan whole: its evidence is partial\n";
+  return out + "the recording runs neither plan\n";
+}
+
 }  // namespace seam::recordings

@@ -74,6 +74,36 @@ TEST(RecordingCli, CustomAllReduceTakesOnOrOffAndOnlyBesideARecording) {
   EXPECT_EQ(alone.err, "seam: --custom-all-reduce needs --recording\n");
 }
 
+TEST(RecordingCli, DiffSaysWhichOfTwoPlansARecordingRuns) {
+  // fr/correct records the declared plan; mixer-weights-over-tp plants a
+  // decision that changes this case's calls.
+  const CliRun one = seam::testing::runSeam(
+      "diff " + kCase + " --policy declared --decision mixer-weights-over-tp --against declared " +
+      "--recording " + kData + "fr/correct");
+  EXPECT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("against declared: holds, 20 of 20 recorded calls explained"),
+            std::string::npos)
+      << one.out;
+  EXPECT_NE(one.out.find("against declared with --decision mixer-weights-over-tp: violated"),
+            std::string::npos);
+  EXPECT_NE(one.out.find("the recording runs the plan of declared, not the plan of declared with "
+                         "--decision mixer-weights-over-tp\n"),
+            std::string::npos);
+  const CliRun both = seam::testing::runSeam("diff " + kCase + " --policy legacy --recording " +
+                                             kData + "fr/correct");
+  EXPECT_EQ(both.code, 0) << both.err;
+  EXPECT_NE(both.out.find("the recording fits both plans"), std::string::npos) << both.out;
+  const CliRun neither = seam::testing::runSeam("diff " + kCase + " --policy legacy --recording " +
+                                                kData + "fr/dropped_combine");
+  EXPECT_EQ(neither.code, 1) << neither.err;
+  EXPECT_NE(neither.out.find("first divergence: missing-call on rank 0"), std::string::npos);
+  EXPECT_NE(neither.out.find("the recording runs neither plan"), std::string::npos);
+  const CliRun space =
+      seam::testing::runSeam("diff --pattern '*E' --recording " + kData + "fr/correct");
+  EXPECT_EQ(space.code, 2);
+  EXPECT_EQ(seam::testing::lineCount(space.err), 1) << space.err;
+}
+
 TEST(RecordingCli, ImportSummarisesTheCallsOfEachRank) {
   const CliRun r =
       seam::testing::runSeam("import " + kCase + " --recording " + kData + "nccl/per_rank");

@@ -120,4 +120,16 @@ std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict&
 std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v,
                                  const std::string& reproduce);
 
+/// One plan's verdict on a recording, for a comparison of two plans.
+struct SideVerdict {
+  std::string label;  ///< the plan's policy (and planted decision)
+  RecordingVerdict verdict;
+  std::string reproduce;  ///< the `seam check ... --recording` line of this side
+};
+
+/// `seam diff --recording`: each plan's outcome, calls explained and first
+/// divergence, then which plan the recording runs (one, both, neither).
+std::string renderRecordingComparison(const Recording& rec, const SideVerdict& a,
+                                      const SideVerdict& b);
+
 }  // namespace seam::recordings
