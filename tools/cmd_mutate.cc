@@ -10,6 +10,7 @@
 #include "option_values.h"
 #include "run_progress.h"
 #include "seam/mutants/campaign.h"
+#include "seam/properties/provenance.h"
 #include "seam/reports/mutate_view.h"
 #include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
@@ -118,7 +119,8 @@ int mutateServing(const MutateOptions& o) {
   reports::Store& store = opened->store;
   const std::int64_t run_id = opened->run.id;
   CampaignProgress progress(isatty(2));
-  reports::CampaignRecorder recorder(store, run_id, *spec, &progress);
+  reports::CampaignRecorder recorder(store, run_id, *spec, &progress,
+                                     {kSeamVersion, properties::seamCommit()});
   if (!recorder.status()) return fail(recorder.status());
   auto result = mutants::runCampaign(*spec, &recorder);
   if (!result) return fail(result.status());

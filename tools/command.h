@@ -108,7 +108,8 @@ struct Command {
 
 /// Parses the command line the way every seam binary does: help and version
 /// print and give kExitOk; an unknown command or option, an empty value, an
-/// integer that is not decimal (option_values.h), or any CLI11 error, prints
+/// integer that is not decimal, a value given to a flag (option_values.h), or
+/// any CLI11 error, prints
 /// one line "<program>: ..." and gives kExitBadInput; -1 means parsed,
 /// go on.
 inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::string& program) {
@@ -133,6 +134,10 @@ inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::str
                 << "\" (commands: " << commands << ")\n";
       return kExitBadInput;
     }
+  }
+  if (Status s = refuseFlagValues(app, argc, argv); !s) {
+    std::cerr << program << ": " << oneLine(s.message()) << "\n";
+    return kExitBadInput;
   }
   try {
     app.parse(argc, argv);

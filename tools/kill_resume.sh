@@ -17,9 +17,9 @@
 #   3. compares each completed store with the uninterrupted one row for row
 #      (mutate: every mutant's status, argument and cases run, every kill
 #      with its first killing case, property, class, text and reproduce
-#      line; sweep and diff: every case row with its plan hash and every
-#      verdict) and the two runs' output (the last line, mutation score or
-#      case count, included) without timing lines.
+#      line, the stored baseline row in one process; sweep and diff: every
+#      case row with its plan hash and every verdict) and the two runs'
+#      output (the last line included) without timing lines.
 # Then KILLS runs are killed while they create a new store (at 0-29 ms,
 # where a run opens a new file and commits its schema): the next run on
 # each must open it and finish.
@@ -109,7 +109,7 @@ resume_check() {
   local landed=0 stores=1 cut="$work/$name-cut1.db" points=() done_cost span delay resume=() integrity ranks
   local resumes=0 sizes=("$np")
   ((np > 1)) && sizes+=($((np + 1)) 1)
-  compared=0
+  compared=0 reused=0
   while ((landed < kills)); do
     done_cost=$("cost_$name" "$cut")
     span=$(( first + (total_ms - first) * (total_cost - done_cost) / total_cost ))
@@ -163,7 +163,7 @@ resume_check() {
   compare "$name" "$whole" "$cut" "$work/$name-cut.out" || return
   echo "kill_resume $name: kill points (delay@work stored before it; :finished-first = the run ended first):"
   echo "  ${points[*]}"
-  echo "kill_resume $name: $landed kills over $stores store(s); all $compared store(s) and outputs identical to the uninterrupted run: $(tail -1 "$work/$name-cut.out")"
+  echo "kill_resume $name: $landed kills over $stores store(s); all $compared store(s) and outputs identical to the uninterrupted run$( ((reused)) && echo " ($reused resumed on a stored baseline)"): $(tail -1 "$work/$name-cut.out")"
 }
 
 # create_check "ARGS": runs killed while they create a new store.

@@ -6,7 +6,8 @@
 # its output with the uninterrupted run's. They use the caller's globals
 # state (the LCG's), seam, np, mpirun and work; `launch` sets pid, `stop`
 # kill_note, `compare` counts into compared and reports through the caller's
-# fail. The per-command helpers are called by name.
+# fail (and into reused the outputs that say a stored baseline was taken).
+# The per-command helpers are called by name.
 # shellcheck disable=SC2317,SC2154
 
 next_random() { state=$(( (state * 1103515245 + 12345) % 2147483648 )); }
@@ -15,10 +16,14 @@ sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
 query() { sqlite3 -readonly "$1" "$2"; }
 
 # What a run is compared by (each store holds one run).
+# A campaign's stored baseline too (one process stores it; under mpirun no
+# rank does, and a resume in one process would).
 dump_mutate() {
   query "$1" "SELECT id, kind, status, argument, cases_run FROM mutants ORDER BY id;
               SELECT mutant_id, case_idx, property, violation_class, text, reproduce FROM kills ORDER BY mutant_id;
               SELECT count(*), sum(finished_ms > 0) FROM runs;"
+  ((np > 1)) || query "$1" "SELECT space, version, seam_commit, cases, kept, refused, engine_findings,
+                              hex(kept_cases), checksum FROM baselines;"
 }
 dump_sweep() {
   query "$1" "SELECT idx, model, pattern, config, flags, batch, policy, group_key, outcome, refusal, reproduce, plan_hash
@@ -123,6 +128,9 @@ compare() {
     return 1
   fi
   compared=$((compared + 1))
+  # A campaign resumed after its baseline was stored takes it (mutants.md).
+  [[ "$out" != - ]] && grep -q 'baseline stored by the interrupted run was reused' "$out" && reused=$((reused + 1))
+  return 0
 }
 
 

@@ -1,5 +1,6 @@
 #include "option_values.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -53,6 +54,42 @@ void checkOptionValues(CLI::App& app) {
     option->transform(valueCheck(is_integer, is_unsigned));
   }
   for (CLI::App* sub : app.get_subcommands({})) checkOptionValues(*sub);
+}
+
+namespace {
+
+const CLI::App* subcommandNamed(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == name) return sub;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status refuseFlagValues(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* scope = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (const CLI::App* sub = subcommandNamed(*scope, arg)) scope = sub;
+      continue;
+    }
+    const std::size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const CLI::Option* option = scope->get_option_no_throw(name);
+    if (option == nullptr) continue;  // CLI11 names an unknown option
+    // As CLI11 tells a flag: it expects no item.
+    if (option->get_items_expected_max() == 0) {
+      if (eq == std::string::npos) continue;
+      return Status::invalid(name + " is a flag and takes no value (given " +
+                             echoed(arg.substr(eq + 1)) + ")");
+    }
+    // `--world 8`: the next values are the option's, whatever they look like.
+    if (eq == std::string::npos) i += std::max(0, option->get_items_expected_min());
+  }
+  return Status::ok();
 }
 
 Expected<bool> jsonFormat(const std::string& format) {

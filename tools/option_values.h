@@ -15,6 +15,14 @@ namespace seam::tools {
 /// every subcommand below it. Call once, after every option is registered.
 void checkOptionValues(CLI::App& app);
 
+/// Refuses a value given to a flag (`--no-fold=3`, `--resume=true`,
+/// `--list=`): one line naming the flag and the value. CLI11 would take the
+/// value as the flag's (any count, "true") and go on; the apps also set
+/// disable_flag_override once where they are built, so CLI11 refuses what
+/// reaches it some other way. `argv` is walked as CLI11 reads it: into the
+/// subcommand named, past the values of options that take one, up to `--`.
+Status refuseFlagValues(const CLI::App& app, int argc, const char* const* argv);
+
 /// `--format text|json` of the commands that run a space or a property
 /// (sweep, prop, mutate, diff): true for json; another value is an error
 /// naming it.

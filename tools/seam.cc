@@ -39,6 +39,8 @@ int runSeam(int argc, char** argv) {
         "seam: simulate and verify the collectives at the boundaries of distributed LLM decoder "
         "layers"};
     app.require_subcommand(1);
+    // Every flag of every subcommand (they copy the app's defaults) takes no value.
+    app.option_defaults()->disable_flag_override();
     app.set_version_flag("--version", kSeamVersion);
     std::vector<Command> commands = {registerModels(app), registerConfigs(app), registerPlan(app),
                                      registerCheck(app),  registerSweep(app),   registerProp(app),

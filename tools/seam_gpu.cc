@@ -63,6 +63,8 @@ int runSeamGpu(int argc, char** argv) {
     CLI::App app{
         "seam-gpu: run seam's plans on CUDA GPUs with NCCL and compare them with the CPU executor"};
     app.require_subcommand(1);
+    // Every flag of every subcommand (they copy the app's defaults) takes no value.
+    app.option_defaults()->disable_flag_override();
     app.set_version_flag("--version", kSeamVersion);
     CLI::App* info = app.add_subcommand("info", "Visible CUDA devices, CUDA and NCCL versions");
     std::string command_line;  // filled in once parsed, for the result files

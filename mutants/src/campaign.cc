@@ -139,12 +139,13 @@ std::tuple<int, int, int> sizeOf(const Case& c) {
 
 constexpr std::int64_t kChunk = 32;
 
-/// Plans and checks every case of the space with no mutant. Returns the
-/// cases the engine does not refuse (the campaign's space); `result` gets
-/// the refusals and the first failing case.
-std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result,
-                              CampaignListener* listener) {
-  std::vector<Case> all = campaignCases(spec);
+/// Plans and checks every case of the space (`all`, moved from) with no
+/// mutant. Returns the cases the engine does not refuse (the campaign's
+/// space); `result` gets the refusals and the first failing case, `kept`
+/// the indices of the cases returned.
+std::vector<Case> runBaseline(const CampaignSpec& spec, std::vector<Case>& all,
+                              CampaignResult& result, CampaignListener* listener,
+                              std::vector<std::int64_t>& kept) {
   const auto n = static_cast<std::int64_t>(all.size());
   std::atomic<std::int64_t> checked{0};
   std::vector<char> refused(all.size(), 0);
@@ -195,8 +196,49 @@ std::vector<Case> runBaseline(const CampaignSpec& spec, CampaignResult& result,
     } else if (engine_finding[i]) {
       ++result.baseline_engine_findings;
     } else {
+      kept.push_back(static_cast<std::int64_t>(i));
       cases.push_back(std::move(all[i]));
     }
+  }
+  return cases;
+}
+
+/// Whether a recalled baseline fits a space of `space` cases: its kept
+/// indices ascending within it, its counts adding up to it.
+bool fits(const BaselineSummary& b, std::int64_t space) {
+  if (b.space != space || b.refused < 0 || b.engine_findings < 0) return false;
+  if (static_cast<std::int64_t>(b.kept.size()) + b.refused + b.engine_findings != space)
+    return false;
+  for (std::size_t i = 0; i < b.kept.size(); ++i) {
+    if (b.kept[i] < 0 || b.kept[i] >= space || (i > 0 && b.kept[i] <= b.kept[i - 1])) return false;
+  }
+  return true;
+}
+
+/// The campaign's cases: a recalled baseline's kept cases of `all`, or those
+/// the baseline checks keep (told to the listener when it holds).
+std::vector<Case> baselineCases(const CampaignSpec& spec, CampaignResult& result,
+                                CampaignListener* listener) {
+  std::vector<Case> all = campaignCases(spec);
+  const auto space = static_cast<std::int64_t>(all.size());
+  BaselineRecall recall = listener ? listener->recalledBaseline(space) : BaselineRecall{};
+  if (recall.baseline && fits(*recall.baseline, space)) {
+    std::vector<Case> cases;
+    cases.reserve(recall.baseline->kept.size());
+    for (std::int64_t i : recall.baseline->kept) cases.push_back(std::move(all[i]));
+    result.baseline_refused = recall.baseline->refused;
+    result.baseline_engine_findings = recall.baseline->engine_findings;
+    result.baseline_reused = true;
+    return cases;
+  }
+  result.baseline_not_reused = recall.baseline ? "its cases do not fit the space" : recall.why_not;
+  BaselineSummary checked;
+  checked.space = space;
+  std::vector<Case> cases = runBaseline(spec, all, result, listener, checked.kept);
+  if (result.baseline_holds && listener) {
+    checked.refused = result.baseline_refused;
+    checked.engine_findings = result.baseline_engine_findings;
+    listener->onBaselineChecked(checked);
   }
   return cases;
 }
@@ -321,7 +363,7 @@ Expected<CampaignResult> runCampaign(const CampaignSpec& spec, CampaignListener*
   CampaignResult result;
   result.seed = spec.seed;
   // The space, without the cases the engine refuses (they plan under no mutant).
-  const std::vector<Case> cases = runBaseline(spec, result, listener);
+  const std::vector<Case> cases = baselineCases(spec, result, listener);
   result.cases = static_cast<std::int64_t>(cases.size());
   if (listener) listener->onBaseline(result.cases, result.baseline_holds);
   if (!result.baseline_holds) {

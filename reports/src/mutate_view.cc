@@ -77,7 +77,17 @@ std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::Cam
       out += "  reproduce: " + reproduceCommand(*r.baseline_case, policyName(spec.policy)) + "\n";
     return out;
   }
-  out += "baseline: every property holds on all " + std::to_string(r.cases) + " cases\n\n";
+  out += "baseline: every property holds on all " + std::to_string(r.cases) + " cases\n";
+  // Only a resumed run says how it came by its baseline.
+  if (r.baseline_reused) {
+    out +=
+        "resumed: the baseline stored by the interrupted run was reused (the same space, seam "
+        "version and commit): its cases were not checked again\n";
+  } else if (!r.baseline_not_reused.empty()) {
+    out += "resumed: the baseline stored by the interrupted run was not reused (" +
+           r.baseline_not_reused + "): checked again\n";
+  }
+  out += "\n";
 
   // Per operator kind.
   struct Tally {

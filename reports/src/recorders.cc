@@ -72,16 +72,27 @@ std::string sweepArgs(const properties::SweepSpec& spec) {
          " decision=" + properties::decisionList(spec.schema) + " models=" + models;
 }
 
-std::string campaignArgs(const mutants::CampaignSpec& spec) {
+namespace {
+
+/// A campaign's arguments, with its seed and mutants or (the baseline's
+/// space) without them.
+std::string campaignArgsOf(const mutants::CampaignSpec& spec, bool with_mutants) {
   std::string models, worlds, ids;
   for (const auto& m : spec.models) models += (models.empty() ? "" : ",") + m.name;
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   for (const auto* m : spec.mutants) ids += (ids.empty() ? "" : ",") + std::string(m->id());
   return "worlds=" + worlds + " policy=" + std::string(policyName(spec.policy)) +
          " decision=" + properties::decisionList(spec.schema) +
-         " seed=" + std::to_string(spec.seed) + (spec.bound_cases ? " bounds=1" : "") +
-         " mutants=" + (ids.empty() ? "all" : ids) + " models=" + models;
+         (with_mutants ? " seed=" + std::to_string(spec.seed) : "") +
+         (spec.bound_cases ? " bounds=1" : "") +
+         (with_mutants ? " mutants=" + (ids.empty() ? "all" : ids) : "") + " models=" + models;
 }
+
+}  // namespace
+
+std::string campaignArgs(const mutants::CampaignSpec& spec) { return campaignArgsOf(spec, true); }
+
+std::string baselineSpace(const mutants::CampaignSpec& spec) { return campaignArgsOf(spec, false); }
 
 CaseRowWriter::CaseRowWriter(Store& store, std::int64_t run_id)
     : store_(store), run_id_(run_id), thread_([this] { writerLoop(); }) {}
@@ -215,8 +226,8 @@ Expected<properties::SweepResult> finishSweepRun(StoredRun& run, const propertie
 
 CampaignRecorder::CampaignRecorder(Store& store, std::int64_t run_id,
                                    const mutants::CampaignSpec& spec,
-                                   mutants::CampaignListener* next)
-    : store_(store), run_id_(run_id), spec_(spec), next_(next) {
+                                   mutants::CampaignListener* next, SeamBuild build)
+    : store_(store), run_id_(run_id), spec_(spec), next_(next), build_(std::move(build)) {
   auto stored = store_.mutants(run_id_);
   if (stored) {
     stored_ = std::move(*stored);
@@ -270,6 +281,29 @@ std::optional<mutants::MutantOutcome> CampaignRecorder::recalled(const mutants::
     return outcomeFromRows(&mutant, rows);
   }
   return std::nullopt;
+}
+
+void CampaignRecorder::onBaselineChecked(const mutants::BaselineSummary& baseline) {
+  // One statement, its own transaction: stored before the first mutant.
+  if (status_)
+    status_ = store_.putBaseline(run_id_, baselineRow(baselineSpace(spec_), build_, baseline));
+}
+
+mutants::BaselineRecall CampaignRecorder::recalledBaseline(std::int64_t space) {
+  auto row = store_.baseline(run_id_);
+  if (!row) {
+    status_ = row.status();
+    return {};
+  }
+  if (!*row) return {};
+  auto baseline = baselineFromRow(**row, baselineSpace(spec_), build_);
+  if (!baseline) return {std::nullopt, baseline.status().message()};
+  // Same arguments, same build, yet another enumeration: not this space.
+  if (baseline->space != space) {
+    return {std::nullopt, "it holds " + std::to_string(baseline->space) +
+                              " cases and the space has " + std::to_string(space)};
+  }
+  return {std::move(*baseline), ""};
 }
 
 Status recordProp(Store& store, const properties::PropSpec& spec,

@@ -119,7 +119,8 @@ std::string campaignJson(const mutants::CampaignSpec& spec, const mutants::Campa
                  {"planner_errors", r.plannerErrors()}};
   j["score"] = killed + survived == 0 ? Json(nullptr)
                                       : Json(static_cast<double>(killed) / (killed + survived));
-  Json baseline = {{"holds", r.baseline_holds}};
+  Json baseline = {{"holds", r.baseline_holds}, {"reused", r.baseline_reused}};
+  if (!r.baseline_not_reused.empty()) baseline["not_reused"] = r.baseline_not_reused;
   if (!r.baseline_holds) {
     baseline["reproduce"] = r.baseline_reproduce;
     if (r.baseline_violation) baseline.update(violationJson(r.baseline_violation));

@@ -42,6 +42,8 @@ enum class Sql : std::size_t {
   kKills,
   kClearKills,
   kClearMutants,
+  kPutBaseline,
+  kBaseline,
   kAddEquivalence,
   kEquivalences,
   kAddTiming,
@@ -84,6 +86,14 @@ inline int bindValue(sqlite3_stmt* s, int i, const std::string& v) {
   return sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8);
 }
 int bindValue(sqlite3_stmt* s, int i, std::string&& v) = delete;
+/// Bytes bound as a BLOB (a TEXT value is converted when the store's text
+/// encoding is not UTF-8; a BLOB never is).
+struct Blob {
+  const std::string& bytes;
+};
+inline int bindValue(sqlite3_stmt* s, int i, Blob v) {
+  return sqlite3_bind_blob64(s, i, v.bytes.data(), v.bytes.size(), SQLITE_STATIC);
+}
 inline int bindValue(sqlite3_stmt* s, int i, std::int64_t v) { return sqlite3_bind_int64(s, i, v); }
 inline int bindValue(sqlite3_stmt* s, int i, int v) { return sqlite3_bind_int(s, i, v); }
 inline int bindValue(sqlite3_stmt* s, int i, double v) { return sqlite3_bind_double(s, i, v); }
@@ -148,7 +158,7 @@ struct Store::Impl {
   /// Creates the schema in a file that is new or empty. False when another
   /// process created something in it first (the caller then inspects it).
   Expected<bool> createSchema();
-  /// Migrates a version 1 store to the current version (nothing otherwise).
+  /// Migrates a store of an older version to the current one (nothing otherwise).
   Status migrate();
 
   /// Per-connection settings of every store connection.

@@ -72,6 +72,17 @@ KillRecord readKill(sqlite3_stmt* s) {
   return k;
 }
 
+BaselineRecord readBaseline(sqlite3_stmt* s) {
+  BaselineRecord b;
+  readColumns(s, 0, b.space, b.version, b.seam_commit, b.cases, b.kept, b.refused,
+              b.engine_findings);
+  // A BLOB, read as its bytes (a TEXT read would convert them).
+  const auto* bytes = static_cast<const char*>(sqlite3_column_blob(s, 7));
+  b.kept_cases.assign(bytes ? bytes : "", static_cast<std::size_t>(sqlite3_column_bytes(s, 7)));
+  readColumns(s, 8, b.checksum);
+  return b;
+}
+
 EquivalenceRecord readEquivalence(sqlite3_stmt* s) {
   EquivalenceRecord e;
   readColumns(s, 0, e.case_index, e.plan_a, e.plan_a_hash, e.plan_b, e.plan_b_hash,
@@ -172,6 +183,14 @@ Expected<std::vector<MutantRecord>> Store::mutants(std::int64_t run_id) {
 
 Expected<std::vector<KillRecord>> Store::kills(std::int64_t run_id) {
   return impl_->rows<KillRecord>(Sql::kKills, readKill, run_id);
+}
+
+Expected<std::optional<BaselineRecord>> Store::baseline(std::int64_t run_id) {
+  // run_id is the table's key: one row at most.
+  auto rows = impl_->rows<BaselineRecord>(Sql::kBaseline, readBaseline, run_id);
+  if (!rows) return rows.status();
+  if (rows->empty()) return std::optional<BaselineRecord>();
+  return std::optional<BaselineRecord>(std::move(rows->front()));
 }
 
 Expected<std::vector<EquivalenceRecord>> Store::equivalences(std::int64_t run_id) {

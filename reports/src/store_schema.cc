@@ -1,5 +1,5 @@
 // The store's schema: the CREATE TABLE text of version 1 and its migrations
-// to versions 2 and 3, the marks that identify a seam store (application id,
+// to versions 2, 3 and 4, the marks that identify a seam store (application id,
 // seam_meta rows, user_version), the creation of the schema in a new file,
 // the check of an existing one and the migration of an older file.
 #include <cstdio>
@@ -162,14 +162,38 @@ const std::string& migrateV2ToV3() {
       "PRAGMA user_version = 3;\n";
   return sql;
 }
-static_assert(kStoreSchemaVersion == 3, "migrateV2ToV3 ends at version 3");
 
-/// Migrates a store of `from` (1 or 2) to the current version, step by step.
-int migrateFrom(sqlite3* db, int from) {
+// Version 3 -> 4: a campaign's baseline, stored when it holds, so that the
+// campaign resumed takes it instead of checking every case again (where the
+// space, seam's version and commit are unchanged). A table added: a version
+// 3 store's rows read as they were, its campaigns have no baseline row (a
+// resumed one checks its baseline again).
+constexpr const char* kMigrateV3ToV4 = R"sql(
+CREATE TABLE baselines(
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+  space TEXT NOT NULL,
+  version TEXT NOT NULL,
+  seam_commit TEXT NOT NULL,
+  cases INTEGER NOT NULL,
+  kept INTEGER NOT NULL,
+  refused INTEGER NOT NULL,
+  engine_findings INTEGER NOT NULL,
+  kept_cases BLOB NOT NULL,
+  checksum INTEGER NOT NULL);
+UPDATE seam_meta SET value = '4' WHERE key = 'schema_version';
+PRAGMA user_version = 4;
+)sql";
+static_assert(kStoreSchemaVersion == 4, "kMigrateV3ToV4 ends at version 4");
+
+/// Migrates a store of `from` (1, 2 or 3) to version `to`, step by step.
+int migrateFrom(sqlite3* db, int from, int to = kStoreSchemaVersion) {
   int rc = detail::registerTypedFunction(db);
-  if (rc == SQLITE_OK && from < 2) rc = sqlite3_exec(db, kMigrateV1ToV2, nullptr, nullptr, nullptr);
-  if (rc == SQLITE_OK && from < 3)
+  if (rc == SQLITE_OK && from < 2 && to >= 2)
+    rc = sqlite3_exec(db, kMigrateV1ToV2, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK && from < 3 && to >= 3)
     rc = sqlite3_exec(db, migrateV2ToV3().c_str(), nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK && from < 4 && to >= 4)
+    rc = sqlite3_exec(db, kMigrateV3ToV4, nullptr, nullptr, nullptr);
   return rc;
 }
 
@@ -183,11 +207,7 @@ Status createSchemaOfVersion(sqlite3* db, int version) {
   }
   // As a store of that version has it: created as version 1, then migrated.
   int rc = sqlite3_exec(db, kSchemaV1, nullptr, nullptr, nullptr);
-  if (rc == SQLITE_OK && version >= 2)
-    rc = sqlite3_exec(db, kMigrateV1ToV2, nullptr, nullptr, nullptr);
-  if (rc == SQLITE_OK && version >= 3) rc = detail::registerTypedFunction(db);
-  if (rc == SQLITE_OK && version >= 3)
-    rc = sqlite3_exec(db, migrateV2ToV3().c_str(), nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK) rc = migrateFrom(db, 1, version);
   if (rc != SQLITE_OK) {
     return Status::internal(std::string("the schema did not build: ") + sqlite3_errmsg(db));
   }
@@ -245,11 +265,12 @@ Status checkSchema(sqlite3* db, const std::string& path) {
     return s;
   }
   if (!found) return refuse(path, "a seam store without a schema version");
-  if (value != "1" && value != "2" && value != std::to_string(kStoreSchemaVersion)) {
+  if (value != "1" && value != "2" && value != "3" &&
+      value != std::to_string(kStoreSchemaVersion)) {
     return Status::invalid(dbName(path) + ": a seam store of schema version " +
                            value.substr(0, 16) + ", but this seam reads and writes version " +
                            std::to_string(kStoreSchemaVersion) +
-                           " (and migrates versions 1 and 2); refusing to write to it");
+                           " (and migrates versions 1, 2 and 3); refusing to write to it");
   }
   return Status::ok();
 }
@@ -308,7 +329,7 @@ Status Store::Impl::migrate() {
   // Read inside the write lock: two runs opening one old file migrate it once.
   const std::string stored = detail::columnText(raw, 0);
   version.reset();
-  if (stored == "1" || stored == "2") {
+  if (stored == "1" || stored == "2" || stored == "3") {
     if (const int rc = migrateFrom(db.get(), std::stoi(stored)); rc != SQLITE_OK) {
       const Status failed = detail::sqliteFailure(sqliteContext(), rc);
       (void)exec("ROLLBACK");

@@ -68,6 +68,12 @@ constexpr std::array<const char*, static_cast<std::size_t>(Sql::kCount)> kSqlTex
     "DELETE FROM kills WHERE run_id = ?",
     // kClearMutants
     "DELETE FROM mutants WHERE run_id = ?",
+    // kPutBaseline
+    "INSERT OR REPLACE INTO baselines(run_id, space, version, seam_commit, cases, kept, refused, "
+    "engine_findings, kept_cases, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    // kBaseline
+    "SELECT space, version, seam_commit, cases, kept, refused, engine_findings, kept_cases, "
+    "checksum FROM baselines WHERE run_id = ?",
     // kAddEquivalence
     "INSERT OR REPLACE INTO equivalence(run_id, case_idx, plan_a, plan_a_hash, plan_b, "
     "plan_b_hash, "

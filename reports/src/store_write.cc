@@ -121,6 +121,12 @@ Status Store::clearMutants(std::int64_t run_id) {
   return impl_->write(Sql::kClearMutants, run_id);
 }
 
+Status Store::putBaseline(std::int64_t run_id, const BaselineRecord& b) {
+  return impl_->write(Sql::kPutBaseline, run_id, b.space, b.version, b.seam_commit, b.cases, b.kept,
+                      b.refused, b.engine_findings, detail::Blob{b.kept_cases},
+                      static_cast<std::int64_t>(b.checksum));
+}
+
 Status Store::addEquivalence(std::int64_t run_id, const EquivalenceRecord& e) {
   return impl_->write(Sql::kAddEquivalence, run_id, e.case_index, e.plan_a,
                       static_cast<std::int64_t>(e.plan_a_hash), e.plan_b,

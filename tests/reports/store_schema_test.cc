@@ -111,7 +111,7 @@ TEST(StoreSchema, AVersionTwoStoreIsMigratedWithTypedColumnsAndNotModelledRows) 
     ASSERT_TRUE(runs.hasValue());
     EXPECT_EQ((*runs)[0].seam_commit, "");
   }
-  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), std::to_string(kStoreSchemaVersion));
   EXPECT_EQ(rawSql(path, "SELECT outcome || ' ' || tp || ' ' || mode FROM cases WHERE idx = 0"),
             "not-modelled 4 decode");
   // A row without a serving configuration (a GPU bench row) has none.

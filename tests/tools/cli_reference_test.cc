@@ -11,10 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "help_text.h"
 #include "run_seam.h"
 
 namespace {
 
+using seam::testing::Help;
+using seam::testing::parseHelp;
 using seam::testing::runSeam;
 
 const std::string kReference = std::string(SEAM_SOURCE_DIR) + "/docs/cli.md";
@@ -47,40 +50,6 @@ bool namesOption(const std::string& text, const std::string& option) {
     if (!std::isalnum(static_cast<unsigned char>(next)) && next != '-' && next != '_') return true;
   }
   return false;
-}
-
-/// What one `--help` lists: the long options of its option column and the
-/// names of its subcommands.
-struct Help {
-  std::vector<std::string> options;
-  std::vector<std::string> subcommands;
-};
-
-Help parseHelp(const std::string& text) {
-  Help help;
-  std::istringstream in(text);
-  std::string line;
-  bool in_subcommands = false;
-  while (std::getline(in, line)) {
-    const std::size_t first = line.find_first_not_of(' ');
-    if (first == std::string::npos) continue;
-    if (first == 0) {  // "Usage: ...", "Options:", "Subcommands:", a description
-      in_subcommands = line == "Subcommands:";
-      continue;
-    }
-    if (first > 2) continue;  // a description wrapped onto its own line
-    const std::string column = line.substr(first, line.find(' ', first) - first);
-    if (in_subcommands) {
-      help.subcommands.push_back(column);
-      continue;
-    }
-    // "-o,--output": every long name of the option.
-    std::istringstream names(column);
-    std::string name;
-    while (std::getline(names, name, ','))
-      if (name.rfind("--", 0) == 0) help.options.push_back(name);
-  }
-  return help;
 }
 
 /// Every option of `program words --help` and of its subcommands, recursively,
@@ -144,6 +113,7 @@ TEST(CliReference, TheHelpParserFindsTheOptionsAndSubcommandsOfAHelpText) {
       "  import                      Import\n");
   EXPECT_EQ(help.options, (std::vector<std::string>{"--help", "--output", "--fused-hidden"}));
   EXPECT_EQ(help.subcommands, (std::vector<std::string>{"import"}));
+  EXPECT_EQ(help.flags, (std::vector<std::string>{"--help"}));
   EXPECT_TRUE(namesOption("`--fused on|off`", "--fused"));
   EXPECT_FALSE(namesOption("`--fused-iters N`", "--fused"));
 }

@@ -85,6 +85,23 @@ struct MutantOutcome {
   std::string argument;  ///< why equivalent, not covered, a planner error, or what survived
 };
 
+/// A serving campaign's baseline that holds, as a resumed run may take it
+/// from the store instead of checking it again: which cases of
+/// campaignCases(spec) it kept and how many it left out, and why.
+struct BaselineSummary {
+  std::int64_t space = 0;            ///< campaignCases(spec).size()
+  std::int64_t refused = 0;          ///< cases the engine refuses
+  std::int64_t engine_findings = 0;  ///< cases left out as engine findings
+  std::vector<std::int64_t> kept;    ///< indices into campaignCases(spec), ascending
+};
+
+/// What a listener recalls of a stored baseline (resume): the baseline, or
+/// why a stored one is not taken (a phrase; empty when none was stored).
+struct BaselineRecall {
+  std::optional<BaselineSummary> baseline;
+  std::string why_not;
+};
+
 /// The result of a campaign, serving or training.
 struct CampaignResult {
   std::int64_t cases = 0;  ///< size of the (non-refused) space
@@ -99,6 +116,10 @@ struct CampaignResult {
   std::optional<Case> baseline_case;  ///< serving: the first failing baseline case
   std::string baseline_reproduce;     ///< the `seam check` line of the first failing case
   std::optional<Violation> baseline_violation;
+  /// Serving, resumed: the baseline was the stored one (recalledBaseline),
+  /// not checked again; else why a stored one was not taken ("" when none).
+  bool baseline_reused = false;
+  std::string baseline_not_reused;
   std::vector<MutantOutcome> outcomes;  ///< registry order
   double seconds = 0;
   std::uint64_t seed = 0;  ///< the spec's seed
@@ -124,10 +145,18 @@ class CampaignListener {
   virtual void onMutant(const MutantOutcome& outcome, int done, int total) {}
   /// A stored outcome for `mutant` (resume): return it to skip the mutant.
   virtual std::optional<MutantOutcome> recalled(const Mutant& mutant) { return std::nullopt; }
+  /// A baseline that holds, checked case by case (stored for a resumed run).
+  virtual void onBaselineChecked(const BaselineSummary& baseline) {}
+  /// The stored baseline of this campaign's space of `space` cases (resume):
+  /// returned, it is taken instead of checking the baseline again (the
+  /// listener vouches that the same space and planner made it; one that does
+  /// not fit `space` is not taken). Asked once, before the baseline.
+  virtual BaselineRecall recalledBaseline(std::int64_t space) { return {}; }
 };
 
 /// Runs the campaign. A failing baseline stops it (baseline_holds = false,
-/// no mutant run).
+/// no mutant run). A baseline recalled from `listener` gives the same cases
+/// as the one it stands for, so the result is the same.
 Expected<CampaignResult> runCampaign(const CampaignSpec& spec,
                                      CampaignListener* listener = nullptr);
 

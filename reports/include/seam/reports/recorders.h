@@ -12,6 +12,7 @@
 #include "seam/properties/diff.h"
 #include "seam/properties/prop.h"
 #include "seam/properties/sweep.h"
+#include "seam/reports/baseline_rows.h"
 #include "seam/reports/junit.h"
 #include "seam/reports/shard_rows.h"
 #include "seam/reports/store.h"
@@ -47,6 +48,9 @@ Expected<StoredRun> openSweepRun(const std::string& db, properties::SweepSpec* s
 /// The canonical argument string a run is resumed by.
 std::string sweepArgs(const properties::SweepSpec& spec);
 std::string campaignArgs(const mutants::CampaignSpec& spec);
+/// The arguments that define a campaign's cases (its worlds, policy,
+/// decisions, bound cases and models): what its stored baseline is made over.
+std::string baselineSpace(const mutants::CampaignSpec& spec);
 
 /// Writes batches of case rows into a run on a thread of its own, one
 /// transaction per batch (a crash loses at most the batch being written; a
@@ -110,18 +114,22 @@ Expected<properties::SweepResult> finishSweepRun(StoredRun& run, const propertie
                                                  const properties::SweepResult& live,
                                                  const std::string& junit);
 
-/// Stores each decided mutant (so a resumed campaign skips it) and recalls
-/// stored ones; forwards progress to `next`.
+/// Stores each decided mutant (so a resumed campaign skips it) and the
+/// baseline once it holds (baseline_rows.h), and recalls stored ones: a
+/// stored baseline only when `build` made it over this campaign's space and
+/// it is intact. Forwards progress to `next`.
 class CampaignRecorder : public mutants::CampaignListener {
  public:
   CampaignRecorder(Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
-                   mutants::CampaignListener* next);
+                   mutants::CampaignListener* next, SeamBuild build);
   void onBaselineProgress(std::int64_t done, std::int64_t total) override {
     if (next_) next_->onBaselineProgress(done, total);
   }
   void onBaseline(std::int64_t cases, bool holds) override;
   void onMutant(const mutants::MutantOutcome& outcome, int done, int total) override;
   std::optional<mutants::MutantOutcome> recalled(const mutants::Mutant& mutant) override;
+  void onBaselineChecked(const mutants::BaselineSummary& baseline) override;
+  mutants::BaselineRecall recalledBaseline(std::int64_t space) override;
   const Status& status() const { return status_; }
 
  private:
@@ -129,6 +137,7 @@ class CampaignRecorder : public mutants::CampaignListener {
   std::int64_t run_id_;
   const mutants::CampaignSpec& spec_;
   mutants::CampaignListener* next_;
+  SeamBuild build_;
   std::vector<MutantRecord> stored_;
   std::vector<KillRecord> kills_;
   Status status_;

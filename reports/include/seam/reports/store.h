@@ -1,7 +1,8 @@
 // The SQLite store (DESIGN §8): one file, WAL, one transaction per batch of
-// cases, resumable. Runs, cases, verdicts, mutants, kills, and the GPU runs'
-// equivalence and timing rows. Only reports/ links SQLite. Every failure is a
-// Status naming the file. The schema is in src/store_schema.cc.
+// cases, resumable. Runs, cases, verdicts, mutants, kills, campaign
+// baselines, and the GPU runs' equivalence and timing rows. Only reports/
+// links SQLite. Every failure is a Status naming the file. The schema is in
+// src/store_schema.cc.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +87,23 @@ struct KillRecord {
   std::string text;
   std::string reproduce;  ///< `seam check ... --mutant ID [--site N]`
   int site = 0;           ///< the site mutated in the killing case
+};
+
+/// The baseline of a campaign that held (schema version 4), stored when it
+/// ended so that the campaign, resumed, need not check it again; what it
+/// was made by and over, so that only the same space and build reuse it.
+struct BaselineRecord {
+  std::string space;        ///< the run's arguments that define its cases (baselineSpace)
+  std::string version;      ///< the seam version that checked it
+  std::string seam_commit;  ///< and its commit
+  std::int64_t cases = 0;   ///< cases of the space, refused ones included
+  std::int64_t kept = 0;    ///< cases the campaign runs its mutants on
+  std::int64_t refused = 0;
+  std::int64_t engine_findings = 0;
+  /// Which cases were kept: bit i (byte i / 8, from its lowest bit) set when
+  /// case i was; ceil(cases / 8) bytes.
+  std::string kept_cases;
+  std::uint64_t checksum = 0;  ///< over every field above (baseline_rows.h)
 };
 
 /// Two plans (or two executors) of one case compared: was bit-identity
@@ -177,6 +195,11 @@ class Store {
 
   Expected<std::vector<RunRecord>> runs();
 
+  /// Inserts or replaces the run's baseline row.
+  Status putBaseline(std::int64_t run_id, const BaselineRecord& b);
+  /// The run's baseline row, if it has one.
+  Expected<std::optional<BaselineRecord>> baseline(std::int64_t run_id);
+
   /// GPU comparisons and timings (written by `seam db import` from seam-gpu's JSON).
   Status addEquivalence(std::int64_t run_id, const EquivalenceRecord& e);
   Expected<std::vector<EquivalenceRecord>> equivalences(std::int64_t run_id);
@@ -190,8 +213,8 @@ class Store {
 };
 
 /// The schema version this build reads and writes.
-/// Version 1 and 2 stores are migrated to it when opened for writing.
-inline constexpr int kStoreSchemaVersion = 3;
+/// Version 1, 2 and 3 stores are migrated to it when opened.
+inline constexpr int kStoreSchemaVersion = 4;
 
 /// Creates `path` (which must not exist) as an empty store of an older
 /// schema `version` (1 .. kStoreSchemaVersion), as that version of seam
