@@ -10,6 +10,15 @@
 
 namespace seam::reports::detail {
 
+Status damaged(const std::string& path, const std::string& why) {
+  std::string text = why.substr(0, 160);
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return Status::invalid(dbName(path) + ": a damaged seam store (" + text +
+                         "); refusing to write to it");
+}
+
 namespace {
 
 /// One column as PRAGMA table_xinfo gives it: name, declared type, NOT NULL,
@@ -48,15 +57,6 @@ std::vector<Column> columnsOf(sqlite3* db, const std::string& table, int* rc) {
                    sqlite3_column_int(s, 5), sqlite3_column_int(s, 6)});
   });
   return out;
-}
-
-Status damaged(const std::string& path, const std::string& why) {
-  std::string text = why.substr(0, 160);
-  for (char& c : text) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return Status::invalid(dbName(path) + ": a damaged seam store (" + text +
-                         "); refusing to write to it");
 }
 
 /// The failure of a read of the store while it is checked: its contents'

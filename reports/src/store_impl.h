@@ -127,6 +127,10 @@ bool unreadableHeader(int rc);
 /// The refusal of a file SQLite failed to read with `rc` (unreadableHeader).
 Status refuseUnreadable(sqlite3* db, const std::string& path, int rc);
 
+/// The refusal of a seam store whose contents are damaged, saying `why`
+/// (one line, cut to 160 characters).
+Status damaged(const std::string& path, const std::string& why);
+
 /// Checks, on a connection that cannot write, that the file is a seam store
 /// of this schema version (store_schema.cc).
 Status checkSchema(sqlite3* db, const std::string& path);

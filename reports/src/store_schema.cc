@@ -331,7 +331,14 @@ Status Store::Impl::migrate() {
   version.reset();
   if (stored == "1" || stored == "2" || stored == "3") {
     if (const int rc = migrateFrom(db.get(), std::stoi(stored)); rc != SQLITE_OK) {
-      const Status failed = detail::sqliteFailure(sqliteContext(), rc);
+      // A schema SQLite cannot rebuild (an index left over from a damaged
+      // table, say) is the file's fault; busy, I/O and the like are this
+      // machine's. Either way the transaction leaves the file as it was.
+      const Status failed =
+          detail::unreadableHeader(rc)
+              ? detail::damaged(path, "its migration from schema version " + stored +
+                                          " failed: " + sqlite3_errmsg(db.get()))
+              : detail::sqliteFailure(sqliteContext(), rc);
       (void)exec("ROLLBACK");
       return failed;
     }

@@ -337,6 +337,26 @@ TEST(StoreOpen, RefusesAStoreWhoseTextEncodingIsNotUtf8AsBadInputWithoutCreating
             std::string::npos);
 }
 
+TEST(StoreOpen, RefusesAnOldStoreWhoseMigrationSqliteCannotRunAsDamagedAndLeavesItUnchanged) {
+  // Found by tests/fuzz/store_fuzz.cc (corpus/store/found_orphan_index_migration):
+  // a version 1 store whose schema holds an index SQLite cannot carry across
+  // the migration's table rename failed as an internal error (exit 3).
+  const std::string path = tempPath("orphan_index.db");
+  writeFile(path, readFile(std::string(SEAM_SOURCE_DIR) +
+                           "/tests/fuzz/corpus/store/found_orphan_index_migration"));
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.hasValue());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidInput) << store.status().message();
+  const std::string message = expectRefusedAndUnchanged(path);
+  EXPECT_EQ(message.rfind("--db \"" + path +
+                              "\": a damaged seam store (its migration from schema version 1 "
+                              "failed: error in index sqlite_autoindex_cases_1 after rename",
+                          0),
+            0u)
+      << message;
+  EXPECT_FALSE(hasSideFiles(path));
+}
+
 TEST(StoreOpen, RefusesADirectoryAndPathsItCannotReachWithOneLine) {
   const std::string dir = tempPath("dir.db");
   fs::create_directory(dir);
