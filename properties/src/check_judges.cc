@@ -4,9 +4,11 @@
 // (property 3) and the row hand-off of every boundary as the ops make it
 // (property 1). Geometry comes from judge_geometry.h, never from the planner.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
-#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "op_violation.h"
 #include "seam/properties/check.h"
@@ -151,10 +153,13 @@ ResidualAdd residualAddOf(const Op& op) {
 
 std::vector<Violation> checkResidualOnce(const Plan& plan) {
   std::vector<Violation> out;
+  // Per rank, every add as (key, op index), key = (stack, stage, half, absorb
+  // or fold); sorted, equal keys sit together in op order, so the earliest
+  // second add of a key is found without a map node per add.
+  std::vector<std::pair<std::uint64_t, int>> adds;
   for (int r = 0; r < plan.world(); ++r) {
     const auto& ops = plan.ranks[r];
-    // (stack, stage, half, absorb or fold) -> the first such add
-    std::map<std::tuple<int, int, int, int>, int> seen;
+    adds.clear();
     bool zeroed[kHalfLanes] = {false, false, false};
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
@@ -168,20 +173,33 @@ std::vector<Violation> checkResidualOnce(const Plan& plan) {
         zero = false;
         continue;
       }
-      const auto key =
-          std::make_tuple(op.stack, op.stage, static_cast<int>(op.half), static_cast<int>(how));
-      const auto [it, first] = seen.emplace(key, i);
-      if (first) continue;
-      const char* what = how == ResidualAdd::kAbsorb ? "adds the hidden state into the residual"
-                                                     : "adds the residual into the hidden state";
-      out.push_back(opViolation(
-          plan, r, i, Property::kResidualFollows, ViolationClass::kCountedTwice,
-          std::string(opName(op.kind)) + " " + what + " a second time at stage " +
-              std::to_string(op.stage) + " (first by " + std::string(opName(ops[it->second].kind)) +
-              ", op #" + std::to_string(it->second) +
-              "): the residual is added exactly once per stage"));
-      return out;
+      const std::uint64_t key = std::uint64_t{op.stack} << 32 |
+                                std::uint64_t{static_cast<std::uint16_t>(op.stage)} << 16 |
+                                static_cast<std::uint64_t>(op.half) << 8 |
+                                static_cast<std::uint64_t>(how);
+      adds.emplace_back(key, i);
     }
+    std::sort(adds.begin(), adds.end());
+    int second = -1, first = -1;  // the earliest repeated add and the add it repeats
+    for (size_t k = 1; k < adds.size(); ++k) {
+      if (adds[k].first != adds[k - 1].first) continue;
+      const bool repeat_of_first = k < 2 || adds[k - 2].first != adds[k].first;
+      if (repeat_of_first && (second < 0 || adds[k].second < second)) {
+        second = adds[k].second;
+        first = adds[k - 1].second;
+      }
+    }
+    if (second < 0) continue;
+    const Op& op = ops[second];
+    const char* what = residualAddOf(op) == ResidualAdd::kAbsorb
+                           ? "adds the hidden state into the residual"
+                           : "adds the residual into the hidden state";
+    out.push_back(opViolation(
+        plan, r, second, Property::kResidualFollows, ViolationClass::kCountedTwice,
+        std::string(opName(op.kind)) + " " + what + " a second time at stage " +
+            std::to_string(op.stage) + " (first by " + std::string(opName(ops[first].kind)) +
+            ", op #" + std::to_string(first) + "): the residual is added exactly once per stage"));
+    return out;
   }
   return out;
 }

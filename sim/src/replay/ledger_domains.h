@@ -108,6 +108,33 @@ class FastDomain {
     for (Value& x : v) x = mul(x, inv);
   }
 
+  // Whole runs of rows at once, for the replay's hot loops: every value here
+  // is a coefficient times the token's point, so one coefficient serves a run.
+  /// The coefficient of holds(v, e, stack, stage, t): v == point(it, t).
+  Value expectedCoefficient(Expect e, int stack, int stage) const {
+    return e == Expect::kComplete ? prefix_[stack][stage] : a_normed_[stack][stage];
+  }
+  Value normedCoefficient(int stack, int stage) const { return a_normed_[stack][stage]; }
+  Value partialCoefficient(int stack, int stage, int j) const {
+    return a_partial_[stack][stage][j];
+  }
+  /// The index of the first of `n` rows that is not point(coefficient, t), or n
+  /// (padding rows are skipped).
+  size_t firstWrong(const Value* v, const int* toks, size_t n, Value coefficient) const {
+    for (size_t i = 0; i < n; ++i) {
+      if (toks[i] != kPaddingRow && v[i] != mul(coefficient, b_[toks[i]])) return i;
+    }
+    return n;
+  }
+  /// norm / compute of n rows: row i := point(coefficient, t_i), a padding
+  /// row junk(junk_id + i + 1), as n calls of norm or compute with ids
+  /// junk_id + 1 .. junk_id + n make them.
+  void fillRows(Value* out, const int* toks, size_t n, Value coefficient,
+                std::uint64_t junk_id) const {
+    for (size_t i = 0; i < n; ++i)
+      out[i] = toks[i] < 0 ? junk(junk_id + i + 1) : mul(coefficient, b_[toks[i]]);
+  }
+
  private:
   static Value mul(Value a, Value b) { return detail::fieldMul(a, b); }
   std::vector<Value> b_;                                    // per token

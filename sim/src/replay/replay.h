@@ -162,6 +162,11 @@ class Replay {
   /// zero rows of the pad, which hold no token.
   void takeLocal(int src, const std::vector<Value>& attention, std::vector<Value>* out);
   void recordFinal(int r, int stack, const Buffer& b);
+  /// The reused buffer a collective builds its result in: empty rows of `kind`.
+  Buffer& startGathered(RowKind kind);
+  /// The built result becomes every member's `t` (the last member takes its
+  /// storage, the others a copy): no buffer allocated per collective.
+  void handOutGathered(const std::vector<int>& members, Tensor t);
   void addInto(Buffer& dst, const Buffer& src);
   /// One reduction of `n` members' rows: `sum` holds member 0's rows (it may
   /// be them) and ends as the sum; rows_of(p) are member p's. In member order,
@@ -288,6 +293,8 @@ class Replay {
   std::vector<DpWork*> dp_group_;   // the members of one lowered collective
   std::vector<Value> dp_sum_;       // its sum or concatenation
   std::vector<int> one_rank_;       // dp_scatter's one member
+  Buffer gathered_;                 // a collective's result before it is handed out (reused)
+  std::vector<Value> scratch_;      // a slice's rows before they replace the buffer's (reused)
   std::vector<JudgeStage> stages_;  // the judges' stages of the case (stack 0, then 1)
   std::vector<StackShape> stacks_;
   int stage_base_[2] = {0, 0};  // index into stages_ of each stack's stage 0

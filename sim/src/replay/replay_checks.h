@@ -50,10 +50,17 @@ template <class Domain>
 inline bool Replay<Domain>::checkRows(int rank, const Buffer& b, Expect e, int stack, int stage,
                                       Property p) {
   const auto& toks = tokensOf(b, rank);
-  for (size_t i = 0; i < b.v.size() && i < toks.size(); ++i) {
+  const size_t n = std::min(b.v.size(), toks.size());
+  size_t i = 0;
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    i = domain_.firstWrong(b.v.data(), toks.data(), n,
+                           domain_.expectedCoefficient(e, stack, stage));
+  } else {
+    while (i < n && (toks[i] == kPaddingRow || domain_.holds(b.v[i], e, stack, stage, toks[i])))
+      ++i;
+  }
+  if (i < n) {
     const int t = toks[i];
-    if (t == kPaddingRow) continue;
-    if (domain_.holds(b.v[i], e, stack, stage, t)) continue;
     Violation v = at(rank, p, ViolationClass::kNeverCompleted, "");
     v.token = t;
     if constexpr (std::is_same_v<Domain, ExactDomain>) {

@@ -148,7 +148,8 @@ inline void Replay<Domain>::reduceScatter(const std::vector<int>& members, const
     }
   }
   if (in == RowKind::kAttention && !equalChunks(members, op)) return;
-  Buffer sum = buf(r0);
+  Buffer& sum = gathered_;  // a copy of r0's rows (the members' own rows are replaced below)
+  sum = buf(r0);
   reduceMembers(
       sum.v, members.size(),
       [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
@@ -187,9 +188,7 @@ inline void Replay<Domain>::gatherCpShards(const std::vector<int>& members, cons
   auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
   const int r0 = members.front();
   const RowKind into = op.rows_out.kind;
-  Buffer g;
-  g.kind = into;
-  g.present = true;
+  Buffer& g = startGathered(into);
   for (size_t p = 0; p < members.size(); ++p) {
     const int m = members[chunkOf(p, members.size(), op)];
     if (!expectKind(m, buf(m), RowKind::kAttention, op, tensorName(op.tensor).data())) return;
@@ -202,7 +201,7 @@ inline void Replay<Domain>::gatherCpShards(const std::vector<int>& members, cons
                         std::to_string(rows().count(into, r0)));
     return;
   }
-  for (int m : members) buf(m) = g;
+  handOutGathered(members, op.tensor);
 }
 
 template <class Domain>
@@ -217,9 +216,7 @@ inline void Replay<Domain>::gatherLocal(const std::vector<int>& members, const O
   int gathered = cnt;
   for (int m : members)
     gathered = std::max(gathered, rows().localOffset(m) + static_cast<int>(buf(m).v.size()));
-  Buffer g;
-  g.kind = RowKind::kAttention;
-  g.present = true;
+  Buffer& g = startGathered(RowKind::kAttention);
   g.v.assign(gathered, domain_.zero());
   for (size_t p = 0; p < members.size(); ++p) {
     // Member p's slot gets member chunkOf(p)'s slice: its own in real plans.
@@ -240,7 +237,7 @@ inline void Replay<Domain>::gatherLocal(const std::vector<int>& members, const O
     std::copy(b.v.begin(), b.v.end(), g.v.begin() + off);
   }
   g.v.resize(std::min(gathered, std::max(cnt, static_cast<int>(op.rows_out.count))));
-  for (int m : members) buf(m) = g;
+  handOutGathered(members, op.tensor);
   if (rows().localSplit() == LocalSplit::kPaddedEqual && op.tensor == Tensor::kHidden &&
       op.stage == static_cast<int>(stacks_[op.stack].shards.size())) {
     // maybe_exit_gather: the final norm ran on the SP shards; the gathered
@@ -256,9 +253,7 @@ inline void Replay<Domain>::gatherLocal(const std::vector<int>& members, const O
 template <class Domain>
 inline void Replay<Domain>::dispatch(const std::vector<int>& members, const Op& op) {
   auto buf = [&](int m) -> Buffer& { return bufferOf(ranks_[m], op.tensor); };
-  Buffer d;
-  d.kind = RowKind::kDispatched;
-  d.present = true;
+  Buffer& d = startGathered(RowKind::kDispatched);
   for (int m : members) {
     if (!buf(m).present) {
       layoutViolation(m, Property::kOwedOnce, "all_to_all dispatch of no value");
@@ -277,7 +272,7 @@ inline void Replay<Domain>::dispatch(const std::vector<int>& members, const Op& 
       return;
     }
   }
-  for (int m : members) buf(m) = d;
+  handOutGathered(members, op.tensor);
 }
 
 template <class Domain>

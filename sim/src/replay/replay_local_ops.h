@@ -5,6 +5,7 @@
 
 #include <cassert>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,8 @@ inline void Replay<Domain>::execLocal(int r, const Op& op) {
         layoutViolation(r, Property::kOwedOnce, "norm with no hidden state");
         return;
       }
-      normInPlace(r, st.hidden, Buffer(st.hidden), op);
+      // In place: each row's norm reads only that row (no copy of the buffer).
+      normInPlace(r, st.hidden, st.hidden, op);
       return;
     case OpKind::kAddNorm:
       addNorm(r, op);
@@ -94,12 +96,12 @@ inline void Replay<Domain>::reorderOntoSequence(int r, const Op& op, Buffer& b) 
                         " rows, not the CP shards gathered over attn_cp");
     return;
   }
-  std::vector<Value> v;
-  v.reserve(rows().count(RowKind::kSequence, r));
+  std::vector<Value>& v = scratch_;
+  v.clear();
   for (int i = 0; i < rows().count(RowKind::kSequence, r); ++i) {
     v.push_back(b.v[rows().gatheredRowOfSequence(r, i)]);
   }
-  b.v = std::move(v);
+  b.v.swap(v);
   b.kind = RowKind::kSequence;
   const int n_stages = static_cast<int>(stacks_[op.stack].shards.size());
   if (op.tensor == Tensor::kHidden && op.stage == n_stages) {
@@ -116,10 +118,10 @@ inline void Replay<Domain>::shardSequence(int r, const Op& op, Buffer& b) {
   // Token ids count over the DP shards; the sequence rows start at the shard's first.
   const auto& seq = rows().tokens(RowKind::kSequence, r);
   const int first = seq.empty() ? 0 : seq.front();
-  std::vector<Value> v;
-  v.reserve(toks.size());
+  std::vector<Value>& v = scratch_;
+  v.clear();
   for (int t : toks) v.push_back(t == kPaddingRow ? freshJunk() : b.v[t - first]);
-  b.v = std::move(v);
+  b.v.swap(v);
   b.kind = RowKind::kAttention;
 }
 
@@ -135,8 +137,8 @@ inline void Replay<Domain>::takeBackCpBlock(int r, const Op& op, Buffer& b) {
                     "a CP take-back of rows that were not gathered over attn_cp");
     return;
   }
-  std::vector<Value> v(b.v.begin() + c * cnt, b.v.begin() + (c + 1) * cnt);
-  b.v = std::move(v);
+  scratch_.assign(b.v.begin() + c * cnt, b.v.begin() + (c + 1) * cnt);
+  b.v.swap(scratch_);
   b.kind = RowKind::kAttention;
 }
 
@@ -148,9 +150,8 @@ inline void Replay<Domain>::sliceLocal(int r, const Op& op, Buffer& b) {
       op.slice_of < 0
           ? r
           : topo_->groupOf(Axis::kAttnTp, r)[op.slice_of % topo_->groupSize(Axis::kAttnTp)];
-  std::vector<Value> v;
-  takeLocal(src, b.v, &v);
-  b.v = std::move(v);
+  takeLocal(src, b.v, &scratch_);
+  b.v.swap(scratch_);
   b.kind = RowKind::kLocal;
 }
 
@@ -240,8 +241,14 @@ inline void Replay<Domain>::normInPlace(int r, Buffer& b, const Buffer& source, 
   b.kind = source.kind;
   b.present = true;
   b.v.resize(source.v.size());
-  for (size_t i = 0; i < b.v.size(); ++i) {
-    b.v[i] = domain_.norm(source.v[i], op.stack, op.stage, toks[i], ++junk_);
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    domain_.fillRows(b.v.data(), toks.data(), b.v.size(),
+                     domain_.normedCoefficient(op.stack, op.stage), junk_);
+    junk_ += b.v.size();
+  } else {
+    for (size_t i = 0; i < b.v.size(); ++i) {
+      b.v[i] = domain_.norm(source.v[i], op.stack, op.stage, toks[i], ++junk_);
+    }
   }
   if (!final_norm) return;
   // LayerNorm SP's final norm runs on the padded shards; the exit gather
@@ -331,9 +338,15 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
   // a plan cannot change where the weights live.
   const int j =
       info.weight_axis == kNoAxis ? 0 : topo_->rankIn(static_cast<Axis>(info.weight_axis), r);
-  for (size_t i = 0; i < toks.size(); ++i) {
-    h.v[i] =
-        domain_.compute(h.v[i], op.stack, op.stage, toks[i], j, info.shards, ++junk_, gemm_rows);
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    domain_.fillRows(h.v.data(), toks.data(), toks.size(),
+                     domain_.partialCoefficient(op.stack, op.stage, j), junk_);
+    junk_ += toks.size();
+  } else {
+    for (size_t i = 0; i < toks.size(); ++i) {
+      h.v[i] =
+          domain_.compute(h.v[i], op.stack, op.stage, toks[i], j, info.shards, ++junk_, gemm_rows);
+    }
   }
 }
 

@@ -65,6 +65,25 @@ inline void Replay<Domain>::recordFinal(int r, int stack, const Buffer& b) {
 }
 
 template <class Domain>
+inline typename Replay<Domain>::Buffer& Replay<Domain>::startGathered(RowKind kind) {
+  gathered_.kind = kind;
+  gathered_.present = true;
+  gathered_.full_mode = DpPadding::kMaxLen;
+  gathered_.v.clear();
+  return gathered_;
+}
+
+template <class Domain>
+inline void Replay<Domain>::handOutGathered(const std::vector<int>& members, Tensor t) {
+  for (size_t k = 0; k + 1 < members.size(); ++k) bufferOf(ranks_[members[k]], t) = gathered_;
+  Buffer& last = bufferOf(ranks_[members.back()], t);
+  last.kind = gathered_.kind;
+  last.present = gathered_.present;
+  last.full_mode = gathered_.full_mode;
+  last.v.swap(gathered_.v);
+}
+
+template <class Domain>
 inline void Replay<Domain>::addInto(Buffer& dst, const Buffer& src) {
   for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], src.v[i]);
 }
