@@ -95,7 +95,12 @@ std::vector<Violation> checkCallSizes(const Plan& plan, const JudgeGeometry& g) 
       Half in_lane = op.half, out_lane = op.half;
       if (op.tbo_move) (op.kind == OpKind::kSlice ? in_lane : out_lane) = Half::kWhole;
       const int in = g.count(op.rows_in.kind, r, in_lane);
-      const int outr = g.count(op.rows_out.kind, r, out_lane);
+      // A reduce_scatterv from the DP buffer is the DP return: it writes the
+      // rank's local DP buffer, its split size (tokens, then padding).
+      const bool dp_return = op.kind == OpKind::kReduceScatterv &&
+                             op.rows_in.kind == RowKind::kFull &&
+                             op.rows_out.kind == RowKind::kAttention;
+      const int outr = dp_return ? g.dpLocal(r, out_lane) : g.count(op.rows_out.kind, r, out_lane);
       std::string what;
       if (op.rows_in.count != in) {
         what = "reads " + std::to_string(op.rows_in.count) + " " +

@@ -10,9 +10,16 @@ std::string engineFindingSite(const Plan& plan, const Violation& v) {
   if (v.rank < 0 || v.rank >= plan.world()) return "";
   const std::vector<Op>& ops = plan.ranks[v.rank];
   if (v.op_index < 0 || v.op_index >= static_cast<int>(ops.size())) return "";
-  const EngineSiteInfo& site = engineSiteInfo(ops[v.op_index].site);
-  if (site.name.empty()) return "";
-  return std::string(site.call) + " at " + std::string(site.where);
+  // A sum counted twice shows where it is read; the call that made it is the
+  // nearest op before, in the same entry, compute or exit, that names one.
+  const Op& at = ops[v.op_index];
+  for (int i = v.op_index; i >= 0; --i) {
+    const Op& op = ops[i];
+    if (op.stack != at.stack || op.stage != at.stage || op.phase != at.phase) break;
+    const EngineSiteInfo& site = engineSiteInfo(op.site);
+    if (!site.name.empty()) return std::string(site.call) + " at " + std::string(site.where);
+  }
+  return "";
 }
 
 std::string failureText(const Violation& v, const std::string& engine_site) {

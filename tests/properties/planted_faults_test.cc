@@ -146,6 +146,28 @@ TEST(PlantedFaults, ACollectivesBytesShrunkToTheLocalChunkViolatesCallSizes) {
   EXPECT_NE(v->detail.find("bytes"), std::string::npos) << v->detail;
 }
 
+// prepare_mlp_sync_batch (forward_batch_info.py @003bbaf9) makes every entry
+// of get_dp_global_num_tokens() the longest under MAX_LEN, so the DP
+// return's reduce_scatterv (ops.py @0bca4c6f) writes that many rows on every
+// rank (3 and 1 tokens: 3 rows each). A trace that shows the shard's tokens
+// instead has the call's output the wrong size.
+TEST(PlantedFaults, AReduceScattervWritingOnlyTheTokensUnderMaxLenViolatesCallSizes) {
+  Flags flags;
+  flags.reduction = BoundaryReduction::kRsv;
+  const Case c =
+      seam::testing::patternCase("-*E", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {3, 1}, flags);
+  Plan trace = asTrace(mustBuild(c));
+  ASSERT_TRUE(holdsEverywhere(trace));
+  for (Op& op : trace.ranks[1]) {
+    if (op.kind == OpKind::kReduceScatterv) op.rows_out.count = 1;
+  }
+  const auto v = violationOf(trace, Property::kCallSizes);
+  ASSERT_TRUE(v.has_value()) << "a reduce_scatterv of the tokens alone passes";
+  EXPECT_NE(v->detail.find("writes 1 attention rows where the case gives rank 1 3"),
+            std::string::npos)
+      << v->detail;
+}
+
 TEST(PlantedFaults, TheResidualAddDuplicatedViolatesResidualFollows) {
   Flags flags;
   flags.fusion = false;

@@ -399,10 +399,14 @@ TEST_P(DeclaredDpOps, RankRunsTheReplicateOrderAndTheDpReturnOfTheReference) {
 // tp=4 attn_dp=2 (attn_tp=2), tokens {3,0}: MAX_LEN full rows = 2 * 4 = 8
 // (each entry aligned to attn_tp, then padded to the largest).
 // Rank 0 is attn-TP rank 0 of shard 0; rank 2 is attn-TP rank 0 of the idle shard.
+// reduce_scatterv writes the local DP buffer (_to_local_tokens, ops.py
+// @0bca4c6f): under MAX_LEN the longest aligned entry, 4 rows on every rank;
+// dp_reduce_scatter hands on the shard's tokens (its lowering trims).
 std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return,
                                 const std::string& moe_axis, bool attn_reduce) {
   const std::string a = "attention:" + std::to_string(rows);
   const std::string aa = a + "->" + a;
+  const std::string returned = ffn_return == "reduce_scatterv" ? "attention:4" : a;
   std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute[attn_tp] " + aa};
   if (attn_reduce) ops.push_back("1.entry all_reduce[attn_tp] " + aa);
   ops.push_back("1.entry add_norm " + aa);
@@ -412,7 +416,7 @@ std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return,
     ops.push_back("2.entry all_reduce[tp] full:8->full:8");
     ops.push_back("2.entry dp_scatter full:8->" + a);
   } else {
-    ops.push_back("2.entry " + ffn_return + "[tp] full:8->" + a);
+    ops.push_back("2.entry " + ffn_return + "[tp] full:8->" + returned);
   }
   ops.push_back("2.entry add_norm " + aa);
   ops.push_back("2.compute compute[attn_tp] " + aa);
@@ -424,18 +428,20 @@ std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return,
     ops.push_back("3.exit all_reduce[" + moe_axis + "] full:8->full:8");
     ops.push_back("3.exit dp_scatter full:8->" + a);
   } else {
-    ops.push_back("3.exit " + ffn_return + "[tp] full:8->" + a);
+    ops.push_back("3.exit " + ffn_return + "[tp] full:8->" + returned);
   }
   ops.push_back("4.entry add_norm " + aa);
   return ops;
 }
 
 // tp=8 attn_dp=8 (attn_tp=1), tokens {1,0,2,1,1,1,1,1}: MAX_LEN full rows =
-// 8 * 2 = 16. attn_tp == 1: the mixers owe nothing and run ungrouped.
+// 8 * 2 = 16. attn_tp == 1: the mixers owe nothing and run ungrouped. A
+// reduce_scatterv hands every rank the longest entry, 2 rows.
 std::vector<std::string> tp8Dp8(int rows, const std::string& ffn_return,
                                 const std::string& moe_axis) {
   const std::string a = "attention:" + std::to_string(rows);
   const std::string aa = a + "->" + a;
+  const std::string returned = ffn_return == "reduce_scatterv" ? "attention:2" : a;
   std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute " + aa,
                                   "1.entry add_norm " + aa,
                                   "1.entry dp_gather_replicate[tp] " + a + "->full:16",
@@ -444,7 +450,7 @@ std::vector<std::string> tp8Dp8(int rows, const std::string& ffn_return,
     ops.push_back("2.entry all_reduce[tp] full:16->full:16");
     ops.push_back("2.entry dp_scatter full:16->" + a);
   } else {
-    ops.push_back("2.entry " + ffn_return + "[tp] full:16->" + a);
+    ops.push_back("2.entry " + ffn_return + "[tp] full:16->" + returned);
   }
   ops.push_back("2.entry add_norm " + aa);
   ops.push_back("2.compute compute " + aa);
@@ -455,7 +461,7 @@ std::vector<std::string> tp8Dp8(int rows, const std::string& ffn_return,
     ops.push_back("3.exit all_reduce[" + moe_axis + "] full:16->full:16");
     ops.push_back("3.exit dp_scatter full:16->" + a);
   } else {
-    ops.push_back("3.exit " + ffn_return + "[tp] full:16->" + a);
+    ops.push_back("3.exit " + ffn_return + "[tp] full:16->" + returned);
   }
   ops.push_back("4.entry add_norm " + aa);
   return ops;

@@ -13,6 +13,10 @@
 //   calls tp_group.reduce_scatterv with sizes=get_dp_global_num_tokens(), one
 //   per attention-DP rank; distributed/parallel_state.py @0005973a
 //   (GroupCoordinator.reduce_scatterv) asserts len(sizes) == world_size.
+// - models/nemotron_h_mtp.py @008b79d2 (NemotronHMTPMoEDecoderLayer.forward)
+//   all-reduces an attention layer's output over attention TP under DP
+//   attention before NemotronHMoEDecoderLayer.forward, whose prepare_mlp
+//   (models/nemotron_h.py @02c60328) completes the same sum again.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -119,6 +123,56 @@ TEST(DpReduceScatterv, CannotRunUnderAttentionTpAndIsAnEngineFinding) {
   EXPECT_EQ(firstViolation(plan).property, Property::kCollectivesMatch);
   const std::string site = properties::engineFindingSite(plan, v);
   EXPECT_NE(site.find("_reduce_and_redistribute_output_varlen"), std::string::npos) << site;
+}
+
+TEST(DpReduceScatterv, WritesEveryRankTheLongestEntryUnderMaxLenAndItsOwnUnderSumLen) {
+  // prepare_mlp_sync_batch (forward_batch_info.py @003bbaf9): under MAX_LEN
+  // get_dp_global_num_tokens() is [max] * dp, so member i's split is 5 rows
+  // (its tokens, then padding); under SUM_LEN it is each shard's own count.
+  Flags sum_len = rsv();
+  sum_len.dp_padding = DpPadding::kSumLen;
+  sum_len.mode = ForwardMode::kExtend;
+  for (const auto& [flags, want] :
+       {std::pair{rsv(), std::vector<int>{5, 5}}, std::pair{sum_len, std::vector<int>{3, 5}}}) {
+    const Plan plan =
+        mustBuild(patternCase("*E*", {.tp = 2, .attn_dp = 2, .moe_ep = 2}, {3, 5}, flags));
+    for (int r = 0; r < 2; ++r) {
+      const int i = findOp(plan, r, 2, Phase::kEntry, OpKind::kReduceScatterv);
+      ASSERT_GE(i, 0);
+      EXPECT_EQ(plan.ranks[r][i].rows_in.count, want[0] + want[1]);
+      EXPECT_EQ(plan.ranks[r][i].rows_out.count, want[r]) << "rank " << r;
+    }
+    expectHolds(plan);
+  }
+}
+
+// models/nemotron_h_mtp.py @008b79d2 (NemotronHMTPMoEDecoderLayer.forward):
+// under DP attention, after an attention layer, the MTP MoE layer runs
+// attn_tp_all_reduce itself; the communicator's FFN input (prepare_mlp,
+// models/nemotron_h.py @02c60328) then reduces the same attention-TP sum.
+TEST(MtpMoeAttnTpAllReduce, SumsTheAttentionOutputTwiceUnderAttentionTpAndIsAnEngineFinding) {
+  Flags ar;
+  ar.reduction = BoundaryReduction::kAr;
+  const Plan plan = mustBuild(patternCase("M-/*E", {.tp = 4, .attn_dp = 2}, {2, 2}, ar));
+  int own = 0;
+  for (const Op& op : plan.ranks[0]) {
+    if (op.stack != 1 || op.stage != 1 || op.kind != OpKind::kAllReduce) continue;
+    if (op.phase == Phase::kEntry) own += op.site == EngineSite::kMtpMoeAttnTpAllReduce;
+  }
+  EXPECT_EQ(own, 1);
+  const Violation v = firstViolation(plan);
+  EXPECT_EQ(v.property, Property::kOwedOnce);
+  EXPECT_EQ(v.cls, ViolationClass::kCountedTwice);
+  const std::string site = properties::engineFindingSite(plan, v);
+  EXPECT_NE(site.find("NemotronHMTPMoEDecoderLayer.forward"), std::string::npos) << site;
+}
+
+TEST(MtpMoeAttnTpAllReduce, IsNoCallOnAOneRankAttentionTpGroup) {
+  Flags ar;
+  ar.reduction = BoundaryReduction::kAr;
+  const Plan plan = mustBuild(patternCase("M-/*E", {.tp = 2, .attn_dp = 2}, {2, 2}, ar));
+  for (const Op& op : plan.ranks[0]) EXPECT_NE(op.site, EngineSite::kMtpMoeAttnTpAllReduce);
+  expectHolds(plan);
 }
 
 // layers/layer_boundary/ops.py @51c248bd (attn_tp_reduce_scatter) takes this

@@ -85,6 +85,15 @@ int DpGeometry::globalRows(const ParallelConfig& config, const Batch& batch, DpP
   return shards > 1 && mode == DpPadding::kMaxLen ? shards * longest : sum;
 }
 
+int DpGeometry::localRows(const ParallelConfig& config, const Batch& batch, DpPadding mode, int d) {
+  const int shards = config.attn_dp;
+  const int align = shards > 1 ? config.attnTp() : 1;
+  if (shards == 1 || mode == DpPadding::kSumLen) return dpAlignedTokens(batch.tokens[d], align);
+  int longest = 0;
+  for (int tokens : batch.tokens) longest = std::max(longest, dpAlignedTokens(tokens, align));
+  return longest;
+}
+
 std::string_view dpStepName(DpStepKind kind) { return kStepNames[static_cast<int>(kind)]; }
 
 OpKind DpStep::opKind() const {

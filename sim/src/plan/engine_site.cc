@@ -30,6 +30,11 @@ constexpr std::array<EngineSiteInfo, kEngineSiteCount> kSites = {{
      "attn_tp (a CP shard is aligned to 2 x attn_cp only)",
      "layers/layer_boundary/ops.py (attn_tp_reduce_scatter) @51c248bd; "
      "layers/cp/padding.py (pad_logical_token_to_physical) @9fea3e9b"},
+    {"mtp-moe-attn-tp-all-reduce",
+     "attn_tp_all_reduce(hidden_states) in the MTP MoE layer after an attention layer under DP "
+     "attention, before the layer communicator's FFN input completes the same attention-TP sum",
+     "models/nemotron_h_mtp.py (NemotronHMTPMoEDecoderLayer.forward) @008b79d2; "
+     "models/nemotron_h.py (NemotronHMLPLikeDecoderLayer.forward: prepare_mlp) @02c60328"},
 }};
 
 }  // namespace

@@ -210,6 +210,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
   const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp;
   counts_.assign(static_cast<size_t>(world) * kRowKindCount, 0);
   const int full_rows = DpGeometry::globalRows(c, batch, padding);
+  dp_local_.assign(world, 0);
   // The rank's tensor_split of its attention rows (under a CP-sharded
   // layout, of its padded CP shard).
   auto local = [&](int rank) {
@@ -227,6 +228,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     row[static_cast<int>(RowKind::kLocal)] = local(r);
     row[static_cast<int>(RowKind::kFull)] = c.attn_dp == 1 ? bd : full_rows;
     row[static_cast<int>(RowKind::kSequence)] = bd;
+    dp_local_[r] = c.attn_dp == 1 ? bd : DpGeometry::localRows(c, batch, padding, l / (atp * acp));
     if (cpShardsTokens(cp, bd, acp)) {
       const int shard = cpShardRows(cp, bd, acp);
       row[static_cast<int>(RowKind::kAttention)] = shard;

@@ -57,9 +57,31 @@ PlanBuilder::Hand PlanBuilder::boundary(int stack, int from, int to, bool cut) {
   if (input_scattered_ && !s.final_norm) return inputScatteredFfnExit(s);
   // What is left of a two-stage layer is an FFN on shared rows; a
   // single-stage producer may be any kind.
-  if (isMixer(s.producer)) return mixerExit(s);
+  if (isMixer(s.producer)) {
+    Hand h = mixerExit(s);
+    mtpMoeReducesAttentionOutput(s, h);
+    return h;
+  }
   if (a2aMoe(s.producer)) return localMoeExit(s);
   return sharedFfnExit(s);
+}
+
+// models/nemotron_h_mtp.py (NemotronHMTPMoEDecoderLayer.forward) @008b79d2:
+// under DP attention, after an attention layer and with a residual, the MTP
+// MoE layer all-reduces its input over attention TP itself, then runs
+// NemotronHMoEDecoderLayer.forward, whose prepare_mlp (models/nemotron_h.py
+// NemotronHMLPLikeDecoderLayer.forward @02c60328) completes the same
+// attention-TP sum again. A one-rank group issues no call. Both policies
+// model that model file; the naive baseline does not.
+void PlanBuilder::mtpMoeReducesAttentionOutput(const Sides& s, Hand& h) const {
+  if (s.stack != 1 || two_stage_ || naive_ || D_ == 1 || a_ == 1) return;
+  if (s.producer != LayerKind::kAttention || s.consumer != LayerKind::kMoe) return;
+  StepList entry;
+  Step own{OpKind::kAllReduce, Tensor::kHidden, static_cast<std::int8_t>(Axis::kAttnTp)};
+  own.site = EngineSite::kMtpMoeAttnTpAllReduce;
+  entry.push_back(own);
+  for (const Step& step : h.entry) entry.push_back(step);
+  h.entry = entry;
 }
 
 // Complete on attention rows, reduced by the embedding itself: residual := hidden.

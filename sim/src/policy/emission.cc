@@ -48,6 +48,13 @@ void PlanBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& 
   op.axis = s.axis;
   op.rows_in = {s.in, rows_.count(s.in, rank)};
   op.rows_out = {s.out, rows_.count(s.out, rank)};
+  if (s.kind == OpKind::kReduceScatterv && s.in == RowKind::kFull) {
+    // _reduce_and_redistribute_output_varlen writes into the local DP buffer
+    // the split sizes get_dp_global_num_tokens() give this shard: its
+    // local_dp_buffer_len rows (under MAX_LEN the longest entry; its tokens
+    // first, then padding, which the value handed on drops as dp_scatter's does).
+    op.rows_out.count = rows_.dpLocalRows(rank);
+  }
   op.sizes = s.sizes;
   op.site = s.site;
   // The attention-TP moves are the plain collectives the communicator calls

@@ -246,6 +246,8 @@ class PlanBuilder {
   /// Single-stage (Nemotron-H) mixer exits and the all-to-all MoE's (single_stage.cc).
   Hand mixerIntoFfn(const Sides& s);
   Hand mixerExit(const Sides& s);
+  /// The Nemotron-H MTP MoE layer's own attention-TP all-reduce before its entry.
+  void mtpMoeReducesAttentionOutput(const Sides& s, Hand& h) const;
   Hand localMoeExit(const Sides& s);
   /// Two-stage layers (two_stage.cc): the attention output into the FFN
   /// (prepare_mlp, §5.3 / §6.3).

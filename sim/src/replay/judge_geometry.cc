@@ -113,6 +113,7 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
   const int dp_buffer = D > 1 && padding == DpPadding::kMaxLen ? D * longest : sum;
   JudgeRows out;
   out.count.assign(world, {});
+  out.dp_local.assign(world, 0);
   auto attention = [&](int r) {
     const int b = tokens[placeOf(k, r).dp];
     return shards(cp, b, acp) ? cpShardRowsOf(cp, b, acp) : b;
@@ -132,6 +133,10 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
     row[static_cast<int>(RowKind::kAttention)] = attention(r);
     row[static_cast<int>(RowKind::kLocal)] = local(r);
     row[static_cast<int>(RowKind::kSequence)] = b;
+    // set_dp_buffer_len's local length: the shard's entry of the padded
+    // global_num_tokens (every entry the longest under MAX_LEN).
+    const bool max_len = D > 1 && padding == DpPadding::kMaxLen;
+    out.dp_local[r] = D == 1 ? b : max_len ? longest : roundUp(b, atp);
     row[static_cast<int>(RowKind::kCpGathered)] = sharded ? acp * attention(r) : 0;
     row[static_cast<int>(RowKind::kFull)] = D > 1 ? dp_buffer : sharded ? acp * attention(r) : b;
     // The expert-parallel group: ranks of one moe_ep * moe_tp block sharing a MoE-TP position.

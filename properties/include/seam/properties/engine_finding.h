@@ -19,8 +19,9 @@ namespace seam::properties {
 bool modelsEngineAsRun(PolicyKind policy, const Schema& schema);
 
 /// The engine call behind `v` on `plan` (a plan for which modelsEngineAsRun
-/// held): "<call> at <file (function) @commit>", or "" when the op the
-/// violation names carries no engine site.
+/// held): "<call> at <file (function) @commit>" of the op the violation
+/// names, else of the nearest op before it in the same stage and phase that
+/// carries one (a sum counted twice is seen where it is read); "" when none does.
 std::string engineFindingSite(const Plan& plan, const Violation& v);
 
 /// What joins a violation's words to the engine call behind it, in the text

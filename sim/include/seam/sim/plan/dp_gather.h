@@ -72,6 +72,8 @@ class DpGeometry {
   }
   /// globalRows() without building the geometry (the planner's row counts).
   static int globalRows(const ParallelConfig& config, const Batch& batch, DpPadding mode);
+  /// localRows(d) without building the geometry.
+  static int localRows(const ParallelConfig& config, const Batch& batch, DpPadding mode, int d);
 
  private:
   struct Shard {

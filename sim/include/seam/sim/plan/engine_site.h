@@ -25,8 +25,12 @@ enum class EngineSite : std::uint8_t {
   /// The attention-TP reduce-scatter onto an FFN's local rows, whose output
   /// chunk is tensor_split's (attn_tp_reduce_scatter).
   kAttnTpReduceScatter,
+  /// The Nemotron-H MTP MoE layer's own attention-TP all-reduce of an
+  /// attention layer's output under DP attention, before its communicator's
+  /// FFN input (NemotronHMTPMoEDecoderLayer.forward).
+  kMtpMoeAttnTpAllReduce,
 };
-inline constexpr int kEngineSiteCount = 5;
+inline constexpr int kEngineSiteCount = 6;
 
 /// What the engine calls at a site and where, in SGLang's sources.
 struct EngineSiteInfo {

@@ -150,9 +150,15 @@ class RowCounts {
     return counts_[static_cast<size_t>(rank) * kRowKindCount + static_cast<int>(kind)];
   }
   int shardTokens(int rank) const { return count(RowKind::kAttention, rank); }
+  /// local_dp_buffer_len of the rank's DP shard (prepare_mlp_sync_batch):
+  /// its tokens aligned to attn_tp, under MAX_LEN the longest such entry;
+  /// its tokens without DP attention. The rows a DP return's reduce_scatterv
+  /// writes on the rank (tokens first, then padding).
+  int dpLocalRows(int rank) const { return dp_local_[rank]; }
 
  private:
-  std::vector<int> counts_;  // [rank][kind]
+  std::vector<int> counts_;    // [rank][kind]
+  std::vector<int> dp_local_;  // [rank]
 };
 
 /// SGLang's padding mode for the case: the requested one, except that a

@@ -36,6 +36,9 @@ struct JudgeStage {
 /// or a two-batch-overlap half).
 struct JudgeRows {
   std::vector<std::array<int, kRowKindCount>> count;  ///< [rank][RowKind]
+  /// [rank]: the rows of the rank's local DP buffer, the DP return's
+  /// reduce_scatterv output (its entry of get_dp_global_num_tokens()).
+  std::vector<int> dp_local;
 };
 
 struct JudgeGeometry {
@@ -52,6 +55,9 @@ struct JudgeGeometry {
 
   int count(RowKind kind, int rank, Half half = Half::kWhole) const {
     return rows[static_cast<int>(half)].count[rank][static_cast<int>(kind)];
+  }
+  int dpLocal(int rank, Half half = Half::kWhole) const {
+    return rows[static_cast<int>(half)].dp_local[rank];
   }
 };
 
