@@ -41,6 +41,8 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--ep-backend", o.ep_backend,
                   "--family training: PrimeRL ep_comm_backend torch|deepep")
       ->capture_default_str();
+  sub->add_option("--etp", o.etp,
+                  "--family training: Megatron expert_tensor_parallel_size (default: tp)");
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
   sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")
@@ -89,7 +91,8 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
 
 Status checkCaseOptionsApply(const CLI::App& sub, const CaseOptions& o) {
   if (!isTraining(o)) {
-    if (Status s = refuseGiven(sub, {"--layout", "--dp-replicate", "--docs"}, "--family training");
+    if (Status s = refuseGiven(sub, {"--layout", "--dp-replicate", "--docs", "--etp"},
+                               "--family training");
         !s) {
       return s;
     }

@@ -222,6 +222,7 @@ Expected<TrainingCase> buildTrainingCase(const CaseSpec& o) {
   c.config.cp = o.cp;
   c.config.tp = o.tp;
   c.config.ep = o.ep;
+  c.config.etp = o.etp;
   c.config.sp = *layout == TrainingLayout::kMegatron && o.tp > 1;
   if (Status st = applyEngineOptions(c.config, o.ac, o.router_dtype, o.reduce_dtype, o.ep_backend);
       !st)

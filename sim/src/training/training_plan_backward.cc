@@ -117,25 +117,33 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
       }
       return b;
     case OpKind::kAllGather:
+      // Uneven gathers (expert TP) reduce-scatter with the same split sizes.
+      std::swap(b.in_splits, b.out_splits);
       if (f.reads.empty()) {
         // An FSDP parameter all-gather (its gradient reduction is the
         // unit's) or a loss statistic; of those only the log-probs have a
-        // gradient, reduce-scattered back (torch.distributed.nn all_gather).
-        *keep = f.step == kLogprobsGather;
+        // gradient, reduce-scattered back (torch.distributed.nn all_gather),
+        // and Megatron's probs gathered over expert TP.
+        *keep = f.step == kLogprobsGather || f.step == kProbsGather;
         b.kind = OpKind::kReduceScatter;
-        b.step = "cp reduce-scatter logprobs grads";
+        b.step = f.step == kProbsGather ? "etp reduce-scatter probs grads"
+                                        : "cp reduce-scatter logprobs grads";
         return b;
       }
       b.kind = OpKind::kReduceScatter;
       b.reads = {g(f.writes[0])};
       b.writes = {g(f.reads[0])};
-      b.step = f.step == "sp all-gather" ? "sp reduce-scatter (dgrad)" : "cp reduce-scatter dkv";
+      b.step = f.step == "sp all-gather"  ? "sp reduce-scatter (dgrad)"
+               : f.axis == TrainAxis::kCp ? "cp reduce-scatter dkv"
+                                          : "etp reduce-scatter token grads";
       return b;
     case OpKind::kReduceScatter:
+      std::swap(b.in_splits, b.out_splits);
       b.kind = OpKind::kAllGather;
       b.reads = {g(f.writes[0])};
       b.writes = {g(f.reads[0])};
-      b.step = "sp all-gather (grad)";
+      b.step = f.axis == TrainAxis::kExpertTp ? "etp all-gather expert output grads"
+                                              : "sp all-gather (grad)";
       b.bytes = f.bytes;
       return b;
     case OpKind::kSlice:
@@ -191,7 +199,10 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
 /// finish_grad_sync first (no overlap by default: one bucket of the dense
 /// parameters over dp x cp, then one of the experts over expert-DP), then
 /// the sequence-parallel parameters' gradients, coalesced into one
-/// all-reduce over tp (_allreduce_non_tensor_model_parallel_grads).
+/// all-reduce over tp (_allreduce_non_tensor_model_parallel_grads). The
+/// experts join the dense bucket when neither ep > 1 nor etp != tp: their
+/// parameters keep allreduce = True (extensions/transformer_engine.py
+/// use_expert_pgs), which is what DDP groups buffers by.
 void Builder::finalizeGrads(std::vector<TrainingOp>& out, int r) {
   auto reduce = [&](TrainAxis axis, int layer_of, const std::vector<int>& params,
                     const std::string& step) {
@@ -214,6 +225,10 @@ void Builder::finalizeGrads(std::vector<TrainingOp>& out, int r) {
     dense.insert(dense.end(), lp.dense.begin(), lp.dense.end());
     experts.insert(experts.end(), lp.experts.begin(), lp.experts.end());
     tp_sum.insert(tp_sum.end(), lp.tp_sum.begin(), lp.tp_sum.end());
+  }
+  if (k().ep == 1 && k().expertTp() == k().tp) {
+    dense.insert(dense.end(), experts.begin(), experts.end());
+    experts.clear();
   }
   reduce(TrainAxis::kDpCp, -1, dense, "ddp all-reduce grads (one bucket)");
   reduce(TrainAxis::kExpertDp, -1, experts, "expert-dp all-reduce grads (one bucket)");

@@ -27,6 +27,8 @@ std::string describeConfig(const TrainingConfig& c) {
   if (c.layout == TrainingLayout::kMegatron)
     s += " tp=" + std::to_string(c.tp) + (c.sp ? " sp=on" : " sp=off");
   s += " ep=" + std::to_string(c.ep);
+  if (c.layout == TrainingLayout::kMegatron && c.expertTp() != c.tp)
+    s += " etp=" + std::to_string(c.expertTp());
   if (!c.recompute) s += " ac=off";
   if (!c.router_fp32) s += " router=bf16";
   if (!c.reduce_fp32) s += " reduce=bf16";
@@ -70,6 +72,8 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
   s += " --dp " + std::to_string(k.dp) + " --cp " + std::to_string(k.cp);
   if (k.tp != 1) s += " --tp " + std::to_string(k.tp);
   s += " --ep " + std::to_string(k.ep);
+  if (k.layout == TrainingLayout::kMegatron && k.expertTp() != k.tp)
+    s += " --etp " + std::to_string(k.expertTp());
   if (!k.recompute) s += " --ac off";
   if (!k.router_fp32) s += " --router-dtype bfloat16";
   if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
@@ -120,6 +124,7 @@ Status validateTrainingCase(const TrainingCase& c) {
   const int S = c.tokens();
   if (k.layout == TrainingLayout::kPrimeRl) {
     const char* e = "PrimeRL";
+    if (k.etp != 0) return Status::invalid("--etp applies to the megatron layout");
     if (k.tp != 1)
       return refusedBy(e,
                        "no tensor parallelism on main (ParallelDims has no tp; only a side-branch "
@@ -142,8 +147,19 @@ Status validateTrainingCase(const TrainingCase& c) {
       return refusedBy(
           e, "tp=" + str(k.tp) + " does not divide num_query_groups=" + str(dims.kv_heads));
     }
-    if (k.world() % k.ep != 0)
-      return refusedBy(e, "ep=" + str(k.ep) + " does not divide world=" + str(k.world()));
+    if (k.etp < 0) return Status::invalid("--etp " + str(k.etp) + " is not >= 1");
+    // parallel_state.py initialize_model_parallel: the expert grid is
+    // etp x ep x expert-DP over the same world.
+    const int etp_ep = k.expertTp() * k.ep;
+    if (k.world() % etp_ep != 0) {
+      return refusedBy(e, "world=" + str(k.world()) + " is not divisible by etp*ep=" + str(etp_ep) +
+                              " (parallel_state.py)");
+    }
+    // TEGroupedLinear splits fc1's output and fc2's input over etp (divide()).
+    if (dims.experts > 0 && dims.expert_inter % k.expertTp() != 0) {
+      return refusedBy(e, "etp=" + str(k.expertTp()) + " does not divide the experts' ffn size " +
+                              str(dims.expert_inter));
+    }
     // Megatron runs TP without SP (and only warns with EP, L560-565); seam
     // models its TP layers with SP only.
     if (k.tp > 1 && !k.sp)
@@ -232,6 +248,13 @@ std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world) {
           c.sp = c.tp > 1;
         }
         out.push_back(c);
+        if (layout == TrainingLayout::kMegatron && c.tp > 1) {
+          // Experts whole on their EP owner (--expert-tensor-parallel-size 1)
+          // beside the default ETP = tp.
+          TrainingConfig v = c;
+          v.etp = 1;
+          out.push_back(v);
+        }
         if (layout == TrainingLayout::kPrimeRl) {
           // PrimeRL's options off their defaults: no recompute, the router
           // and the reductions in bf16, and DeepEP when there is EP.
@@ -304,8 +327,11 @@ Layout::Layout(const TrainingCase& c) : c_(&c), dims_(dimsOf(*c.model)), s_(c.to
       x.cp = (r / k.tp) % k.cp;
       x.dp = r / (k.tp * k.cp);
       x.data = x.dp;
-      x.ep = r % k.ep;
-      x.ep_group = r / k.ep;
+      // The expert grid (parallel_state.py, order tp-ep-dp with etp in tp's place).
+      const int etp = k.expertTp();
+      x.etp = r % etp;
+      x.ep = (r / etp) % k.ep;
+      x.ep_group = r / (etp * k.ep) * etp + x.etp;
     }
     const int base = x.data * s_;
     std::vector<int>& cl = cp_local_[r];
@@ -375,7 +401,13 @@ std::vector<int> Layout::group(TrainAxis axis, int rank) const {
         break;
       case TrainAxis::kExpertDp:
         in = k.layout == TrainingLayout::kPrimeRl ? (x.rep == me.rep && x.ep == me.ep)
-                                                  : x.ep == me.ep;
+                                                  : x.ep == me.ep && x.etp == me.etp;
+        break;
+      case TrainAxis::kExpertTp:
+        in = x.ep_group / k.expertTp() == me.ep_group / k.expertTp() && x.ep == me.ep;
+        break;
+      case TrainAxis::kTpEp:
+        in = x.ep_group / k.expertTp() == me.ep_group / k.expertTp();
         break;
       case TrainAxis::kDpCp:
         in = x.tp == me.tp;

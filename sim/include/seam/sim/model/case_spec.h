@@ -41,6 +41,8 @@ struct CaseSpec {
   std::string router_dtype = "float32";  ///< --family training: PrimeRL moe_router_dtype
   std::string reduce_dtype = "float32";  ///< --family training: PrimeRL FSDP reduce_dtype
   std::string ep_backend = "torch";      ///< --family training: PrimeRL ep_comm_backend
+  /// --family training: Megatron expert_tensor_parallel_size (0: tp, the engine's default)
+  int etp = 0;
 };
 
 /// Tokens per DP shard when --tokens is not given.

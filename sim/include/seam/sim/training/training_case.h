@@ -33,6 +33,9 @@ struct TrainingConfig {
   int cp = 1;
   int tp = 1;  ///< Megatron only (PrimeRL has no TP on main)
   int ep = 1;
+  /// Megatron expert_tensor_parallel_size; 0: tp, the engine's default
+  /// (model_parallel_config.py). PrimeRL: 1.
+  int etp = 0;
   bool sp = false;  ///< Megatron sequence parallel (the space turns it on iff tp > 1)
   // PrimeRL's options that change its collectives, at the engine's defaults
   // (prime-rl configs/trainer.py: ac, moe_router_dtype, reduce_dtype).
@@ -42,6 +45,11 @@ struct TrainingConfig {
   bool deepep = false;      ///< ep_comm_backend deepep (default torch: TorchTitan all-to-alls)
   int world() const { return dp_replicate * dp * cp * tp; }
   int dataReplicas() const { return dp_replicate * dp; }
+  /// The experts' tensor-parallel size: etp, or tp when unset (PrimeRL: 1).
+  int expertTp() const {
+    if (layout == TrainingLayout::kPrimeRl) return 1;
+    return etp > 0 ? etp : tp;
+  }
   friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;
 };
 /// "dp_replicate=1 dp=2 cp=4 tp=1 ep=8 sp=off" (PrimeRL's options when not the default).
