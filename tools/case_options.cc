@@ -33,8 +33,8 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--ac", o.ac, "--family training: PrimeRL activation checkpointing on|off")
       ->capture_default_str();
   sub->add_option("--router-dtype", o.router_dtype,
-                  "--family training: PrimeRL moe_router_dtype float32|bfloat16")
-      ->capture_default_str();
+                  "--family training: moe_router_dtype float32|bfloat16 (default: PrimeRL "
+                  "float32, Megatron bfloat16)");
   sub->add_option("--reduce-dtype", o.reduce_dtype,
                   "--family training: PrimeRL FSDP reduce_dtype float32|bfloat16")
       ->capture_default_str();

@@ -2,7 +2,9 @@
 // rules for the expert grid, plans that hold under etp = tp, etp = 1 and etp
 // apart from tp, and hand-made wrong plans the training ledger catches: two
 // shards computing the same slice, expert gradients also summed over their
-// expert-TP group, an uneven gather declaring other split sizes.
+// expert-TP group, an uneven gather declaring other split sizes; and
+// Megatron's moe_router_dtype, whose probs dtype the expert-TP
+// reduce-scatter runs in.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,6 +85,28 @@ TEST(TrainingPlans, ExpertTpGathersAndScattersOnlyWhenEtpExceedsOne) {
       std::count(with.source.model->pattern.begin(), with.source.model->pattern.end(), 'E');
   EXPECT_EQ(etpOps(with), 6 * moe);
   EXPECT_EQ(etpOps(planOf(megatron(2, 2, 2, 1))), 0);
+}
+
+TEST(TrainingCases, MegatronsRouterDtypeDefaultsToTheInputsBf16AndFp32IsAnOption) {
+  TrainingConfig c;
+  c.layout = TrainingLayout::kMegatron;
+  ASSERT_TRUE(applyEngineOptions(c, "on", "", "float32").isOk());
+  EXPECT_EQ(c.probsBytes(), 2);
+  ASSERT_TRUE(applyEngineOptions(c, "on", "float32", "float32").isOk());
+  EXPECT_EQ(c.probsBytes(), 4);
+  TrainingConfig prime;
+  ASSERT_TRUE(applyEngineOptions(prime, "on", "", "float32").isOk());
+  EXPECT_TRUE(prime.router_fp32);
+  EXPECT_FALSE(prime.probs_fp32);
+}
+
+TEST(TrainingPlans, AnFp32RouterPlanHoldsUnderExpertTpAndEp) {
+  for (auto [tp, ep] : {std::pair{2, 1}, std::pair{2, 2}, std::pair{1, 2}}) {
+    TrainingCase c = megatron(2, tp, ep, 0);
+    c.config.probs_fp32 = true;
+    const LedgerResult r = checkTrainingPlan(planOf(c));
+    EXPECT_TRUE(r.holds()) << describeConfig(c.config) << ": " << firstViolation(r);
+  }
 }
 
 TEST(TrainingLedger, ExpertTpShardsComputingTheSameSliceLeaveAForeignMoeSum) {

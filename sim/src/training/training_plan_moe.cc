@@ -272,7 +272,7 @@ int Builder::expertTpGather(const MoeLayer& m, int at, const ExpertSplits& split
   emit(probs, [&](int r, TrainingOp& op) {
     op.ranks = lay_.group(TrainAxis::kExpertTp, r);
     op.out_splits = expertTpSplits(splits, r);
-    op.bytes = cells_[g][r] * kBf16;
+    op.bytes = cells_[g][r] * k().probsBytes();
   });
   return g;
 }
@@ -286,15 +286,17 @@ int Builder::expertTpScatter(const MoeLayer& m, int yw, const ExpertSplits& spli
   collective(
       m.l, 'E', OpKind::kReduceScatter, A2aMode::kNone, TrainAxis::kExpertTp,
       "etp reduce-scatter expert outputs", yw, yr, [&](int r) { return expertTpRows(splits, r); },
-      [&](int r, TrainingOp& op) { op.in_splits = expertTpSplits(splits, r); });
+      [&](int r, TrainingOp& op) {
+        op.in_splits = expertTpSplits(splits, r);
+        op.bytes = static_cast<std::int64_t>(cells_[yw][r]) * m.lat * k().probsBytes();
+      });
   return yr;
 }
 
 /// Megatron's dispatch_all_to_all: after the tokens, their routing
 /// probabilities over the same splits, one value per (token, expert) row in
 /// the logits' dtype: the input's (bf16) under Megatron's default
-/// moe_router_dtype None (router.py, TopKRouter.gating); seam has no option
-/// for Megatron's fp32 router.
+/// moe_router_dtype None, fp32 under fp32 (router.py, TopKRouter.gating).
 void Builder::megatronProbsAllToAll(int l, const ExpertSplits& splits) {
   TrainingOp probs;
   probs.layer = static_cast<std::int16_t>(l);
@@ -308,8 +310,8 @@ void Builder::megatronProbsAllToAll(int l, const ExpertSplits& splits) {
     op.in_splits = splits.send[r];
     op.out_splits = splits.recv[r];
     const auto [sent, received] = expertRows(splits, r);
-    op.bytes = sent * kBf16;
-    op.recv_bytes = received * kBf16;
+    op.bytes = sent * k().probsBytes();
+    op.recv_bytes = received * k().probsBytes();
   });
 }
 

@@ -31,6 +31,7 @@ std::string describeConfig(const TrainingConfig& c) {
     s += " etp=" + std::to_string(c.expertTp());
   if (!c.recompute) s += " ac=off";
   if (!c.router_fp32) s += " router=bf16";
+  if (c.probs_fp32) s += " router=fp32";
   if (!c.reduce_fp32) s += " reduce=bf16";
   if (c.deepep) s += " ep_backend=deepep";
   return s;
@@ -43,22 +44,25 @@ Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::s
                            "\" is not torch or deepep");
   if (ac != "on" && ac != "off")
     return Status::invalid("--ac \"" + ac.substr(0, 64) + "\" is not on or off");
+  const bool megatron = c.layout == TrainingLayout::kMegatron;
+  const std::string router =
+      router_dtype.empty() ? (megatron ? "bfloat16" : "float32") : router_dtype;
   for (const auto& [flag, v] :
-       {std::pair<const char*, const std::string&>{"--router-dtype", router_dtype},
+       {std::pair<const char*, const std::string&>{"--router-dtype", router},
         {"--reduce-dtype", reduce_dtype}}) {
     if (v != "float32" && v != "bfloat16")
       return Status::invalid(std::string(flag) + " \"" + v.substr(0, 64) +
                              "\" is not float32 or bfloat16");
   }
   c.recompute = ac == "on";
-  c.router_fp32 = router_dtype == "float32";
+  c.router_fp32 = megatron || router == "float32";
+  c.probs_fp32 = megatron && router == "float32";
   c.reduce_fp32 = reduce_dtype == "float32";
   c.deepep = ep_backend == "deepep";
-  const bool non_default = !c.recompute || !c.router_fp32 || !c.reduce_fp32 || c.deepep;
-  if (non_default && c.layout == TrainingLayout::kMegatron)
+  const bool non_default = !c.recompute || !c.reduce_fp32 || c.deepep;
+  if (non_default && megatron)
     return Status::invalid(
-        "--ac, --router-dtype, --reduce-dtype and --ep-backend are PrimeRL options (--layout "
-        "primerl)");
+        "--ac, --reduce-dtype and --ep-backend are PrimeRL options (--layout primerl)");
   return Status::ok();
 }
 
@@ -76,6 +80,7 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
     s += " --etp " + std::to_string(k.expertTp());
   if (!k.recompute) s += " --ac off";
   if (!k.router_fp32) s += " --router-dtype bfloat16";
+  if (k.probs_fp32) s += " --router-dtype float32";
   if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
   if (k.deepep) s += " --ep-backend deepep";
   s += " --docs ";
