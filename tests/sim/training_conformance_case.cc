@@ -147,6 +147,8 @@ TrainingCase parseCase(const std::string& options) {
       s.ep_backend = v;
     else if (k == "--etp")
       s.etp = std::stoi(v);
+    else if (k == "--expert-bias")
+      s.expert_bias = v;
     else
       bad(options, "unknown option " + k);
   }
@@ -202,6 +204,8 @@ std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, i
       in = r / etp == rank / etp;
     else if (name == "tp_ep" && !prime)
       in = r / block == rank / block;
+    else if (name == "tp_dp_cp" && !prime)  // every rank: pp is 1
+      in = true;
     else
       bad(name, "not a group of the " + std::string(layoutName(c.layout)) + " layout");
     if (in) out.push_back(r);

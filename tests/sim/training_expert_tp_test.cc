@@ -3,8 +3,8 @@
 // apart from tp, and hand-made wrong plans the training ledger catches: two
 // shards computing the same slice, expert gradients also summed over their
 // expert-TP group, an uneven gather declaring other split sizes; and
-// Megatron's moe_router_dtype, whose probs dtype the expert-TP
-// reduce-scatter runs in.
+// Megatron's router options: moe_router_dtype, whose probs dtype the
+// expert-TP reduce-scatter runs in, and the expert-bias counts' all-reduce.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,6 +107,24 @@ TEST(TrainingPlans, AnFp32RouterPlanHoldsUnderExpertTpAndEp) {
     const LedgerResult r = checkTrainingPlan(planOf(c));
     EXPECT_TRUE(r.holds()) << describeConfig(c.config) << ": " << firstViolation(r);
   }
+}
+
+TEST(TrainingPlans, TheExpertBiasCountsAreOneAllReduceOverEveryRankAfterTheGradients) {
+  TrainingCase c = megatron(2, 2, 1, 0);
+  c.config.expert_bias = true;
+  const TrainingPlan plan = planOf(c);
+  const auto moe = std::count(c.model->pattern.begin(), c.model->pattern.end(), 'E');
+  for (const auto& ops : plan.ranks) {
+    ASSERT_FALSE(ops.empty());
+    EXPECT_EQ(ops.back().axis, TrainAxis::kTpDpCp);
+    EXPECT_EQ(ops.back().ranks.size(), 4u);
+    EXPECT_EQ(ops.back().bytes, moe * 128 * 4);
+  }
+  EXPECT_TRUE(checkTrainingPlan(plan).holds());
+  TrainingCase prime = megatron(2, 1, 1, 0);
+  prime.config.layout = TrainingLayout::kPrimeRl;
+  prime.config.expert_bias = true;
+  EXPECT_EQ(validateTrainingCase(prime).code(), StatusCode::kInvalidInput);
 }
 
 TEST(TrainingLedger, ExpertTpShardsComputingTheSameSliceLeaveAForeignMoeSum) {

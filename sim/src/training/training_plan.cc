@@ -32,6 +32,8 @@ std::string_view trainAxisName(TrainAxis axis) {
       return "expert_tp";
     case TrainAxis::kTpEp:
       return "tp_ep";
+    case TrainAxis::kTpDpCp:
+      return "tp_dp_cp";
   }
   return "?";
 }

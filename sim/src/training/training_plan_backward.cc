@@ -233,6 +233,28 @@ void Builder::finalizeGrads(std::vector<TrainingOp>& out, int r) {
   reduce(TrainAxis::kDpCp, -1, dense, "ddp all-reduce grads (one bucket)");
   reduce(TrainAxis::kExpertDp, -1, experts, "expert-dp all-reduce grads (one bucket)");
   reduce(TrainAxis::kTp, -1, tp_sum, "tp all-reduce sequence-parallel grads (coalesced)");
+  expertBiasCounts(out, r);
+}
+
+/// Megatron's _update_router_expert_bias (finalize_model_grads.py, after the
+/// gradient reductions) when moe_router_enable_expert_bias is on: every MoE
+/// router's local_tokens_per_expert (fp32, one per expert) stacked and
+/// all-reduced over tp x dp x cp (moe_utils.py get_updated_expert_bias).
+/// Counts, not gradients: collectives-match checks it, owed-once has no sum.
+void Builder::expertBiasCounts(std::vector<TrainingOp>& out, int r) {
+  const auto& d = lay_.dims();
+  const auto moe = std::count(d.layers.begin(), d.layers.end(), LayerKind::kMoe);
+  std::vector<int> g = lay_.group(TrainAxis::kTpDpCp, r);
+  if (!k().expert_bias || moe == 0 || g.size() < 2) return;
+  TrainingOp op;
+  op.pass = Pass::kBackward;
+  op.layer = -1;
+  op.kind = OpKind::kAllReduce;
+  op.axis = TrainAxis::kTpDpCp;
+  op.ranks = std::move(g);
+  op.step = "tp_dp_cp all-reduce expert-bias token counts";
+  op.bytes = static_cast<std::int64_t>(moe) * d.experts * 4;
+  out.push_back(std::move(op));
 }
 
 /// The gradient tensor of a root: `d:<root>`.

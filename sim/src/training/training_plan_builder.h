@@ -188,6 +188,7 @@ class Builder {
   void backward();
   TrainingOp conjugate(const TrainingOp& f, int index, int r, bool* keep);
   void finalizeGrads(std::vector<TrainingOp>& out, int r);
+  void expertBiasCounts(std::vector<TrainingOp>& out, int r);
   void attentionCpBackward(const std::vector<TrainingOp>& f, int i, int r,
                            std::vector<TrainingOp>& bwd, std::vector<char>& done);
   int gradRoot(int rt);

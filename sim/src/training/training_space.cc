@@ -32,6 +32,7 @@ std::string describeConfig(const TrainingConfig& c) {
   if (!c.recompute) s += " ac=off";
   if (!c.router_fp32) s += " router=bf16";
   if (c.probs_fp32) s += " router=fp32";
+  if (c.expert_bias) s += " expert_bias=on";
   if (!c.reduce_fp32) s += " reduce=bf16";
   if (c.deepep) s += " ep_backend=deepep";
   return s;
@@ -81,6 +82,7 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
   if (!k.recompute) s += " --ac off";
   if (!k.router_fp32) s += " --router-dtype bfloat16";
   if (k.probs_fp32) s += " --router-dtype float32";
+  if (k.expert_bias) s += " --expert-bias on";
   if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
   if (k.deepep) s += " --ep-backend deepep";
   s += " --docs ";
@@ -96,6 +98,23 @@ Status refusedBy(std::string_view engine, const std::string& why) {
 }
 Status refusedBy(TrainingLayout layout, const std::string& why) {
   return refusedBy(layout == TrainingLayout::kPrimeRl ? "PrimeRL" : "Megatron", why);
+}
+/// Megatron's expert grid: etp x ep x expert-DP over the same world
+/// (parallel_state.py initialize_model_parallel), and TEGroupedLinear
+/// splitting fc1's output and fc2's input over etp (divide()).
+Status validateExpertGrid(const TrainingConfig& k, const training::Dims& dims) {
+  if (k.etp < 0) return Status::invalid("--etp " + str(k.etp) + " is not >= 1");
+  const int etp_ep = k.expertTp() * k.ep;
+  if (k.world() % etp_ep != 0) {
+    return refusedBy("Megatron", "world=" + str(k.world()) + " is not divisible by etp*ep=" +
+                                     str(etp_ep) + " (parallel_state.py)");
+  }
+  if (dims.experts > 0 && dims.expert_inter % k.expertTp() != 0) {
+    return refusedBy("Megatron", "etp=" + str(k.expertTp()) +
+                                     " does not divide the experts' ffn size " +
+                                     str(dims.expert_inter));
+  }
+  return Status::ok();
 }
 }  // namespace
 
@@ -130,6 +149,7 @@ Status validateTrainingCase(const TrainingCase& c) {
   if (k.layout == TrainingLayout::kPrimeRl) {
     const char* e = "PrimeRL";
     if (k.etp != 0) return Status::invalid("--etp applies to the megatron layout");
+    if (k.expert_bias) return Status::invalid("--expert-bias applies to the megatron layout");
     if (k.tp != 1)
       return refusedBy(e,
                        "no tensor parallelism on main (ParallelDims has no tp; only a side-branch "
@@ -152,19 +172,7 @@ Status validateTrainingCase(const TrainingCase& c) {
       return refusedBy(
           e, "tp=" + str(k.tp) + " does not divide num_query_groups=" + str(dims.kv_heads));
     }
-    if (k.etp < 0) return Status::invalid("--etp " + str(k.etp) + " is not >= 1");
-    // parallel_state.py initialize_model_parallel: the expert grid is
-    // etp x ep x expert-DP over the same world.
-    const int etp_ep = k.expertTp() * k.ep;
-    if (k.world() % etp_ep != 0) {
-      return refusedBy(e, "world=" + str(k.world()) + " is not divisible by etp*ep=" + str(etp_ep) +
-                              " (parallel_state.py)");
-    }
-    // TEGroupedLinear splits fc1's output and fc2's input over etp (divide()).
-    if (dims.experts > 0 && dims.expert_inter % k.expertTp() != 0) {
-      return refusedBy(e, "etp=" + str(k.expertTp()) + " does not divide the experts' ffn size " +
-                              str(dims.expert_inter));
-    }
+    if (Status st = validateExpertGrid(k, dims); !st) return st;
     // Megatron runs TP without SP (and only warns with EP, L560-565); seam
     // models its TP layers with SP only.
     if (k.tp > 1 && !k.sp)
@@ -413,6 +421,9 @@ std::vector<int> Layout::group(TrainAxis axis, int rank) const {
         break;
       case TrainAxis::kTpEp:
         in = x.ep_group / k.expertTp() == me.ep_group / k.expertTp();
+        break;
+      case TrainAxis::kTpDpCp:
+        in = true;
         break;
       case TrainAxis::kDpCp:
         in = x.tp == me.tp;

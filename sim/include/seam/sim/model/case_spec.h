@@ -45,6 +45,8 @@ struct CaseSpec {
   std::string ep_backend = "torch";      ///< --family training: PrimeRL ep_comm_backend
   /// --family training: Megatron expert_tensor_parallel_size (0: tp, the engine's default)
   int etp = 0;
+  /// --family training: Megatron moe_router_enable_expert_bias on|off
+  std::string expert_bias = "off";
 };
 
 /// Tokens per DP shard when --tokens is not given.

@@ -46,6 +46,9 @@ struct TrainingConfig {
   /// Megatron moe_router_dtype fp32 (default None: the logits, hence the
   /// probs the dispatcher moves, in the input's bf16; router.py gating).
   bool probs_fp32 = false;
+  /// Megatron moe_router_enable_expert_bias (default off): the routers'
+  /// token counts all-reduced over tp x dp x cp after the backward.
+  bool expert_bias = false;
   /// Bytes of one routing probability the Megatron dispatcher moves.
   std::int64_t probsBytes() const { return probs_fp32 ? 4 : 2; }
   int world() const { return dp_replicate * dp * cp * tp; }
