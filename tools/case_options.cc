@@ -33,13 +33,18 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--ac", o.ac, "--family training: PrimeRL activation checkpointing on|off")
       ->capture_default_str();
   sub->add_option("--router-dtype", o.router_dtype,
-                  "--family training: PrimeRL moe_router_dtype float32|bfloat16")
-      ->capture_default_str();
+                  "--family training: moe_router_dtype float32|bfloat16 (default: PrimeRL "
+                  "float32, Megatron bfloat16)");
   sub->add_option("--reduce-dtype", o.reduce_dtype,
                   "--family training: PrimeRL FSDP reduce_dtype float32|bfloat16")
       ->capture_default_str();
   sub->add_option("--ep-backend", o.ep_backend,
                   "--family training: PrimeRL ep_comm_backend torch|deepep")
+      ->capture_default_str();
+  sub->add_option("--etp", o.etp,
+                  "--family training: Megatron expert_tensor_parallel_size (default: tp)");
+  sub->add_option("--expert-bias", o.expert_bias,
+                  "--family training: Megatron moe_router_enable_expert_bias on|off")
       ->capture_default_str();
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
@@ -89,7 +94,9 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
 
 Status checkCaseOptionsApply(const CLI::App& sub, const CaseOptions& o) {
   if (!isTraining(o)) {
-    if (Status s = refuseGiven(sub, {"--layout", "--dp-replicate", "--docs"}, "--family training");
+    if (Status s =
+            refuseGiven(sub, {"--layout", "--dp-replicate", "--docs", "--etp", "--expert-bias"},
+                        "--family training");
         !s) {
       return s;
     }

@@ -145,6 +145,10 @@ TrainingCase parseCase(const std::string& options) {
       s.reduce_dtype = v;
     else if (k == "--ep-backend")
       s.ep_backend = v;
+    else if (k == "--etp")
+      s.etp = std::stoi(v);
+    else if (k == "--expert-bias")
+      s.expert_bias = v;
     else
       bad(options, "unknown option " + k);
   }
@@ -169,6 +173,10 @@ std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, i
       *rep = 0;
     }
   };
+  // Megatron's expert grid: RankGenerator(tp=etp, ep, dp=rest, cp=1), order
+  // tp-ep-dp, etp defaulting to tp (parallel_state.py initialize_model_parallel).
+  const int etp = prime ? 1 : (c.etp > 0 ? c.etp : c.tp);
+  const int block = etp * c.ep;  // one expert tp x ep group of consecutive ranks
   int mr, md, mc, mt;
   coords(rank, &mr, &md, &mc, &mt);
   const int mf = md * c.cp + mc;  // PrimeRL: position in dp_shard x cp
@@ -188,9 +196,16 @@ std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, i
     else if (name == "dp_replicate" && prime)
       in = xf == mf;
     else if (name == "ep")
-      in = prime ? xr == mr && xf / c.ep == mf / c.ep : r / c.ep == rank / c.ep;
+      in = prime ? xr == mr && xf / c.ep == mf / c.ep
+                 : r / block == rank / block && r % etp == rank % etp;
     else if (name == "expert_dp")
-      in = prime ? xr == mr && xf % c.ep == mf % c.ep : r % c.ep == rank % c.ep;
+      in = prime ? xr == mr && xf % c.ep == mf % c.ep : r % block == rank % block;
+    else if (name == "expert_tp" && !prime)
+      in = r / etp == rank / etp;
+    else if (name == "tp_ep" && !prime)
+      in = r / block == rank / block;
+    else if (name == "tp_dp_cp" && !prime)  // every rank: pp is 1
+      in = true;
     else
       bad(name, "not a group of the " + std::string(layoutName(c.layout)) + " layout");
     if (in) out.push_back(r);

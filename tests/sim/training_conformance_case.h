@@ -54,8 +54,9 @@ TrainingCase parseCase(const std::string& options);
 /// world mesh is (dp_replicate, dp_shard, cp), row-major (parallel_dims.py):
 /// fsdp = dp_shard x cp, cp, dp_replicate, ep = contiguous blocks of ep in
 /// dp_shard x cp, expert_dp = dp_shard_mod_ep, dp_cp = every rank. Megatron's order is
-/// tp-cp-ep-dp (parallel_state.py): tp, cp, dp_cp; experts ep blocks of
-/// consecutive ranks, expert_dp the stride-ep rest.
+/// tp-cp-ep-dp (parallel_state.py): tp, cp, dp_cp; its experts' grid is
+/// etp-ep-dp (etp defaults to tp): expert_tp blocks of etp consecutive ranks,
+/// ep stride etp inside blocks of etp x ep (tp_ep), expert_dp stride etp x ep.
 std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, int rank);
 
 /// The first expected step the plan's collectives of `rank` (inside the

@@ -222,6 +222,11 @@ Expected<TrainingCase> buildTrainingCase(const CaseSpec& o) {
   c.config.cp = o.cp;
   c.config.tp = o.tp;
   c.config.ep = o.ep;
+  c.config.etp = o.etp;
+  if (o.expert_bias != "on" && o.expert_bias != "off")
+    return Status::invalid("--expert-bias \"" + o.expert_bias.substr(0, 64) +
+                           "\" is not on or off");
+  c.config.expert_bias = o.expert_bias == "on";
   c.config.sp = *layout == TrainingLayout::kMegatron && o.tp > 1;
   if (Status st = applyEngineOptions(c.config, o.ac, o.router_dtype, o.reduce_dtype, o.ep_backend);
       !st)

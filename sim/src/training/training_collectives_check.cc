@@ -30,7 +30,7 @@ Violation collectiveMismatch(int r, int i, const TrainingOp& op, const std::stri
 
 /// Backward collective `b` mirrors forward op `f`: the same group, the
 /// mirrored all-to-all mode with swapped splits, or the other of all-gather
-/// and reduce-scatter.
+/// and reduce-scatter over the same split sizes.
 bool isConjugate(const TrainingOp& f, const TrainingOp& b) {
   if (!(f.hasGroup() && f.ranks == b.ranks && f.axis == b.axis)) return false;
   if (f.kind == OpKind::kAllToAll) {
@@ -41,8 +41,10 @@ bool isConjugate(const TrainingOp& f, const TrainingOp& b) {
     return b.kind == OpKind::kAllToAll && mode && b.in_splits == f.out_splits &&
            b.out_splits == f.in_splits;
   }
-  return (f.kind == OpKind::kAllGather && b.kind == OpKind::kReduceScatter) ||
-         (f.kind == OpKind::kReduceScatter && b.kind == OpKind::kAllGather);
+  // Uneven gathers and reduce-scatters (expert TP) keep their split sizes.
+  const bool splits = b.in_splits == f.out_splits && b.out_splits == f.in_splits;
+  return splits && ((f.kind == OpKind::kAllGather && b.kind == OpKind::kReduceScatter) ||
+                    (f.kind == OpKind::kReduceScatter && b.kind == OpKind::kAllGather));
 }
 
 /// The first backward op whose forward is a collective it does not mirror.

@@ -33,6 +33,7 @@ struct Coord {
   int data = 0;      ///< data replica index: which packed row (rep * dp + dp)
   int fsdp = 0;      ///< PrimeRL: position in dp_shard x cp (dp * cp + cp)
   int ep = 0;        ///< position in the EP group
+  int etp = 0;       ///< Megatron: position in the expert-TP group
   int ep_group = 0;  ///< which EP group
 };
 

@@ -127,6 +127,18 @@ bool Replay::exchange(const GroupCall& g, std::vector<Buf>& out) {
   switch (o0.kind) {
     case OpKind::kAllGather:
       for (int i = 0; i < n; ++i) {
+        // An uneven gather (output_split_sizes) receives what each member sends.
+        const std::vector<int>& want = g.ops[i]->out_splits;
+        for (int k = 0; k < n && !want.empty(); ++k) {
+          if (want.size() != static_cast<size_t>(n) ||
+              static_cast<int>(sent(g, k).size()) != want[k]) {
+            collectiveMismatch(g, i,
+                               "gathers " + std::to_string(sent(g, k).size()) +
+                                   " cells from rank " + std::to_string(g.members[k]) +
+                                   " where its output split sizes declare other counts");
+            return false;
+          }
+        }
         for (int k = 0; k < n; ++k)
           out[i].insert(out[i].end(), sent(g, k).begin(), sent(g, k).end());
       }
@@ -182,6 +194,7 @@ bool Replay::reduceCells(const GroupCall& g, std::vector<Buf>& out) {
     for (int i = 0; i < n; ++i) out[i] = sum;
     return true;
   }
+  if (!g.ops[0]->in_splits.empty()) return scatterUneven(g, sum, out);
   const std::vector<int> toks = distinctTokens(sum);
   if (toks.size() % n != 0) {
     collectiveMismatch(
@@ -194,6 +207,32 @@ bool Replay::reduceCells(const GroupCall& g, std::vector<Buf>& out) {
     for (const Cell& c : sum) {
       if (mine.count(c.token)) out[i].push_back(c);
     }
+  }
+  return true;
+}
+
+/// An uneven reduce-scatter (input_split_sizes, the same list on every
+/// member): member i gets the i-th run of in_splits[i] cells of the sum.
+bool Replay::scatterUneven(const GroupCall& g, const Buf& sum, std::vector<Buf>& out) {
+  const int n = g.size();
+  const std::vector<int>& splits = g.ops[0]->in_splits;
+  size_t total = 0;
+  for (int x : splits) total += static_cast<size_t>(std::max(x, 0));
+  for (int i = 0; i < n; ++i) {
+    if (g.ops[i]->in_splits != splits || splits.size() != static_cast<size_t>(n) ||
+        total != sum.size()) {
+      collectiveMismatch(g, i,
+                         "reduce-scatters " + std::to_string(sum.size()) +
+                             " cells by input split sizes that are not the group's or do not "
+                             "add up to them");
+      return false;
+    }
+  }
+  size_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    out[i].assign(sum.begin() + static_cast<std::ptrdiff_t>(at),
+                  sum.begin() + static_cast<std::ptrdiff_t>(at + splits[i]));
+    at += splits[i];
   }
   return true;
 }

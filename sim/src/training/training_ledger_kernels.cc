@@ -405,7 +405,8 @@ void Replay::writeInputGradients(int r, const TrainingOp& op, const TrainingOp& 
     const int reps = T(fr).reps;
     Buf out = s.bufs[fr];
     for (Cell& c : out) {
-      const int j = routed ? kRoutedJ + c.unit : f.grad_j[i] + (c.unit - c.src * reps);
+      const int j = routed ? kRoutedJ + c.unit * lay_.config().expertTp() + f.shard
+                           : f.grad_j[i] + (c.unit - c.src * reps);
       if (routed) c.src = 0;
       c.v = termHash(g, c.token, c.src, j);
     }

@@ -28,6 +28,12 @@ std::string_view trainAxisName(TrainAxis axis) {
       return "expert_dp";
     case TrainAxis::kDpCp:
       return "dp_cp";
+    case TrainAxis::kExpertTp:
+      return "expert_tp";
+    case TrainAxis::kTpEp:
+      return "tp_ep";
+    case TrainAxis::kTpDpCp:
+      return "tp_dp_cp";
   }
   return "?";
 }
@@ -163,7 +169,7 @@ std::int64_t Builder::paramBytes(const std::vector<int>& params) const {
   for (int p : params) {
     std::int64_t n = param_elems_[p];
     if (plan_.tensors[p].tp_sharded) n /= k().tp;
-    if (plan_.tensors[p].ep_sharded) n /= k().ep;
+    if (plan_.tensors[p].ep_sharded) n /= k().ep * k().expertTp();
     e += n;
   }
   return e * kBf16;

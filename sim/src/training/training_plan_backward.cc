@@ -117,25 +117,33 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
       }
       return b;
     case OpKind::kAllGather:
+      // Uneven gathers (expert TP) reduce-scatter with the same split sizes.
+      std::swap(b.in_splits, b.out_splits);
       if (f.reads.empty()) {
         // An FSDP parameter all-gather (its gradient reduction is the
         // unit's) or a loss statistic; of those only the log-probs have a
-        // gradient, reduce-scattered back (torch.distributed.nn all_gather).
-        *keep = f.step == kLogprobsGather;
+        // gradient, reduce-scattered back (torch.distributed.nn all_gather),
+        // and Megatron's probs gathered over expert TP.
+        *keep = f.step == kLogprobsGather || f.step == kProbsGather;
         b.kind = OpKind::kReduceScatter;
-        b.step = "cp reduce-scatter logprobs grads";
+        b.step = f.step == kProbsGather ? "etp reduce-scatter probs grads"
+                                        : "cp reduce-scatter logprobs grads";
         return b;
       }
       b.kind = OpKind::kReduceScatter;
       b.reads = {g(f.writes[0])};
       b.writes = {g(f.reads[0])};
-      b.step = f.step == "sp all-gather" ? "sp reduce-scatter (dgrad)" : "cp reduce-scatter dkv";
+      b.step = f.step == "sp all-gather"  ? "sp reduce-scatter (dgrad)"
+               : f.axis == TrainAxis::kCp ? "cp reduce-scatter dkv"
+                                          : "etp reduce-scatter token grads";
       return b;
     case OpKind::kReduceScatter:
+      std::swap(b.in_splits, b.out_splits);
       b.kind = OpKind::kAllGather;
       b.reads = {g(f.writes[0])};
       b.writes = {g(f.reads[0])};
-      b.step = "sp all-gather (grad)";
+      b.step = f.axis == TrainAxis::kExpertTp ? "etp all-gather expert output grads"
+                                              : "sp all-gather (grad)";
       b.bytes = f.bytes;
       return b;
     case OpKind::kSlice:
@@ -191,7 +199,10 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
 /// finish_grad_sync first (no overlap by default: one bucket of the dense
 /// parameters over dp x cp, then one of the experts over expert-DP), then
 /// the sequence-parallel parameters' gradients, coalesced into one
-/// all-reduce over tp (_allreduce_non_tensor_model_parallel_grads).
+/// all-reduce over tp (_allreduce_non_tensor_model_parallel_grads). The
+/// experts join the dense bucket when neither ep > 1 nor etp != tp: their
+/// parameters keep allreduce = True (extensions/transformer_engine.py
+/// use_expert_pgs), which is what DDP groups buffers by.
 void Builder::finalizeGrads(std::vector<TrainingOp>& out, int r) {
   auto reduce = [&](TrainAxis axis, int layer_of, const std::vector<int>& params,
                     const std::string& step) {
@@ -215,9 +226,35 @@ void Builder::finalizeGrads(std::vector<TrainingOp>& out, int r) {
     experts.insert(experts.end(), lp.experts.begin(), lp.experts.end());
     tp_sum.insert(tp_sum.end(), lp.tp_sum.begin(), lp.tp_sum.end());
   }
+  if (k().ep == 1 && k().expertTp() == k().tp) {
+    dense.insert(dense.end(), experts.begin(), experts.end());
+    experts.clear();
+  }
   reduce(TrainAxis::kDpCp, -1, dense, "ddp all-reduce grads (one bucket)");
   reduce(TrainAxis::kExpertDp, -1, experts, "expert-dp all-reduce grads (one bucket)");
   reduce(TrainAxis::kTp, -1, tp_sum, "tp all-reduce sequence-parallel grads (coalesced)");
+  expertBiasCounts(out, r);
+}
+
+/// Megatron's _update_router_expert_bias (finalize_model_grads.py, after the
+/// gradient reductions) when moe_router_enable_expert_bias is on: every MoE
+/// router's local_tokens_per_expert (fp32, one per expert) stacked and
+/// all-reduced over tp x dp x cp (moe_utils.py get_updated_expert_bias).
+/// Counts, not gradients: collectives-match checks it, owed-once has no sum.
+void Builder::expertBiasCounts(std::vector<TrainingOp>& out, int r) {
+  const auto& d = lay_.dims();
+  const auto moe = std::count(d.layers.begin(), d.layers.end(), LayerKind::kMoe);
+  std::vector<int> g = lay_.group(TrainAxis::kTpDpCp, r);
+  if (!k().expert_bias || moe == 0 || g.size() < 2) return;
+  TrainingOp op;
+  op.pass = Pass::kBackward;
+  op.layer = -1;
+  op.kind = OpKind::kAllReduce;
+  op.axis = TrainAxis::kTpDpCp;
+  op.ranks = std::move(g);
+  op.step = "tp_dp_cp all-reduce expert-bias token counts";
+  op.bytes = static_cast<std::int64_t>(moe) * d.experts * 4;
+  out.push_back(std::move(op));
 }
 
 /// The gradient tensor of a root: `d:<root>`.

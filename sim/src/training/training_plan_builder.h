@@ -26,6 +26,9 @@ inline constexpr const char* kLogprobsGather = "cp all-gather logprobs";
 /// the tokens; they carry a gradient (all-to-all'd back in backward) but no
 /// activation cells the ledger tracks.
 inline constexpr const char* kProbsAllToAll = "ep probs all-to-all";
+/// Megatron's dispatcher under expert TP all-gathers the probs over the
+/// expert-TP group after the tokens (reduce-scattered back in backward).
+inline constexpr const char* kProbsGather = "etp probs all-gather";
 
 /// How a kernel's gradient for one read is partial.
 enum class Partial { kNone, kTp, kCp, kReps, kRouted };
@@ -171,6 +174,10 @@ class Builder {
   int routedCells(int r) const;
   std::pair<std::int64_t, std::int64_t> expertRows(const ExpertSplits& s, int r) const;
   int moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits);
+  int expertTpRows(const ExpertSplits& s, int r) const;
+  std::vector<int> expertTpSplits(const ExpertSplits& s, int r) const;
+  int expertTpGather(const MoeLayer& m, int at, const ExpertSplits& splits);
+  int expertTpScatter(const MoeLayer& m, int yw, const ExpertSplits& splits);
   void megatronProbsAllToAll(int l, const ExpertSplits& splits);
   int moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertSplits& splits);
   void loss(int h);
@@ -181,6 +188,7 @@ class Builder {
   void backward();
   TrainingOp conjugate(const TrainingOp& f, int index, int r, bool* keep);
   void finalizeGrads(std::vector<TrainingOp>& out, int r);
+  void expertBiasCounts(std::vector<TrainingOp>& out, int r);
   void attentionCpBackward(const std::vector<TrainingOp>& f, int i, int r,
                            std::vector<TrainingOp>& bwd, std::vector<char>& done);
   int gradRoot(int rt);

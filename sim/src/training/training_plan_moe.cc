@@ -180,17 +180,19 @@ int Builder::moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits) {
   m.disp = disp;
   // Megatron's MoEAlltoAllTokenDispatcher.preprocess, before the permute:
   // each rank's per-expert token counts (int64) all-gathered over the
-  // expert tp x ep group (ep here: seam keeps expert TP at 1) to size the
-  // exchanges; integers, so no backward.
-  if (megatron() && k().ep > 1) {
-    statCollective(l, OpKind::kAllGather, TrainAxis::kEp, "ep counts all-gather", [&](int r) {
+  // expert tp x ep group when ep or etp > 1 to size the exchanges;
+  // integers, so no backward.
+  const bool etp = megatron() && k().expertTp() > 1;
+  if (megatron() && (k().ep > 1 || etp)) {
+    statCollective(l, OpKind::kAllGather, TrainAxis::kTpEp, "tp_ep counts all-gather", [&](int r) {
       return static_cast<std::int64_t>(lay_.dims().experts) * 8 *
-             static_cast<std::int64_t>(lay_.group(TrainAxis::kEp, r).size());
+             static_cast<std::int64_t>(lay_.group(TrainAxis::kTpEp, r).size());
     });
   }
   transform(l, 'E', Transform::kPermute, "permute by expert", {xl}, disp,
             [&](int r, TrainingOp&) { cells_[disp][r] = routedCells(r); });
-  if (k().ep == 1) return disp;
+  // all_to_all over an EP group of one rank returns its input (mappings.py _AllToAll).
+  if (k().ep == 1) return etp ? expertTpGather(m, disp, splits) : disp;
   // FSDP's pre-forward hook runs before EP's dispatch (fully_shard prepends it).
   if (m.u_experts >= 0) openUnit(m.u_experts);
   if (!megatron() && !k().deepep) {
@@ -223,14 +225,78 @@ int Builder::moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits) {
         op.recv_bytes = received * m.lat * kBf16;
       });
   if (megatron()) megatronProbsAllToAll(l, splits);
-  return de;
+  return etp ? expertTpGather(m, de, splits) : de;
+}
+
+/// The (token, expert) rows rank r's experts get from its EP peers (all of
+/// its own rows without EP): one member's share of output_splits_tp.
+int Builder::expertTpRows(const ExpertSplits& s, int r) const {
+  if (k().ep == 1) return routedCells(r);
+  return std::accumulate(s.recv[r].begin(), s.recv[r].end(), 0);
+}
+
+/// output_splits_tp of rank r's dispatcher: the rows of each member of its
+/// expert-TP group, in group order.
+std::vector<int> Builder::expertTpSplits(const ExpertSplits& s, int r) const {
+  std::vector<int> out;
+  for (int m : lay_.group(TrainAxis::kExpertTp, r)) out.push_back(expertTpRows(s, m));
+  return out;
+}
+
+/// Megatron's dispatch_postprocess under expert TP: the tokens, then their
+/// probs, all-gathered over the expert-TP group with output_split_sizes =
+/// output_splits_tp (gather_from_sequence_parallel_region: a reduce-scatter
+/// with the same splits in backward). Returns the tokens every member's
+/// expert shards read.
+int Builder::expertTpGather(const MoeLayer& m, int at, const ExpertSplits& splits) {
+  const int l = m.l;
+  const std::int64_t row = static_cast<std::int64_t>(m.lat) * kBf16;
+  const int g = derived(m.L + "routed.etp", at);
+  collective(
+      l, 'E', OpKind::kAllGather, A2aMode::kNone, TrainAxis::kExpertTp, "etp all-gather tokens", at,
+      g,
+      [&](int r) {
+        const auto sp = expertTpSplits(splits, r);
+        return std::accumulate(sp.begin(), sp.end(), 0);
+      },
+      [&](int r, TrainingOp& op) {
+        op.out_splits = expertTpSplits(splits, r);
+        op.bytes = cells_[g][r] * row;
+      });
+  TrainingOp probs;
+  probs.layer = static_cast<std::int16_t>(l);
+  probs.block = 'E';
+  probs.kind = OpKind::kAllGather;
+  probs.axis = TrainAxis::kExpertTp;
+  probs.step = kProbsGather;
+  emit(probs, [&](int r, TrainingOp& op) {
+    op.ranks = lay_.group(TrainAxis::kExpertTp, r);
+    op.out_splits = expertTpSplits(splits, r);
+    op.bytes = cells_[g][r] * k().probsBytes();
+  });
+  return g;
+}
+
+/// Megatron's combine_preprocess under expert TP: each member's partial
+/// expert outputs (fc2 is row-parallel over etp) reduce-scattered over the
+/// expert-TP group with input_split_sizes = output_splits_tp, in the probs'
+/// dtype (bf16 by default); an all-gather with the same splits in backward.
+int Builder::expertTpScatter(const MoeLayer& m, int yw, const ExpertSplits& splits) {
+  const int yr = derived(m.L + "experts.etp", yw);
+  collective(
+      m.l, 'E', OpKind::kReduceScatter, A2aMode::kNone, TrainAxis::kExpertTp,
+      "etp reduce-scatter expert outputs", yw, yr, [&](int r) { return expertTpRows(splits, r); },
+      [&](int r, TrainingOp& op) {
+        op.in_splits = expertTpSplits(splits, r);
+        op.bytes = static_cast<std::int64_t>(cells_[yw][r]) * m.lat * k().probsBytes();
+      });
+  return yr;
 }
 
 /// Megatron's dispatch_all_to_all: after the tokens, their routing
 /// probabilities over the same splits, one value per (token, expert) row in
 /// the logits' dtype: the input's (bf16) under Megatron's default
-/// moe_router_dtype None (router.py, TopKRouter.gating); seam has no option
-/// for Megatron's fp32 router.
+/// moe_router_dtype None, fp32 under fp32 (router.py, TopKRouter.gating).
 void Builder::megatronProbsAllToAll(int l, const ExpertSplits& splits) {
   TrainingOp probs;
   probs.layer = static_cast<std::int16_t>(l);
@@ -244,8 +310,8 @@ void Builder::megatronProbsAllToAll(int l, const ExpertSplits& splits) {
     op.in_splits = splits.send[r];
     op.out_splits = splits.recv[r];
     const auto [sent, received] = expertRows(splits, r);
-    op.bytes = sent * kBf16;
-    op.recv_bytes = received * kBf16;
+    op.bytes = sent * k().probsBytes();
+    op.recv_bytes = received * k().probsBytes();
   });
 }
 
@@ -258,16 +324,21 @@ int Builder::moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertS
   const int l = m.l;
   const std::string& L = m.L;
   const int ye = tensor(L + "experts.out", Space::kExperts, d.experts, m.lat * kBf16, l);
+  // Under expert TP (Megatron) each member holds a column (fc1) and row
+  // (fc2) shard of its experts: its outputs are partial sums over etp.
+  const int etp = megatron() ? k().expertTp() : 1;
+  plan_.tensors[ye].shards = etp;
   kernel(l, 'E', Kernel::kExperts, "grouped experts", {{at_experts, Partial::kRouted}}, {ye},
          {m.p_ex}, [&](int r, int) { return cells_[at_experts][r]; });
+  for (int r = 0; r < W(); ++r) fwd_[r].back().shard = static_cast<std::int16_t>(lay_.coord(r).etp);
   const int yw = derived(L + "experts.weighted", ye);
   transform(l, 'E', Transform::kRouteWeight, "routing weights", {ye}, yw,
             [&](int r, TrainingOp&) { cells_[yw][r] = cells_[ye][r]; });
-  int back = yw;
+  int back = etp > 1 ? expertTpScatter(m, yw, splits) : yw;
   if (k().ep > 1) {
-    const int yb = derived(L + "experts.back", yw);
+    const int yb = derived(L + "experts.back", back);
     collective(
-        l, 'E', OpKind::kAllToAll, A2aMode::kToSource, TrainAxis::kEp, "ep combine", yw, yb,
+        l, 'E', OpKind::kAllToAll, A2aMode::kToSource, TrainAxis::kEp, "ep combine", back, yb,
         [&](int r) { return routedCells(r); },
         [&](int r, TrainingOp& op) {
           op.reads.push_back(static_cast<std::int16_t>(m.disp));  // the order the handle restores

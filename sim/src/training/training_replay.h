@@ -18,7 +18,10 @@
 
 namespace seam::training {
 
-/// The j of an expert's contribution to a routed gradient: kRoutedJ + expert.
+/// The j of an expert's contribution to a routed gradient: kRoutedJ +
+/// expert * etp + the expert-TP shard that computed it (Megatron's expert
+/// tensor parallelism splits each expert's GEMMs over etp ranks, so each
+/// shard's input gradient is a partial sum).
 inline constexpr int kRoutedJ = 2048;
 
 /// term(tensor, token, unit, j): a nonzero field element fixed by its four
@@ -114,8 +117,11 @@ class Replay {
       return v;
     }
     if (t.routed_grad) {
-      for (int e : lay_.route(t.layer, token))
-        v = detail::fieldAdd(v, termHash(id, token, unit, kRoutedJ + e));
+      const int etp = lay_.config().expertTp();
+      for (int e : lay_.route(t.layer, token)) {
+        for (int k = 0; k < etp; ++k)
+          v = detail::fieldAdd(v, termHash(id, token, unit, kRoutedJ + e * etp + k));
+      }
     }
     for (int j = 0; j < t.shards; ++j) v = detail::fieldAdd(v, termHash(id, token, unit, j));
     return v;
@@ -186,6 +192,7 @@ class Replay {
   }
   bool exchange(const GroupCall& g, std::vector<Buf>& out);
   bool reduceCells(const GroupCall& g, std::vector<Buf>& out);
+  bool scatterUneven(const GroupCall& g, const Buf& sum, std::vector<Buf>& out);
   bool seqToHead(const GroupCall& g, std::vector<Buf>& out);
   bool headToSeq(const GroupCall& g, std::vector<Buf>& out);
   void toExpert(const GroupCall& g, std::vector<Buf>& out) const;

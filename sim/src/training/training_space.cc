@@ -27,8 +27,12 @@ std::string describeConfig(const TrainingConfig& c) {
   if (c.layout == TrainingLayout::kMegatron)
     s += " tp=" + std::to_string(c.tp) + (c.sp ? " sp=on" : " sp=off");
   s += " ep=" + std::to_string(c.ep);
+  if (c.layout == TrainingLayout::kMegatron && c.expertTp() != c.tp)
+    s += " etp=" + std::to_string(c.expertTp());
   if (!c.recompute) s += " ac=off";
   if (!c.router_fp32) s += " router=bf16";
+  if (c.probs_fp32) s += " router=fp32";
+  if (c.expert_bias) s += " expert_bias=on";
   if (!c.reduce_fp32) s += " reduce=bf16";
   if (c.deepep) s += " ep_backend=deepep";
   return s;
@@ -41,22 +45,25 @@ Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::s
                            "\" is not torch or deepep");
   if (ac != "on" && ac != "off")
     return Status::invalid("--ac \"" + ac.substr(0, 64) + "\" is not on or off");
+  const bool megatron = c.layout == TrainingLayout::kMegatron;
+  const std::string router =
+      router_dtype.empty() ? (megatron ? "bfloat16" : "float32") : router_dtype;
   for (const auto& [flag, v] :
-       {std::pair<const char*, const std::string&>{"--router-dtype", router_dtype},
+       {std::pair<const char*, const std::string&>{"--router-dtype", router},
         {"--reduce-dtype", reduce_dtype}}) {
     if (v != "float32" && v != "bfloat16")
       return Status::invalid(std::string(flag) + " \"" + v.substr(0, 64) +
                              "\" is not float32 or bfloat16");
   }
   c.recompute = ac == "on";
-  c.router_fp32 = router_dtype == "float32";
+  c.router_fp32 = megatron || router == "float32";
+  c.probs_fp32 = megatron && router == "float32";
   c.reduce_fp32 = reduce_dtype == "float32";
   c.deepep = ep_backend == "deepep";
-  const bool non_default = !c.recompute || !c.router_fp32 || !c.reduce_fp32 || c.deepep;
-  if (non_default && c.layout == TrainingLayout::kMegatron)
+  const bool non_default = !c.recompute || !c.reduce_fp32 || c.deepep;
+  if (non_default && megatron)
     return Status::invalid(
-        "--ac, --router-dtype, --reduce-dtype and --ep-backend are PrimeRL options (--layout "
-        "primerl)");
+        "--ac, --reduce-dtype and --ep-backend are PrimeRL options (--layout primerl)");
   return Status::ok();
 }
 
@@ -70,8 +77,12 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
   s += " --dp " + std::to_string(k.dp) + " --cp " + std::to_string(k.cp);
   if (k.tp != 1) s += " --tp " + std::to_string(k.tp);
   s += " --ep " + std::to_string(k.ep);
+  if (k.layout == TrainingLayout::kMegatron && k.expertTp() != k.tp)
+    s += " --etp " + std::to_string(k.expertTp());
   if (!k.recompute) s += " --ac off";
   if (!k.router_fp32) s += " --router-dtype bfloat16";
+  if (k.probs_fp32) s += " --router-dtype float32";
+  if (k.expert_bias) s += " --expert-bias on";
   if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
   if (k.deepep) s += " --ep-backend deepep";
   s += " --docs ";
@@ -87,6 +98,23 @@ Status refusedBy(std::string_view engine, const std::string& why) {
 }
 Status refusedBy(TrainingLayout layout, const std::string& why) {
   return refusedBy(layout == TrainingLayout::kPrimeRl ? "PrimeRL" : "Megatron", why);
+}
+/// Megatron's expert grid: etp x ep x expert-DP over the same world
+/// (parallel_state.py initialize_model_parallel), and TEGroupedLinear
+/// splitting fc1's output and fc2's input over etp (divide()).
+Status validateExpertGrid(const TrainingConfig& k, const training::Dims& dims) {
+  if (k.etp < 0) return Status::invalid("--etp " + str(k.etp) + " is not >= 1");
+  const int etp_ep = k.expertTp() * k.ep;
+  if (k.world() % etp_ep != 0) {
+    return refusedBy("Megatron", "world=" + str(k.world()) + " is not divisible by etp*ep=" +
+                                     str(etp_ep) + " (parallel_state.py)");
+  }
+  if (dims.experts > 0 && dims.expert_inter % k.expertTp() != 0) {
+    return refusedBy("Megatron", "etp=" + str(k.expertTp()) +
+                                     " does not divide the experts' ffn size " +
+                                     str(dims.expert_inter));
+  }
+  return Status::ok();
 }
 }  // namespace
 
@@ -120,6 +148,8 @@ Status validateTrainingCase(const TrainingCase& c) {
   const int S = c.tokens();
   if (k.layout == TrainingLayout::kPrimeRl) {
     const char* e = "PrimeRL";
+    if (k.etp != 0) return Status::invalid("--etp applies to the megatron layout");
+    if (k.expert_bias) return Status::invalid("--expert-bias applies to the megatron layout");
     if (k.tp != 1)
       return refusedBy(e,
                        "no tensor parallelism on main (ParallelDims has no tp; only a side-branch "
@@ -142,8 +172,7 @@ Status validateTrainingCase(const TrainingCase& c) {
       return refusedBy(
           e, "tp=" + str(k.tp) + " does not divide num_query_groups=" + str(dims.kv_heads));
     }
-    if (k.world() % k.ep != 0)
-      return refusedBy(e, "ep=" + str(k.ep) + " does not divide world=" + str(k.world()));
+    if (Status st = validateExpertGrid(k, dims); !st) return st;
     // Megatron runs TP without SP (and only warns with EP, L560-565); seam
     // models its TP layers with SP only.
     if (k.tp > 1 && !k.sp)
@@ -232,6 +261,13 @@ std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world) {
           c.sp = c.tp > 1;
         }
         out.push_back(c);
+        if (layout == TrainingLayout::kMegatron && c.tp > 1) {
+          // Experts whole on their EP owner (--expert-tensor-parallel-size 1)
+          // beside the default ETP = tp.
+          TrainingConfig v = c;
+          v.etp = 1;
+          out.push_back(v);
+        }
         if (layout == TrainingLayout::kPrimeRl) {
           // PrimeRL's options off their defaults: no recompute, the router
           // and the reductions in bf16, and DeepEP when there is EP.
@@ -304,8 +340,11 @@ Layout::Layout(const TrainingCase& c) : c_(&c), dims_(dimsOf(*c.model)), s_(c.to
       x.cp = (r / k.tp) % k.cp;
       x.dp = r / (k.tp * k.cp);
       x.data = x.dp;
-      x.ep = r % k.ep;
-      x.ep_group = r / k.ep;
+      // The expert grid (parallel_state.py, order tp-ep-dp with etp in tp's place).
+      const int etp = k.expertTp();
+      x.etp = r % etp;
+      x.ep = (r / etp) % k.ep;
+      x.ep_group = r / (etp * k.ep) * etp + x.etp;
     }
     const int base = x.data * s_;
     std::vector<int>& cl = cp_local_[r];
@@ -375,7 +414,16 @@ std::vector<int> Layout::group(TrainAxis axis, int rank) const {
         break;
       case TrainAxis::kExpertDp:
         in = k.layout == TrainingLayout::kPrimeRl ? (x.rep == me.rep && x.ep == me.ep)
-                                                  : x.ep == me.ep;
+                                                  : x.ep == me.ep && x.etp == me.etp;
+        break;
+      case TrainAxis::kExpertTp:
+        in = x.ep_group / k.expertTp() == me.ep_group / k.expertTp() && x.ep == me.ep;
+        break;
+      case TrainAxis::kTpEp:
+        in = x.ep_group / k.expertTp() == me.ep_group / k.expertTp();
+        break;
+      case TrainAxis::kTpDpCp:
+        in = true;
         break;
       case TrainAxis::kDpCp:
         in = x.tp == me.tp;

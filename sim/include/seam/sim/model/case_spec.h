@@ -37,10 +37,16 @@ struct CaseSpec {
   /// --family training: document lengths of the packed row (default: the
   /// sweep's uneven batch).
   std::string docs;
-  std::string ac = "on";                 ///< --family training: PrimeRL activation checkpointing
-  std::string router_dtype = "float32";  ///< --family training: PrimeRL moe_router_dtype
+  std::string ac = "on";  ///< --family training: PrimeRL activation checkpointing
+  /// --family training: moe_router_dtype (empty: the layout's default,
+  /// PrimeRL float32, Megatron bfloat16)
+  std::string router_dtype;
   std::string reduce_dtype = "float32";  ///< --family training: PrimeRL FSDP reduce_dtype
   std::string ep_backend = "torch";      ///< --family training: PrimeRL ep_comm_backend
+  /// --family training: Megatron expert_tensor_parallel_size (0: tp, the engine's default)
+  int etp = 0;
+  /// --family training: Megatron moe_router_enable_expert_bias on|off
+  std::string expert_bias = "off";
 };
 
 /// Tokens per DP shard when --tokens is not given.

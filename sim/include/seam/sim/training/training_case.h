@@ -33,6 +33,9 @@ struct TrainingConfig {
   int cp = 1;
   int tp = 1;  ///< Megatron only (PrimeRL has no TP on main)
   int ep = 1;
+  /// Megatron expert_tensor_parallel_size; 0: tp, the engine's default
+  /// (model_parallel_config.py). PrimeRL: 1.
+  int etp = 0;
   bool sp = false;  ///< Megatron sequence parallel (the space turns it on iff tp > 1)
   // PrimeRL's options that change its collectives, at the engine's defaults
   // (prime-rl configs/trainer.py: ac, moe_router_dtype, reduce_dtype).
@@ -40,16 +43,31 @@ struct TrainingConfig {
   bool router_fp32 = true;  ///< the router its own fp32 FSDP unit (setup_fsdp)
   bool reduce_fp32 = true;  ///< FSDP gradient reductions in fp32 (MixedPrecisionPolicy)
   bool deepep = false;      ///< ep_comm_backend deepep (default torch: TorchTitan all-to-alls)
+  /// Megatron moe_router_dtype fp32 (default None: the logits, hence the
+  /// probs the dispatcher moves, in the input's bf16; router.py gating).
+  bool probs_fp32 = false;
+  /// Megatron moe_router_enable_expert_bias (default off): the routers'
+  /// token counts all-reduced over tp x dp x cp after the backward.
+  bool expert_bias = false;
+  /// Bytes of one routing probability the Megatron dispatcher moves.
+  std::int64_t probsBytes() const { return probs_fp32 ? 4 : 2; }
   int world() const { return dp_replicate * dp * cp * tp; }
   int dataReplicas() const { return dp_replicate * dp; }
+  /// The experts' tensor-parallel size: etp, or tp when unset (PrimeRL: 1).
+  int expertTp() const {
+    if (layout == TrainingLayout::kPrimeRl) return 1;
+    return etp > 0 ? etp : tp;
+  }
   friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;
 };
 /// "dp_replicate=1 dp=2 cp=4 tp=1 ep=8 sp=off" (PrimeRL's options when not the default).
 std::string describeConfig(const TrainingConfig& c);
-/// Sets PrimeRL's engine options from their CLI values: --ac on|off,
+/// Sets the engines' options from their CLI values: --ac on|off,
 /// --router-dtype and --reduce-dtype float32|bfloat16, --ep-backend
-/// torch|deepep; the error names the
-/// bad value (and a non-default option under the megatron layout).
+/// torch|deepep (PrimeRL's); --router-dtype is also Megatron's
+/// moe_router_dtype. An empty router dtype is the layout's default (PrimeRL
+/// float32, Megatron bfloat16); the error names the bad value (and a
+/// non-default PrimeRL-only option under the megatron layout).
 Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::string& router_dtype,
                           const std::string& reduce_dtype, const std::string& ep_backend = "torch");
 

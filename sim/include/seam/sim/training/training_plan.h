@@ -25,8 +25,12 @@ enum class TrainAxis : std::uint8_t {
   kDpReplicate,  ///< PrimeRL HSDP replicas: gradient all-reduce
   kExpertDp,     ///< experts' data parallel (PrimeRL dp_mod_ep, Megatron expert-DP)
   kDpCp,         ///< Megatron DDP over dp x cp
+  kExpertTp,     ///< Megatron expert tensor parallel (expt_tp)
+  kTpEp,         ///< Megatron expert tp x ep (tp_ep: the dispatcher's counts)
+  kTpDpCp,       ///< Megatron tp x dp x cp: every rank at pp 1 (expert-bias counts)
 };
-/// "cp", "tp", "ep", "fsdp", "dp_replicate", "expert_dp", "dp_cp" ("-": none).
+/// "cp", "tp", "ep", "fsdp", "dp_replicate", "expert_dp", "dp_cp",
+/// "expert_tp", "tp_ep", "tp_dp_cp" ("-": none).
 std::string_view trainAxisName(TrainAxis axis);
 
 /// Where an op runs.
