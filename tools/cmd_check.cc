@@ -98,10 +98,7 @@ Command registerCheck(CLI::App& app) {
       sub, [o, sub]() {
         auto format = reports::parseFormat(o->format);
         if (!format) return fail(format.status());
-        for (const char* name : {"--passes", "--custom-all-reduce"}) {
-          if (sub->count(name) > 0 && o->recording.path.empty())
-            return fail(Status::invalid(std::string(name) + " needs --recording"));
-        }
+        if (Status s = recordingOptionsNeedPath(*sub, o->recording); !s) return fail(s);
         if (!o->recording.path.empty()) {
           if (!o->mutant.empty())
             return fail(Status::invalid("--mutant plants a bug in seam's plan, not a --recording"));

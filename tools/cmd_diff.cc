@@ -156,10 +156,7 @@ Command registerDiff(CLI::App& app) {
                   "--decision " + o->c.decision +
                   ": seam diff plants a decision in one case (give its --tp, --tokens, ...)"));
             }
-            for (const char* name : {"--passes", "--custom-all-reduce"}) {
-              if (sub->count(name) > 0 && o->recording.path.empty())
-                return fail(Status::invalid(std::string(name) + " needs --recording"));
-            }
+            if (Status s = recordingOptionsNeedPath(*sub, o->recording); !s) return fail(s);
             if (!o->recording.path.empty() && !one_case)
               return fail(Status::invalid("--recording " + o->recording.path.substr(0, 200) +
                                           ": seam diff judges a recording of one case (give its "

@@ -13,6 +13,14 @@ constexpr int kMaxPasses = 4096;
 
 }  // namespace
 
+Status recordingOptionsNeedPath(const CLI::App& sub, const RecordingOptions& r) {
+  for (const char* name : {"--passes", "--custom-all-reduce"}) {
+    if (sub.count(name) > 0 && r.path.empty())
+      return Status::invalid(std::string(name) + " needs --recording");
+  }
+  return Status::ok();
+}
+
 Status recordingApplies(const CaseOptions& o, const RecordingOptions& r) {
   if (!o.trace.empty()) return Status::invalid("--recording and --trace: give one");
   if (o.family == "training")

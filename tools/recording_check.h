@@ -27,6 +27,9 @@ void addRecordingOptions(CLI::App* sub, RecordingOptions& r);
 int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only,
                    bool json = false);
 
+/// Refuses --passes or --custom-all-reduce given without --recording.
+Status recordingOptionsNeedPath(const CLI::App& sub, const RecordingOptions& r);
+
 /// Why the recording options do not apply to the case options, or ok.
 Status recordingApplies(const CaseOptions& o, const RecordingOptions& r);
 

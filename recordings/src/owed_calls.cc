@@ -67,7 +67,7 @@ std::int64_t rowElements(const Plan& plan) {
 }
 
 void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
-           const RecordingRoutes& routes, std::vector<OwedCall>* out) {
+           std::int64_t row_bytes, const RecordingRoutes& routes, std::vector<OwedCall>* out) {
   const Op& op = plan.ranks[rank][i];
   const auto kind = callKindOf(op.kind);
   if (!kind || !op.hasGroup() || topo.groupSize(op.groupAxis()) == 1) return;
@@ -83,8 +83,8 @@ void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
   const int me = topo.rankIn(op.groupAxis(), rank);
   if (*kind == CallKind::kSend) c.peer = me + 1, c.out_elems = c.in_elems;
   if (*kind == CallKind::kRecv) c.peer = me - 1, c.in_elems = c.out_elems;
-  c.route = routeOf(op.kind, c.kind, topo.groupSize(op.groupAxis()),
-                    op.rows_in.count * activationRowBytes(plan.source.model.shape), routes);
+  c.route = routeOf(op.kind, c.kind, topo.groupSize(op.groupAxis()), op.rows_in.count * row_bytes,
+                    routes);
   out->push_back(c);
 }
 
@@ -104,7 +104,7 @@ std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes,
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
       if (!(isDpOp(op.kind) && communicates(op.kind))) {
-        addOp(plan, topo, rank, i, pass, routes, &out);
+        addOp(plan, topo, rank, i, pass, row_bytes, routes, &out);
         continue;
       }
       const int lane = static_cast<int>(op.half);
