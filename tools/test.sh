@@ -5,7 +5,8 @@
 # SEAM_SLOW=1; `gpu` tests skip themselves without a GPU.
 # Then, on the Release build, every fuzz target for SEAM_FUZZ_SECONDS each
 # (default 15; 0 skips them; tools/fuzz.sh, clang, in build-fuzz/) and the
-# kill/resume check (tools/kill_resume.sh; SEAM_KILL_RESUME=0 skips it).
+# kill/resume check (tools/kill_resume.sh, --quick unless SEAM_SLOW=1;
+# SEAM_KILL_RESUME=0 skips it).
 #   tools/test.sh              the Release build in build/
 #   tools/test.sh --sanitize   the whole CPU suite under ASan + UBSan, in build-sanitize/
 set -euo pipefail
@@ -37,5 +38,7 @@ if [[ "$fuzz_seconds" != 0 ]]; then
   "$root/tools/fuzz.sh" all "$fuzz_seconds"
 fi
 if [[ "${SEAM_KILL_RESUME:-1}" != 0 ]]; then
-  "$root/tools/kill_resume.sh"
+  quick=(--quick)
+  [[ "${SEAM_SLOW:-0}" == 1 ]] && quick=()
+  "$root/tools/kill_resume.sh" "${quick[@]}"
 fi
