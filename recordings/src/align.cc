@@ -72,7 +72,10 @@ enum class Pair : std::uint8_t { kMatch, kWrongGroup, kWrongSize, kNone };
 /// that `rank` is no member of is another group).
 Pair pairOf(const OwedCall& o, const RecordedCall& c, const std::vector<GroupAxes>& groups,
             int rank) {
-  if (o.kind != c.kind) return Pair::kNone;
+  // all_gatherv over members of one size is one plain all-gather
+  // (parallel_state.py `all_gatherv` @0005973a drops its sizes then).
+  const bool plain_gatherv = o.kind == CallKind::kAllGatherv && c.kind == CallKind::kAllGather;
+  if (o.kind != c.kind && !plain_gatherv) return Pair::kNone;
   const GroupAxes& g = groups[c.group];
   bool group_ok =
       std::find(g.axes.begin(), g.axes.end(), static_cast<Axis>(o.axis)) != g.axes.end() &&
@@ -222,6 +225,12 @@ void addHidden(RecordingVerdict* v) {
                  "all-reduce (groups of 2, 4, 6 or 8 ranks, under 8 MiB), which neither NCCL's "
                  "log nor the Flight Recorder sees: unchecked (record with "
                  "--disable-custom-all-reduce and judge with --custom-all-reduce off)"});
+  if (const int pynccl = v->hidden[static_cast<int>(Route::kPynccl)]; pynccl > 0)
+    v->partial.push_back(
+        {-1, std::to_string(pynccl) +
+                 " all_gatherv / reduce_scatterv calls the plan owes are not recorded: SGLang "
+                 "runs them on its pynccl communicator, past torch.distributed, so the Flight "
+                 "Recorder never sees them: unchecked (NCCL's log sees them)"});
   if (fused > 0)
     v->partial.push_back(
         {-1, std::to_string(fused) +
@@ -235,6 +244,8 @@ Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan
     return Status::invalid("recording \"" + rec.source.substr(0, 200) + "\" spans " +
                            std::to_string(rec.ranks.size()) + " ranks; the case has " +
                            std::to_string(plan.world()));
+  RecordingRoutes seen = routes;
+  seen.sees_pynccl = rec.format != "flight-recorder";
   const Topology topo(plan.source.config);
   auto groups = mapGroups(rec, topo);
   if (!groups) return groups.status();
@@ -244,7 +255,7 @@ Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan
   int unsplit = 0;
   for (int r = 0; r < plan.world(); ++r) {
     if (!rec.present[r]) continue;
-    const std::vector<OwedCall> owed = owedCalls(plan, r, passes, routes);
+    const std::vector<OwedCall> owed = owedCalls(plan, r, passes, seen);
     v.owed += static_cast<int>(owed.size());
     v.calls += static_cast<int>(rec.ranks[r].size());
     auto steps = align(owed, rec.ranks[r], v.groups, r);

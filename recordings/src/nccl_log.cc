@@ -34,6 +34,7 @@ struct PendingCall {
   RecordedCall call;
   std::string comm_key;
   int nranks = 0;
+  std::int64_t root = -1;  ///< Broadcast, Reduce: the root's rank in the communicator
 };
 
 struct Process {
@@ -162,6 +163,7 @@ Status readCall(const std::string& op, const std::vector<std::string>& w, Proces
   if (c.kind == CallKind::kReduceScatter) c.in_elems = count * nranks;
   if (c.kind == CallKind::kAllToAll) c.in_elems = c.out_elems = count * nranks;
   if (c.kind == CallKind::kSend || c.kind == CallKind::kRecv) c.peer = static_cast<int>(root);
+  if (op == "Broadcast" || op == "Reduce") p.root = root;
   c.where =
       err.path.empty() ? "" : fileLabel("log", err.path) + ", line " + std::to_string(err.line);
   proc.calls.push_back(std::move(p));
@@ -253,6 +255,57 @@ void foldAllToAlls(std::vector<PendingCall>* calls) {
   *calls = std::move(out);
 }
 
+/// Whether calls[i, i + n) are one grouped v-collective on one communicator
+/// of n ranks: n calls of one rooted op, rooted once at every member, as
+/// SGLang's pynccl communicator issues `all_gather` (ncclBroadcast) and
+/// `reduce_scatter` (ncclReduce) with per-member sizes (pynccl.py
+/// @06c48ca8; NCCL logs every call of a group, a zero count included).
+bool groupedRooted(const std::vector<PendingCall>& calls, std::size_t i) {
+  const int n = calls[i].nranks;
+  const std::string& op = calls[i].call.op;
+  if (calls[i].root < 0 || n < 2 || i + static_cast<std::size_t>(n) > calls.size()) return false;
+  std::vector<int> roots(n, 0);
+  for (std::size_t k = i; k < i + static_cast<std::size_t>(n); ++k) {
+    const PendingCall& c = calls[k];
+    if (c.comm_key != calls[i].comm_key || c.call.op != op || c.root < 0 || c.root >= n ||
+        roots[c.root]++ > 0)
+      return false;
+  }
+  return true;
+}
+
+/// Grouped Broadcasts folded into one all_gatherv (in: this rank's own
+/// slice, the call rooted at it; out: every slice) and grouped Reduces into
+/// one reduce_scatterv (in: every chunk; out: this rank's). `rank_in`: this
+/// process's rank in each communicator.
+void foldVCollectives(std::vector<PendingCall>* calls, const std::map<std::string, int>& rank_in) {
+  std::vector<PendingCall> out;
+  for (std::size_t i = 0; i < calls->size();) {
+    const auto me = rank_in.find((*calls)[i].comm_key);
+    if (me == rank_in.end() || !groupedRooted(*calls, i)) {
+      out.push_back(std::move((*calls)[i++]));
+      continue;
+    }
+    PendingCall v = (*calls)[i];
+    const std::size_t n = static_cast<std::size_t>(v.nranks);
+    const bool gather = v.call.op == "Broadcast";
+    std::int64_t all = 0, mine = 0;
+    for (std::size_t k = i; k < i + n; ++k) {
+      all += (*calls)[k].call.in_elems;
+      if ((*calls)[k].root == me->second) mine = (*calls)[k].call.in_elems;
+    }
+    v.call.kind = gather ? CallKind::kAllGatherv : CallKind::kReduceScatterv;
+    v.call.op = v.call.op + " x " + std::to_string(n) +
+                (gather ? " (grouped all_gatherv)" : " (grouped reduce_scatterv)");
+    v.call.in_elems = gather ? mine : all;
+    v.call.out_elems = gather ? all : mine;
+    v.root = -1;
+    out.push_back(std::move(v));
+    i += n;
+  }
+  *calls = std::move(out);
+}
+
 /// The world: the communicator with the most ranks; each process's global
 /// rank is its rank there.
 Expected<Recording> assemble(const std::string& source, LogState& st) {
@@ -288,7 +341,12 @@ Expected<Recording> assemble(const std::string& source, LogState& st) {
     rec.groups.push_back(std::move(g));
   }
   for (std::size_t p = 0; p < st.procs.size(); ++p) {
+    std::map<std::string, int> rank_in;
+    for (const auto& [key, comm] : st.comms)
+      for (const auto& [rank, proc] : comm.members)
+        if (proc == static_cast<int>(p)) rank_in[key] = rank;
     foldAllToAlls(&st.procs[p].calls);
+    foldVCollectives(&st.procs[p].calls, rank_in);
     rec.present[global[p]] = true;
     for (PendingCall& c : st.procs[p].calls) {
       c.call.group = group_of[c.comm_key];

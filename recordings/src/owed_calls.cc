@@ -47,12 +47,17 @@ constexpr int kCustomArGroupSizes[] = {2, 4, 6, 8};
 constexpr std::int64_t kCustomArMaxBytes = std::int64_t{8192} * 1024;
 constexpr std::int64_t kCustomArAlignBytes = 16;
 
-/// The route GroupCoordinator.all_reduce picks (parallel_state.py: custom
-/// all-reduce first when it applies, else NCCL); the fused kernel is the
-/// plan's own op.
+/// The route GroupCoordinator picks (parallel_state.py @0005973a):
+/// `all_reduce` takes custom all-reduce first when it applies, else NCCL;
+/// `all_gatherv` and `reduce_scatterv` always run on the pynccl
+/// communicator (pynccl.py @06c48ca8: grouped ncclBroadcast / ncclReduce
+/// calls, one per member, or one ncclAllGather when every member's size is
+/// the same); the fused kernel is the plan's own op.
 Route routeOf(OpKind op, CallKind call, int group_size, std::int64_t bytes,
               const RecordingRoutes& routes) {
   if (op == OpKind::kArAddNorm) return Route::kFusedKernel;
+  if (call == CallKind::kAllGatherv || call == CallKind::kReduceScatterv)
+    return routes.sees_pynccl ? Route::kNccl : Route::kPynccl;
   if (call != CallKind::kAllReduce || !routes.custom_all_reduce) return Route::kNccl;
   const bool size_fits = std::find(std::begin(kCustomArGroupSizes), std::end(kCustomArGroupSizes),
                                    group_size) != std::end(kCustomArGroupSizes);
@@ -141,6 +146,8 @@ std::string_view routeName(Route route) {
       return "custom all-reduce";
     case Route::kFusedKernel:
       return "fused all-reduce + add + RMSNorm";
+    case Route::kPynccl:
+      return "pynccl";
   }
   return "?";
 }

@@ -161,7 +161,8 @@ std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v
                     {"reproduce", reproduce},
                     {"hidden",
                      {{"custom_all_reduce", v.hidden[static_cast<int>(Route::kCustomAllReduce)]},
-                      {"fused_kernel", v.hidden[static_cast<int>(Route::kFusedKernel)]}}}};
+                      {"fused_kernel", v.hidden[static_cast<int>(Route::kFusedKernel)]},
+                      {"pynccl", v.hidden[static_cast<int>(Route::kPynccl)]}}}};
   return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

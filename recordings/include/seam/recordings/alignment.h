@@ -17,20 +17,27 @@
 namespace seam::recordings {
 
 /// How SGLang's GroupCoordinator carries an owed call (distributed/
-/// parallel_state.py `GroupCoordinator.all_reduce`): through NCCL, which a
-/// recording sees, or through a kernel of its own, which neither NCCL's log
-/// nor the Flight Recorder sees.
+/// parallel_state.py `GroupCoordinator.all_reduce`, `all_gatherv`,
+/// `reduce_scatterv`): through NCCL under torch.distributed, which every
+/// recording sees; through its own pynccl communicator, which calls NCCL
+/// past torch.distributed (NCCL's log sees it, the Flight Recorder does not);
+/// or through a kernel of its own, which no recording sees.
 enum class Route : std::uint8_t {
   kNccl,
   kCustomAllReduce,  ///< custom all-reduce: a group of 2, 4, 6 or 8 ranks, under 8 MiB
   kFusedKernel,      ///< the fused all-reduce + add + RMSNorm kernel (its own workspace)
+  kPynccl,           ///< pynccl (all_gatherv, reduce_scatterv) in a Flight Recorder dump
 };
+inline constexpr int kRouteCount = 4;
 std::string_view routeName(Route route);
 
 /// What the recorded run could route around NCCL.
 struct RecordingRoutes {
   /// SGLang's default; false when the run had --disable-custom-all-reduce.
   bool custom_all_reduce = true;
+  /// Whether the recording sees pynccl's calls: NCCL's log does, a Flight
+  /// Recorder dump does not (judgeRecording sets it from the format).
+  bool sees_pynccl = true;
 };
 
 /// One collective the plan owes a rank: the plan op (or the step of a DP
@@ -88,7 +95,7 @@ struct RecordingVerdict {
   int explained = 0;  ///< recorded calls tied to an owed call
   int owed = 0;       ///< calls the plan owes the present ranks
   /// Owed calls not recorded whose route is not NCCL: unchecked, by route.
-  std::array<int, 3> hidden{};  ///< [Route]
+  std::array<int, kRouteCount> hidden{};  ///< [Route]
   std::vector<GroupAxes> groups;
   std::vector<Finding> findings;  ///< per rank in rank order, each rank's first divergence first
   std::vector<PartialEvidence> partial;
