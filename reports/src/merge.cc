@@ -20,6 +20,7 @@ struct RunContents {
   std::vector<KillRecord> kills;
   std::vector<EquivalenceRecord> equivalences;
   std::vector<TimingRecord> timings;
+  std::optional<BaselineRecord> baseline;  ///< a campaign's stored baseline, copied as it is
 };
 
 struct InputContents {
@@ -66,6 +67,9 @@ Expected<InputContents> readInput(const std::string& path) {
     auto timings = store->timings(r.id);
     if (!timings) return timings.status();
     c.timings = std::move(*timings);
+    auto baseline = store->baseline(r.id);
+    if (!baseline) return baseline.status();
+    c.baseline = std::move(*baseline);
     in.runs.push_back(std::move(c));
   }
   return in;
@@ -93,6 +97,9 @@ Status writeRun(Store& out, RunContents& c) {
   for (const TimingRecord& t : c.timings) {
     if (Status st = out.addTiming(run.id, t); !st) return st;
   }
+  // The row keeps its checksum: a resumed campaign checks it (and its
+  // space and build) before it takes the baseline.
+  if (c.baseline) return out.putBaseline(run.id, *c.baseline);
   return Status::ok();
 }
 

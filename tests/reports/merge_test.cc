@@ -21,7 +21,7 @@ std::string tempPath(const std::string& name) {
 }
 
 /// A store with one run of every kind of row: a case with two verdicts, a
-/// mutant and its kill, an equivalence row and a timing.
+/// mutant and its kill, an equivalence row, a timing and a baseline.
 std::string storeWithOneRun(const std::string& name, const std::string& args,
                             std::int64_t started_ms) {
   const std::string path = tempPath(name);
@@ -56,6 +56,15 @@ std::string storeWithOneRun(const std::string& name, const std::string& args,
   t.bytes = 4096;
   t.median_us = 12.5;
   EXPECT_TRUE(store->addTiming(run.id, t));
+  BaselineRecord b;
+  b.space = args;
+  b.version = "seam test";
+  b.seam_commit = "abc123";
+  b.cases = 9;
+  b.kept = 1;
+  b.kept_cases = std::string(1, '\x80') + std::string(1, '\0');
+  b.checksum = 0x1234;
+  EXPECT_TRUE(store->putBaseline(run.id, b));
   EXPECT_TRUE(store->finishRun(run.id));
   return path;
 }
@@ -90,6 +99,12 @@ TEST(Merge, EveryRowOfEveryRunIsCopiedWithItsRunIdRenumbered) {
   EXPECT_EQ(store->kills(id)->at(0).reproduce, "seam check ...");
   EXPECT_EQ(store->equivalences(id)->size(), 1u);
   EXPECT_EQ(store->timings(id)->at(0).median_us, 12.5);
+  auto baseline = store->baseline(id);
+  ASSERT_TRUE(baseline);
+  ASSERT_TRUE(baseline->has_value());
+  EXPECT_EQ((*baseline)->space, "shard=1/2");
+  EXPECT_EQ((*baseline)->kept_cases.size(), 2u);
+  EXPECT_EQ((*baseline)->checksum, 0x1234u);
 }
 
 TEST(Merge, MergingTheSameRunTwiceSkipsItTheSecondTime) {
