@@ -120,7 +120,16 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
     putDenominator(a, l, kDenominator);
     return;
   }
-  Value out;
+  if (a.empty() || a.back().first < b.front().first) {
+    // Every term of b sorts after a's (a later stage's partials onto a sum):
+    // the merge below would append b.
+    a.insert(a.end(), b.begin(), b.end());
+    return;
+  }
+  // The merge is built in a scratch list that then swaps with `a`, so that
+  // the lists keep their capacity from one add to the next.
+  thread_local Value out;
+  out.clear();
   out.reserve(a.size() + b.size());
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
@@ -135,21 +144,37 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
       ++j;
     }
   }
-  a = std::move(out);
+  a.swap(out);
 }
 
-ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
-  if (e == Expect::kNormed) return normed(stack, stage, t);
-  Value v;
+const ExactDomain::Value& ExactDomain::expectedTemplate(Expect e, int stack, int stage) const {
+  auto& by_stack = templates_[static_cast<int>(e)];
+  if (static_cast<int>(by_stack.size()) <= stack) by_stack.resize(stack + 1);
+  auto& by_stage = by_stack[stack];
+  const size_t at = static_cast<size_t>(stage + 1);
+  if (by_stage.size() <= at) by_stage.resize(at + 1);
+  Value& v = by_stage[at];
+  if (!v.empty()) return v;
+  if (e == Expect::kNormed) {
+    v = normed(stack, stage, 0);
+    return v;
+  }
   for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j)
-    v.emplace_back(key(kE, stack, 0, t, j), 1);
+    v.emplace_back(key(kE, stack, 0, 0, j), 1);
   const auto& shards = (*stacks_)[stack].shards;
   const auto& joins = (*stacks_)[stack].joins_at;
   for (int s = 0; s < static_cast<int>(shards.size()); ++s) {
     if (joins[s] > stage) continue;
-    for (int j = 0; j < shards[s]; ++j) v.emplace_back(key(kP, stack, s, t, j), 1);
+    for (int j = 0; j < shards[s]; ++j) v.emplace_back(key(kP, stack, s, 0, j), 1);
   }
   std::sort(v.begin(), v.end());
+  return v;
+}
+
+ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
+  Value v = expectedTemplate(e, stack, stage);
+  const std::uint64_t token = tokenBits(t);
+  for (auto& term : v) term.first |= token;
   return v;
 }
 

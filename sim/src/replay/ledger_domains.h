@@ -152,7 +152,10 @@ class ExactDomain {
  public:
   using Value = std::vector<std::pair<std::uint64_t, std::int64_t>>;
 
-  void prepare(const std::vector<StackShape>& stacks, int tokens) { stacks_ = &stacks; }
+  void prepare(const std::vector<StackShape>& stacks, int) {
+    stacks_ = &stacks;
+    for (auto& by_stack : templates_) by_stack.clear();
+  }
   Value zero() const { return {}; }
   void add(Value& a, const Value& b) const { addTerms(a, b); }
   static void addTerms(Value& a, const Value& b);
@@ -192,8 +195,16 @@ class ExactDomain {
     }
     return whole ? embed(stack, t) : sum;
   }
+  /// v == expected(e, stack, stage, t), without building it: the expected
+  /// terms of every token are one sorted list with the token's bits or-ed in.
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
-    return v == expected(e, stack, stage, t);
+    const Value& want = expectedTemplate(e, stack, stage);
+    if (v.size() != want.size()) return false;
+    const std::uint64_t token = tokenBits(t);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].second != 1 || v[i].first != (want[i].first | token)) return false;
+    }
+    return true;
   }
   /// Every value divided by d: the coefficients become fractions, kept as
   /// integer numerators over one denominator per value (a last entry keyed
@@ -217,8 +228,16 @@ class ExactDomain {
            (std::uint64_t((stage + 1) & 0x3fff) << 46) | (std::uint64_t(t & 0xffffff) << 22) |
            std::uint64_t(j & 0x3fffff);
   }
+  static std::uint64_t tokenBits(int t) { return std::uint64_t(t & 0xffffff) << 22; }
+  /// The expected value of `t` (sorted by key).
   Value expected(Expect e, int stack, int stage, int t) const;
+  /// The expected value of token 0, whose keys hold no token bits; a key's
+  /// token bits are below its stage and above its shard, so every token's
+  /// expected terms sort alike. Built at first use after prepare().
+  const Value& expectedTemplate(Expect e, int stack, int stage) const;
   const std::vector<StackShape>* stacks_ = nullptr;
+  /// [expect][stack][stage + 1]: expectedTemplate's lists (empty: not built).
+  mutable std::vector<std::vector<Value>> templates_[2];
 };
 
 }  // namespace seam::ledger_detail
