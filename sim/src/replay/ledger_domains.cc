@@ -1,6 +1,7 @@
 #include "replay/ledger_domains.h"
 
 #include <algorithm>
+#include <cassert>
 #include <numeric>
 
 #include "base/fingerprint.h"
@@ -167,7 +168,8 @@ const ExactDomain::Value& ExactDomain::expectedTemplate(Expect e, int stack, int
     if (joins[s] > stage) continue;
     for (int j = 0; j < shards[s]; ++j) v.emplace_back(key(kP, stack, s, 0, j), 1);
   }
-  std::sort(v.begin(), v.end());
+  // Made in key order: e before p, then by stage, then by shard.
+  assert(std::is_sorted(v.begin(), v.end()));
   return v;
 }
 

@@ -26,6 +26,7 @@ struct StackShape {
   /// k when it is column-parallel over a group of k ranks (Nemotron-H's MTP
   /// eh_proj) and each rank holds its columns until they are gathered.
   int column_shards = 1;
+  friend bool operator==(const StackShape&, const StackShape&) = default;
 };
 
 /// What a row was expected to hold at a check.
@@ -154,6 +155,10 @@ class ExactDomain {
 
   void prepare(const std::vector<StackShape>& stacks, int) {
     stacks_ = &stacks;
+    // The expected lists depend on the stacks' shapes only: kept while the
+    // plans replayed one after another have the same.
+    if (stacks == templates_of_) return;
+    templates_of_ = stacks;
     for (auto& by_stack : templates_) by_stack.clear();
   }
   Value zero() const { return {}; }
@@ -165,9 +170,7 @@ class ExactDomain {
     return {{key(kP, stack, stage, t, j), 1}};
   }
   Value normed(int stack, int stage, int t) const { return {{key(kN, stack, stage, t, 0), 1}}; }
-  Value junk(std::uint64_t id) const {
-    return {{(std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1)), 1}};
-  }
+  Value junk(std::uint64_t id) const { return {{junkKey(id), 1}}; }
   Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
     return t < 0 ? junk(junk_id) : normed(stack, stage, t);
   }
@@ -177,6 +180,15 @@ class ExactDomain {
   }
   Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : embed(stack, t);
+  }
+  /// out := norm(...) / compute(...), reusing out's storage (neither reads its input).
+  void normInto(Value& out, int stack, int stage, int t, std::uint64_t junk_id) const {
+    out.clear();
+    out.emplace_back(t < 0 ? junkKey(junk_id) : key(kN, stack, stage, t, 0), 1);
+  }
+  void computeInto(Value& out, int stack, int stage, int t, int j, std::uint64_t junk_id) const {
+    out.clear();
+    out.emplace_back(t < 0 ? junkKey(junk_id) : key(kP, stack, stage, t, j), 1);
   }
   /// Column shard j of the stack's input projection: the term p(s-1, t, j).
   Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
@@ -228,6 +240,9 @@ class ExactDomain {
            (std::uint64_t((stage + 1) & 0x3fff) << 46) | (std::uint64_t(t & 0xffffff) << 22) |
            std::uint64_t(j & 0x3fffff);
   }
+  static std::uint64_t junkKey(std::uint64_t id) {
+    return (std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1));
+  }
   static std::uint64_t tokenBits(int t) { return std::uint64_t(t & 0xffffff) << 22; }
   /// The expected value of `t` (sorted by key).
   Value expected(Expect e, int stack, int stage, int t) const;
@@ -238,6 +253,7 @@ class ExactDomain {
   const std::vector<StackShape>* stacks_ = nullptr;
   /// [expect][stack][stage + 1]: expectedTemplate's lists (empty: not built).
   mutable std::vector<std::vector<Value>> templates_[2];
+  std::vector<StackShape> templates_of_;  ///< the shapes templates_ were built for
 };
 
 }  // namespace seam::ledger_detail
