@@ -123,14 +123,13 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
   }
   if (a.empty() || a.back().first < b.front().first) {
     // Every term of b sorts after a's (a later stage's partials onto a sum):
-    // the merge below would append b.
+    // the merge below would append b. Grown to the exact size, as the
+    // merge's list is: a replay holds many long sums at once.
+    if (a.capacity() < a.size() + b.size()) a.reserve(a.size() + b.size());
     a.insert(a.end(), b.begin(), b.end());
     return;
   }
-  // The merge is built in a scratch list that then swaps with `a`, so that
-  // the lists keep their capacity from one add to the next.
-  thread_local Value out;
-  out.clear();
+  Value out;
   out.reserve(a.size() + b.size());
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
@@ -145,38 +144,44 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
       ++j;
     }
   }
-  a.swap(out);
+  a = std::move(out);
 }
 
-const ExactDomain::Value& ExactDomain::expectedTemplate(Expect e, int stack, int stage) const {
-  auto& by_stack = templates_[static_cast<int>(e)];
-  if (static_cast<int>(by_stack.size()) <= stack) by_stack.resize(stack + 1);
-  auto& by_stage = by_stack[stack];
-  const size_t at = static_cast<size_t>(stage + 1);
-  if (by_stage.size() <= at) by_stage.resize(at + 1);
-  Value& v = by_stage[at];
-  if (!v.empty()) return v;
-  if (e == Expect::kNormed) {
-    v = normed(stack, stage, 0);
-    return v;
+template <class Term>
+bool ExactDomain::eachExpected(Expect e, int stack, int stage, int t, Term&& term) const {
+  if (e == Expect::kNormed) return term(key(kN, stack, stage, t, 0));
+  for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j) {
+    if (!term(key(kE, stack, 0, t, j))) return false;
   }
-  for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j)
-    v.emplace_back(key(kE, stack, 0, 0, j), 1);
   const auto& shards = (*stacks_)[stack].shards;
   const auto& joins = (*stacks_)[stack].joins_at;
   for (int s = 0; s < static_cast<int>(shards.size()); ++s) {
     if (joins[s] > stage) continue;
-    for (int j = 0; j < shards[s]; ++j) v.emplace_back(key(kP, stack, s, 0, j), 1);
+    for (int j = 0; j < shards[s]; ++j) {
+      if (!term(key(kP, stack, s, t, j))) return false;
+    }
   }
-  // Made in key order: e before p, then by stage, then by shard.
-  assert(std::is_sorted(v.begin(), v.end()));
-  return v;
+  return true;
+}
+
+bool ExactDomain::holds(const Value& v, Expect e, int stack, int stage, int t) const {
+  size_t i = 0;
+  const bool prefix = eachExpected(e, stack, stage, t, [&](std::uint64_t k) {
+    if (i == v.size() || v[i].first != k || v[i].second != 1) return false;
+    ++i;
+    return true;
+  });
+  return prefix && i == v.size();
 }
 
 ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
-  Value v = expectedTemplate(e, stack, stage);
-  const std::uint64_t token = tokenBits(t);
-  for (auto& term : v) term.first |= token;
+  Value v;
+  eachExpected(e, stack, stage, t, [&v](std::uint64_t k) {
+    v.emplace_back(k, 1);
+    return true;
+  });
+  // Made in key order: e before p, then by stage, then by shard.
+  assert(std::is_sorted(v.begin(), v.end()));
   return v;
 }
 

@@ -26,7 +26,6 @@ struct StackShape {
   /// k when it is column-parallel over a group of k ranks (Nemotron-H's MTP
   /// eh_proj) and each rank holds its columns until they are gathered.
   int column_shards = 1;
-  friend bool operator==(const StackShape&, const StackShape&) = default;
 };
 
 /// What a row was expected to hold at a check.
@@ -153,14 +152,7 @@ class ExactDomain {
  public:
   using Value = std::vector<std::pair<std::uint64_t, std::int64_t>>;
 
-  void prepare(const std::vector<StackShape>& stacks, int) {
-    stacks_ = &stacks;
-    // The expected lists depend on the stacks' shapes only: kept while the
-    // plans replayed one after another have the same.
-    if (stacks == templates_of_) return;
-    templates_of_ = stacks;
-    for (auto& by_stack : templates_) by_stack.clear();
-  }
+  void prepare(const std::vector<StackShape>& stacks, int) { stacks_ = &stacks; }
   Value zero() const { return {}; }
   void add(Value& a, const Value& b) const { addTerms(a, b); }
   static void addTerms(Value& a, const Value& b);
@@ -181,14 +173,13 @@ class ExactDomain {
   Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : embed(stack, t);
   }
-  /// out := norm(...) / compute(...), reusing out's storage (neither reads its input).
+  /// out := norm(...) / compute(...) (neither reads its input), reusing out's
+  /// storage when it is small: a long sum's is freed, as a new value would.
   void normInto(Value& out, int stack, int stage, int t, std::uint64_t junk_id) const {
-    out.clear();
-    out.emplace_back(t < 0 ? junkKey(junk_id) : key(kN, stack, stage, t, 0), 1);
+    setOneTerm(out, t < 0 ? junkKey(junk_id) : key(kN, stack, stage, t, 0));
   }
   void computeInto(Value& out, int stack, int stage, int t, int j, std::uint64_t junk_id) const {
-    out.clear();
-    out.emplace_back(t < 0 ? junkKey(junk_id) : key(kP, stack, stage, t, j), 1);
+    setOneTerm(out, t < 0 ? junkKey(junk_id) : key(kP, stack, stage, t, j));
   }
   /// Column shard j of the stack's input projection: the term p(s-1, t, j).
   Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
@@ -208,16 +199,8 @@ class ExactDomain {
     return whole ? embed(stack, t) : sum;
   }
   /// v == expected(e, stack, stage, t), without building it: the expected
-  /// terms of every token are one sorted list with the token's bits or-ed in.
-  bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
-    const Value& want = expectedTemplate(e, stack, stage);
-    if (v.size() != want.size()) return false;
-    const std::uint64_t token = tokenBits(t);
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (v[i].second != 1 || v[i].first != (want[i].first | token)) return false;
-    }
-    return true;
-  }
+  /// terms are walked in key order and compared one by one.
+  bool holds(const Value& v, Expect e, int stack, int stage, int t) const;
   /// Every value divided by d: the coefficients become fractions, kept as
   /// integer numerators over one denominator per value (a last entry keyed
   /// kDenominator, absent when it is 1).
@@ -240,20 +223,21 @@ class ExactDomain {
            (std::uint64_t((stage + 1) & 0x3fff) << 46) | (std::uint64_t(t & 0xffffff) << 22) |
            std::uint64_t(j & 0x3fffff);
   }
+  static void setOneTerm(Value& out, std::uint64_t k) {
+    if (out.capacity() > 8) Value().swap(out);
+    out.clear();
+    out.emplace_back(k, 1);
+  }
   static std::uint64_t junkKey(std::uint64_t id) {
     return (std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1));
   }
-  static std::uint64_t tokenBits(int t) { return std::uint64_t(t & 0xffffff) << 22; }
   /// The expected value of `t` (sorted by key).
   Value expected(Expect e, int stack, int stage, int t) const;
-  /// The expected value of token 0, whose keys hold no token bits; a key's
-  /// token bits are below its stage and above its shard, so every token's
-  /// expected terms sort alike. Built at first use after prepare().
-  const Value& expectedTemplate(Expect e, int stack, int stage) const;
+  /// Calls term(key) for every term of expected(e, stack, stage, t), in key
+  /// order (e before p, then by stage, then by shard), until it returns false.
+  template <class Term>
+  bool eachExpected(Expect e, int stack, int stage, int t, Term&& term) const;
   const std::vector<StackShape>* stacks_ = nullptr;
-  /// [expect][stack][stage + 1]: expectedTemplate's lists (empty: not built).
-  mutable std::vector<std::vector<Value>> templates_[2];
-  std::vector<StackShape> templates_of_;  ///< the shapes templates_ were built for
 };
 
 }  // namespace seam::ledger_detail
