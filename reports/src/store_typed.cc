@@ -36,41 +36,80 @@ constexpr std::array<TypedColumn, kTypedColumnCount> kColumns = {{
     {"tbo", Kind::kSwitch, false, "tbo=on"},
 }};
 
-/// The space-separated token of `text` that starts with `prefix`, or npos.
-std::size_t tokenStarting(std::string_view text, std::string_view prefix) {
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t end = std::min(text.find(' ', at), text.size());
-    if (text.substr(at, end - at).substr(0, prefix.size()) == prefix) return at;
-    at = end + 1;
+/// One column's value in a parsed row: NULL, an integer, or a text that
+/// points into the `config` or `flags` it was read from.
+struct Parsed {
+  enum class Is : std::uint8_t { kNull, kInteger, kText } is = Is::kNull;
+  std::int64_t n = 0;
+  std::string_view text;
+};
+using ParsedRow = std::array<Parsed, kTypedColumnCount>;
+
+/// Column k's value from one token "key=value" (or a switch's token); false
+/// when the token is not column k's.
+bool parseToken(const TypedColumn& c, std::string_view token, Parsed* out) {
+  const std::string_view key(c.key);
+  if (c.kind == Kind::kSwitch) {
+    if (token != key) return false;
+    out->is = Parsed::Is::kInteger;
+    out->n = 1;
+    return true;
   }
-  return std::string_view::npos;
+  if (token.size() <= key.size() || token[key.size()] != '=' || token.substr(0, key.size()) != key)
+    return false;
+  const std::string_view value = token.substr(key.size() + 1);
+  if (c.kind == Kind::kText) {
+    out->is = Parsed::Is::kText;
+    out->text = value;
+    return true;
+  }
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec == std::errc() && end == value.data() + value.size()) {
+    out->is = Parsed::Is::kInteger;
+    out->n = n;
+  }
+  return true;
+}
+
+/// Every column's value, each text read once: the first token of each key
+/// counts, a switch is 0 unless its token is present.
+ParsedRow parseRow(std::string_view config, std::string_view flags) {
+  ParsedRow row{};
+  bool has_tp = false;
+  bool seen[kTypedColumnCount] = {};
+  for (const bool from_config : {true, false}) {
+    const std::string_view text = from_config ? config : flags;
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = std::min(text.find(' ', at), text.size());
+      const std::string_view token = text.substr(at, end - at);
+      at = end + 1;
+      if (from_config && token.substr(0, 3) == "tp=") has_tp = true;
+      for (int k = 0; k < kTypedColumnCount; ++k) {
+        if (seen[k] || kColumns[k].from_config != from_config) continue;
+        if (parseToken(kColumns[k], token, &row[k])) {
+          seen[k] = true;
+          break;
+        }
+      }
+    }
+  }
+  // Every serving case has a configuration; a row without one has no values.
+  if (!has_tp) return ParsedRow{};
+  for (int k = 0; k < kTypedColumnCount; ++k) {
+    if (kColumns[k].kind == Kind::kSwitch && row[k].is == Parsed::Is::kNull)
+      row[k] = {Parsed::Is::kInteger, 0, {}};
+  }
+  return row;
 }
 
 }  // namespace
 
 TypedValue typedValue(int k, std::string_view config, std::string_view flags) {
-  // Every serving case has a configuration; a row without one has no values.
-  if (config.empty() || tokenStarting(config, "tp=") == std::string_view::npos) return {};
-  const TypedColumn& c = kColumns[k];
-  const std::string_view text = c.from_config ? config : flags;
-  if (c.kind == Kind::kSwitch) {
-    const std::size_t at = tokenStarting(text, c.key);
-    const std::size_t len = std::string_view(c.key).size();
-    const bool on =
-        at != std::string_view::npos && (at + len == text.size() || text[at + len] == ' ');
-    return std::int64_t{on ? 1 : 0};
-  }
-  const std::string prefix = std::string(c.key) + "=";
-  const std::size_t at = tokenStarting(text, prefix);
-  if (at == std::string_view::npos) return {};
-  const std::size_t start = at + prefix.size();
-  const std::string_view value =
-      text.substr(start, std::min(text.find(' ', start), text.size()) - start);
-  if (c.kind == Kind::kText) return std::string(value);
-  std::int64_t n = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (ec != std::errc() || end != value.data() + value.size()) return {};
-  return n;
+  const Parsed p = parseRow(config, flags)[k];
+  if (p.is == Parsed::Is::kInteger) return p.n;
+  if (p.is == Parsed::Is::kText) return std::string(p.text);
+  return {};
 }
 
 std::string typedColumnDeclarations() {
@@ -95,13 +134,6 @@ std::string typedColumnCalls() {
 
 namespace {
 
-int bindTyped(sqlite3_stmt* s, int i, const TypedValue& v) {
-  if (const auto* n = std::get_if<std::int64_t>(&v)) return sqlite3_bind_int64(s, i, *n);
-  if (const auto* t = std::get_if<std::string>(&v))
-    return sqlite3_bind_text(s, i, t->data(), static_cast<int>(t->size()), SQLITE_TRANSIENT);
-  return sqlite3_bind_null(s, i);
-}
-
 void typedFunction(sqlite3_context* context, int, sqlite3_value** args) {
   auto text = [&](int i) {
     const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(args[i]));
@@ -125,9 +157,16 @@ void typedFunction(sqlite3_context* context, int, sqlite3_value** args) {
 }  // namespace
 
 int bindTypedColumns(sqlite3_stmt* s, int first, std::string_view config, std::string_view flags) {
+  const ParsedRow row = parseRow(config, flags);
   for (int k = 0; k < kTypedColumnCount; ++k) {
-    if (const int rc = bindTyped(s, first + k, typedValue(k, config, flags)); rc != SQLITE_OK)
-      return rc;
+    const Parsed& p = row[k];
+    const int i = first + k;
+    const int rc =
+        p.is == Parsed::Is::kInteger ? sqlite3_bind_int64(s, i, p.n)
+        : p.is == Parsed::Is::kText
+            ? sqlite3_bind_text64(s, i, p.text.data(), p.text.size(), SQLITE_STATIC, SQLITE_UTF8)
+            : sqlite3_bind_null(s, i);
+    if (rc != SQLITE_OK) return rc;
   }
   return SQLITE_OK;
 }

@@ -32,7 +32,9 @@ std::string typedColumnNames();
 /// ", seam_typed(config, flags, 0), ..., seam_typed(config, flags, 16)".
 std::string typedColumnCalls();
 
-/// Binds column k's value to parameter `first + k` of `s`, for every k.
+/// Binds column k's value to parameter `first + k` of `s`, for every k, the
+/// texts read once. Texts are bound SQLITE_STATIC: `config` and `flags` must
+/// outlive the statement's step.
 int bindTypedColumns(sqlite3_stmt* s, int first, std::string_view config, std::string_view flags);
 
 /// Makes seam_typed(config, flags, k) callable on `db`.

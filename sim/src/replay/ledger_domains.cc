@@ -1,6 +1,7 @@
 #include "replay/ledger_domains.h"
 
 #include <algorithm>
+#include <cassert>
 #include <numeric>
 
 #include "base/fingerprint.h"
@@ -120,6 +121,14 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
     putDenominator(a, l, kDenominator);
     return;
   }
+  if (a.empty() || a.back().first < b.front().first) {
+    // Every term of b sorts after a's (a later stage's partials onto a sum):
+    // the merge below would append b. Grown to the exact size, as the
+    // merge's list is: a replay holds many long sums at once.
+    if (a.capacity() < a.size() + b.size()) a.reserve(a.size() + b.size());
+    a.insert(a.end(), b.begin(), b.end());
+    return;
+  }
   Value out;
   out.reserve(a.size() + b.size());
   size_t i = 0, j = 0;
@@ -138,18 +147,41 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
   a = std::move(out);
 }
 
-ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
-  if (e == Expect::kNormed) return normed(stack, stage, t);
-  Value v;
-  for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j)
-    v.emplace_back(key(kE, stack, 0, t, j), 1);
+template <class Term>
+bool ExactDomain::eachExpected(Expect e, int stack, int stage, int t, Term&& term) const {
+  if (e == Expect::kNormed) return term(key(kN, stack, stage, t, 0));
+  for (int j = 0; j < (*stacks_)[stack].embed_shards; ++j) {
+    if (!term(key(kE, stack, 0, t, j))) return false;
+  }
   const auto& shards = (*stacks_)[stack].shards;
   const auto& joins = (*stacks_)[stack].joins_at;
   for (int s = 0; s < static_cast<int>(shards.size()); ++s) {
     if (joins[s] > stage) continue;
-    for (int j = 0; j < shards[s]; ++j) v.emplace_back(key(kP, stack, s, t, j), 1);
+    for (int j = 0; j < shards[s]; ++j) {
+      if (!term(key(kP, stack, s, t, j))) return false;
+    }
   }
-  std::sort(v.begin(), v.end());
+  return true;
+}
+
+bool ExactDomain::holds(const Value& v, Expect e, int stack, int stage, int t) const {
+  size_t i = 0;
+  const bool prefix = eachExpected(e, stack, stage, t, [&](std::uint64_t k) {
+    if (i == v.size() || v[i].first != k || v[i].second != 1) return false;
+    ++i;
+    return true;
+  });
+  return prefix && i == v.size();
+}
+
+ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
+  Value v;
+  eachExpected(e, stack, stage, t, [&v](std::uint64_t k) {
+    v.emplace_back(k, 1);
+    return true;
+  });
+  // Made in key order: e before p, then by stage, then by shard.
+  assert(std::is_sorted(v.begin(), v.end()));
   return v;
 }
 

@@ -152,7 +152,7 @@ class ExactDomain {
  public:
   using Value = std::vector<std::pair<std::uint64_t, std::int64_t>>;
 
-  void prepare(const std::vector<StackShape>& stacks, int tokens) { stacks_ = &stacks; }
+  void prepare(const std::vector<StackShape>& stacks, int) { stacks_ = &stacks; }
   Value zero() const { return {}; }
   void add(Value& a, const Value& b) const { addTerms(a, b); }
   static void addTerms(Value& a, const Value& b);
@@ -162,9 +162,7 @@ class ExactDomain {
     return {{key(kP, stack, stage, t, j), 1}};
   }
   Value normed(int stack, int stage, int t) const { return {{key(kN, stack, stage, t, 0), 1}}; }
-  Value junk(std::uint64_t id) const {
-    return {{(std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1)), 1}};
-  }
+  Value junk(std::uint64_t id) const { return {{junkKey(id), 1}}; }
   Value norm(const Value&, int stack, int stage, int t, std::uint64_t junk_id) const {
     return t < 0 ? junk(junk_id) : normed(stack, stage, t);
   }
@@ -174,6 +172,14 @@ class ExactDomain {
   }
   Value project(const Value&, int stack, int t, std::uint64_t junk_id, int) const {
     return t < 0 ? junk(junk_id) : embed(stack, t);
+  }
+  /// out := norm(...) / compute(...) (neither reads its input), reusing out's
+  /// storage when it is small: a long sum's is freed, as a new value would.
+  void normInto(Value& out, int stack, int stage, int t, std::uint64_t junk_id) const {
+    setOneTerm(out, t < 0 ? junkKey(junk_id) : key(kN, stack, stage, t, 0));
+  }
+  void computeInto(Value& out, int stack, int stage, int t, int j, std::uint64_t junk_id) const {
+    setOneTerm(out, t < 0 ? junkKey(junk_id) : key(kP, stack, stage, t, j));
   }
   /// Column shard j of the stack's input projection: the term p(s-1, t, j).
   Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
@@ -192,9 +198,9 @@ class ExactDomain {
     }
     return whole ? embed(stack, t) : sum;
   }
-  bool holds(const Value& v, Expect e, int stack, int stage, int t) const {
-    return v == expected(e, stack, stage, t);
-  }
+  /// v == expected(e, stack, stage, t), without building it: the expected
+  /// terms are walked in key order and compared one by one.
+  bool holds(const Value& v, Expect e, int stack, int stage, int t) const;
   /// Every value divided by d: the coefficients become fractions, kept as
   /// integer numerators over one denominator per value (a last entry keyed
   /// kDenominator, absent when it is 1).
@@ -217,7 +223,20 @@ class ExactDomain {
            (std::uint64_t((stage + 1) & 0x3fff) << 46) | (std::uint64_t(t & 0xffffff) << 22) |
            std::uint64_t(j & 0x3fffff);
   }
+  static void setOneTerm(Value& out, std::uint64_t k) {
+    if (out.capacity() > 8) Value().swap(out);
+    out.clear();
+    out.emplace_back(k, 1);
+  }
+  static std::uint64_t junkKey(std::uint64_t id) {
+    return (std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1));
+  }
+  /// The expected value of `t` (sorted by key).
   Value expected(Expect e, int stack, int stage, int t) const;
+  /// Calls term(key) for every term of expected(e, stack, stage, t), in key
+  /// order (e before p, then by stage, then by shard), until it returns false.
+  template <class Term>
+  bool eachExpected(Expect e, int stack, int stage, int t, Term&& term) const;
   const std::vector<StackShape>* stacks_ = nullptr;
 };
 

@@ -245,6 +245,10 @@ inline void Replay<Domain>::normInPlace(int r, Buffer& b, const Buffer& source, 
     domain_.fillRows(b.v.data(), toks.data(), b.v.size(),
                      domain_.normedCoefficient(op.stack, op.stage), junk_);
     junk_ += b.v.size();
+  } else if constexpr (std::is_same_v<Domain, ExactDomain>) {
+    // In place (a norm reads no term of its input): each row keeps its list's storage.
+    for (size_t i = 0; i < b.v.size(); ++i)
+      domain_.normInto(b.v[i], op.stack, op.stage, toks[i], ++junk_);
   } else {
     for (size_t i = 0; i < b.v.size(); ++i) {
       b.v[i] = domain_.norm(source.v[i], op.stack, op.stage, toks[i], ++junk_);
@@ -342,6 +346,9 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
     domain_.fillRows(h.v.data(), toks.data(), toks.size(),
                      domain_.partialCoefficient(op.stack, op.stage, j), junk_);
     junk_ += toks.size();
+  } else if constexpr (std::is_same_v<Domain, ExactDomain>) {
+    for (size_t i = 0; i < toks.size(); ++i)
+      domain_.computeInto(h.v[i], op.stack, op.stage, toks[i], j, ++junk_);
   } else {
     for (size_t i = 0; i < toks.size(); ++i) {
       h.v[i] =
