@@ -46,8 +46,9 @@ inline bool Replay<Domain>::startDpOp(const std::vector<int>& members, bool gath
     DpWork& w = dp_work_[k];
     w.mode = geometry->mode();
     lowerDpOp(mop, topo_->config(), *geometry,
-              DpPlace{topo_->attnTpRank(m), topo_->attnCpRank(m), topo_->attnDpRank(m)}, row_bytes_,
-              &w.steps);
+              DpPlace{topo_->rankIn(Axis::kAttnTp, m), topo_->rankIn(Axis::kAttnCp, m),
+                      topo_->rankIn(Axis::kAttnDp, m)},
+              row_bytes_, &w.steps);
     w.pos = 0;
     RankState& st = ranks_[m];
     // dp_scatter reads the hidden state's full rows into the op's tensor
@@ -220,7 +221,7 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
   const auto dp_call = [&] {
     return ReduceCall{kDpStepTag + static_cast<int>(s.kind),
                       topo_->communicator(static_cast<Axis>(s.axis), group.front()) /
-                          Topology::kCommunicatorStride,
+                          JudgeGroups::kCommunicatorStride,
                       s.rows_in};
   };
   switch (s.kind) {
