@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "seam/sim/replay/judge_dp.h"
+
 namespace seam {
 
 namespace {
@@ -143,25 +145,22 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
   for (int d = 0; d < dp; ++d)
     if (judgeCpShards(cp, n[d], acp)) shards[d] = cpShardsOf(cp, n[d], acp);
 
-  // The DP buffer (_dp_gather): under DP attention each entry ceil-aligned to
-  // attn_tp; MAX_LEN gives every shard a slot of the longest entry, SUM_LEN
-  // lays the entries end to end. A CP-sharded shard's slot holds its CP
-  // shards' token rows back to back in CP rank order (_cp_shard_rows).
-  const bool max_len = dp > 1 && padding == DpPadding::kMaxLen;
-  int longest = 0;
-  for (int t : n) longest = std::max(longest, dp > 1 ? roundUpTo(t, atp) : t);
-  std::vector<int> buffer;
+  // The DP buffer (judgeDpBuffer): each shard's tokens at its slot, then
+  // pad rows; a CP-sharded shard's slot holds its CP shards' token rows back
+  // to back in CP rank order (_cp_shard_rows).
+  const JudgeDpBuffer dp_buffer = judgeDpBuffer(k, n, padding, false, cp);
+  std::vector<int> buffer(dp_buffer.rows, kPaddingRow);
   for (int d = 0; d < dp; ++d) {
-    slot_.push_back(static_cast<int>(buffer.size()));
-    const int entry = max_len ? longest : dp > 1 ? roundUpTo(n[d], atp) : n[d];
+    const int start = dp_buffer.entries[d].start;
+    slot_.push_back(start);
+    int row = start;
     if (!shards[d].empty() && dp > 1) {
       for (const auto& s : shards[d])
         for (int id : s)
-          if (id != kPaddingRow) buffer.push_back(first[d] + id);
+          if (id != kPaddingRow) buffer[row++] = first[d] + id;
     } else {
-      for (int t = 0; t < n[d]; ++t) buffer.push_back(first[d] + t);
+      for (int t = 0; t < n[d]; ++t) buffer[row++] = first[d] + t;
     }
-    buffer.resize(slot_.back() + entry, kPaddingRow);
   }
 
   for (auto& per_rank : rows_) per_rank.assign(world, {});
@@ -211,6 +210,46 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
   }
 }
 
+JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, DpPadding mode,
+                            bool gatherv_env, CpLayout cp) {
+  // Under DP attention prepare_mlp_sync_batch ceil-aligns every entry to
+  // attn_tp; MAX_LEN then gives each slot the longest entry, SUM_LEN lays
+  // the entries end to end (the unaligned starts are a fault's).
+  JudgeDpBuffer b;
+  b.mode = mode;
+  const int dp = k.attn_dp, atp = k.tp / (dp * k.attn_cp);
+  const bool max_len = dp > 1 && mode == DpPadding::kMaxLen;
+  int longest = 0, longest_raw = 0;
+  for (int t : n) {
+    longest = std::max(longest, dp > 1 ? roundUpTo(t, atp) : t);
+    longest_raw = std::max(longest_raw, t);
+  }
+  int at = 0, at_raw = 0;
+  for (int d = 0; d < dp; ++d) {
+    JudgeDpBuffer::Entry e;
+    e.tokens = n[d];
+    e.rows = max_len ? longest : dp > 1 ? roundUpTo(n[d], atp) : n[d];
+    e.start = max_len ? d * longest : at;
+    e.start_unaligned = max_len ? d * longest_raw : at_raw;
+    at += e.rows;
+    at_raw += n[d];
+    if (judgeCpShards(cp, n[d], k.attn_cp)) {
+      // cp_shard_counts: each CP rank's token rows, back to back in CP rank order.
+      for (const auto& shard : cpShardsOf(cp, n[d], k.attn_cp)) {
+        e.cp_rows = static_cast<int>(shard.size());
+        e.cp_start.push_back(e.cp_tokens.empty() ? 0 : e.cp_start.back() + e.cp_tokens.back());
+        e.cp_tokens.push_back(static_cast<int>(
+            std::count_if(shard.begin(), shard.end(), [](int t) { return t != kPaddingRow; })));
+      }
+    }
+    b.entries.push_back(std::move(e));
+  }
+  b.rows = max_len ? dp * longest : at;
+  // is_dp_gatherv_active: the env flag, attn_tp 1, tp == attn_dp, SUM_LEN.
+  b.gatherv = gatherv_env && dp > 1 && atp == 1 && k.tp == dp && mode == DpPadding::kSumLen;
+  return b;
+}
+
 JudgeLane::JudgeLane(const Case& c, const JudgeGroups& groups, const std::vector<int>& n,
                      const std::vector<int>& first, DpPadding padding, CpLayout cp,
                      LocalSplit split)
@@ -218,7 +257,14 @@ JudgeLane::JudgeLane(const Case& c, const JudgeGroups& groups, const std::vector
       other_rows(groups, n, first,
                  padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, cp,
                  split),
-      dp(c.config, Batch{n}, padding, c.flags.dp_gatherv, cp) {}
+      dp_plan(judgeDpBuffer(c.config, n, padding, c.flags.dp_gatherv, cp)),
+      dp_other(judgeDpBuffer(c.config, n, other_rows.padding(), c.flags.dp_gatherv, cp)) {}
+
+const JudgeDpBuffer* JudgeLane::dpOfFullRows(int full_rows) const {
+  if (dp_plan.rows == full_rows) return &dp_plan;
+  if (dp_other.rows == full_rows) return &dp_other;
+  return nullptr;
+}
 
 std::vector<JudgeLane> judgeLanes(const Case& c, const JudgeGroups& groups, const JudgeGeometry& g,
                                   const std::vector<int>& split) {

@@ -24,6 +24,7 @@
 #include "seam/sim/plan/dp_gather.h"
 #include "seam/sim/plan/lane_rows.h"
 #include "seam/sim/plan/rows.h"
+#include "seam/sim/replay/judge_dp.h"
 #include "seam/sim/replay/judge_geometry.h"
 
 namespace seam {
@@ -102,7 +103,11 @@ struct JudgeLane {
             const std::vector<int>& first_id, DpPadding padding, CpLayout cp, LocalSplit split);
   JudgeTokens rows;
   JudgeTokens other_rows;
-  DpLayouts dp;
+  JudgeDpBuffer dp_plan;   ///< the DP buffer in rows' padding mode
+  JudgeDpBuffer dp_other;  ///< in the other mode
+
+  /// The DP buffer of `full_rows` rows (rows' mode first); nullptr when neither has.
+  const JudgeDpBuffer* dpOfFullRows(int full_rows) const;
 
   const JudgeTokens& fullMap(DpPadding mode) const {
     return mode == rows.padding() ? rows : other_rows;
