@@ -4,6 +4,7 @@
 // difference and the citation are printed); a `disagrees` entry fails when
 // seam no longer differs where the entry says, so a planner fix makes the
 // entry flip to `agrees` (docs/modelling/conformance.md).
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "conformance_case.h"
+#include "conformance_runner.h"
 #include "seam/properties/check.h"
 #include "seam/properties/engine_finding.h"
 #include "seam/sim/policy/policy.h"
@@ -27,12 +29,7 @@ const std::vector<Entry>& allEntries() {
   return entries;
 }
 
-std::string citation(const Entry& e) {
-  std::ostringstream o;
-  o << e.topic << ".json #" << e.index << ": " << e.name << "\n  case: " << e.options;
-  for (const auto& c : e.cite) o << "\n  cites: " << c;
-  return o.str();
-}
+using conformance_runner::citation;
 
 class Conformance : public ::testing::TestWithParam<int> {};
 
@@ -43,55 +40,32 @@ TEST_P(Conformance, SeamPlansWhatTheEntryDerivedFromSglangStates) {
   auto plan = buildPlan(*c, PolicyKind::kDeclared);
   ASSERT_TRUE(plan.hasValue()) << "seam refuses the case: " << plan.status().message() << "\n"
                                << citation(e);
-  std::optional<Difference> first;
+  std::vector<int> ranks;
+  for (const auto& [rank, steps] : e.expect) ranks.push_back(rank);
   int at_rank = -1;
-  for (const auto& [rank, steps] : e.expect) {
-    auto d = firstDifference(e, *plan, rank);
-    if (d && (!first || d->index < first->index)) {
-      first = d;
-      at_rank = rank;
-    }
+  const std::optional<Difference> first = conformance_runner::earliestDifference(
+      ranks, [&](int rank) { return firstDifference(e, *plan, rank); }, &at_rank);
+  conformance_runner::expectVerdict(e, first, at_rank,
+                                    "flip this entry to agrees and close the section '" +
+                                        e.section + "' of docs/modelling/sglang_disagreements.md");
+  if (!e.agrees) return;
+  // The plan is SGLang's: it holds, or its violation is the engine finding
+  // the entry names.
+  Ledger ledger;
+  const auto v = properties::checkPlan(*plan, ledger).firstViolation();
+  const std::string site = v ? properties::engineFindingSite(*plan, *v) : "";
+  if (e.engine_finding.empty()) {
+    EXPECT_FALSE(v.has_value()) << describeViolation(*v) << "\n" << citation(e);
+  } else {
+    EXPECT_FALSE(site.empty()) << "no engine finding: " << e.engine_finding << "\n" << citation(e);
   }
-  if (e.agrees) {
-    EXPECT_FALSE(first.has_value()) << "rank " << at_rank << ", step " << (first ? first->index : 0)
-                                    << ": " << (first ? first->what : "") << "\n"
-                                    << citation(e);
-    // The plan is SGLang's: it holds, or its violation is the engine finding
-    // the entry names.
-    Ledger ledger;
-    const auto v = properties::checkPlan(*plan, ledger).firstViolation();
-    const std::string site = v ? properties::engineFindingSite(*plan, *v) : "";
-    if (e.engine_finding.empty()) {
-      EXPECT_FALSE(v.has_value()) << describeViolation(*v) << "\n" << citation(e);
-    } else {
-      EXPECT_FALSE(site.empty()) << "no engine finding: " << e.engine_finding << "\n"
-                                 << citation(e);
-    }
-    return;
-  }
-  ASSERT_TRUE(first.has_value())
-      << "seam now plans what SGLang does: flip this entry to agrees and close the section '"
-      << e.section << "' of docs/modelling/sglang_disagreements.md\n"
-      << citation(e);
-  EXPECT_EQ(first->index, e.first_difference)
-      << "seam still differs, but not where the entry documents it (rank " << at_rank
-      << "): " << first->what << "\n"
-      << citation(e);
 }
 
 std::string entryName(const ::testing::TestParamInfo<int>& info) {
-  const Entry& e = allEntries().at(static_cast<size_t>(info.param));
-  std::string name = e.topic + "_" + std::to_string(e.index);
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
+  return conformance_runner::testName(allEntries().at(static_cast<size_t>(info.param)));
 }
 
-std::vector<int> entryIndices() {
-  std::vector<int> out;
-  for (size_t i = 0; i < allEntries().size(); ++i) out.push_back(static_cast<int>(i));
-  return out;
-}
+std::vector<int> entryIndices() { return conformance_runner::indices(allEntries().size()); }
 
 INSTANTIATE_TEST_SUITE_P(Sglang, Conformance, ::testing::ValuesIn(entryIndices()), entryName);
 
@@ -105,10 +79,7 @@ TEST(ConformanceSuite, HoldsAtLeastSixtyEntriesEachNamedOnceAndCited) {
 }
 
 TEST(ConformanceSuite, EveryDisagreementNamesASectionOfTheDisagreementsPage) {
-  std::ifstream page(std::string(SEAM_SOURCE_DIR) + "/docs/modelling/sglang_disagreements.md");
-  const std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
-  for (const Entry& e : allEntries())
-    if (!e.agrees) EXPECT_NE(text.find("## " + e.section), std::string::npos) << e.name;
+  conformance_runner::expectSectionsExist(allEntries(), {"sglang_disagreements.md"}, "##");
 }
 
 TEST(ConformanceSuite, ComparesGroupsByTheMembersSglangBuilds) {
@@ -122,6 +93,23 @@ TEST(ConformanceSuite, ComparesGroupsByTheMembersSglangBuilds) {
   EXPECT_EQ(sglangGroup("attn_tp", c, 6), (std::vector<int>{4, 5, 6, 7}));
   EXPECT_EQ(sglangGroup("moe_ep", c, 2), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(sglangGroup("moe_dp", c, 0), (std::vector<int>{0, 4}));
+}
+
+TEST(ConformanceSuite, AVerdictFailsWhenAnAgreementDiffersOrADisagreementMovesOrVanishes) {
+  Entry e;
+  e.topic = "t";
+  e.name = "an entry";
+  const std::optional<Difference> none;
+  const std::optional<Difference> at3 = Difference{3, "step 3 differs"};
+  EXPECT_NONFATAL_FAILURE(conformance_runner::expectVerdict(e, at3, 0, "flip"), "step 3 differs");
+  e.agrees = false;
+  e.first_difference = 2;
+  EXPECT_NONFATAL_FAILURE(conformance_runner::expectVerdict(e, none, -1, "flip it"),
+                          "seam now plans what the engine does: flip it");
+  EXPECT_NONFATAL_FAILURE(conformance_runner::expectVerdict(e, at3, 0, "flip"),
+                          "not where the entry documents it");
+  e.first_difference = 3;
+  conformance_runner::expectVerdict(e, at3, 0, "flip");  // still differs where documented
 }
 
 TEST(ConformanceSuite, AnEntryStatingAnotherCollectiveFailsWithItsStep) {

@@ -4,6 +4,7 @@
 // kill are named with the reason.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -105,7 +106,8 @@ std::vector<Kill> kills() {
 bool killedElsewhere(Decision d) {
   switch (d) {
     case Decision::kFusionIgnoresDpAttention:
-      // Under DP attention no boundary asks the fusion gate.
+      // Under DP attention no declared boundary asks the fusion gate; the
+      // legacy policy's pipeline cut does (the test below).
       return true;
     default:
       return false;
@@ -137,6 +139,31 @@ TEST(LedgerKills, EveryPlannerDecisionHasACaseOnWhichCheckPlanFails) {
     if (killedElsewhere(static_cast<Decision>(d))) continue;
     EXPECT_TRUE(covered[d]) << "decision " << d << " has no killing case";
   }
+}
+
+TEST(LedgerKills, TheFusionGateUnderDpAttentionIsAskedOnlyAtALegacyPipelineCutAndKilledThere) {
+  // Every declared call of the fusion gate sits under attn_dp == 1 (the DP
+  // paths gather and scatter instead), so the declared planner never asks
+  // the decision; the legacy policy's cut rule (legacyCutKeepsFusion) asks
+  // it at attn_dp 2, and the fused sum it keeps is never completed.
+  const Case c = patternCase("M-M-", {.pp = 2, .tp = 4, .attn_dp = 2}, {3, 2});
+  ASSERT_TRUE(c.flags.fusion);
+  std::uint32_t reached = 0;
+  Schema flipped = Schema::with(Decision::kFusionIgnoresDpAttention);
+  flipped.reached = &reached;
+  const std::uint32_t bit = 1u << static_cast<int>(Decision::kFusionIgnoresDpAttention);
+  mustBuild(c, PolicyKind::kDeclared, flipped);
+  EXPECT_EQ(reached & bit, 0u);
+  Ledger ledger;
+  const Plan clean = mustBuild(c, PolicyKind::kLegacy);
+  ASSERT_TRUE(properties::checkPlan(clean, ledger).holds());
+  reached = 0;
+  const Plan mutated = mustBuild(c, PolicyKind::kLegacy, flipped);
+  EXPECT_NE(reached & bit, 0u);
+  const auto first = properties::checkPlan(mutated, ledger).firstViolation();
+  ASSERT_TRUE(first.has_value()) << "survives: " << reproduceCommand(c, "legacy");
+  EXPECT_EQ(first->property, Property::kOwedOnce) << describeViolation(*first);
+  EXPECT_EQ(first->cls, ViolationClass::kNeverCompleted) << describeViolation(*first);
 }
 
 }  // namespace

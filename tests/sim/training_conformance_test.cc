@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "conformance_runner.h"
 #include "seam/sim/training/training_ledger.h"
 #include "training_conformance_case.h"
 
@@ -24,12 +25,7 @@ const std::vector<Entry>& allEntries() {
   return entries;
 }
 
-std::string citation(const Entry& e) {
-  std::ostringstream o;
-  o << e.topic << ".json #" << e.index << ": " << e.name << "\n  case: " << e.options;
-  for (const auto& c : e.cite) o << "\n  cites: " << c;
-  return o.str();
-}
+using conformance_runner::citation;
 
 class TrainingConformance : public ::testing::TestWithParam<int> {};
 
@@ -38,48 +34,22 @@ TEST_P(TrainingConformance, SeamPlansWhatTheEntryDerivedFromTheEngineStates) {
   const TrainingCase c = parseCase(e.options);
   auto plan = buildTrainingPlan(c);
   ASSERT_TRUE(plan.hasValue()) << plan.status().message() << "\n" << citation(e);
-  std::optional<Difference> first;
   int at_rank = -1;
-  for (int rank : e.ranks) {
-    auto d = firstDifference(e, *plan, rank);
-    if (d && (!first || d->index < first->index)) {
-      first = d;
-      at_rank = rank;
-    }
-  }
-  if (e.agrees) {
-    EXPECT_FALSE(first.has_value()) << "rank " << at_rank << ", step " << (first ? first->index : 0)
-                                    << ": " << (first ? first->what : "") << "\n"
+  const std::optional<Difference> first = conformance_runner::earliestDifference(
+      e.ranks, [&](int rank) { return firstDifference(e, *plan, rank); }, &at_rank);
+  conformance_runner::expectVerdict(
+      e, first, at_rank, "flip this entry to agrees and close the section '" + e.section + "'");
+  if (!e.agrees) return;
+  const LedgerResult r = checkTrainingPlan(*plan);
+  EXPECT_TRUE(r.violations.empty()) << (r.violations.empty() ? "" : r.violations[0].detail) << "\n"
                                     << citation(e);
-    const LedgerResult r = checkTrainingPlan(*plan);
-    EXPECT_TRUE(r.violations.empty())
-        << (r.violations.empty() ? "" : r.violations[0].detail) << "\n"
-        << citation(e);
-    return;
-  }
-  ASSERT_TRUE(first.has_value()) << "seam now plans what the engine does: flip this entry to "
-                                    "agrees and close the section '"
-                                 << e.section << "'\n"
-                                 << citation(e);
-  EXPECT_EQ(first->index, e.first_difference)
-      << "seam still differs, but not where the entry says (rank " << at_rank
-      << "): " << first->what << "\n"
-      << citation(e);
 }
 
 std::string entryName(const ::testing::TestParamInfo<int>& info) {
-  const Entry& e = allEntries().at(static_cast<size_t>(info.param));
-  std::string name = e.topic + "_" + std::to_string(e.index);
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
+  return conformance_runner::testName(allEntries().at(static_cast<size_t>(info.param)));
 }
 
-std::vector<int> entryIndices() {
-  std::vector<int> out;
-  for (size_t i = 0; i < allEntries().size(); ++i) out.push_back(static_cast<int>(i));
-  return out;
-}
+std::vector<int> entryIndices() { return conformance_runner::indices(allEntries().size()); }
 
 INSTANTIATE_TEST_SUITE_P(Training, TrainingConformance, ::testing::ValuesIn(entryIndices()),
                          entryName);
@@ -95,13 +65,7 @@ TEST(TrainingConformanceSuite, HoldsAtLeastFortyEntriesEachNamedOnceAndCited) {
 }
 
 TEST(TrainingConformanceSuite, EveryDisagreementNamesASectionOfAnEnginePage) {
-  std::string text;
-  for (const char* page : {"primerl.md", "megatron.md"}) {
-    std::ifstream in(std::string(SEAM_SOURCE_DIR) + "/docs/modelling/" + page);
-    text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  for (const Entry& e : allEntries())
-    if (!e.agrees) EXPECT_NE(text.find("### " + e.section), std::string::npos) << e.name;
+  conformance_runner::expectSectionsExist(allEntries(), {"primerl.md", "megatron.md"}, "###");
 }
 
 TEST(TrainingConformanceSuite, GroupsAreTheEnginesRankLayouts) {

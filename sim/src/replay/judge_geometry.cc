@@ -58,15 +58,6 @@ DpPadding paddingOf(const Case& c) {
                                                              : DpPadding::kSumLen;
 }
 
-/// Whether the CP strategy shards a DP shard of `tokens` (can_apply of
-/// InterleaveCPStrategy: tokens >= cp; of ZigzagCPStrategy: max(128, 2cp)).
-bool shards(CpLayout layout, int tokens, int cp) {
-  if (cp <= 1) return false;
-  if (layout == CpLayout::kInterleave) return tokens >= cp;
-  if (layout == CpLayout::kZigzag) return tokens >= std::max(128, 2 * cp);
-  return false;
-}
-
 /// The CP layout of the batch (layers/cp/, _deepseek_family_overrides): two-stage
 /// stacks on an extend batch with attn_cp > 1; MLA interleaves when attn_tp ==
 /// attn_dp == 1, GQA zigzags; a batch no shard of which is long enough is replicated.
@@ -78,7 +69,7 @@ CpLayout cpLayoutOf(const Case& c) {
   const bool mla = c.model.shape.q_lora_rank > 0;
   const CpLayout layout = mla ? CpLayout::kInterleave : CpLayout::kZigzag;
   bool any = false;
-  for (int t : c.batch.tokens) any = any || shards(layout, t, cp);
+  for (int t : c.batch.tokens) any = any || judgeCpShards(layout, t, cp);
   if (!any) return CpLayout::kReplicated;
   if (mla && !(sizeOf(c.config, Axis::kAttnTp) == 1 && c.config.attn_dp == 1))
     return CpLayout::kReplicated;
@@ -116,7 +107,7 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
   out.dp_local.assign(world, 0);
   auto attention = [&](int r) {
     const int b = tokens[placeOf(k, r).dp];
-    return shards(cp, b, acp) ? cpShardRowsOf(cp, b, acp) : b;
+    return judgeCpShards(cp, b, acp) ? cpShardRowsOf(cp, b, acp) : b;
   };
   auto local = [&](int r) {
     const int b = tokens[placeOf(k, r).dp];
@@ -129,7 +120,7 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
   for (int r = 0; r < world; ++r) {
     auto& row = out.count[r];
     const int b = tokens[placeOf(k, r).dp];
-    const bool sharded = shards(cp, b, acp);
+    const bool sharded = judgeCpShards(cp, b, acp);
     row[static_cast<int>(RowKind::kAttention)] = attention(r);
     row[static_cast<int>(RowKind::kLocal)] = local(r);
     row[static_cast<int>(RowKind::kSequence)] = b;
@@ -211,6 +202,14 @@ std::vector<JudgeStage> stagesOf(const Case& c) {
 }
 
 }  // namespace
+
+bool judgeCpShards(CpLayout layout, int tokens, int cp) {
+  // can_apply of InterleaveCPStrategy: tokens >= cp; of ZigzagCPStrategy: max(128, 2cp).
+  if (cp <= 1) return false;
+  if (layout == CpLayout::kInterleave) return tokens >= cp;
+  if (layout == CpLayout::kZigzag) return tokens >= std::max(128, 2 * cp);
+  return false;
+}
 
 JudgeGeometry judgeGeometry(const Case& c) {
   JudgeGeometry g;

@@ -14,10 +14,10 @@
 
 #include "replay/ledger_domains.h"
 #include "seam/sim/plan/dp_gather.h"
-#include "seam/sim/plan/lane_rows.h"
 #include "seam/sim/plan/rows.h"
 #include "seam/sim/plan/tbo.h"
 #include "seam/sim/replay/judge_geometry.h"
+#include "seam/sim/replay/judge_rows.h"
 #include "seam/sim/replay/ledger.h"
 
 namespace seam::ledger_detail {
@@ -31,9 +31,10 @@ namespace seam::ledger_detail {
 /// groups of one axis are taken to be alike (same size and stride on one
 /// NVSwitch host), so replicas reducing over their own groups agree.
 struct ReduceCall {
-  int kind = 0;          ///< OpKind, or kDpStepTag + DpStepKind, with the input layout
-  int communicator = 0;  ///< the communicator's axis (Topology::communicator / kCommunicatorStride)
-  int rows = 0;          ///< rows per member in the call
+  int kind = 0;  ///< OpKind, or kDpStepTag + DpStepKind, with the input layout
+  int communicator =
+      0;         ///< the communicator's axis (JudgeGroups::communicator / kCommunicatorStride)
+  int rows = 0;  ///< rows per member in the call
 };
 inline constexpr int kDpStepTag = 1 << 12;
 
@@ -149,7 +150,7 @@ class Replay {
 
   // ---- buffers and rows (replay_rows.h) --------------------------------------
   /// The current lane's rows (the batch's, or under TBO the current op's half's).
-  const RowMap& rows() const { return lane_->rows; }
+  const JudgeTokens& rows() const { return lane_->rows; }
   /// The buffer an op's tensor names (a snapshot: the last one taken).
   Buffer& bufferOf(RankState& st, Tensor t);
   Value freshJunk() { return domain_.junk(++junk_); }
@@ -283,11 +284,11 @@ class Replay {
   const Plan* plan_ = nullptr;
   LedgerOptions options_;
   LedgerResult result_;
-  std::optional<Topology> topo_;
-  std::vector<LaneRows> lanes_;     // lane 0: the batch; a TBO plan's halves: lanes 1, 2
-  const LaneRows* lane_ = nullptr;  // the current op's (lanes_[lane])
-  bool tbo_ = false;                // the plan runs TBO halves (lanes 1, 2)
-  std::vector<Parked> parked_;      // per rank, for a TBO plan
+  std::optional<JudgeGroups> topo_;  // the judges' groups of the case
+  std::vector<JudgeLane> lanes_;     // lane 0: the batch; a TBO plan's halves: lanes 1, 2
+  const JudgeLane* lane_ = nullptr;  // the current op's (lanes_[lane])
+  bool tbo_ = false;                 // the plan runs TBO halves (lanes 1, 2)
+  std::vector<Parked> parked_;       // per rank, for a TBO plan
   std::int64_t row_bytes_ = 0;
   std::vector<DpWork> dp_work_;     // per member of the DP op in flight (reused)
   std::vector<DpWork*> dp_group_;   // the members of one lowered collective

@@ -35,7 +35,7 @@ inline bool Replay<Domain>::startDpOp(const std::vector<int>& members, bool gath
   for (size_t k = 0; k < members.size(); ++k) {
     const int m = members[k];
     const Op& mop = plan_->ranks[m][ranks_[m].pc];
-    const DpGeometry* geometry = lane_->dp.ofFullRows(dpFullRowsOf(mop));
+    const JudgeDpBuffer* geometry = lane_->dpOfFullRows(dpFullRowsOf(mop));
     if (geometry == nullptr) {
       layoutViolation(m, Property::kOwedOnce,
                       std::string(opName(mop.kind)) + " names " +
@@ -44,10 +44,11 @@ inline bool Replay<Domain>::startDpOp(const std::vector<int>& members, bool gath
       return false;
     }
     DpWork& w = dp_work_[k];
-    w.mode = geometry->mode();
-    lowerDpOp(mop, topo_->config(), *geometry,
-              DpPlace{topo_->attnTpRank(m), topo_->attnCpRank(m), topo_->attnDpRank(m)}, row_bytes_,
-              &w.steps);
+    w.mode = geometry->mode;
+    // The judges' lowering (judge_dp.h), not the executors' lowerDpOp.
+    judgeLowerDp(mop, topo_->config(), *geometry, topo_->rankIn(Axis::kAttnTp, m),
+                 topo_->rankIn(Axis::kAttnCp, m), topo_->rankIn(Axis::kAttnDp, m), row_bytes_,
+                 &w.steps);
     w.pos = 0;
     RankState& st = ranks_[m];
     // dp_scatter reads the hidden state's full rows into the op's tensor
@@ -220,7 +221,7 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
   const auto dp_call = [&] {
     return ReduceCall{kDpStepTag + static_cast<int>(s.kind),
                       topo_->communicator(static_cast<Axis>(s.axis), group.front()) /
-                          Topology::kCommunicatorStride,
+                          JudgeGroups::kCommunicatorStride,
                       s.rows_in};
   };
   switch (s.kind) {

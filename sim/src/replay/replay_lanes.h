@@ -1,5 +1,5 @@
 // Private to sim/: the lanes of Replay (replay.h includes this at its end).
-// A two-batch-overlap plan runs each half on its own rows (LaneRows) and its
+// A two-batch-overlap plan runs each half on its own rows (JudgeLane) and its
 // own hidden state and residual, parked while the other half's ops run, and
 // splits them from and merges them into the batch's.
 #pragma once
@@ -45,7 +45,7 @@ inline void Replay<Domain>::tboMove(int r, const Op& op) {
   }
   Buffer& whole = wholeBuffer(r, op.tensor);
   Buffer& half = bufferOf(st, op.tensor);
-  const HalfRows where = halfRows(lanes_, r, op.half);
+  const HalfRows where = judgeHalfRows(lanes_, r, op.half);
   const int offset = where.offset, cnt = where.count, total = where.total;
   if (op.kind == OpKind::kSlice) {
     if (!whole.present || whole.kind != RowKind::kAttention ||

@@ -130,7 +130,7 @@ inline void Replay<Domain>::takeBackCpBlock(int r, const Op& op, Buffer& b) {
   // Another position's block when the plan says so.
   if (!expectKind(r, b, RowKind::kFull, op, tensorName(op.tensor).data())) return;
   const int acp = topo_->groupSize(Axis::kAttnCp);
-  const int c = op.slice_of < 0 ? topo_->attnCpRank(r) : op.slice_of % acp;
+  const int c = op.slice_of < 0 ? topo_->rankIn(Axis::kAttnCp, r) : op.slice_of % acp;
   const int cnt = rows().count(RowKind::kAttention, r);
   if (static_cast<int>(b.v.size()) < (c + 1) * cnt) {
     layoutViolation(r, Property::kOwedOnce,

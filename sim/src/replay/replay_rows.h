@@ -35,7 +35,7 @@ inline bool Replay<Domain>::readSlot(int r, const Buffer& b, const Op& op,
                         " full rows, which is neither padding mode's size");
     return false;
   }
-  const int slot = lane_->fullMap(*mode).fullSlot(topo_->attnDpRank(r));
+  const int slot = lane_->fullMap(*mode).fullSlot(topo_->rankIn(Axis::kAttnDp, r));
   const int cnt = rows().count(RowKind::kAttention, r);
   if (slot + cnt > static_cast<int>(b.v.size())) {
     layoutViolation(r, Property::kOwedOnce,
@@ -105,7 +105,7 @@ inline void Replay<Domain>::reduceMembers(std::vector<Value>& sum, size_t n, con
 template <class Domain>
 inline ReduceCall Replay<Domain>::reduceCallOf(const Op& op, int rank, int rows) const {
   return {static_cast<int>(op.kind) * 16 + static_cast<int>(op.rows_in.kind),
-          topo_->communicator(op.groupAxis(), rank) / Topology::kCommunicatorStride, rows};
+          topo_->communicator(op.groupAxis(), rank) / JudgeGroups::kCommunicatorStride, rows};
 }
 
 }  // namespace seam::ledger_detail

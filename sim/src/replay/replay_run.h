@@ -20,15 +20,17 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   result_ = LedgerResult{};
   topo_.emplace(plan.source.config);
   // Rows and stages from the judges' geometry of the case, never from the
-  // plan's fields (property 9 holds those to it): a fault in the planner's
-  // padding, CP layout, local split, TBO split or stages cannot move the
-  // ledger with it. Whether the batch runs split is the plan's (its ops run
-  // on halves); a plan that splits a batch the case does not is property
-  // 9's to report, and its halves are the plan's to replay it at all.
+  // plan's fields (property 9 holds those to it), and the rows' tokens and
+  // the groups from the judges' own derivation (judge_rows.h), never from
+  // RowMap or Topology: a fault in the planner's padding, CP layout, local
+  // split, TBO split, stages, row contents or groups cannot move the ledger
+  // with it (the DP lowering, lowerDpOp, is still shared). Whether the batch runs split is the
+  // plan's (its ops run on halves); a plan that splits a batch the case does not is property 9's to
+  // report, and its halves are the plan's to replay it at all.
   const JudgeGeometry g = judgeGeometry(plan.source);
   const std::vector<int>& split =
       plan.tbo_split.empty() || g.tbo_split.empty() ? plan.tbo_split : g.tbo_split;
-  lanes_ = laneRowsOf(plan.source, g.padding, g.cp_layout, g.local_split, split, *topo_);
+  lanes_ = judgeLanes(plan.source, *topo_, g, split);
   stages_ = g.stages;
   useLane(0);
   tbo_ = lanes_.size() > 1;
@@ -310,7 +312,7 @@ inline void Replay<Domain>::finalChecks() {
                     " ends the plan holding a branch that was forked and never merged"));
       return;
     }
-    if (topo_->ppRank(r) == last_pp) {
+    if (topo_->rankIn(Axis::kPp, r) == last_pp) {
       for (size_t k = 0; k < stacks_.size(); ++k) {
         if (!st.final_done[k]) {
           report(at(-1, Property::kOutputComplete, ViolationClass::kMissingOutput,

@@ -61,6 +61,10 @@ struct JudgeGeometry {
   }
 };
 
+/// Whether the CP strategy of `layout` shards a DP shard of `tokens` tokens
+/// over `cp` ranks (can_apply; kReplicated: never).
+bool judgeCpShards(CpLayout layout, int tokens, int cp);
+
 /// The judge's geometry of `c` (a case validateCase accepts).
 JudgeGeometry judgeGeometry(const Case& c);
 
