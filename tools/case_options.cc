@@ -46,6 +46,9 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--expert-bias", o.expert_bias,
                   "--family training: Megatron moe_router_enable_expert_bias on|off")
       ->capture_default_str();
+  sub->add_option("--dispatcher", o.dispatcher,
+                  "--family training: Megatron moe_token_dispatcher_type allgather|alltoall "
+                  "(default: allgather)");
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
   sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")
@@ -94,9 +97,9 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
 
 Status checkCaseOptionsApply(const CLI::App& sub, const CaseOptions& o) {
   if (!isTraining(o)) {
-    if (Status s =
-            refuseGiven(sub, {"--layout", "--dp-replicate", "--docs", "--etp", "--expert-bias"},
-                        "--family training");
+    if (Status s = refuseGiven(
+            sub, {"--layout", "--dp-replicate", "--docs", "--etp", "--expert-bias", "--dispatcher"},
+            "--family training");
         !s) {
       return s;
     }

@@ -1,5 +1,6 @@
-// Shared by the sim tests: cases from a bare pattern, built in one line, and
-// the first violation of a wrong plan in both ledger domains.
+// Shared by the sim tests: cases from a bare pattern, built in one line, the
+// case options of a Megatron training case, and the first violation of a
+// wrong plan in both ledger domains.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,11 +12,28 @@
 #include <vector>
 
 #include "seam/sim/model/case.h"
+#include "seam/sim/model/case_spec.h"
 #include "seam/sim/model/model.h"
 #include "seam/sim/policy/policy.h"
 #include "seam/sim/replay/ledger.h"
 
 namespace seam::testing {
+
+/// The case options of a Megatron training case (etp 0: tp, the default).
+inline CaseSpec megatronSpec(int dp, int cp, int tp, int ep, int etp, std::string docs,
+                             std::string_view model = "nemotron-3-nano") {
+  CaseSpec s;
+  s.family = "training";
+  s.layout = "megatron";
+  s.model = std::string(model);
+  s.dp = dp;
+  s.cp = cp;
+  s.tp = tp;
+  s.ep = ep;
+  s.etp = etp;
+  s.docs = std::move(docs);
+  return s;
+}
 
 /// A case of a bare pattern (shapes borrowed as modelFromPattern does).
 inline Case patternCase(std::string_view pattern, ParallelConfig config, std::vector<int> tokens,

@@ -149,6 +149,8 @@ TrainingCase parseCase(const std::string& options) {
       s.etp = std::stoi(v);
     else if (k == "--expert-bias")
       s.expert_bias = v;
+    else if (k == "--dispatcher")
+      s.dispatcher = v;
     else
       bad(options, "unknown option " + k);
   }

@@ -1,4 +1,5 @@
-// Megatron's expert tensor parallelism (etp, defaulting to tp): the engine's
+// Megatron's expert tensor parallelism (etp, defaulting to tp) under the
+// all-to-all dispatcher (the allgather one: training_allgather_dispatcher_test.cc): the engine's
 // rules for the expert grid, plans that hold under etp = tp, etp = 1 and etp
 // apart from tp, and hand-made wrong plans the training ledger catches: two
 // shards computing the same slice, expert gradients also summed over their
@@ -10,24 +11,19 @@
 #include <algorithm>
 #include <string>
 
+#include "case_builders.h"
 #include "seam/sim/model/case_spec.h"
 #include "seam/sim/training/training_ledger.h"
 
 namespace seam {
 namespace {
 
-/// A Megatron case through the case options (--etp 0: the default, tp).
+/// A Megatron case through the case options (--etp 0: the default, tp),
+/// with the all-to-all dispatcher.
 Expected<TrainingCase> megatronCase(int dp, int tp, int ep, int etp,
                                     std::string_view model = "nemotron-3-nano") {
-  CaseSpec s;
-  s.family = "training";
-  s.layout = "megatron";
-  s.model = std::string(model);
-  s.dp = dp;
-  s.tp = tp;
-  s.ep = ep;
-  s.etp = etp;
-  s.docs = "8,8";
+  CaseSpec s = testing::megatronSpec(dp, 1, tp, ep, etp, "8,8", model);
+  s.dispatcher = "alltoall";
   return buildTrainingCase(s);
 }
 

@@ -231,6 +231,7 @@ Expected<TrainingCase> buildTrainingCase(const CaseSpec& o) {
   if (Status st = applyEngineOptions(c.config, o.ac, o.router_dtype, o.reduce_dtype, o.ep_backend);
       !st)
     return st;
+  if (Status st = applyDispatcher(c.config, o.dispatcher); !st) return st;
   if (o.pp != 1)
     return Status::invalid("--pp " + std::to_string(o.pp) +
                            ": the training layouts are modelled with pp = 1");

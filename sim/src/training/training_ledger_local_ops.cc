@@ -129,14 +129,17 @@ bool Replay::reorder(int r, const TrainingOp& op, const Buf& in, Buf& out) {
 }
 
 /// Forward: a token's cell copied to each of its top-k (token, expert)
-/// cells. Backward of the sum over k: each (token, expert) cell of the
-/// second read gets its token's summed gradient.
+/// cells (only the experts `unit_list` names when it is not empty: the
+/// allgather dispatcher's local_map). Backward of the sum over k: each
+/// (token, expert) cell of the second read gets its token's summed gradient.
 Buf Replay::permuteByExpert(int r, const TrainingOp& op) const {
   const RankState& s = st_[r];
   Buf out;
+  const auto& keep = op.unit_list;
   if (op.reads.size() == 1) {
     for (const Cell& c : s.bufs[op.reads[0]]) {
       for (int e : lay_.route(op.layer, c.token)) {
+        if (!keep.empty() && std::find(keep.begin(), keep.end(), e) == keep.end()) continue;
         Cell n = c;
         n.unit = static_cast<std::int16_t>(e);
         n.src = 0;

@@ -5,6 +5,7 @@
 // the gradient tensors those ops read and write.
 #include <algorithm>
 #include <iterator>
+#include <string>
 
 #include "training/training_plan_builder.h"
 
@@ -71,6 +72,19 @@ void Builder::attentionCpBackward(const std::vector<TrainingOp>& f, int i, int r
   }
 }
 
+namespace {
+/// The name of the reduce-scatter that undoes all-gather `f` in backward.
+std::string gatherBackwardStep(const TrainingOp& f) {
+  if (f.step == kProbsGather) return "etp reduce-scatter probs grads";
+  if (f.step == kProbsGatherTpEp) return "tp_ep reduce-scatter probs grads";
+  if (f.reads.empty()) return "cp reduce-scatter logprobs grads";
+  if (f.step == "sp all-gather") return "sp reduce-scatter (dgrad)";
+  if (f.axis == TrainAxis::kCp) return "cp reduce-scatter dkv";
+  return f.axis == TrainAxis::kTpEp ? "tp_ep reduce-scatter token grads"
+                                    : "etp reduce-scatter token grads";
+}
+}  // namespace
+
 /// The backward of forward op `f` (the index-th of rank r); *keep false when
 /// it has none (FSDP parameter gathers, parameter slices, ops the gradients
 /// need no conjugate of).
@@ -119,23 +133,18 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
     case OpKind::kAllGather:
       // Uneven gathers (expert TP) reduce-scatter with the same split sizes.
       std::swap(b.in_splits, b.out_splits);
+      b.kind = OpKind::kReduceScatter;
+      b.step = gatherBackwardStep(f);
       if (f.reads.empty()) {
         // An FSDP parameter all-gather (its gradient reduction is the
         // unit's) or a loss statistic; of those only the log-probs have a
         // gradient, reduce-scattered back (torch.distributed.nn all_gather),
-        // and Megatron's probs gathered over expert TP.
-        *keep = f.step == kLogprobsGather || f.step == kProbsGather;
-        b.kind = OpKind::kReduceScatter;
-        b.step = f.step == kProbsGather ? "etp reduce-scatter probs grads"
-                                        : "cp reduce-scatter logprobs grads";
+        // and Megatron's probs gathered over expert TP or tp_ep.
+        *keep = f.step == kLogprobsGather || f.step == kProbsGather || f.step == kProbsGatherTpEp;
         return b;
       }
-      b.kind = OpKind::kReduceScatter;
       b.reads = {g(f.writes[0])};
       b.writes = {g(f.reads[0])};
-      b.step = f.step == "sp all-gather"  ? "sp reduce-scatter (dgrad)"
-               : f.axis == TrainAxis::kCp ? "cp reduce-scatter dkv"
-                                          : "etp reduce-scatter token grads";
       return b;
     case OpKind::kReduceScatter:
       std::swap(b.in_splits, b.out_splits);
@@ -143,6 +152,7 @@ TrainingOp Builder::conjugate(const TrainingOp& f, int index, int r, bool* keep)
       b.reads = {g(f.writes[0])};
       b.writes = {g(f.reads[0])};
       b.step = f.axis == TrainAxis::kExpertTp ? "etp all-gather expert output grads"
+               : f.axis == TrainAxis::kTpEp   ? "tp_ep all-gather expert output grads"
                                               : "sp all-gather (grad)";
       b.bytes = f.bytes;
       return b;

@@ -29,6 +29,9 @@ inline constexpr const char* kProbsAllToAll = "ep probs all-to-all";
 /// Megatron's dispatcher under expert TP all-gathers the probs over the
 /// expert-TP group after the tokens (reduce-scattered back in backward).
 inline constexpr const char* kProbsGather = "etp probs all-gather";
+/// Megatron's allgather dispatcher gathers the [tokens, experts] probs over
+/// tp_ep before the tokens (reduce-scattered back in backward).
+inline constexpr const char* kProbsGatherTpEp = "tp_ep probs all-gather";
 
 /// How a kernel's gradient for one read is partial.
 enum class Partial { kNone, kTp, kCp, kReps, kRouted };
@@ -58,6 +61,9 @@ struct MoeLayer {
   int lat = 0;    ///< the experts' width: the latent size, or hidden
   int p_norm = -1, p_router = -1, p_fc1 = -1, p_fc2 = -1, p_sh = -1, p_ex = -1;  ///< -1: none
   int disp = -1;  ///< the (token, expert) cells before the dispatch: the combine's handle
+  /// Megatron's allgather dispatcher: the tokens gathered over tp_ep (the
+  /// rows the local unpermute writes before the reduce-scatter).
+  int gathered = -1;
   int u_router = -1, u_experts = -1;  ///< PrimeRL: their own FSDP units (-1: in the block's)
 };
 
@@ -179,6 +185,8 @@ class Builder {
   int expertTpGather(const MoeLayer& m, int at, const ExpertSplits& splits);
   int expertTpScatter(const MoeLayer& m, int yw, const ExpertSplits& splits);
   void megatronProbsAllToAll(int l, const ExpertSplits& splits);
+  int allGatherDispatch(MoeLayer& m, int xl);
+  int allGatherScatter(const MoeLayer& m, int ms);
   int moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertSplits& splits);
   void loss(int h);
   void statCollective(int layer, OpKind kind, TrainAxis axis, const std::string& step,

@@ -1,7 +1,7 @@
 // The training planner's MoE layers (training_plan_builder.h): the norm,
 // the router, the routed experts (PrimeRL's torch or DeepEP transport, or
-// Megatron's all-to-all dispatcher), the shared expert where each engine runs
-// it, and PrimeRL's FSDP units of the layer.
+// Megatron's allgather or all-to-all dispatcher), the shared expert where each
+// engine runs it, and PrimeRL's FSDP units of the layer.
 #include <numeric>
 
 #include "training/training_plan_builder.h"
@@ -174,6 +174,7 @@ int Builder::routedCells(int r) const {
 /// The permute by expert and, under EP, the dispatch to the experts' owners.
 /// Returns the tensor the experts read.
 int Builder::moeDispatch(MoeLayer& m, int xl, const ExpertSplits& splits) {
+  if (k().allGatherDispatch()) return allGatherDispatch(m, xl);
   const int l = m.l;
   const int disp = derived(m.L + "routed", xl, lay_.dims().experts);
   plan_.tensors[disp].space = Space::kExperts;
@@ -334,8 +335,9 @@ int Builder::moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertS
   const int yw = derived(L + "experts.weighted", ye);
   transform(l, 'E', Transform::kRouteWeight, "routing weights", {ye}, yw,
             [&](int r, TrainingOp&) { cells_[yw][r] = cells_[ye][r]; });
-  int back = etp > 1 ? expertTpScatter(m, yw, splits) : yw;
-  if (k().ep > 1) {
+  const bool ag = k().allGatherDispatch();
+  int back = etp > 1 && !ag ? expertTpScatter(m, yw, splits) : yw;
+  if (k().ep > 1 && !ag) {
     const int yb = derived(L + "experts.back", back);
     collective(
         l, 'E', OpKind::kAllToAll, A2aMode::kToSource, TrainAxis::kEp, "ep combine", back, yb,
@@ -355,14 +357,81 @@ int Builder::moeCombine(const MoeLayer& m, int at_experts, int xl, const ExpertS
   const int ms = tensor(L + "moe.sum", Space::kHidden, 1, m.lat * kBf16, l);
   plan_.tensors[ms].routed_from = ye;
   plan_.tensors[ye].grad_value = -2;  // resolved to d:moe.sum by completeGradients
-  transform(l, 'E', Transform::kSumOverK, "unpermute (sum over k)", {back, xl}, ms,
-            [&](int r, TrainingOp&) { cells_[ms][r] = localCells(r, 1); });
+  // The allgather dispatcher unpermutes its own experts' rows onto every
+  // gathered token (combine_preprocess) before reducing them.
+  const int to = ag ? m.gathered : xl;
+  transform(l, 'E', Transform::kSumOverK, ag ? "unpermute local experts" : "unpermute (sum over k)",
+            {back, to}, ms, [&](int r, TrainingOp&) { cells_[ms][r] = cells_[to][r]; });
   moe_sums_.push_back({ye, ms});
-  if (m.p_fc2 < 0) return ms;
+  const int out = ag ? allGatherScatter(m, ms) : ms;
+  if (m.p_fc2 < 0) return out;
   const int mo = tensor(L + "moe.out", Space::kHidden, 1, d.hidden * kBf16, l);
-  kernel(l, 'E', Kernel::kLinear, "fc2_latent_proj", {{ms}}, {mo}, {m.p_fc2},
+  kernel(l, 'E', Kernel::kLinear, "fc2_latent_proj", {{out}}, {mo}, {m.p_fc2},
          [&](int r, int) { return localCells(r, 1); });
   return mo;
+}
+
+/// Megatron's MoEAllGatherTokenDispatcher (token_dispatcher.py @d98e8a6,
+/// the default moe_token_dispatcher_type): when etp or ep > 1, token_dispatch
+/// all-gathers over tp_ep (expert TP x EP) the routing map (bool, no_grad),
+/// the [tokens, experts] probs, then the tokens; dispatch_postprocess keeps
+/// the (token, expert) rows of the rank's own experts (local_map) and permutes
+/// them. Returns the rows the experts read.
+int Builder::allGatherDispatch(MoeLayer& m, int xl) {
+  const int l = m.l;
+  const std::int64_t E = lay_.dims().experts;
+  int src = xl;
+  if (k().ep > 1 || k().expertTp() > 1) {
+    auto rows = [&](int r) {
+      std::int64_t n = 0;
+      for (int g : lay_.group(TrainAxis::kTpEp, r)) n += localCells(g, 1);
+      return n;
+    };
+    statCollective(l, OpKind::kAllGather, TrainAxis::kTpEp, "tp_ep routing map all-gather",
+                   [&](int r) { return rows(r) * E; });
+    statCollective(l, OpKind::kAllGather, TrainAxis::kTpEp, kProbsGatherTpEp,
+                   [&](int r) { return rows(r) * E * k().probsBytes(); });
+    src = derived(m.L + "routed.tp_ep", xl);
+    collective(l, 'E', OpKind::kAllGather, A2aMode::kNone, TrainAxis::kTpEp,
+               "tp_ep all-gather tokens", xl, src,
+               [&](int r) { return static_cast<int>(rows(r)); });
+  }
+  m.gathered = src;
+  const int disp = derived(m.L + "routed", src, static_cast<int>(E));
+  plan_.tensors[disp].space = Space::kExperts;
+  m.disp = disp;
+  transform(l, 'E', Transform::kPermute, "permute by local expert", {src}, disp,
+            [&](int r, TrainingOp& op) {
+              const int ep = lay_.coord(r).ep;
+              for (int e = 0; e < E; ++e) {
+                if (lay_.expertOwner(e) == ep) op.unit_list.push_back(e);
+              }
+              int n = 0;
+              for (int g : lay_.group(TrainAxis::kTpEp, r)) {
+                if (src == xl && g != r) continue;
+                for (int t : lay_.localTokens(g)) {
+                  for (int e : lay_.route(l, t)) n += lay_.expertOwner(e) == ep;
+                }
+              }
+              cells_[disp][r] = n;
+            });
+  return disp;
+}
+
+/// The allgather dispatcher's token_combine: the local unpermute's partial
+/// sums (over the rank's experts and expert-TP shard, on the gathered rows)
+/// reduce-scattered over tp_ep in the probs' dtype (combine_preprocess casts
+/// them), none when etp and ep are 1. Returns the rank's own rows.
+int Builder::allGatherScatter(const MoeLayer& m, int ms) {
+  if (k().ep == 1 && k().expertTp() == 1) return ms;
+  const int back = derived(m.L + "moe.sum.tp_ep", ms);
+  collective(
+      m.l, 'E', OpKind::kReduceScatter, A2aMode::kNone, TrainAxis::kTpEp,
+      "tp_ep reduce-scatter expert outputs", ms, back, [&](int r) { return localCells(r, 1); },
+      [&](int r, TrainingOp& op) {
+        op.bytes = static_cast<std::int64_t>(cells_[ms][r]) * m.lat * k().probsBytes();
+      });
+  return back;
 }
 
 }  // namespace seam::training

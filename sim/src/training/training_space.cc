@@ -33,6 +33,7 @@ std::string describeConfig(const TrainingConfig& c) {
   if (!c.router_fp32) s += " router=bf16";
   if (c.probs_fp32) s += " router=fp32";
   if (c.expert_bias) s += " expert_bias=on";
+  if (c.layout == TrainingLayout::kMegatron && !c.allGatherDispatch()) s += " dispatcher=alltoall";
   if (!c.reduce_fp32) s += " reduce=bf16";
   if (c.deepep) s += " ep_backend=deepep";
   return s;
@@ -67,6 +68,17 @@ Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::s
   return Status::ok();
 }
 
+Status applyDispatcher(TrainingConfig& c, const std::string& dispatcher) {
+  if (dispatcher.empty()) return Status::ok();
+  if (dispatcher != "allgather" && dispatcher != "alltoall")
+    return Status::invalid("--dispatcher \"" + dispatcher.substr(0, 64) +
+                           "\" is not allgather or alltoall");
+  if (c.layout != TrainingLayout::kMegatron)
+    return Status::invalid("--dispatcher applies to the megatron layout");
+  c.dispatcher = dispatcher == "alltoall" ? MoeDispatcher::kAllToAll : MoeDispatcher::kAllGather;
+  return Status::ok();
+}
+
 int TrainingCase::tokens() const { return std::accumulate(docs.begin(), docs.end(), 0); }
 
 std::string reproduceTrainingCommand(const TrainingCase& c) {
@@ -83,6 +95,8 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
   if (!k.router_fp32) s += " --router-dtype bfloat16";
   if (k.probs_fp32) s += " --router-dtype float32";
   if (k.expert_bias) s += " --expert-bias on";
+  if (k.layout == TrainingLayout::kMegatron && !k.allGatherDispatch())
+    s += " --dispatcher alltoall";
   if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
   if (k.deepep) s += " --ep-backend deepep";
   s += " --docs ";
@@ -267,6 +281,17 @@ std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world) {
           TrainingConfig v = c;
           v.etp = 1;
           out.push_back(v);
+        }
+        if (layout == TrainingLayout::kMegatron && (c.tp > 1 || ep > 1)) {
+          // The all-to-all dispatcher beside the default allgather one,
+          // wherever either communicates (etp = tp, and etp 1 under EP).
+          TrainingConfig v = c;
+          v.dispatcher = MoeDispatcher::kAllToAll;
+          out.push_back(v);
+          if (c.tp > 1 && ep > 1) {
+            v.etp = 1;
+            out.push_back(v);
+          }
         }
         if (layout == TrainingLayout::kPrimeRl) {
           // PrimeRL's options off their defaults: no recompute, the router

@@ -47,6 +47,9 @@ struct CaseSpec {
   int etp = 0;
   /// --family training: Megatron moe_router_enable_expert_bias on|off
   std::string expert_bias = "off";
+  /// --family training: Megatron moe_token_dispatcher_type allgather|alltoall
+  /// (empty: allgather, the engine's default)
+  std::string dispatcher;
 };
 
 /// Tokens per DP shard when --tokens is not given.

@@ -25,6 +25,13 @@ std::string_view layoutName(TrainingLayout layout);
 /// "primerl" or "megatron"; the error names the value.
 Expected<TrainingLayout> parseTrainingLayout(std::string_view name);
 
+/// Megatron's moe_token_dispatcher_type (transformer_config.py, default
+/// allgather); the flex dispatcher (DeepEP / HybridEP) is not modelled.
+enum class MoeDispatcher : std::uint8_t {
+  kAllGather,  ///< MoEAllGatherTokenDispatcher: tokens, probs and routing map gathered over tp_ep
+  kAllToAll,   ///< MoEAlltoAllTokenDispatcher: counts gathered, tokens and probs all-to-all'd
+};
+
 /// A training configuration. World = dp_replicate * dp * cp * tp.
 struct TrainingConfig {
   TrainingLayout layout = TrainingLayout::kPrimeRl;
@@ -49,6 +56,12 @@ struct TrainingConfig {
   /// Megatron moe_router_enable_expert_bias (default off): the routers'
   /// token counts all-reduced over tp x dp x cp after the backward.
   bool expert_bias = false;
+  /// Megatron moe_token_dispatcher_type (default allgather).
+  MoeDispatcher dispatcher = MoeDispatcher::kAllGather;
+  /// Megatron's MoE layers dispatch through the allgather dispatcher.
+  bool allGatherDispatch() const {
+    return layout == TrainingLayout::kMegatron && dispatcher == MoeDispatcher::kAllGather;
+  }
   /// Bytes of one routing probability the Megatron dispatcher moves.
   std::int64_t probsBytes() const { return probs_fp32 ? 4 : 2; }
   int world() const { return dp_replicate * dp * cp * tp; }
@@ -70,6 +83,10 @@ std::string describeConfig(const TrainingConfig& c);
 /// non-default PrimeRL-only option under the megatron layout).
 Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::string& router_dtype,
                           const std::string& reduce_dtype, const std::string& ep_backend = "torch");
+/// Sets Megatron's --dispatcher allgather|alltoall (empty: allgather, the
+/// engine's default); the error names the bad value, or says the option
+/// applies to the megatron layout.
+Status applyDispatcher(TrainingConfig& c, const std::string& dispatcher);
 
 /// One training case: a preset, a layout and config, and the packed row's
 /// document lengths (every data-parallel replica packs the same lengths).

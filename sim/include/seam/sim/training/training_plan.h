@@ -146,10 +146,11 @@ struct TrainingOp {
   /// compute: per read, the j its gradient terms start at (the consumer's
   /// slot among the root's consumers, plus the rank's tp/cp shard).
   std::vector<int> grad_j;
-  int reps = 1;                 ///< kRepeat / kSumRepeats: replicas per source unit
-  std::vector<int> perm;        ///< kReorder; kSumRepeats: the replicas summed (empty: all)
-  std::vector<int> segments;    ///< conv/ssd/attention: the cu_seqlens the kernel is given
-  std::vector<int> unit_list;   ///< kSliceParam / compute: the units used (empty: all held)
+  int reps = 1;               ///< kRepeat / kSumRepeats: replicas per source unit
+  std::vector<int> perm;      ///< kReorder; kSumRepeats: the replicas summed (empty: all)
+  std::vector<int> segments;  ///< conv/ssd/attention: the cu_seqlens the kernel is given
+  std::vector<int>
+      unit_list;  ///< kSliceParam / compute / kPermute: the units used (empty: all held)
   std::vector<int> in_splits;   ///< all_to_all: cells sent to each member
   std::vector<int> out_splits;  ///< all_to_all: cells received from each member
   int conj_of = -1;             ///< backward collectives: index of the forward op they undo
