@@ -21,14 +21,15 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   topo_.emplace(plan.source.config);
   // Rows and stages from the judges' geometry of the case, never from the
   // plan's fields (property 9 holds those to it): a fault in the planner's
-  // padding, CP layout, local split, TBO split or stages cannot move the
+  // padding, CP layout, local split, attention rows, TBO split or stages cannot move the
   // ledger with it. Whether the batch runs split is the plan's (its ops run
   // on halves); a plan that splits a batch the case does not is property
   // 9's to report, and its halves are the plan's to replay it at all.
   const JudgeGeometry g = judgeGeometry(plan.source);
   const std::vector<int>& split =
       plan.tbo_split.empty() || g.tbo_split.empty() ? plan.tbo_split : g.tbo_split;
-  lanes_ = laneRowsOf(plan.source, g.padding, g.cp_layout, g.local_split, split, *topo_);
+  lanes_ = laneRowsOf(plan.source, g.padding, g.cp_layout, g.local_split, g.attention_pad, split,
+                      *topo_);
   stages_ = g.stages;
   useLane(0);
   tbo_ = lanes_.size() > 1;
