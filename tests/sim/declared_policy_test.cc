@@ -399,16 +399,17 @@ TEST_P(DeclaredDpOps, RankRunsTheReplicateOrderAndTheDpReturnOfTheReference) {
 // tp=4 attn_dp=2 (attn_tp=2), tokens {3,0}: MAX_LEN full rows = 2 * 4 = 8
 // (each entry aligned to attn_tp, then padded to the largest).
 // Rank 0 is attn-TP rank 0 of shard 0; rank 2 is attn-TP rank 0 of the idle shard.
-// reduce_scatterv writes the local DP buffer (_to_local_tokens, ops.py
-// @0bca4c6f): under MAX_LEN the longest aligned entry, 4 rows on every rank;
-// dp_reduce_scatter hands on the shard's tokens (its lowering trims).
-std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return,
-                                const std::string& moe_axis, bool attn_reduce) {
-  const std::string a = "attention:" + std::to_string(rows);
+// prepare_mlp_sync_batch (forward_batch_info.py @003bbaf9) pads every shard's
+// inputs to its entry, the longest aligned one under MAX_LEN: every rank runs
+// 4 attention rows, the idle shard's all padding, so its attention-TP
+// all-reduce runs too (_mlp_input_dp_replicate skips it only for 0 rows), and
+// every DP return hands on those 4 rows (_to_local_tokens, ops.py @0bca4c6f).
+std::vector<std::string> tp4Dp2(const std::string& ffn_return, const std::string& moe_axis) {
+  const std::string a = "attention:4";
   const std::string aa = a + "->" + a;
-  const std::string returned = ffn_return == "reduce_scatterv" ? "attention:4" : a;
+  const std::string& returned = a;
   std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute[attn_tp] " + aa};
-  if (attn_reduce) ops.push_back("1.entry all_reduce[attn_tp] " + aa);
+  ops.push_back("1.entry all_reduce[attn_tp] " + aa);
   ops.push_back("1.entry add_norm " + aa);
   ops.push_back("1.entry dp_gather_replicate[tp] " + a + "->full:8");
   ops.push_back("1.compute compute[tp] full:8->full:8");
@@ -420,7 +421,7 @@ std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return,
   }
   ops.push_back("2.entry add_norm " + aa);
   ops.push_back("2.compute compute[attn_tp] " + aa);
-  if (attn_reduce) ops.push_back("3.entry all_reduce[attn_tp] " + aa);
+  ops.push_back("3.entry all_reduce[attn_tp] " + aa);
   ops.push_back("3.entry add_norm " + aa);
   ops.push_back("3.entry dp_gather_replicate[tp] " + a + "->full:8");
   ops.push_back("3.compute compute[" + moe_axis + "] full:8->full:8");
@@ -435,13 +436,12 @@ std::vector<std::string> tp4Dp2(int rows, const std::string& ffn_return,
 }
 
 // tp=8 attn_dp=8 (attn_tp=1), tokens {1,0,2,1,1,1,1,1}: MAX_LEN full rows =
-// 8 * 2 = 16. attn_tp == 1: the mixers owe nothing and run ungrouped. A
-// reduce_scatterv hands every rank the longest entry, 2 rows.
-std::vector<std::string> tp8Dp8(int rows, const std::string& ffn_return,
-                                const std::string& moe_axis) {
-  const std::string a = "attention:" + std::to_string(rows);
+// 8 * 2 = 16. attn_tp == 1: the mixers owe nothing and run ungrouped. Every
+// rank runs the longest entry, 2 rows (padded as above).
+std::vector<std::string> tp8Dp8(const std::string& ffn_return, const std::string& moe_axis) {
+  const std::string a = "attention:2";
   const std::string aa = a + "->" + a;
-  const std::string returned = ffn_return == "reduce_scatterv" ? "attention:2" : a;
+  const std::string& returned = a;
   std::vector<std::string> ops = {"0.entry add_norm " + aa, "0.compute compute " + aa,
                                   "1.entry add_norm " + aa,
                                   "1.entry dp_gather_replicate[tp] " + a + "->full:16",
@@ -480,36 +480,34 @@ using R = BoundaryReduction;
 INSTANTIATE_TEST_SUITE_P(
     MStarE, DeclaredDpOps,
     ::testing::Values(
-        DpCase{"tp4dp2_ar_rank0", kTp4Dp2, kTokens30, R::kAr, 0, tp4Dp2(3, "ar", "moe_tp", true)},
-        DpCase{"tp4dp2_ar_idle_rank2", kTp4Dp2, kTokens30, R::kAr, 2,
-               tp4Dp2(0, "ar", "moe_tp", false)},
+        DpCase{"tp4dp2_ar_rank0", kTp4Dp2, kTokens30, R::kAr, 0, tp4Dp2("ar", "moe_tp")},
+        DpCase{"tp4dp2_ar_idle_rank2", kTp4Dp2, kTokens30, R::kAr, 2, tp4Dp2("ar", "moe_tp")},
         DpCase{"tp4dp2_rs_rank0", kTp4Dp2, kTokens30, R::kRs, 0,
-               tp4Dp2(3, "dp_reduce_scatter", "moe_tp", true)},
+               tp4Dp2("dp_reduce_scatter", "moe_tp")},
         DpCase{"tp4dp2_rs_idle_rank3", kTp4Dp2, kTokens30, R::kRs, 3,
-               tp4Dp2(0, "dp_reduce_scatter", "moe_tp", false)},
+               tp4Dp2("dp_reduce_scatter", "moe_tp")},
         // rsv needs moe_ep == attn_dp; with moe_ep=1 it falls back to AR + dp_scatter.
-        DpCase{"tp4dp2_rsv_ep1_rank0", kTp4Dp2, kTokens30, R::kRsv, 0,
-               tp4Dp2(3, "ar", "moe_tp", true)},
+        DpCase{"tp4dp2_rsv_ep1_rank0", kTp4Dp2, kTokens30, R::kRsv, 0, tp4Dp2("ar", "moe_tp")},
         DpCase{"tp4dp2_rsv_ep2_rank0", kTp4Dp2Ep2, kTokens30, R::kRsv, 0,
-               tp4Dp2(3, "reduce_scatterv", "tp", true)},
+               tp4Dp2("reduce_scatterv", "tp")},
         DpCase{"tp4dp2_rsv_ep2_idle_rank2", kTp4Dp2Ep2, kTokens30, R::kRsv, 2,
-               tp4Dp2(0, "reduce_scatterv", "tp", false)},
+               tp4Dp2("reduce_scatterv", "tp")},
         // rs+rsv: reduce_scatterv is tried first.
         DpCase{"tp4dp2_rsrsv_ep2_rank0", kTp4Dp2Ep2, kTokens30, R::kRsRsv, 0,
-               tp4Dp2(3, "reduce_scatterv", "tp", true)},
+               tp4Dp2("reduce_scatterv", "tp")},
         DpCase{"tp4dp2_rsrsv_ep1_rank0", kTp4Dp2, kTokens30, R::kRsRsv, 0,
-               tp4Dp2(3, "dp_reduce_scatter", "moe_tp", true)},
-        DpCase{"tp8dp8_ar_rank0", kTp8Dp8, kTokens8, R::kAr, 0, tp8Dp8(1, "ar", "moe_tp")},
-        DpCase{"tp8dp8_ar_idle_rank1", kTp8Dp8, kTokens8, R::kAr, 1, tp8Dp8(0, "ar", "moe_tp")},
+               tp4Dp2("dp_reduce_scatter", "moe_tp")},
+        DpCase{"tp8dp8_ar_rank0", kTp8Dp8, kTokens8, R::kAr, 0, tp8Dp8("ar", "moe_tp")},
+        DpCase{"tp8dp8_ar_idle_rank1", kTp8Dp8, kTokens8, R::kAr, 1, tp8Dp8("ar", "moe_tp")},
         DpCase{"tp8dp8_rs_rank0", kTp8Dp8, kTokens8, R::kRs, 0,
-               tp8Dp8(1, "dp_reduce_scatter", "moe_tp")},
+               tp8Dp8("dp_reduce_scatter", "moe_tp")},
         DpCase{"tp8dp8_rs_idle_rank1", kTp8Dp8, kTokens8, R::kRs, 1,
-               tp8Dp8(0, "dp_reduce_scatter", "moe_tp")},
+               tp8Dp8("dp_reduce_scatter", "moe_tp")},
         DpCase{"tp8dp8_rsv_ep8_rank0", kTp8Dp8Ep8, kTokens8, R::kRsv, 0,
-               tp8Dp8(1, "reduce_scatterv", "moe_ep")},
+               tp8Dp8("reduce_scatterv", "moe_ep")},
         DpCase{"tp8dp8_rsv_ep8_idle_rank1", kTp8Dp8Ep8, kTokens8, R::kRsv, 1,
-               tp8Dp8(0, "reduce_scatterv", "moe_ep")},
-        DpCase{"tp8dp8_ar_ep8_rank2", kTp8Dp8Ep8, kTokens8, R::kAr, 2, tp8Dp8(2, "ar", "moe_ep")}),
+               tp8Dp8("reduce_scatterv", "moe_ep")},
+        DpCase{"tp8dp8_ar_ep8_rank2", kTp8Dp8Ep8, kTokens8, R::kAr, 2, tp8Dp8("ar", "moe_ep")}),
     [](const ::testing::TestParamInfo<DpCase>& info) { return std::string(info.param.name); });
 
 // Idle ranks still take part in every collective (DESIGN §3): every member

@@ -207,6 +207,26 @@ TEST(DpLowering, DpScatterCopiesTheOwnSlotAndDropsThePadRowsWithoutACollective) 
             (Steps{"read_slot 6->2@4 20", "trim 2->1 0"}));
 }
 
+TEST(DpLowering, OnTheDpBufferPaddingAGatherPadsNothingAndAScatterTrimsNothing) {
+  // prepare_mlp_sync_batch under MAX_LEN: the shard already holds its local
+  // DP buffer (M = 4 rows for 1 token and for none), so the lowering neither
+  // pads before a gather nor trims after a scatter or a reduce-scatter.
+  const ParallelConfig c{.tp = 4, .attn_dp = 2};
+  const DpGeometry g(c, batchOf({1, 0}), DpPadding::kMaxLen, false, CpLayout::kReplicated,
+                     AttentionPad::kDpBuffer);
+  ASSERT_EQ(g.attentionRows(0), 2);
+  ASSERT_EQ(g.attentionRows(1), 2);
+  auto steps = [&](OpKind kind, int rank) {
+    return show(lowerDpOp(dpOp(kind, g, g.attentionRows(dpPlaceOf(c, rank).attn_dp_rank)), c, g,
+                          rank, /*row_bytes=*/10));
+  };
+  EXPECT_EQ(steps(OpKind::kDpGatherReplicate, 2),
+            (Steps{"reduce_scatter(attn_tp) 2->1 20", "all_gather(tp) 1->4 40"}));
+  EXPECT_EQ(steps(OpKind::kDpScatter, 2), (Steps{"read_slot 4->2@2 20"}));
+  EXPECT_EQ(steps(OpKind::kDpReduceScatter, 0),
+            (Steps{"reduce_scatter(tp) 4->1 40", "all_gather(attn_tp) 1->2 20"}));
+}
+
 TEST(DpLowering, DpReduceScatterFollowsTheGroupShapes) {
   // tp == attn_dp: one reduce-scatter over tp into the M-row slot.
   EXPECT_EQ(

@@ -80,9 +80,9 @@ TEST(JudgeDp, LowersEveryDpOpOfTheWorld8SweepAsLowerDpOpDoesUnderEveryFault) {
       const JudgeGroups groups(c.config);
       const std::vector<JudgeLane> lanes = judgeLanes(c, groups, g, plan->tbo_split);
       const std::vector<LaneRows> theirs = laneRowsOf(*plan, Topology(c.config));
-      const std::string key = c.config.describe() + c.batch.describe() +
-                              std::to_string(static_cast<int>(g.cp_layout)) +
-                              (c.flags.dp_gatherv ? "v" : "-");
+      const std::string key =
+          c.config.describe() + c.batch.describe() + std::to_string(static_cast<int>(g.cp_layout)) +
+          std::to_string(static_cast<int>(g.attention_pad)) + (c.flags.dp_gatherv ? "v" : "-");
       for (int r = 0; r < plan->world(); ++r) {
         for (const Op& op : plan->ranks[r]) {
           if (!isDpOp(op.kind)) continue;

@@ -56,7 +56,7 @@ TEST(JudgeTokens, InterleaveDealsTokensRoundRobinAndPadsEachShardToCp) {
   // 0, 2, 4 and rank 1 holds 1, 3; ceil(5 / 2) = 3 rounded up to 2 is 4 rows.
   const JudgeGroups g({.tp = 2, .attn_cp = 2});
   const JudgeTokens t(g, {5}, {0}, DpPadding::kSumLen, CpLayout::kInterleave,
-                      LocalSplit::kTensorSplit);
+                      LocalSplit::kTensorSplit, AttentionPad::kTokens);
   EXPECT_EQ(t.tokens(RowKind::kAttention, 0), (std::vector<int>{0, 2, 4, P}));
   EXPECT_EQ(t.tokens(RowKind::kAttention, 1), (std::vector<int>{1, 3, P, P}));
   EXPECT_EQ(t.tokens(RowKind::kCpGathered, 1), (std::vector<int>{0, 2, 4, P, 1, 3, P, P}));
@@ -72,7 +72,7 @@ TEST(JudgeTokens, ZigzagGivesEachCpRankABlockFromEachEndOfTheSequence) {
   // padded to 68, a multiple of 2cp).
   const JudgeGroups g({.tp = 2, .attn_cp = 2});
   const JudgeTokens t(g, {130}, {0}, DpPadding::kSumLen, CpLayout::kZigzag,
-                      LocalSplit::kTensorSplit);
+                      LocalSplit::kTensorSplit, AttentionPad::kTokens);
   std::vector<int> r0, r1;
   for (int b = 0; b < 130; ++b) (b < 33 || b >= 98 ? r0 : r1).push_back(b);
   r0.resize(68, P);
@@ -85,15 +85,31 @@ TEST(JudgeTokens, DpBufferSlotsAreAlignedEntriesUnderSumLenAndLongestUnderMaxLen
   // Shards of 3 and 1 tokens over attn_tp 2: entries aligned to 4 and 2.
   const JudgeGroups g({.tp = 4, .attn_dp = 2});
   const JudgeTokens sum(g, {3, 1}, {0, 3}, DpPadding::kSumLen, CpLayout::kReplicated,
-                        LocalSplit::kPaddedEqual);
+                        LocalSplit::kPaddedEqual, AttentionPad::kTokens);
   EXPECT_EQ(sum.tokens(RowKind::kFull, 2), (std::vector<int>{0, 1, 2, P, 3, P}));
   EXPECT_EQ(sum.fullSlot(1), 4);
   const JudgeTokens max(g, {3, 1}, {0, 3}, DpPadding::kMaxLen, CpLayout::kReplicated,
-                        LocalSplit::kPaddedEqual);
+                        LocalSplit::kPaddedEqual, AttentionPad::kTokens);
   EXPECT_EQ(max.tokens(RowKind::kFull, 0), (std::vector<int>{0, 1, 2, P, 3, P, P, P}));
   // shard_token_rows: chunks of ceil(3 / 2) = 2; rank 1 holds token 2 and a pad row.
   EXPECT_EQ(max.tokens(RowKind::kLocal, 1), (std::vector<int>{2, P}));
   EXPECT_EQ(max.localOffset(1), 2);
+}
+
+TEST(JudgeTokens, APaddedLocalBatchHoldsTheLongestAlignedEntryOnEveryShard) {
+  // DP attention under MAX_LEN: prepare_mlp_sync_batch makes every entry of
+  // global_num_tokens the longest, aligned to attn_tp (3 -> 4), and
+  // _pad_inputs_to_size pads each shard's inputs to it, so shard 1 (one
+  // token) runs 4 rows and its second attention-TP rank's chunk is padding only
+  // (model_executor/forward_batch_info.py @003bbaf9).
+  const JudgeGroups g({.tp = 4, .attn_dp = 2});
+  const JudgeTokens t(g, {3, 1}, {0, 3}, DpPadding::kMaxLen, CpLayout::kReplicated,
+                      LocalSplit::kPaddedEqual, AttentionPad::kDpBuffer);
+  EXPECT_EQ(t.tokens(RowKind::kAttention, 0), (std::vector<int>{0, 1, 2, P}));
+  EXPECT_EQ(t.tokens(RowKind::kAttention, 3), (std::vector<int>{3, P, P, P}));
+  EXPECT_EQ(t.tokens(RowKind::kSequence, 3), (std::vector<int>{3}));
+  EXPECT_EQ(t.tokens(RowKind::kLocal, 2), (std::vector<int>{3, P}));
+  EXPECT_EQ(t.tokens(RowKind::kLocal, 3), (std::vector<int>{P, P}));
 }
 
 /// A key of everything the rows depend on, so that each geometry is compared once.
@@ -101,7 +117,8 @@ std::string geometryKey(const Case& c, const JudgeGeometry& g) {
   std::string key = c.config.describe() + "|" + c.batch.describe() + "|";
   key += std::to_string(static_cast<int>(g.padding)) +
          std::to_string(static_cast<int>(g.cp_layout)) +
-         std::to_string(static_cast<int>(g.local_split)) + (c.flags.dp_gatherv ? "v" : "-");
+         std::to_string(static_cast<int>(g.local_split)) +
+         std::to_string(static_cast<int>(g.attention_pad)) + (c.flags.dp_gatherv ? "v" : "-");
   for (int s : g.tbo_split) key += "," + std::to_string(s);
   return key;
 }
@@ -146,7 +163,7 @@ TEST(JudgeTokens, AgreeWithThePlannersRowMapAndTopologyOnEveryGeometryOfTheWorld
       }
       const std::vector<JudgeLane> mine = judgeLanes(c, groups, g, g.tbo_split);
       const std::vector<LaneRows> theirs =
-          laneRowsOf(c, g.padding, g.cp_layout, g.local_split, g.tbo_split, topo);
+          laneRowsOf(c, g.padding, g.cp_layout, g.local_split, g.attention_pad, g.tbo_split, topo);
       ASSERT_EQ(mine.size(), theirs.size());
       const std::string at = m.name + " " + geometryKey(c, g);
       for (size_t lane = 0; lane < mine.size(); ++lane) {

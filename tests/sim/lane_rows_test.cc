@@ -30,10 +30,11 @@ TEST(LaneRows, APlanWithoutTboHasTheBatchsLaneOnlyInThePlansPaddingFirst) {
   const std::vector<LaneRows> lanes = laneRowsOf(plan, topo);
   ASSERT_EQ(lanes.size(), 1u);
   // DP attention: prepare_mlp_sync_batch pads each shard to attn_tp, so local
-  // rows are padded equal chunks.
+  // rows are padded equal chunks, and under MAX_LEN to the longest entry.
   ASSERT_EQ(plan.local_split, LocalSplit::kPaddedEqual);
+  ASSERT_EQ(plan.attention_pad, AttentionPad::kDpBuffer);
   const RowMap batch(topo, plan.source.batch, plan.padding, CpLayout::kReplicated, nullptr,
-                     plan.local_split);
+                     plan.local_split, plan.attention_pad);
   for (int r = 0; r < plan.world(); ++r) {
     for (int k = 0; k < kRowKindCount; ++k) {
       const RowKind kind = static_cast<RowKind>(k);

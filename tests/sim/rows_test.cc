@@ -35,6 +35,51 @@ RowMap idleShardMap(DpPadding padding) {
   return RowMap(Topology({.tp = 4, .attn_dp = 2}), Batch{{3, 0}}, padding);
 }
 
+// _pad_inputs_to_size (prepare_mlp_sync_batch): under MAX_LEN every shard
+// runs the longest entry aligned to attn_tp, M = 4 here: 3 tokens and a pad
+// row on shard 0, four pad rows on the idle shard 1; the attention-TP chunks
+// are M / 2 rows, and the sequence rows (the model's output) the tokens.
+TEST(RowMap, UnderTheDpBufferPaddingEveryShardHoldsTheLongestAlignedEntry) {
+  const Topology t({.tp = 4, .attn_dp = 2});
+  const Batch b{{3, 0}};
+  const RowMap m(t, b, DpPadding::kMaxLen, CpLayout::kReplicated, nullptr, LocalSplit::kPaddedEqual,
+                 AttentionPad::kDpBuffer);
+  const Tokens attention[] = {{0, 1, 2, P}, {0, 1, 2, P}, {P, P, P, P}, {P, P, P, P}};
+  const Tokens local[] = {{0, 1}, {2, P}, {P, P}, {P, P}};
+  const Tokens sequence[] = {{0, 1, 2}, {0, 1, 2}, {}, {}};
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(m.tokens(RowKind::kAttention, r), attention[r]);
+    EXPECT_EQ(m.tokens(RowKind::kLocal, r), local[r]);
+    EXPECT_EQ(m.localOffset(r), r % 2 * 2);
+    EXPECT_EQ(m.tokens(RowKind::kSequence, r), sequence[r]);
+    EXPECT_EQ(m.count(RowKind::kFull, r), 8);
+  }
+  const RowCounts counts(t.config(), b, DpPadding::kMaxLen, CpLayout::kReplicated,
+                         LocalSplit::kPaddedEqual, AttentionPad::kDpBuffer);
+  EXPECT_EQ(counts.count(RowKind::kAttention, 3), 4);
+  EXPECT_EQ(counts.dpLocalRows(3), 4);
+}
+
+TEST(ResolveAttentionPad, OnlyDpAttentionUnderMaxLenWithoutCpShardsOrTboRunsTheDpBuffer) {
+  Case c;
+  c.config = ParallelConfig{.tp = 4, .attn_dp = 2};
+  c.batch = Batch{{3, 1}};
+  EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
+            AttentionPad::kDpBuffer);
+  EXPECT_EQ(resolveAttentionPad(c, DpPadding::kSumLen, CpLayout::kReplicated),
+            AttentionPad::kTokens);
+  EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kZigzag), AttentionPad::kTokens);
+  c.flags.tbo = true;
+  EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
+            AttentionPad::kTokens);
+  c.flags.tbo = false;
+  c.config = ParallelConfig{.tp = 4};
+  c.batch = Batch{{3}};
+  EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
+            AttentionPad::kTokens);
+}
+
 // Both modes align each shard to attn_tp (2) first: 3 tokens take 4 rows.
 TEST(RowMap, MaxLenPadsTheIdleShardsSlotOfTheFullRows) {
   RowMap m = idleShardMap(DpPadding::kMaxLen);
@@ -222,17 +267,22 @@ TEST(RowCounts, AgreeWithRowMapForEveryConfigOfWorldsUpTo16AndSeveralBatches) {
           b.tokens.push_back(variant == 0 ? 1 : variant == 1 ? (d * 5 + 3) % 7 : d % 2);
         if (b.total() == 0) b.tokens[0] = 2;
         for (DpPadding pad : {DpPadding::kMaxLen, DpPadding::kSumLen}) {
-          const RowMap map(t, b, pad);
-          const RowCounts counts(c, b, pad);
-          for (int r = 0; r < world; ++r) {
-            for (int k = 0; k < kRowKindCount; ++k) {
-              ASSERT_EQ(counts.count(static_cast<RowKind>(k), r),
-                        map.count(static_cast<RowKind>(k), r))
-                  << c.describe() << " tokens " << b.describe() << " rank " << r << " "
-                  << rowKindName(static_cast<RowKind>(k));
+          for (AttentionPad ap : {AttentionPad::kTokens, AttentionPad::kDpBuffer}) {
+            if (ap == AttentionPad::kDpBuffer && c.attn_dp == 1) continue;
+            const LocalSplit split =
+                ap == AttentionPad::kDpBuffer ? LocalSplit::kPaddedEqual : LocalSplit::kTensorSplit;
+            const RowMap map(t, b, pad, CpLayout::kReplicated, nullptr, split, ap);
+            const RowCounts counts(c, b, pad, CpLayout::kReplicated, split, ap);
+            for (int r = 0; r < world; ++r) {
+              for (int k = 0; k < kRowKindCount; ++k) {
+                ASSERT_EQ(counts.count(static_cast<RowKind>(k), r),
+                          map.count(static_cast<RowKind>(k), r))
+                    << c.describe() << " tokens " << b.describe() << " rank " << r << " "
+                    << rowKindName(static_cast<RowKind>(k));
+              }
             }
+            ++checked;
           }
-          ++checked;
         }
       }
       // The CP-sharded layouts (one DP shard; interleave at attn_tp = 1).

@@ -20,7 +20,7 @@ std::int64_t activationRowBytes(const ModelShape& shape) {
 int dpAlignedTokens(int tokens, int attn_tp) { return (tokens + attn_tp - 1) / attn_tp * attn_tp; }
 
 DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode,
-                       bool gatherv_env, CpLayout cp)
+                       bool gatherv_env, CpLayout cp, AttentionPad pad)
     : mode_(mode) {
   const int shards = config.attn_dp;
   assert(static_cast<int>(batch.tokens.size()) == shards &&
@@ -40,6 +40,7 @@ DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPaddi
   int sum = 0, sum_raw = 0;
   for (int d = 0; d < shards; ++d) {
     Shard& s = shards_[d];
+    s.attention = pad == AttentionPad::kDpBuffer ? longest : s.tokens;
     if (max_len) {
       s.local = longest;
       s.slot = d * longest;
@@ -168,7 +169,8 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g,
   out.clear();
   const int T = config.tp, a = config.attnTp(), cp = config.attn_cp, D = config.attn_dp;
   const int i = place.attn_tp_rank, c = place.attn_cp_rank, d = place.attn_dp_rank;
-  const int B = g.tokens(d), L = g.localRows(d), G = g.globalRows();
+  // B: the attention rows the rank holds (its tokens, or its padded local batch).
+  const int B = g.attentionRows(d), L = g.localRows(d), G = g.globalRows();
   const bool unaligned = op.dp_fault == DpFault::kUnalignedSlots;
   const int slot = unaligned ? g.rawSlot(d) : g.slot(d);
   const auto tp = static_cast<std::int8_t>(Axis::kTp);
@@ -176,6 +178,7 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g,
   const auto attn_cp = static_cast<std::int8_t>(Axis::kAttnCp);
   const auto trim = [&](int rows) {
     if (rows > B) out.push_back({DpStepKind::kTrim, kNoAxis, rows, B, 0, 0});
+    if (rows < B) out.push_back({DpStepKind::kPadLocal, kNoAxis, rows, B, 0, (B - rows) * rb});
   };
 
   switch (op.kind) {
@@ -194,8 +197,11 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g,
         out.push_back({DpStepKind::kAllReduce, tp, G, G, 0, G * rb});
         return;
       }
-      // The local rows are local_dp_buffer_len long: pad rows past B_d.
+      // The local rows are local_dp_buffer_len long: pad rows past B_d (none
+      // where the attention rows are the local DP buffer already; a gather of
+      // the other padding mode cuts a longer buffer to its slot).
       if (L > B) out.push_back({DpStepKind::kPadLocal, kNoAxis, B, L, 0, (L - B) * rb});
+      if (L < B) out.push_back({DpStepKind::kTrim, kNoAxis, B, L, 0, 0});
       if (g.gatherv()) {
         // _dp_gather_via_all_gatherv: each shard's rows, concatenated in tp
         // (= DP) order, which is SUM_LEN's slot order.
@@ -273,10 +279,10 @@ void lowerDpOp(const Op& op, const ParallelConfig& config, const DpGeometry& g,
 }
 
 DpLayouts::DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode,
-                     bool gatherv_env, CpLayout cp)
+                     bool gatherv_env, CpLayout cp, AttentionPad pad)
     : plan_mode_(plan_mode),
-      max_len_(config, batch, DpPadding::kMaxLen, gatherv_env, cp),
-      sum_len_(config, batch, DpPadding::kSumLen, gatherv_env, cp) {}
+      max_len_(config, batch, DpPadding::kMaxLen, gatherv_env, cp, pad),
+      sum_len_(config, batch, DpPadding::kSumLen, gatherv_env, cp, pad) {}
 
 const DpGeometry* DpLayouts::ofFullRows(int full_rows) const {
   const DpGeometry& mine = of(plan_mode_);

@@ -13,26 +13,27 @@ DpPadding otherPadding(DpPadding mode) {
 }  // namespace
 
 LaneRows::LaneRows(const Topology& topo, const Case& c, DpPadding padding, CpLayout cp_layout,
-                   LocalSplit local_split, const Batch& batch, const std::vector<int>* first_tokens)
-    : rows(topo, batch, padding, cp_layout, first_tokens, local_split),
-      other_rows(topo, batch, otherPadding(padding), cp_layout, first_tokens, local_split),
-      dp(c.config, batch, padding, c.flags.dp_gatherv, cp_layout) {}
+                   LocalSplit local_split, AttentionPad pad, const Batch& batch,
+                   const std::vector<int>* first_tokens)
+    : rows(topo, batch, padding, cp_layout, first_tokens, local_split, pad),
+      other_rows(topo, batch, otherPadding(padding), cp_layout, first_tokens, local_split, pad),
+      dp(c.config, batch, padding, c.flags.dp_gatherv, cp_layout, pad) {}
 
 std::vector<LaneRows> laneRowsOf(const Plan& plan, const Topology& topo) {
-  return laneRowsOf(plan.source, plan.padding, plan.cp_layout, plan.local_split, plan.tbo_split,
-                    topo);
+  return laneRowsOf(plan.source, plan.padding, plan.cp_layout, plan.local_split, plan.attention_pad,
+                    plan.tbo_split, topo);
 }
 
 std::vector<LaneRows> laneRowsOf(const Case& c, DpPadding padding, CpLayout cp_layout,
-                                 LocalSplit local_split, const std::vector<int>& tbo_split,
-                                 const Topology& topo) {
+                                 LocalSplit local_split, AttentionPad pad,
+                                 const std::vector<int>& tbo_split, const Topology& topo) {
   std::vector<LaneRows> lanes;
   lanes.reserve(kHalfLanes);
-  lanes.emplace_back(topo, c, padding, cp_layout, local_split, c.batch, nullptr);
+  lanes.emplace_back(topo, c, padding, cp_layout, local_split, pad, c.batch, nullptr);
   for (int lane = 1; !tbo_split.empty() && lane < kHalfLanes; ++lane) {
     const Half half = static_cast<Half>(lane);
     const std::vector<int> first = tboFirstTokens(c.batch, tbo_split, half);
-    lanes.emplace_back(topo, c, padding, cp_layout, local_split,
+    lanes.emplace_back(topo, c, padding, cp_layout, local_split, pad,
                        tboHalfBatch(c.batch, tbo_split, half), &first);
   }
   return lanes;

@@ -91,10 +91,12 @@ std::vector<int> cpShardTokens(CpLayout layout, int tokens, int cp, int c) {
 // CpLayout::kReplicated: a shard's tokens are split over attn_tp only, so the
 // ranks of one attn_cp group hold the same rows.
 RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, CpLayout cp,
-               const std::vector<int>* first_tokens, LocalSplit local_split)
+               const std::vector<int>* first_tokens, LocalSplit local_split, AttentionPad pad)
     : total_tokens_(batch.total()), padding_(padding), local_split_(local_split) {
   assert((local_split == LocalSplit::kTensorSplit || cp == CpLayout::kReplicated) &&
          "LayerNorm SP's padded shards of a CP-sharded batch");
+  assert((pad == AttentionPad::kTokens || cp == CpLayout::kReplicated) &&
+         "the DP buffer's padding on a CP-sharded batch");
   const ParallelConfig& config = topology.config();
   const int world = topology.world();
   const int shards = config.attn_dp;
@@ -110,7 +112,7 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
 
   // The full rows are the same on every rank of every TP group: each shard's
   // tokens at its slot, then its pad rows (dp_gather.h's geometry).
-  const DpGeometry geometry(config, batch, padding);
+  const DpGeometry geometry(config, batch, padding, false, CpLayout::kReplicated, pad);
   std::vector<int> full(geometry.globalRows(), kPaddingRow);
   full_slot_.assign(shards, 0);
   for (int d = 0; d < shards; ++d) {
@@ -126,24 +128,26 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
     const int shard_tokens = batch.tokens[d];
     std::vector<int>& attention = rows_[static_cast<int>(RowKind::kAttention)][r];
     for (int t = 0; t < shard_tokens; ++t) attention.push_back(offset[d] + t);
+    // Sequence rows: the shard's tokens in order (CP-sharded: after the model
+    // boundary's gather and reorder).
+    rows_[static_cast<int>(RowKind::kSequence)][r] = attention;
+    attention.resize(geometry.attentionRows(d), kPaddingRow);  // kDpBuffer: the longest entry
+    const int held = static_cast<int>(attention.size());
 
     std::vector<int>& local = rows_[static_cast<int>(RowKind::kLocal)][r];
     if (local_split == LocalSplit::kPaddedEqual) {
       // shard_token_rows: equal chunks of the shard padded to a multiple of attn_tp.
-      const int c = paddedLocalRows(shard_tokens, atp);
+      const int c = paddedLocalRows(held, atp);
       local_offset_[r] = i * c;
       for (int p = i * c; p < (i + 1) * c; ++p)
         local.push_back(p < shard_tokens ? offset[d] + p : kPaddingRow);
       continue;
     }
-    const Span split = tensorSplit(shard_tokens, atp, i);
+    const Span split = tensorSplit(held, atp, i);
     local_offset_[r] = split.start;
-    for (int t = 0; t < split.count; ++t) local.push_back(offset[d] + split.start + t);
+    for (int p = split.start; p < split.start + split.count; ++p)
+      local.push_back(p < shard_tokens ? offset[d] + p : kPaddingRow);
   }
-
-  // Sequence rows: the shard's tokens in order (CP-sharded: after the model
-  // boundary's gather and reorder).
-  rows_[static_cast<int>(RowKind::kSequence)] = rows_[static_cast<int>(RowKind::kAttention)];
 
   cp_sharded_.assign(world, 0);
   seq_in_gathered_.assign(world, {});
@@ -205,7 +209,7 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
 }
 
 RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padding, CpLayout cp,
-                     LocalSplit split) {
+                     LocalSplit split, AttentionPad pad) {
   const int world = c.world();
   const int T = c.tp, atp = c.attnTp(), acp = c.attn_cp;
   counts_.assign(static_cast<size_t>(world) * kRowKindCount, 0);
@@ -213,25 +217,32 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
   dp_local_.assign(world, 0);
   // The rank's tensor_split of its attention rows (under a CP-sharded
   // layout, of its padded CP shard).
+  // The rank's attention rows: its shard's tokens, its padded CP shard, or
+  // (kDpBuffer) its local DP buffer.
+  auto held = [&](int rank) {
+    const int d = rank % T / (atp * acp);
+    const int bd = batch.tokens[d];
+    if (cpShardsTokens(cp, bd, acp)) return cpShardRows(cp, bd, acp);
+    // (MAX_LEN's local rows, whichever mode the plan's DP ops use.)
+    if (pad == AttentionPad::kDpBuffer)
+      return DpGeometry::localRows(c, batch, DpPadding::kMaxLen, d);
+    return bd;
+  };
   auto local = [&](int rank) {
-    const int l = rank % T;
-    const int bd = batch.tokens[l / (atp * acp)];
-    if (split == LocalSplit::kPaddedEqual) return paddedLocalRows(bd, atp);
-    return tensorSplit(cpShardsTokens(cp, bd, acp) ? cpShardRows(cp, bd, acp) : bd, atp, l % atp)
-        .count;
+    if (split == LocalSplit::kPaddedEqual) return paddedLocalRows(held(rank), atp);
+    return tensorSplit(held(rank), atp, rank % T % atp).count;
   };
   for (int r = 0; r < world; ++r) {
     const int l = r % T;
     const int bd = batch.tokens[l / (atp * acp)];
     int* row = &counts_[static_cast<size_t>(r) * kRowKindCount];
-    row[static_cast<int>(RowKind::kAttention)] = bd;
+    row[static_cast<int>(RowKind::kAttention)] = held(r);
     row[static_cast<int>(RowKind::kLocal)] = local(r);
     row[static_cast<int>(RowKind::kFull)] = c.attn_dp == 1 ? bd : full_rows;
     row[static_cast<int>(RowKind::kSequence)] = bd;
     dp_local_[r] = c.attn_dp == 1 ? bd : DpGeometry::localRows(c, batch, padding, l / (atp * acp));
     if (cpShardsTokens(cp, bd, acp)) {
       const int shard = cpShardRows(cp, bd, acp);
-      row[static_cast<int>(RowKind::kAttention)] = shard;
       row[static_cast<int>(RowKind::kCpGathered)] = acp * shard;
       if (c.attn_dp == 1) row[static_cast<int>(RowKind::kFull)] = acp * shard;
     }
@@ -254,6 +265,12 @@ DpPadding resolvePadding(const Case& c) {
     return hybrid && c.batch.hasIdleShard() ? DpPadding::kMaxLen : DpPadding::kSumLen;
   }
   return c.flags.dp_padding;
+}
+
+AttentionPad resolveAttentionPad(const Case& c, DpPadding padding, CpLayout cp) {
+  const bool buffer = c.config.attn_dp > 1 && padding == DpPadding::kMaxLen &&
+                      cp == CpLayout::kReplicated && !c.flags.tbo;
+  return buffer ? AttentionPad::kDpBuffer : AttentionPad::kTokens;
 }
 
 }  // namespace seam

@@ -29,6 +29,7 @@ Status PlanBuilder::decide() {
   plan_.padding = padding_;
   plan_.cp_layout = cp_layout_;
   plan_.local_split = local_split_;
+  plan_.attention_pad = attention_pad_;
   plan_.ranks.assign(world(), {});
   const size_t stage_count = c_.model.pattern.layers.size() + c_.model.pattern.mtp.size();
   plan_.boundaries.reserve(stage_count + 2);

@@ -351,6 +351,7 @@ class PlanBuilder {
   CpLayout cp_layout_;
   /// kPaddedEqual where the engine pads the batch to attn_tp (case_facts.cc).
   LocalSplit local_split_;
+  AttentionPad attention_pad_;  ///< what attention rows hold (rows.h)
   RowCounts rows_;
   int T_, D_, a_;
   int total_tokens_;

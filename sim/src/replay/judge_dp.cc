@@ -28,9 +28,12 @@ class Steps {
   void local(DpStepKind kind, int in, int out, int offset, std::int64_t touched_rows) {
     out_->push_back({kind, kNoAxis, in, out, offset, touched_rows * rb_});
   }
-  /// Drop the pad rows past the shard's tokens.
-  void keepTokens(int rows, int tokens) {
-    if (rows > tokens) out_->push_back({DpStepKind::kTrim, kNoAxis, rows, tokens, 0, 0});
+  /// Bring `rows` rows to the `held` attention rows: drop the rows past them,
+  /// or pad a shorter slot (another mode's buffer under the DP buffer's padding).
+  void fitTo(int rows, int held) {
+    if (rows > held) out_->push_back({DpStepKind::kTrim, kNoAxis, rows, held, 0, 0});
+    if (rows < held)
+      out_->push_back({DpStepKind::kPadLocal, kNoAxis, rows, held, 0, (held - rows) * rb_});
   }
 
  private:
@@ -66,7 +69,11 @@ void gather(const Op& op, const ParallelConfig& k, const JudgeDpBuffer& b, int i
     s.collective(DpStepKind::kAllReduce, Axis::kTp, G, G, G);
     return;
   }
-  if (L > e.tokens) s.local(DpStepKind::kPadLocal, e.tokens, L, 0, L - e.tokens);
+  // The held rows become local_dp_buffer_len rows: pad rows after the tokens,
+  // or (a padded local batch meeting the other mode's shorter entry) cut.
+  const int B = e.held;
+  if (L > B) s.local(DpStepKind::kPadLocal, B, L, 0, L - B);
+  if (L < B) s.local(DpStepKind::kTrim, B, L, 0, 0);
   const int at = op.dp_fault == DpFault::kUnalignedSlots ? e.start_unaligned : e.start;
   if (b.gatherv) {
     s.collective(DpStepKind::kAllGatherv, Axis::kTp, L, G, G, at);
@@ -98,7 +105,7 @@ void scatter(const Op& op, const ParallelConfig& k, const JudgeDpBuffer& b, int 
   }
   const int at = op.dp_fault == DpFault::kUnalignedSlots ? e.start_unaligned : e.start;
   s.local(DpStepKind::kReadSlot, b.rows, e.rows, at, e.rows);
-  s.keepTokens(e.rows, e.tokens);
+  s.fitTo(e.rows, e.held);
 }
 
 void reduceScatter(const Op& op, const ParallelConfig& k, const JudgeDpBuffer& b, int d, Steps& s) {
@@ -109,7 +116,7 @@ void reduceScatter(const Op& op, const ParallelConfig& k, const JudgeDpBuffer& b
     s.collective(DpStepKind::kAllReduce, Axis::kTp, G, G, G);
     const int at = op.dp_fault == DpFault::kUnalignedSlots ? e.start_unaligned : d * e.rows;
     s.local(DpStepKind::kReadSlot, G, e.rows, at, e.rows);
-    s.keepTokens(e.rows, e.tokens);
+    s.fitTo(e.rows, e.held);
     return;
   }
   int rows = G / T;
@@ -121,7 +128,7 @@ void reduceScatter(const Op& op, const ParallelConfig& k, const JudgeDpBuffer& b
     s.collective(DpStepKind::kAllGather, axis, rows, rows * size, rows * size);
     rows *= size;
   }
-  s.keepTokens(rows, e.tokens);
+  s.fitTo(rows, e.held);
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ int cpShardRowsOf(CpLayout layout, int tokens, int cp) {
 }
 
 JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding padding, CpLayout cp,
-                 LocalSplit split) {
+                 LocalSplit split, AttentionPad pad) {
   const ParallelConfig& k = c.config;
   const int world = k.pp * k.tp, atp = sizeOf(k, Axis::kAttnTp), acp = k.attn_cp;
   const int D = k.attn_dp;
@@ -105,15 +105,18 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
   JudgeRows out;
   out.count.assign(world, {});
   out.dp_local.assign(world, 0);
+  // _pad_inputs_to_size: under the DP buffer's padding every shard runs the
+  // longest aligned entry (an idle shard too).
   auto attention = [&](int r) {
     const int b = tokens[placeOf(k, r).dp];
-    return judgeCpShards(cp, b, acp) ? cpShardRowsOf(cp, b, acp) : b;
+    if (judgeCpShards(cp, b, acp)) return cpShardRowsOf(cp, b, acp);
+    return pad == AttentionPad::kDpBuffer ? longest : b;
   };
   auto local = [&](int r) {
-    const int b = tokens[placeOf(k, r).dp];
     const int i = placeOf(k, r).tp_in_attn;
-    if (split == LocalSplit::kPaddedEqual) return (b + atp - 1) / atp;
-    const int n = attention(r);  // torch.tensor_split: the first n % atp take one more
+    const int n = attention(r);
+    if (split == LocalSplit::kPaddedEqual) return (n + atp - 1) / atp;
+    // torch.tensor_split: the first n % atp take one more
     return n / atp + (i < n % atp ? 1 : 0);
   };
   const int mep = k.moe_ep, mtp = sizeOf(k, Axis::kMoeTp);
@@ -227,9 +230,17 @@ JudgeGeometry judgeGeometry(const Case& c) {
   const bool padded = sp || synced || c.flags.input_scattered;
   g.local_split = padded && g.cp_layout == CpLayout::kReplicated ? LocalSplit::kPaddedEqual
                                                                  : LocalSplit::kTensorSplit;
+  // ForwardBatch.prepare_mlp_sync_batch (model_executor/forward_batch_info.py
+  // @003bbaf9): under MAX_LEN every DP entry becomes the longest and
+  // _pad_inputs_to_size pads the shard's inputs to its entry, so the whole
+  // forward runs on the padded rows. Not modelled for two-batch overlap (its
+  // children pad to tbo_padded_len) nor for a CP-sharded batch.
+  const bool dp_buffer = c.config.attn_dp > 1 && g.padding == DpPadding::kMaxLen &&
+                         g.cp_layout == CpLayout::kReplicated && !c.flags.tbo;
+  g.attention_pad = dp_buffer ? AttentionPad::kDpBuffer : AttentionPad::kTokens;
   g.row_bytes = static_cast<std::int64_t>(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1) * 2;
   g.stages = stagesOf(c);
-  g.rows[0] = rowsOf(c, c.batch.tokens, g.padding, g.cp_layout, g.local_split);
+  g.rows[0] = rowsOf(c, c.batch.tokens, g.padding, g.cp_layout, g.local_split, g.attention_pad);
   if (c.flags.tbo) {
     // compute_split_seq_index: child A takes half of each shard's unpadded batch.
     std::vector<int> a, b;
@@ -238,8 +249,8 @@ JudgeGeometry judgeGeometry(const Case& c) {
       a.push_back(t / 2);
       b.push_back(t - t / 2);
     }
-    g.rows[1] = rowsOf(c, a, g.padding, g.cp_layout, g.local_split);
-    g.rows[2] = rowsOf(c, b, g.padding, g.cp_layout, g.local_split);
+    g.rows[1] = rowsOf(c, a, g.padding, g.cp_layout, g.local_split, g.attention_pad);
+    g.rows[2] = rowsOf(c, b, g.padding, g.cp_layout, g.local_split, g.attention_pad);
   }
   return g;
 }
@@ -282,6 +293,14 @@ std::vector<GeometryDisagreement> planGeometryDisagreements(const Plan& plan,
     out.push_back({"local_split", std::string("the plan splits attention rows by ") +
                                       splitName(plan.local_split) + " but the engine by " +
                                       splitName(g.local_split)});
+  }
+  if (plan.attention_pad != g.attention_pad) {
+    auto padName = [](AttentionPad p) {
+      return p == AttentionPad::kTokens ? "the shard's tokens" : "the padded local DP buffer";
+    };
+    out.push_back({"attention_pad", std::string("the plan's attention rows hold ") +
+                                        padName(plan.attention_pad) + " but the engine's hold " +
+                                        padName(g.attention_pad)});
   }
   if (!plan.tbo_split.empty() && plan.tbo_split != g.tbo_split) {
     out.push_back({"tbo_split", g.tbo_split.empty()

@@ -134,7 +134,7 @@ int JudgeGroups::communicator(Axis axis, int rank) const {
 
 JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
                          const std::vector<int>& first, DpPadding padding, CpLayout cp,
-                         LocalSplit split)
+                         LocalSplit split, AttentionPad pad)
     : padding_(padding), split_(split) {
   const ParallelConfig& k = groups.config();
   const int world = k.world(), dp = k.attn_dp, acp = k.attn_cp;
@@ -148,7 +148,7 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
   // The DP buffer (judgeDpBuffer): each shard's tokens at its slot, then
   // pad rows; a CP-sharded shard's slot holds its CP shards' token rows back
   // to back in CP rank order (_cp_shard_rows).
-  const JudgeDpBuffer dp_buffer = judgeDpBuffer(k, n, padding, false, cp);
+  const JudgeDpBuffer dp_buffer = judgeDpBuffer(k, n, padding, false, cp, pad);
   std::vector<int> buffer(dp_buffer.rows, kPaddingRow);
   for (int d = 0; d < dp; ++d) {
     const int start = dp_buffer.entries[d].start;
@@ -173,10 +173,12 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
     auto& local = rows_[static_cast<int>(RowKind::kLocal)][r];
     for (int t = 0; t < n[d]; ++t) sequence.push_back(first[d] + t);
     if (shards[d].empty()) {
+      // A padded local batch: the tokens, then pad rows up to the held rows.
       attention = sequence;
+      attention.resize(dp_buffer.entries[d].held, kPaddingRow);
       if (split == LocalSplit::kPaddedEqual) {
-        // shard_token_rows: equal chunks of the shard padded to attn_tp.
-        const int chunk = (n[d] + atp - 1) / atp;
+        // shard_token_rows: equal chunks of the held rows padded to attn_tp.
+        const int chunk = (dp_buffer.entries[d].held + atp - 1) / atp;
         local_start_[r] = i * chunk;
         for (int p = i * chunk; p < (i + 1) * chunk; ++p)
           local.push_back(p < n[d] ? first[d] + p : kPaddingRow);
@@ -211,7 +213,7 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
 }
 
 JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, DpPadding mode,
-                            bool gatherv_env, CpLayout cp) {
+                            bool gatherv_env, CpLayout cp, AttentionPad pad) {
   // Under DP attention prepare_mlp_sync_batch ceil-aligns every entry to
   // attn_tp; MAX_LEN then gives each slot the longest entry, SUM_LEN lays
   // the entries end to end (the unaligned starts are a fault's).
@@ -228,6 +230,8 @@ JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, 
   for (int d = 0; d < dp; ++d) {
     JudgeDpBuffer::Entry e;
     e.tokens = n[d];
+    // _pad_inputs_to_size: a padded local batch is the longest aligned entry.
+    e.held = pad == AttentionPad::kDpBuffer ? longest : n[d];
     e.rows = max_len ? longest : dp > 1 ? roundUpTo(n[d], atp) : n[d];
     e.start = max_len ? d * longest : at;
     e.start_unaligned = max_len ? d * longest_raw : at_raw;
@@ -252,13 +256,13 @@ JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, 
 
 JudgeLane::JudgeLane(const Case& c, const JudgeGroups& groups, const std::vector<int>& n,
                      const std::vector<int>& first, DpPadding padding, CpLayout cp,
-                     LocalSplit split)
-    : rows(groups, n, first, padding, cp, split),
+                     LocalSplit split, AttentionPad pad)
+    : rows(groups, n, first, padding, cp, split, pad),
       other_rows(groups, n, first,
-                 padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, cp,
-                 split),
-      dp_plan(judgeDpBuffer(c.config, n, padding, c.flags.dp_gatherv, cp)),
-      dp_other(judgeDpBuffer(c.config, n, other_rows.padding(), c.flags.dp_gatherv, cp)) {}
+                 padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, cp, split,
+                 pad),
+      dp_plan(judgeDpBuffer(c.config, n, padding, c.flags.dp_gatherv, cp, pad)),
+      dp_other(judgeDpBuffer(c.config, n, other_rows.padding(), c.flags.dp_gatherv, cp, pad)) {}
 
 const JudgeDpBuffer* JudgeLane::dpOfFullRows(int full_rows) const {
   if (dp_plan.rows == full_rows) return &dp_plan;
@@ -273,7 +277,7 @@ std::vector<JudgeLane> judgeLanes(const Case& c, const JudgeGroups& groups, cons
   for (size_t d = 1; d < n.size(); ++d) first[d] = first[d - 1] + n[d - 1];
   std::vector<JudgeLane> lanes;
   lanes.reserve(3);
-  lanes.emplace_back(c, groups, n, first, g.padding, g.cp_layout, g.local_split);
+  lanes.emplace_back(c, groups, n, first, g.padding, g.cp_layout, g.local_split, g.attention_pad);
   if (split.empty()) return lanes;
   // Two-batch overlap: half A is each shard's first split[d] tokens, half B
   // the rest; both keep the batch's token ids.
@@ -282,8 +286,8 @@ std::vector<JudgeLane> judgeLanes(const Case& c, const JudgeGroups& groups, cons
     b[d] = n[d] - split[d];
     first_b[d] = first[d] + split[d];
   }
-  lanes.emplace_back(c, groups, a, first, g.padding, g.cp_layout, g.local_split);
-  lanes.emplace_back(c, groups, b, first_b, g.padding, g.cp_layout, g.local_split);
+  lanes.emplace_back(c, groups, a, first, g.padding, g.cp_layout, g.local_split, g.attention_pad);
+  lanes.emplace_back(c, groups, b, first_b, g.padding, g.cp_layout, g.local_split, g.attention_pad);
   return lanes;
 }
 

@@ -56,7 +56,8 @@ std::string_view propertySentence(Property p) {
       return "every op's rows and bytes are the case's (rows from the judges' geometry, hidden "
              "size, bf16)";
     case Property::kPlanGeometry:
-      return "the plan's padding, CP layout, local split, TBO split and stages are those the "
+      return "the plan's padding, CP layout, local split, attention rows, TBO split and stages are "
+             "those the "
              "judges derive from the case";
   }
   return "?";

@@ -22,10 +22,11 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   // Rows and stages from the judges' geometry of the case, never from the
   // plan's fields (property 9 holds those to it), and the rows' tokens and
   // the groups from the judges' own derivation (judge_rows.h), never from
-  // RowMap or Topology: a fault in the planner's padding, CP layout, local
-  // split, TBO split, stages, row contents or groups cannot move the ledger
-  // with it (the DP lowering, lowerDpOp, is still shared). Whether the batch runs split is the
-  // plan's (its ops run on halves); a plan that splits a batch the case does not is property 9's to
+  // RowMap or Topology, and the DP lowering from judge_dp.h, never lowerDpOp:
+  // a fault in the planner's padding, CP layout, local split, attention rows,
+  // TBO split, stages, row contents, groups or DP lowering cannot move the
+  // ledger with it. Whether the batch runs split is the plan's (its ops run on
+  // halves); a plan that splits a batch the case does not is property 9's to
   // report, and its halves are the plan's to replay it at all.
   const JudgeGeometry g = judgeGeometry(plan.source);
   const std::vector<int>& split =

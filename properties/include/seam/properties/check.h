@@ -66,7 +66,7 @@ std::vector<Violation> checkRequestedSnapshots(const Plan& plan, const JudgeGeom
 /// rank, and every collective's bytes are its rows times hidden times 2.
 std::vector<Violation> checkCallSizes(const Plan& plan, const JudgeGeometry& g);
 
-/// Property 9: the plan's padding, CP layout, local split, TBO split and
+/// Property 9: the plan's padding, CP layout, local split, attention rows, TBO split and
 /// stages agree with the judges' geometry; each disagreement names the field.
 std::vector<Violation> checkPlanGeometry(const Plan& plan, const JudgeGeometry& g);
 

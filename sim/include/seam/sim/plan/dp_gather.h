@@ -39,9 +39,11 @@ int dpAlignedTokens(int tokens, int attn_tp);
 class DpGeometry {
  public:
   /// `gatherv_env`: Flags::dp_gatherv (SGLANG_DP_USE_GATHERV); `cp`: the
-  /// plan's CP layout.
+  /// plan's CP layout; `pad`: what the plan's attention rows hold (the same
+  /// in both modes' geometries: a DP op of the other mode meets them as they are).
   DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode,
-             bool gatherv_env = false, CpLayout cp = CpLayout::kReplicated);
+             bool gatherv_env = false, CpLayout cp = CpLayout::kReplicated,
+             AttentionPad pad = AttentionPad::kTokens);
 
   DpPadding mode() const { return mode_; }
   int shards() const { return static_cast<int>(shards_.size()); }
@@ -49,6 +51,9 @@ class DpGeometry {
   int tokens(int d) const { return shards_[d].tokens; }
   /// local_dp_buffer_len of shard d: M (MAX_LEN) or its aligned entry (SUM_LEN).
   int localRows(int d) const { return shards_[d].local; }
+  /// The attention rows shard d's ranks hold (rows.h's AttentionPad): B_d,
+  /// or under kDpBuffer the longest aligned entry (MAX_LEN's local rows).
+  int attentionRows(int d) const { return shards_[d].attention; }
   /// First row of shard d's slot in the gathered buffer.
   int slot(int d) const { return shards_[d].slot; }
   /// Where slot d would start without the alignment (the raw counts): a
@@ -77,7 +82,7 @@ class DpGeometry {
 
  private:
   struct Shard {
-    int tokens, local, slot, raw_slot;
+    int tokens, local, slot, raw_slot, attention;
     int cp_rows;  ///< rows per CP shard; 0: not CP-sharded
   };
   std::vector<Shard> shards_;
@@ -91,13 +96,13 @@ class DpGeometry {
 /// The steps a DP op lowers to. Each acts on one buffer in flight (`buf`);
 /// the all-reduce path also keeps the local rows aside (`local`).
 enum class DpStepKind : std::uint8_t {
-  kPadLocal,   ///< buf: the B_d attention rows padded to local_dp_buffer_len with computed pad rows
-  kZeroLocal,  ///< buf := 0 (replicate gather, attention-TP rank != 0: local_tokens.fill_(0))
+  kPadLocal,    ///< buf: the attention rows padded to local_dp_buffer_len with computed pad rows
+  kZeroLocal,   ///< buf := 0 (replicate gather, attention-TP rank != 0: local_tokens.fill_(0))
   kZeroGlobal,  ///< local := buf; buf := the zeroed gathered buffer (global_tokens.fill_(0))
   kWriteSlot,   ///< buf[offset, offset + rows_in) := local (a writer's memcpy into its slot)
   kReadSlot,    ///< buf := buf[offset, offset + rows_out) (dp_scatter's memcpy, or the narrow after
                 ///< an AR)
-  kTrim,        ///< buf := its first rows_out rows: the tokens, without the pad rows
+  kTrim,        ///< buf := its first rows_out rows: the attention rows, without the pad rows
   kReduceScatter,  ///< reduce_scatter_tensor over the axis: member k keeps chunk k of the sum
   kAllGather,      ///< all_gather_into_tensor over the axis: the members' bufs in group order
   kAllReduce,      ///< all_reduce over the axis
@@ -196,7 +201,7 @@ class DpLayouts {
   /// `plan_mode`: the plan's resolved padding, preferred when both modes
   /// have the same number of rows (then their layouts are the same too).
   DpLayouts(const ParallelConfig& config, const Batch& batch, DpPadding plan_mode, bool gatherv_env,
-            CpLayout cp);
+            CpLayout cp, AttentionPad pad = AttentionPad::kTokens);
   const DpGeometry& of(DpPadding mode) const {
     return mode == DpPadding::kMaxLen ? max_len_ : sum_len_;
   }

@@ -25,7 +25,8 @@ struct LaneRows {
   /// of each DP shard's first row (nullptr: the batch's own numbering), as
   /// RowMap takes it.
   LaneRows(const Topology& topo, const Case& c, DpPadding padding, CpLayout cp_layout,
-           LocalSplit local_split, const Batch& batch, const std::vector<int>* first_tokens);
+           LocalSplit local_split, AttentionPad pad, const Batch& batch,
+           const std::vector<int>* first_tokens);
 
   RowMap rows;        ///< every layout, full rows in the plan's padding mode
   RowMap other_rows;  ///< full rows in the other mode (a plan may read either)
@@ -46,11 +47,11 @@ struct LaneRows {
 /// The lanes of `plan`: the batch, then, when the plan splits it
 /// (plan.tbo_split set), its halves A and B.
 std::vector<LaneRows> laneRowsOf(const Plan& plan, const Topology& topo);
-/// The lanes of case `c` under the given padding, CP layout, local split and
-/// TBO split (empty: the batch runs whole).
+/// The lanes of case `c` under the given padding, CP layout, local split,
+/// attention rows and TBO split (empty: the batch runs whole).
 std::vector<LaneRows> laneRowsOf(const Case& c, DpPadding padding, CpLayout cp_layout,
-                                 LocalSplit local_split, const std::vector<int>& tbo_split,
-                                 const Topology& topo);
+                                 LocalSplit local_split, AttentionPad pad,
+                                 const std::vector<int>& tbo_split, const Topology& topo);
 
 /// Where a TBO half's attention rows lie inside the batch's on one rank:
 /// child A holds rows [0, split) of each shard's attention rows, B the rest.

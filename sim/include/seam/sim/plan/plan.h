@@ -248,6 +248,9 @@ struct Plan {
   /// How attention rows split into local rows: every executor builds its
   /// RowMap with it (LayerNorm SP: SGLang's padded equal shards).
   LocalSplit local_split = LocalSplit::kTensorSplit;
+  /// What the attention rows hold: the tokens, or (DP attention under
+  /// MAX_LEN) the padded local DP buffer; every executor builds its RowMap with it.
+  AttentionPad attention_pad = AttentionPad::kTokens;
   std::vector<StageInfo> stages;  ///< stack 0 stages, then stack 1 (MTP)
   std::vector<Boundary> boundaries;
   std::vector<std::vector<Op>> ranks;  ///< ops per rank

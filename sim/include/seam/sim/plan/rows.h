@@ -84,15 +84,26 @@ enum class LocalSplit : std::uint8_t {
   /// holds rows [i*c, (i+1)*c), the positions past the shard's M tokens
   /// padding. LayerNorm SP's shard_token_rows (layers/layernorm_sp.py) pads
   /// to ceil_align(M, attn_tp), and prepare_mlp_sync_batch pads the local
-  /// batch to the aligned entry, so c = ceil(M / attn_tp). (Under DP
-  /// attention with MAX_LEN the engine pads every shard to the longest entry;
-  /// seam's attention rows stay the shard's tokens, so its chunks stop at the
-  /// last one holding a token: the rows past them are padding only.) The
+  /// batch to the aligned entry, so c = ceil(M / attn_tp), M the attention
+  /// rows (under AttentionPad::kDpBuffer the longest aligned entry). The
   /// attention-TP collectives move equal chunks: the all-gather narrows its
   /// attn_tp * c rows to M, the reduce-scatter pads its M rows to attn_tp * c
   /// (replay.h).
   kPaddedEqual,
 };
+/// What a DP shard's attention rows hold (with CpLayout::kReplicated; a
+/// CP-sharded shard holds its CP shard either way).
+enum class AttentionPad : std::uint8_t {
+  /// The shard's tokens.
+  kTokens,
+  /// prepare_mlp_sync_batch's padded local batch (DP attention under
+  /// MAX_LEN): _pad_inputs_to_size pads the inputs to the shard's entry of
+  /// the padded global_num_tokens, the longest entry aligned to attn_tp, so
+  /// the whole forward runs on local_dp_buffer_len rows: the tokens, then
+  /// padding rows (computed from input id 0).
+  kDpBuffer,
+};
+
 /// Local rows per rank of a shard of `tokens` under kPaddedEqual: ceil(tokens / parts).
 inline int paddedLocalRows(int tokens, int parts) { return (tokens + parts - 1) / parts; }
 
@@ -102,16 +113,18 @@ class RowMap {
  public:
   /// `first_tokens`: the token id of each DP shard's first row (default: the
   /// shards numbered in order); a TBO half keeps the whole batch's ids (tbo.h).
-  /// `local`: how attention rows split into local rows (kPaddedEqual only with kReplicated).
+  /// `local`: how attention rows split into local rows (kPaddedEqual only with
+  /// kReplicated); `pad`: what the attention rows hold (kDpBuffer only with kReplicated).
   RowMap(const Topology& topology, const Batch& batch, DpPadding padding,
          CpLayout cp = CpLayout::kReplicated, const std::vector<int>* first_tokens = nullptr,
-         LocalSplit local = LocalSplit::kTensorSplit);
+         LocalSplit local = LocalSplit::kTensorSplit, AttentionPad pad = AttentionPad::kTokens);
 
   const std::vector<int>& tokens(RowKind kind, int rank) const {
     return rows_[static_cast<int>(kind)][rank];
   }
   int count(RowKind kind, int rank) const { return static_cast<int>(tokens(kind, rank).size()); }
-  /// Tokens of the rank's DP shard (its attention rows).
+  /// Rows of the rank's attention rows (its DP shard's tokens, with
+  /// AttentionPad::kDpBuffer their padding too).
   int shardTokens(int rank) const { return count(RowKind::kAttention, rank); }
   int totalTokens() const { return total_tokens_; }
   DpPadding padding() const { return padding_; }
@@ -145,7 +158,8 @@ class RowMap {
 class RowCounts {
  public:
   RowCounts(const ParallelConfig& config, const Batch& batch, DpPadding padding,
-            CpLayout cp = CpLayout::kReplicated, LocalSplit local = LocalSplit::kTensorSplit);
+            CpLayout cp = CpLayout::kReplicated, LocalSplit local = LocalSplit::kTensorSplit,
+            AttentionPad pad = AttentionPad::kTokens);
   int count(RowKind kind, int rank) const {
     return counts_[static_cast<size_t>(rank) * kRowKindCount + static_cast<int>(kind)];
   }
@@ -165,5 +179,10 @@ class RowCounts {
 /// hybrid-SSM model with an idle DP rank always gets MAX_LEN
 /// (dp.max_len_with_idle, reference §4.3).
 DpPadding resolvePadding(const Case& c);
+
+/// What the case's attention rows hold: kDpBuffer under DP attention with
+/// MAX_LEN on a batch not CP-sharded, kTokens otherwise. Two-batch overlap
+/// keeps kTokens (its halves' own padding, tbo_padded_len, is not modelled).
+AttentionPad resolveAttentionPad(const Case& c, DpPadding padding, CpLayout cp);
 
 }  // namespace seam

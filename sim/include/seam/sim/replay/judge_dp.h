@@ -26,7 +26,9 @@ struct JudgeDpBuffer {
     int rows = 0;    ///< local_dp_buffer_len: B_d aligned to attn_tp, or the longest (MAX_LEN)
     int start = 0;   ///< first row of the shard's slot
     int start_unaligned = 0;  ///< where the slot starts counted from raw tokens (a DpFault)
-    int cp_rows = 0;          ///< a CP-sharded shard: rows of each CP shard; else 0
+    int held = 0;  ///< the attention rows the shard's ranks hold: B_d, or (AttentionPad::kDpBuffer)
+                   ///< the longest aligned entry
+    int cp_rows = 0;                       ///< a CP-sharded shard: rows of each CP shard; else 0
     std::vector<int> cp_tokens, cp_start;  ///< per CP rank: token rows, first row in the slot
   };
   DpPadding mode = DpPadding::kMaxLen;
@@ -36,9 +38,12 @@ struct JudgeDpBuffer {
 };
 
 /// The buffer of a batch of `n` tokens per DP shard in padding `mode`;
-/// `gatherv_env`: SGLANG_DP_USE_GATHERV; `cp`: the judged CP layout.
+/// `gatherv_env`: SGLANG_DP_USE_GATHERV; `cp`: the judged CP layout; `pad`:
+/// what the attention rows hold (the same whatever `mode`: a DP op of the
+/// other mode meets them as they are).
 JudgeDpBuffer judgeDpBuffer(const ParallelConfig& config, const std::vector<int>& n, DpPadding mode,
-                            bool gatherv_env, CpLayout cp);
+                            bool gatherv_env, CpLayout cp,
+                            AttentionPad pad = AttentionPad::kTokens);
 
 /// The steps rank (attention TP position i, CP position c, DP shard d) runs
 /// for DP op `op` on buffer `b`, each row `row_bytes` long, honouring the

@@ -45,6 +45,8 @@ struct JudgeGeometry {
   DpPadding padding = DpPadding::kMaxLen;
   CpLayout cp_layout = CpLayout::kReplicated;
   LocalSplit local_split = LocalSplit::kTensorSplit;
+  /// Whether the attention rows are the padded local DP buffer (MAX_LEN).
+  AttentionPad attention_pad = AttentionPad::kTokens;
   /// The split the engine's TBO computes for each DP shard (child A's tokens);
   /// filled whenever the case asks for TBO (whether a plan runs split is the
   /// planner's range decision; a plan that runs split must split here).
@@ -74,7 +76,8 @@ struct GeometryDisagreement {
   std::string field;
   std::string detail;
 };
-/// The plan's padding, cp_layout, local_split, tbo_split and stages against `g`.
+/// The plan's padding, cp_layout, local_split, attention_pad, tbo_split and
+/// stages against `g`.
 std::vector<GeometryDisagreement> planGeometryDisagreements(const Plan& plan,
                                                             const JudgeGeometry& g);
 

@@ -68,7 +68,8 @@ class JudgeTokens {
   /// `shard_tokens`: the tokens of each DP shard in this batch; `first_id`:
   /// the id of each DP shard's first token (a TBO half keeps the batch's ids).
   JudgeTokens(const JudgeGroups& groups, const std::vector<int>& shard_tokens,
-              const std::vector<int>& first_id, DpPadding padding, CpLayout cp, LocalSplit split);
+              const std::vector<int>& first_id, DpPadding padding, CpLayout cp, LocalSplit split,
+              AttentionPad pad);
 
   const std::vector<int>& tokens(RowKind kind, int rank) const {
     return rows_[static_cast<int>(kind)][rank];
@@ -100,7 +101,8 @@ class JudgeTokens {
 /// padding modes (a plan may read either) and the DP buffers the lowering uses.
 struct JudgeLane {
   JudgeLane(const Case& c, const JudgeGroups& groups, const std::vector<int>& shard_tokens,
-            const std::vector<int>& first_id, DpPadding padding, CpLayout cp, LocalSplit split);
+            const std::vector<int>& first_id, DpPadding padding, CpLayout cp, LocalSplit split,
+            AttentionPad pad);
   JudgeTokens rows;
   JudgeTokens other_rows;
   JudgeDpBuffer dp_plan;   ///< the DP buffer in rows' padding mode
