@@ -230,5 +230,35 @@ TEST(TrainingRecordings, AMalformedEntryIsRefusedNamingFileAndEntry) {
       << rec.status().message();
 }
 
+TEST(TrainingRecordings, MegatronSequenceParallelCallsAreOwedWithTheirRecordedSizes) {
+  // --layout megatron --tp 2 --docs 8: 4 tokens per rank under SP, bf16,
+  // hidden 2688. By hand from Megatron-LM @d98e8a6: the embedding's output
+  // reduce-scattered to the sequence (mappings.py
+  // _ReduceScatterToSequenceParallelRegion: reduce_scatter_tensor, input 8
+  // tokens, output 4); layer 0's norm output gathered back
+  // (_GatherFromSequenceParallelRegion: all_gather_into_tensor, 4 -> 8).
+  CaseSpec spec;
+  spec.family = "training";
+  spec.layout = "megatron";
+  spec.model = "nemotron-3-nano";
+  spec.tp = 2;
+  spec.docs = "8";
+  auto c = buildTrainingCase(spec);
+  ASSERT_TRUE(c) << c.status().message();
+  auto megatron = buildTrainingPlan(*c);
+  ASSERT_TRUE(megatron) << megatron.status().message();
+  const std::vector<OwedCall> owed = owedTrainingCalls(*megatron, 0, 1);
+  ASSERT_GE(owed.size(), 2u);
+  const std::int64_t full = 8 * 2688 * 2, shard = full / 2;
+  EXPECT_EQ(owed[0].kind, CallKind::kReduceScatter);
+  EXPECT_EQ(owed[0].in_size, full);
+  EXPECT_EQ(owed[0].out_size, shard);
+  EXPECT_EQ(owed[1].kind, CallKind::kAllGather);
+  EXPECT_EQ(owed[1].in_size, shard);
+  EXPECT_EQ(owed[1].out_size, full);
+  EXPECT_TRUE(owed[1].bytes && owed[1].in_known && owed[1].out_known);
+  EXPECT_EQ(owed[0].group, owed[1].group);  // both over tp [0, 1]
+}
+
 }  // namespace
 }  // namespace seam::recordings
