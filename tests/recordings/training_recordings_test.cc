@@ -230,6 +230,42 @@ TEST(TrainingRecordings, AMalformedEntryIsRefusedNamingFileAndEntry) {
       << rec.status().message();
 }
 
+TEST(TrainingRecordings, DeepEpExchangesAbsentFromTheDumpAreHiddenNotMissing) {
+  // With ep_comm_backend deepep (models/layers/moe.py _run_deepep_routed_experts,
+  // distributed/deepep.py @559b447) the tokens move through DeepEP's own
+  // buffers: no ProcessGroupNCCL call, so the Flight Recorder holds none of
+  // the EP exchanges (nor the counts all-to-all, which DeepEP does not make).
+  const std::string dir = planted("deepep", [](json& d, int) {
+    const json ep = pgOf(d, "ep");
+    json& entries = d["entries"];
+    json kept = json::array();
+    for (const json& e : entries)
+      if (e["process_group"] != ep) kept.push_back(e);
+    entries = kept;
+  });
+  CaseSpec spec;
+  spec.family = "training";
+  spec.layout = "primerl";
+  spec.model = "nemotron-3-nano";
+  spec.dp = spec.cp = spec.ep = 2;
+  spec.docs = "8";
+  spec.ep_backend = "deepep";
+  auto c = buildTrainingCase(spec);
+  ASSERT_TRUE(c) << c.status().message();
+  auto deepep = buildTrainingPlan(*c);
+  ASSERT_TRUE(deepep) << deepep.status().message();
+  auto rec = readRecording(dir);
+  ASSERT_TRUE(rec) << rec.status().message();
+  auto v = judgeTrainingRecording(*rec, *deepep, 1);
+  ASSERT_TRUE(v) << v.status().message();
+  EXPECT_TRUE(v->findings.empty());
+  EXPECT_EQ(v->explained, v->calls);
+  // 23 MoE layers x (dispatch, combine) x (forward, recompute, backward) on 4 ranks.
+  EXPECT_EQ(v->hidden[static_cast<int>(Route::kDeepEp)], 4 * 23 * 6);
+  ASSERT_EQ(v->partial.size(), 1u);
+  EXPECT_NE(v->partial[0].what.find("DeepEP"), std::string::npos) << v->partial[0].what;
+}
+
 TEST(TrainingRecordings, MegatronSequenceParallelCallsAreOwedWithTheirRecordedSizes) {
   // --layout megatron --tp 2 --docs 8: 4 tokens per rank under SP, bf16,
   // hidden 2688. By hand from Megatron-LM @d98e8a6: the embedding's output
