@@ -29,26 +29,31 @@ const std::string kCorrect =
     std::string(SEAM_SOURCE_DIR) + "/tests/data/recordings/training/correct";
 constexpr int kWorld = 4;
 
-/// The case the dumps record: --layout primerl --model nemotron-3-nano --dp 2 --cp 2 --ep 2
-/// --docs 8.
-TrainingPlan stepPlan() {
+/// The training plan of nemotron-3-nano with --docs 8 under `layout` and
+/// the sizes given (a case spec's other fields at their defaults).
+TrainingPlan nanoPlan(const std::string& layout, int dp, int cp, int ep, int tp,
+                      const std::string& ep_backend = "torch") {
   CaseSpec spec;
   spec.family = "training";
-  spec.layout = "primerl";
+  spec.layout = layout;
   spec.model = "nemotron-3-nano";
-  spec.dp = 2;
-  spec.cp = 2;
-  spec.ep = 2;
+  spec.dp = dp;
+  spec.cp = cp;
+  spec.ep = ep;
+  spec.tp = tp;
   spec.docs = "8";
+  spec.ep_backend = ep_backend;
   auto c = buildTrainingCase(spec);
   EXPECT_TRUE(c) << c.status().message();
-  auto plan = buildTrainingPlan(*c);
+  auto plan = c ? buildTrainingPlan(*c) : Expected<TrainingPlan>(c.status());
   EXPECT_TRUE(plan) << plan.status().message();
-  return *plan;
+  return plan ? *plan : TrainingPlan{};
 }
 
+/// The case the dumps record: --layout primerl --model nemotron-3-nano --dp 2 --cp 2 --ep 2
+/// --docs 8.
 const TrainingPlan& plan() {
-  static const TrainingPlan p = stepPlan();
+  static const TrainingPlan p = nanoPlan("primerl", 2, 2, 2, 1);
   return p;
 }
 
@@ -243,20 +248,11 @@ TEST(TrainingRecordings, DeepEpExchangesAbsentFromTheDumpAreHiddenNotMissing) {
       if (e["process_group"] != ep) kept.push_back(e);
     entries = kept;
   });
-  CaseSpec spec;
-  spec.family = "training";
-  spec.layout = "primerl";
-  spec.model = "nemotron-3-nano";
-  spec.dp = spec.cp = spec.ep = 2;
-  spec.docs = "8";
-  spec.ep_backend = "deepep";
-  auto c = buildTrainingCase(spec);
-  ASSERT_TRUE(c) << c.status().message();
-  auto deepep = buildTrainingPlan(*c);
-  ASSERT_TRUE(deepep) << deepep.status().message();
+  const TrainingPlan deepep = nanoPlan("primerl", 2, 2, 2, 1, "deepep");
+  ASSERT_EQ(deepep.world(), kWorld);
   auto rec = readRecording(dir);
   ASSERT_TRUE(rec) << rec.status().message();
-  auto v = judgeTrainingRecording(*rec, *deepep, 1);
+  auto v = judgeTrainingRecording(*rec, deepep, 1);
   ASSERT_TRUE(v) << v.status().message();
   EXPECT_TRUE(v->findings.empty());
   EXPECT_EQ(v->explained, v->calls);
@@ -273,17 +269,9 @@ TEST(TrainingRecordings, MegatronSequenceParallelCallsAreOwedWithTheirRecordedSi
   // _ReduceScatterToSequenceParallelRegion: reduce_scatter_tensor, input 8
   // tokens, output 4); layer 0's norm output gathered back
   // (_GatherFromSequenceParallelRegion: all_gather_into_tensor, 4 -> 8).
-  CaseSpec spec;
-  spec.family = "training";
-  spec.layout = "megatron";
-  spec.model = "nemotron-3-nano";
-  spec.tp = 2;
-  spec.docs = "8";
-  auto c = buildTrainingCase(spec);
-  ASSERT_TRUE(c) << c.status().message();
-  auto megatron = buildTrainingPlan(*c);
-  ASSERT_TRUE(megatron) << megatron.status().message();
-  const std::vector<OwedCall> owed = owedTrainingCalls(*megatron, 0, 1);
+  const TrainingPlan megatron = nanoPlan("megatron", 1, 1, 1, 2);
+  ASSERT_EQ(megatron.world(), 2);
+  const std::vector<OwedCall> owed = owedTrainingCalls(megatron, 0, 1);
   ASSERT_GE(owed.size(), 2u);
   const std::int64_t full = 8 * 2688 * 2, shard = full / 2;
   EXPECT_EQ(owed[0].kind, CallKind::kReduceScatter);
