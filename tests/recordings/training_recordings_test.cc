@@ -6,6 +6,7 @@
 // added on every rank, a reduce-scatter over another group of the same size,
 // a combine dropped. Malformed input is refused with one line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <system_error>
 
 #include "seam/recordings/alignment.h"
 #include "seam/recordings/recording.h"
@@ -96,19 +98,33 @@ void renumber(json& dump) {
   }
 }
 
-/// A copy of the correct dumps with `edit` applied on every rank, in a fresh folder.
-std::string planted(const std::string& name, const std::function<void(json&, int)>& edit) {
-  const fs::path dir = fs::temp_directory_path() / ("seam_training_rec_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (int r = 0; r < kWorld; ++r) {
-    json dump = readDump(r);
-    edit(dump, r);
-    renumber(dump);
-    std::ofstream(dir / ("nccl_trace_rank_" + std::to_string(r))) << dump.dump();
+/// A copy of the correct dumps with `edit` applied on every rank, in a
+/// folder of this process's own, removed when it goes out of scope.
+class Planted {
+ public:
+  Planted(const std::string& name, const std::function<void(json&, int)>& edit)
+      : dir_(fs::temp_directory_path() /
+             ("seam_training_rec_" + std::to_string(::getpid()) + "_" + name)) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (int r = 0; r < kWorld; ++r) {
+      json dump = readDump(r);
+      edit(dump, r);
+      renumber(dump);
+      std::ofstream(dir_ / ("nccl_trace_rank_" + std::to_string(r))) << dump.dump();
+    }
   }
-  return dir.string();
-}
+  ~Planted() {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  Planted(const Planted&) = delete;
+  Planted& operator=(const Planted&) = delete;
+  std::string path() const { return dir_.string(); }
+
+ private:
+  fs::path dir_;
+};
 
 json frame(const char* fn, const char* file) {
   return json::array({{{"name", fn}, {"filename", file}, {"line", 0}}});
@@ -146,7 +162,7 @@ TEST(TrainingRecordings, HandDerivedPrimeRlStepIsExplainedCallByCall) {
 TEST(TrainingRecordings, AnAllReduceAddedOnEveryRankIsAnExtraCall) {
   // After layer 1's combine (the ep pg's third all-to-all), the MoE output
   // all-reduced again over the EP group: every member agrees, fr_trace passes.
-  const std::string dir = planted("extra_allreduce", [](json& d, int) {
+  const Planted dir("extra_allreduce", [](json& d, int) {
     const std::size_t at = nthOn(d, "ep", "nccl:all_to_all", 3);
     json e = d["entries"][at];
     e["profiling_name"] = "nccl:all_reduce";
@@ -154,7 +170,7 @@ TEST(TrainingRecordings, AnAllReduceAddedOnEveryRankIsAnExtraCall) {
     e["frames"] = frame("forward", "prime_rl/trainer/models/layers/moe.py");
     d["entries"].insert(d["entries"].begin() + static_cast<std::ptrdiff_t>(at) + 1, e);
   });
-  const RecordingVerdict v = judge(dir);
+  const RecordingVerdict v = judge(dir.path());
   ASSERT_FALSE(v.findings.empty());
   const Finding& f = v.findings.front();
   EXPECT_EQ(f.kind, FindingKind::kExtra);
@@ -170,7 +186,7 @@ TEST(TrainingRecordings, AnAllReduceAddedOnEveryRankIsAnExtraCall) {
 TEST(TrainingRecordings, AReduceScatterOverAnotherGroupOfTheSameSizeIsAWrongGroup) {
   // Layer 1's experts' gradient reduce-scattered over the EP group ([0,1])
   // instead of dp_shard_mod_ep ([0,2]): both of size 2.
-  const std::string dir = planted("wrong_group", [](json& d, int) {
+  const Planted dir("wrong_group", [](json& d, int) {
     const json edp = pgOf(d, "dp_shard_mod_ep");
     json& entries = d["entries"];
     std::size_t last = 0;
@@ -182,7 +198,7 @@ TEST(TrainingRecordings, AReduceScatterOverAnotherGroupOfTheSameSizeIsAWrongGrou
     entries[last]["frames"] =
         frame("post_backward", "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py");
   });
-  const RecordingVerdict v = judge(dir);
+  const RecordingVerdict v = judge(dir.path());
   ASSERT_FALSE(v.findings.empty());
   const Finding& f = v.findings.front();
   EXPECT_EQ(f.kind, FindingKind::kWrongGroup);
@@ -194,11 +210,11 @@ TEST(TrainingRecordings, AReduceScatterOverAnotherGroupOfTheSameSizeIsAWrongGrou
 }
 
 TEST(TrainingRecordings, ACombineDroppedOnEveryRankIsAMissingCall) {
-  const std::string dir = planted("dropped_combine", [](json& d, int) {
+  const Planted dir("dropped_combine", [](json& d, int) {
     d["entries"].erase(d["entries"].begin() +
                        static_cast<std::ptrdiff_t>(nthOn(d, "ep", "nccl:all_to_all", 3)));
   });
-  const RecordingVerdict v = judge(dir);
+  const RecordingVerdict v = judge(dir.path());
   ASSERT_EQ(v.findings.size(), 4u);
   const Finding& f = v.findings.front();
   EXPECT_EQ(f.kind, FindingKind::kMissing);
@@ -209,11 +225,11 @@ TEST(TrainingRecordings, ACombineDroppedOnEveryRankIsAMissingCall) {
 }
 
 TEST(TrainingRecordings, AGroupNoPlanGroupFitsIsRefusedNamingIt) {
-  const std::string dir = planted("foreign_group", [](json& d, int r) {
+  const Planted dir("foreign_group", [](json& d, int r) {
     for (auto& [name, pg] : d["pg_config"].items())
       if (pg["desc"] == "dp_shard_mod_ep") pg["ranks"] = r % 2 == 0 ? "[0, 3]" : "[1, 2]";
   });
-  auto rec = readRecording(dir);
+  auto rec = readRecording(dir.path());
   ASSERT_TRUE(rec) << rec.status().message();
   auto v = judgeTrainingRecording(*rec, plan(), 1);
   ASSERT_FALSE(v);
@@ -225,10 +241,10 @@ TEST(TrainingRecordings, AGroupNoPlanGroupFitsIsRefusedNamingIt) {
 }
 
 TEST(TrainingRecordings, AMalformedEntryIsRefusedNamingFileAndEntry) {
-  const std::string dir = planted("malformed", [](json& d, int r) {
+  const Planted dir("malformed", [](json& d, int r) {
     if (r == 2) d["entries"][500]["input_sizes"] = "4x2688";
   });
-  auto rec = readRecording(dir);
+  auto rec = readRecording(dir.path());
   ASSERT_FALSE(rec);
   EXPECT_NE(rec.status().message().find("nccl_trace_rank_2\", entry 500: \"input_sizes\""),
             std::string::npos)
@@ -240,7 +256,7 @@ TEST(TrainingRecordings, DeepEpExchangesAbsentFromTheDumpAreHiddenNotMissing) {
   // distributed/deepep.py @559b447) the tokens move through DeepEP's own
   // buffers: no ProcessGroupNCCL call, so the Flight Recorder holds none of
   // the EP exchanges (nor the counts all-to-all, which DeepEP does not make).
-  const std::string dir = planted("deepep", [](json& d, int) {
+  const Planted dir("deepep", [](json& d, int) {
     const json ep = pgOf(d, "ep");
     json& entries = d["entries"];
     json kept = json::array();
@@ -250,7 +266,7 @@ TEST(TrainingRecordings, DeepEpExchangesAbsentFromTheDumpAreHiddenNotMissing) {
   });
   const TrainingPlan deepep = nanoPlan("primerl", 2, 2, 2, 1, "deepep");
   ASSERT_EQ(deepep.world(), kWorld);
-  auto rec = readRecording(dir);
+  auto rec = readRecording(dir.path());
   ASSERT_TRUE(rec) << rec.status().message();
   auto v = judgeTrainingRecording(*rec, deepep, 1);
   ASSERT_TRUE(v) << v.status().message();
