@@ -3,6 +3,7 @@
 #include "command.h"
 #include "seam/properties/check.h"
 #include "seam/recordings/alignment.h"
+#include "seam/sim/training/training_ledger.h"
 
 namespace seam::tools {
 
@@ -21,10 +22,15 @@ Status recordingOptionsNeedPath(const CLI::App& sub, const RecordingOptions& r) 
   return Status::ok();
 }
 
-Status recordingApplies(const CaseOptions& o, const RecordingOptions& r) {
+Status recordingApplies(const CaseOptions& o, const RecordingOptions& r, bool training_ok) {
   if (!o.trace.empty()) return Status::invalid("--recording and --trace: give one");
-  if (o.family == "training")
-    return Status::invalid("--recording: the training family is not modelled for recordings yet");
+  if (isTraining(o) && !training_ok)
+    return Status::invalid(
+        "--recording: seam diff compares serving policies; judge a training recording with "
+        "seam check --family training ... --recording");
+  if (isTraining(o) && r.custom_all_reduce != "on")
+    return Status::invalid(
+        "--custom-all-reduce is SGLang's; it does not apply to --family training");
   if (r.passes < 1 || r.passes > kMaxPasses)
     return Status::invalid("--passes " + std::to_string(r.passes) + " is out of range (1.." +
                            std::to_string(kMaxPasses) + ")");
@@ -63,6 +69,53 @@ std::string summary(const recordings::Recording& rec) {
   return out;
 }
 
+/// Reads the recording; `summary_only` (seam import): prints what it holds.
+Expected<recordings::Recording> readOrSummarise(const std::string& path, bool summary_only) {
+  auto rec = recordings::readRecording(path);
+  if (rec && summary_only) std::cout << summary(*rec);
+  return rec;
+}
+
+/// Prints the recording's verdict beside the plan's own (text, or one JSON
+/// object with "plan_holds") and returns the exit code: 0 only when both hold.
+int printVerdict(const recordings::Recording& rec, const recordings::RecordingVerdict& v,
+                 const std::string& reproduce, bool plan_holds, const std::string& plan_label,
+                 bool json) {
+  const int code = v.holds() && plan_holds ? kExitOk : kExitPropertyFailed;
+  if (json) {
+    std::string text = recordings::recordingVerdictJson(rec, v, reproduce);
+    text.insert(text.rfind('}'), std::string(",\"plan_holds\":") + (plan_holds ? "true" : "false"));
+    std::cout << text;
+    return code;
+  }
+  std::cout << recordings::renderRecordingVerdict(rec, v, reproduce);
+  std::cout << "plan (" << plan_label << "): "
+            << (plan_holds ? "all properties hold"
+                           : "a property fails on the plan itself; seam check without "
+                             "--recording says where")
+            << "\n";
+  return code;
+}
+
+/// The training branch of checkRecording: the training plan's calls owed,
+/// the recording judged against them, the plan's own ledger beside it.
+int checkTrainingRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only,
+                           bool json) {
+  auto tc = buildTrainingCase(o);
+  if (!tc) return fail(tc.status());
+  auto plan = buildTrainingPlan(*tc);
+  if (!plan) return fail(plan.status());
+  auto rec = readOrSummarise(r.path, summary_only);
+  if (!rec) return fail(rec.status());
+  if (summary_only) return kExitOk;
+  auto verdict = recordings::judgeTrainingRecording(*rec, *plan, r.passes);
+  if (!verdict) return fail(verdict.status());
+  std::string reproduce = reproduceTrainingCommand(*tc) + " --recording " + r.path;
+  if (r.passes != 1) reproduce += " --passes " + std::to_string(r.passes);
+  return printVerdict(*rec, *verdict, reproduce, checkTrainingPlan(*plan).holds(),
+                      "training-" + std::string(layoutName(tc->config.layout)), json);
+}
+
 }  // namespace
 
 void addRecordingOptions(CLI::App* sub, RecordingOptions& r) {
@@ -79,42 +132,26 @@ void addRecordingOptions(CLI::App* sub, RecordingOptions& r) {
 }
 
 int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary_only, bool json) {
-  if (Status s = recordingApplies(o, r); !s) return fail(s);
+  if (Status s = recordingApplies(o, r, true); !s) return fail(s);
+  if (isTraining(o)) return checkTrainingRecording(o, r, summary_only, json);
   auto c = buildCase(o);
   if (!c) return fail(c.status());
   auto plan = buildPolicyPlan(o, *c);
   if (!plan) return fail(plan.status());
-  auto rec = recordings::readRecording(r.path);
+  auto rec = readOrSummarise(r.path, summary_only);
   if (!rec) return fail(rec.status());
-  if (summary_only) {
-    std::cout << summary(*rec);
-    return kExitOk;
-  }
+  if (summary_only) return kExitOk;
   auto verdict = recordings::judgeRecording(*rec, *plan, r.passes, routesOf(r));
   if (!verdict) return fail(verdict.status());
   const std::string reproduce = recordingReproduce(*c, o.policy, o.decision, r);
   Ledger ledger;
   const auto plan_verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
-  const int code = verdict->holds() && plan_verdict.holds() ? kExitOk : kExitPropertyFailed;
-  if (json) {
-    std::string text = recordings::recordingVerdictJson(*rec, *verdict, reproduce);
-    text.insert(text.rfind('}'),
-                std::string(",\"plan_holds\":") + (plan_verdict.holds() ? "true" : "false"));
-    std::cout << text;
-    return code;
-  }
-  std::cout << recordings::renderRecordingVerdict(*rec, *verdict, reproduce);
-  std::cout << "plan (" << o.policy << "): "
-            << (plan_verdict.holds() ? "all properties hold"
-                                     : "a property fails on the plan itself; seam check without "
-                                       "--recording says where")
-            << "\n";
-  return code;
+  return printVerdict(*rec, *verdict, reproduce, plan_verdict.holds(), o.policy, json);
 }
 
 int diffRecording(const CaseOptions& o, const RecordingOptions& r, const Case& c, const Plan& mine,
                   const Plan& other) {
-  if (Status s = recordingApplies(o, r); !s) return fail(s);
+  if (Status s = recordingApplies(o, r, false); !s) return fail(s);
   auto rec = recordings::readRecording(r.path);
   if (!rec) return fail(rec.status());
   recordings::SideVerdict side[2];

@@ -30,8 +30,9 @@ int checkRecording(const CaseOptions& o, const RecordingOptions& r, bool summary
 /// Refuses --passes or --custom-all-reduce given without --recording.
 Status recordingOptionsNeedPath(const CLI::App& sub, const RecordingOptions& r);
 
-/// Why the recording options do not apply to the case options, or ok.
-Status recordingApplies(const CaseOptions& o, const RecordingOptions& r);
+/// Why the recording options do not apply to the case options, or ok;
+/// `training_ok`: whether the command judges training recordings.
+Status recordingApplies(const CaseOptions& o, const RecordingOptions& r, bool training_ok);
 
 /// `seam diff CASE --recording PATH`: the recording judged against `mine`
 /// (--policy's plan, with any --decision) and `other` (--against's), and

@@ -6,37 +6,13 @@
 #include <iterator>
 #include <optional>
 
-#include "seam/recordings/alignment.h"
+#include "align_core.h"
 #include "seam/sim/plan/dp_gather.h"
 #include "seam/sim/plan/tbo.h"
 
 namespace seam::recordings {
 
 namespace {
-
-std::optional<CallKind> callKindOf(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllReduce:
-    case OpKind::kArAddNorm:
-      return CallKind::kAllReduce;
-    case OpKind::kReduceScatter:
-      return CallKind::kReduceScatter;
-    case OpKind::kAllGather:
-      return CallKind::kAllGather;
-    case OpKind::kAllGatherv:
-      return CallKind::kAllGatherv;
-    case OpKind::kReduceScatterv:
-      return CallKind::kReduceScatterv;
-    case OpKind::kAllToAll:
-      return CallKind::kAllToAll;
-    case OpKind::kSend:
-      return CallKind::kSend;
-    case OpKind::kRecv:
-      return CallKind::kRecv;
-    default:
-      return std::nullopt;
-  }
-}
 
 /// SGLang's custom all-reduce (distributed/device_communicators/
 /// custom_all_reduce.py `CustomAllreduce`, `should_custom_ar`): groups of
@@ -80,14 +56,16 @@ void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
   OwedCall c;
   c.kind = *kind;
   c.axis = op.axis;
-  c.in_elems = op.rows_in.count * h;
-  c.out_elems = op.rows_out.count * h;
-  c.sizes_known = *kind != CallKind::kAllToAll;
+  c.group = op.axis;
+  c.in_size = op.rows_in.count * h;
+  c.out_size = op.rows_out.count * h;
+  // An all-to-all's split depends on the routing, which no recording holds.
+  c.in_known = c.out_known = *kind != CallKind::kAllToAll;
   c.op_index = i;
   c.pass = pass;
   const int me = topo.rankIn(op.groupAxis(), rank);
-  if (*kind == CallKind::kSend) c.peer = me + 1, c.out_elems = c.in_elems;
-  if (*kind == CallKind::kRecv) c.peer = me - 1, c.in_elems = c.out_elems;
+  if (*kind == CallKind::kSend) c.peer = me + 1, c.out_size = c.in_size;
+  if (*kind == CallKind::kRecv) c.peer = me - 1, c.in_size = c.out_size;
   c.route = routeOf(op.kind, c.kind, topo.groupSize(op.groupAxis()), op.rows_in.count * row_bytes,
                     routes);
   out->push_back(c);
@@ -125,8 +103,9 @@ std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes,
         OwedCall c;
         c.kind = *callKindOf(s.opKind());
         c.axis = s.axis;
-        c.in_elems = s.rows_in * h;
-        c.out_elems = s.rows_out * h;
+        c.group = s.axis;
+        c.in_size = s.rows_in * h;
+        c.out_size = s.rows_out * h;
         c.op_index = i;
         c.pass = pass;
         c.route = routeOf(op.kind, c.kind, topo.groupSize(static_cast<Axis>(s.axis)),
@@ -148,6 +127,8 @@ std::string_view routeName(Route route) {
       return "fused all-reduce + add + RMSNorm";
     case Route::kPynccl:
       return "pynccl";
+    case Route::kDeepEp:
+      return "DeepEP";
   }
   return "?";
 }
@@ -168,8 +149,8 @@ std::string describeOwed(const Plan& plan, int rank, const OwedCall& owed) {
   }
   s += " over ";
   s += axisName(static_cast<Axis>(owed.axis));
-  s += ", " + std::to_string(owed.in_elems / h) + " rows in, " +
-       std::to_string(owed.out_elems / h) + " out";
+  s += ", " + std::to_string(owed.in_size / h) + " rows in, " + std::to_string(owed.out_size / h) +
+       " out";
   if (op.phase != Phase::kCompute) {
     const int from = op.phase == Phase::kEntry ? op.stage - 1 : op.stage;
     s += " (boundary " + std::to_string(from) + "->" + std::to_string(from + 1) + ")";

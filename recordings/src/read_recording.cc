@@ -66,6 +66,14 @@ std::string canonicalDtype(const std::string& recorded) {
   return it == kNames.end() ? recorded.substr(0, 40) : it->second;
 }
 
+int dtypeBytes(const std::string& canonical) {
+  static const std::map<std::string, int> kWidths = {
+      {"int8", 1},  {"uint8", 1},  {"fp8e4m3", 1}, {"fp8e5m2", 1}, {"fp16", 2},   {"bf16", 2},
+      {"int32", 4}, {"uint32", 4}, {"fp32", 4},    {"int64", 8},   {"uint64", 8}, {"fp64", 8}};
+  const auto it = kWidths.find(canonical);
+  return it == kWidths.end() ? 0 : it->second;
+}
+
 Expected<Recording> mergeDumps(const std::string& source, std::vector<DumpFile> dumps) {
   Recording rec;
   rec.format = "flight-recorder";

@@ -42,4 +42,8 @@ std::string fileLabel(const char* kind, const std::string& path);
 /// name ("bf16", "fp32", ...); the recorded text when it is neither.
 std::string canonicalDtype(const std::string& recorded);
 
+/// The width in bytes of a canonical dtype ("bf16" 2, "fp32" 4, ...); 0
+/// when the name is none of canonicalDtype's.
+int dtypeBytes(const std::string& canonical);
+
 }  // namespace seam::recordings

@@ -39,10 +39,10 @@ std::string groupLine(const GroupAxes& g) {
     s += g.members[i] < 0 ? std::string("?") : std::to_string(g.members[i]);
   }
   s += g.members.size() > 16 ? ",...] = " : "] = ";
-  if (g.axes.empty()) return s + (g.members.size() == 1 ? "one rank" : "the world") + "\n";
-  for (std::size_t i = 0; i < g.axes.size(); ++i) {
+  if (g.labels.empty()) return s + (g.members.size() == 1 ? "one rank" : "the world") + "\n";
+  for (std::size_t i = 0; i < g.labels.size(); ++i) {
     if (i > 0) s += '|';
-    s += axisName(g.axes[i]);
+    s += g.labels[i];
   }
   return s + "\n";
 }
@@ -129,9 +129,7 @@ std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v
   using nlohmann::json;
   json groups = json::array();
   for (const GroupAxes& g : v.groups) {
-    json axes = json::array();
-    for (Axis a : g.axes) axes.push_back(std::string(axisName(a)));
-    groups.push_back({{"name", g.name}, {"members", g.members}, {"axes", axes}});
+    groups.push_back({{"name", g.name}, {"members", g.members}, {"axes", g.labels}});
   }
   json findings = json::array();
   for (const Finding& f : v.findings) {
@@ -162,7 +160,8 @@ std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v
                     {"hidden",
                      {{"custom_all_reduce", v.hidden[static_cast<int>(Route::kCustomAllReduce)]},
                       {"fused_kernel", v.hidden[static_cast<int>(Route::kFusedKernel)]},
-                      {"pynccl", v.hidden[static_cast<int>(Route::kPynccl)]}}}};
+                      {"pynccl", v.hidden[static_cast<int>(Route::kPynccl)]},
+                      {"deep_ep", v.hidden[static_cast<int>(Route::kDeepEp)]}}}};
   return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

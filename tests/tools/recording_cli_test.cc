@@ -119,4 +119,34 @@ TEST(RecordingCli, AForeignRecordingIsOneLineAndExitTwo) {
   EXPECT_NE(r.err.find("entry 2"), std::string::npos);
 }
 
+const std::string kTraining =
+    "--family training --layout primerl --model nemotron-3-nano --dp 2 --cp 2 --ep 2 --docs 8";
+
+TEST(RecordingCli, ATrainingRecordingIsExplainedAndPartialWhereTheRoutingDecides) {
+  const CliRun r =
+      seam::testing::runSeam("check " + kTraining + " --recording " + kData + "training/correct");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("explained: 3892 of 3892 recorded calls tied to the plan's 3892 owed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("pg 7 (dp_shard_mod_ep) [0,2] = expert_dp"), std::string::npos);
+  EXPECT_NE(r.out.find("partial: 552 calls move rows the routing decides"), std::string::npos);
+  EXPECT_NE(r.out.find("RECORDING PARTIAL"), std::string::npos);
+  EXPECT_NE(r.out.find("plan (training-primerl): all properties hold"), std::string::npos);
+}
+
+TEST(RecordingCli, ATrainingRecordingOfAnotherCaseNamesItsFirstDivergence) {
+  // The same dumps judged as dp 4 x cp 1: cp's all-to-alls are owed by nothing.
+  const CliRun r = seam::testing::runSeam(
+      "check --family training --layout primerl --model nemotron-3-nano --dp 4 --cp 1 --ep 2 "
+      "--docs 8 --recording " +
+      kData + "training/correct");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("first divergence: extra-call on rank 0, pg 3 (cp), seq 1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("reproduce: seam check --family training --layout primerl"),
+            std::string::npos);
+}
+
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "seam/recordings/recording.h"
 #include "seam/sim/plan/plan.h"
+#include "seam/sim/training/training_plan.h"
 
 namespace seam::recordings {
 
@@ -27,8 +28,9 @@ enum class Route : std::uint8_t {
   kCustomAllReduce,  ///< custom all-reduce: a group of 2, 4, 6 or 8 ranks, under 8 MiB
   kFusedKernel,      ///< the fused all-reduce + add + RMSNorm kernel (its own workspace)
   kPynccl,           ///< pynccl (all_gatherv, reduce_scatterv) in a Flight Recorder dump
+  kDeepEp,           ///< PrimeRL's DeepEP dispatch and combine (its own buffers, no NCCL call)
 };
-inline constexpr int kRouteCount = 4;
+inline constexpr int kRouteCount = 5;
 std::string_view routeName(Route route);
 
 /// What the recorded run could route around NCCL.
@@ -41,16 +43,24 @@ struct RecordingRoutes {
 };
 
 /// One collective the plan owes a rank: the plan op (or the step of a DP
-/// op's lowering) that issues it, and the elements it moves.
+/// op's lowering) that issues it, and what it reads and writes: elements
+/// (serving: rows times the hidden size) or bytes (training: the sizes a
+/// TrainingOp carries, compared with a recorded call's elements times its
+/// dtype's width).
 struct OwedCall {
   CallKind kind = CallKind::kOther;
-  std::int8_t axis = kNoAxis;
-  std::int64_t in_elems = 0;
-  std::int64_t out_elems = 0;
-  bool sizes_known = true;  ///< false: an all-to-all, whose split depends on routing
-  int peer = -1;            ///< send/recv: the peer's rank inside the pp group
-  int op_index = 0;         ///< into plan.ranks[rank]
-  int pass = 0;             ///< which repetition of the plan (--passes)
+  std::int8_t axis = kNoAxis;  ///< serving: the owed axis
+  /// The owed group, as the judge numbers them: serving, the axis (the
+  /// rank's group of it); training, an index into the plan's member sets.
+  int group = -1;
+  std::int64_t in_size = 0;
+  std::int64_t out_size = 0;
+  bool bytes = false;     ///< sizes in bytes, not elements
+  bool in_known = true;   ///< false: what it sends depends on the routing (or is unknown)
+  bool out_known = true;  ///< false: what it receives depends on the routing
+  int peer = -1;          ///< send/recv: the peer's rank inside the pp group
+  int op_index = 0;       ///< into plan.ranks[rank]
+  int pass = 0;           ///< which repetition of the plan (--passes)
   Route route = Route::kNccl;
 };
 
@@ -87,7 +97,9 @@ struct Finding {
 struct GroupAxes {
   std::string name;
   std::vector<int> members;
-  std::vector<Axis> axes;  ///< empty: the whole world, or a group of one rank
+  std::vector<Axis> axes;  ///< serving; empty: the whole world, or a group of one rank
+  /// The axes' names (serving and training); empty as `axes` is.
+  std::vector<std::string> labels;
 };
 
 struct RecordingVerdict {
@@ -109,6 +121,25 @@ struct RecordingVerdict {
 /// hidden (partial evidence), not missing.
 Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan, int passes,
                                           const RecordingRoutes& routes = {});
+
+/// The collectives a training plan owes `rank`, `passes` times over: every
+/// TrainingOp with a group of more than one rank, its group the op's own
+/// member ranks, its sizes in bytes as the op carries them (all-gather: the
+/// output's; reduce-scatter: the input's; all-reduce: both; all-to-all:
+/// sent and received). Sizes the routing decides are unknown: what an EP
+/// dispatch receives and a combine sends (and their backwards), and uneven
+/// gathers and reduce-scatters; DeepEP's calls are routed around NCCL.
+std::vector<OwedCall> owedTrainingCalls(const TrainingPlan& plan, int rank, int passes);
+
+/// "bwd (recompute) layer 3 (E) ep dispatch: all_to_all over ep [0,1],
+/// 129024 bytes sent".
+std::string describeOwedTraining(const TrainingPlan& plan, int rank, const OwedCall& owed);
+
+/// judgeRecording for the training family: groups mapped onto the plan's
+/// groups by their members (refused, naming it, when a group that carries a
+/// call is none of them), sizes compared in bytes.
+Expected<RecordingVerdict> judgeTrainingRecording(const Recording& rec, const TrainingPlan& plan,
+                                                  int passes);
 
 /// fr_trace's rules alone: the cross-rank findings (op, sizes, dtype,
 /// missing members), group by group, in sequence order.

@@ -1,0 +1,55 @@
+// The alignment both families share: one rank's recorded calls aligned with
+// the calls its plan owes by an edit distance, and the findings of that
+// alignment. What differs between serving and training is which recorded
+// group fits an owed group (GroupFits) and how an owed call is described.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seam/recordings/alignment.h"
+
+namespace seam::recordings {
+
+/// fits[recorded group][owed group id]: whether the recorded group is the
+/// owed group of the rank being aligned.
+using GroupFits = std::vector<std::vector<char>>;
+
+enum class Pair : std::uint8_t { kMatch, kWrongGroup, kWrongSize, kNone };
+
+/// One step of an alignment: an owed call (or -1), a recorded call (or -1).
+struct Step {
+  int owed, recorded;
+  Pair pair;
+};
+
+/// Aligns one rank's owed and recorded calls (common prefix and suffix
+/// first); refused when the differing middle is larger than seam aligns.
+Expected<std::vector<Step>> align(const std::vector<OwedCall>& owed,
+                                  const std::vector<RecordedCall>& rec, const GroupFits& fits,
+                                  int rank);
+
+/// The call a plan op issues, in a recording's words (none: it issues no
+/// collective a recording shows).
+std::optional<CallKind> callKindOf(OpKind kind);
+
+/// Refuses a recording over another world than the case's.
+Status checkWorld(const Recording& rec, int world);
+
+/// "nccl:all_reduce (all_reduce), 5376 elements in, 5376 out, bf16".
+std::string recordedWords(const RecordedCall& c);
+
+/// The findings of one rank's alignment, appended to `v` (explained,
+/// hidden, findings). `lost_front`: the owed calls before the first
+/// recorded one fell out of the recording (labelled partial elsewhere).
+void rankFindings(int rank, const std::vector<OwedCall>& owed, const std::vector<RecordedCall>& rec,
+                  const std::vector<Step>& steps, bool lost_front,
+                  const std::function<std::string(const OwedCall&)>& describe, RecordingVerdict* v);
+
+/// The partial evidence of the owed calls a recording could not see
+/// (v->hidden, by route).
+void addHidden(RecordingVerdict* v);
+
+}  // namespace seam::recordings
