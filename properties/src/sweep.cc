@@ -268,8 +268,8 @@ std::uint64_t planHash(const Plan& plan) {
             static_cast<std::uint64_t>(static_cast<std::uint8_t>(op.slice_of)) << 56);
       mixIn(static_cast<std::uint64_t>(op.rows_in.kind) |
             static_cast<std::uint64_t>(op.rows_out.kind) << 8 |
-            static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_in.count)) << 16 ^
-                static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_out.count)) << 40);
+            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_in.count)) << 16 ^
+             static_cast<std::uint64_t>(static_cast<std::uint32_t>(op.rows_out.count)) << 40));
       // A planted DP fault changes the op (kNone leaves the hash as before).
       mixIn(static_cast<std::uint64_t>(op.bytes) ^ (static_cast<std::uint64_t>(op.dp_fault) << 56) ^
             (static_cast<std::uint64_t>(op.half) << 60) ^

@@ -62,8 +62,12 @@ TEST(Recordings, CorrectFlightRecorderDumpsAreExplainedCallByCall) {
 TEST(Recordings, GroupsMapOntoTheAxesWhoseGroupsTheyAre) {
   const RecordingVerdict v = mustJudge(mustRead("fr/correct"), dpCasePlan());
   for (const GroupAxes& g : v.groups) {
-    if (g.name == "pg 2 (attn_tp)") EXPECT_EQ(g.axes, std::vector<Axis>{Axis::kAttnTp});
-    if (g.name == "pg 4 (attn_dp)") EXPECT_EQ(g.axes, std::vector<Axis>{Axis::kAttnDp});
+    if (g.name == "pg 2 (attn_tp)") {
+      EXPECT_EQ(g.axes, std::vector<Axis>{Axis::kAttnTp});
+    }
+    if (g.name == "pg 4 (attn_dp)") {
+      EXPECT_EQ(g.axes, std::vector<Axis>{Axis::kAttnDp});
+    }
     if (g.name == "pg 1 (tp)") {
       EXPECT_NE(std::find(g.axes.begin(), g.axes.end(), Axis::kTp), g.axes.end());
     }

@@ -153,9 +153,12 @@ TEST(TrainingRecordings, HandDerivedPrimeRlStepIsExplainedCallByCall) {
             0u)
       << v.partial[0].what;
   for (const GroupAxes& g : v.groups) {
-    if (g.name == "pg 7 (dp_shard_mod_ep)")
+    if (g.name == "pg 7 (dp_shard_mod_ep)") {
       EXPECT_EQ(g.labels, std::vector<std::string>{"expert_dp"});
-    if (g.name == "pg 3 (cp)") EXPECT_EQ(g.labels, (std::vector<std::string>{"cp", "ep"}));
+    }
+    if (g.name == "pg 3 (cp)") {
+      EXPECT_EQ(g.labels, (std::vector<std::string>{"cp", "ep"}));
+    }
   }
 }
 
