@@ -9,6 +9,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "pickle.h"
 #include "readers.h"
 
 namespace seam::recordings {
@@ -217,17 +218,26 @@ Status readEntry(const json& e, const EntryError& err, DumpFile* dump, std::int6
 }  // namespace
 
 bool looksLikeDump(const std::string& head) {
+  if (looksLikePickle(head)) return true;
   const auto first = head.find_first_not_of(" \t\r\n");
   return first != std::string::npos && head[first] == '{';
 }
 
 Expected<DumpFile> readDump(const std::string& path, const std::string& text) {
   const std::string label = fileLabel("dump", path);
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    return Status::invalid(label +
-                           ": not a JSON object (truncated, or a pickle dump: "
-                           "ask for JSON with dump_nccl_trace_json)");
+  json j;
+  if (looksLikePickle(text)) {
+    // The default dump (_dump_nccl_trace, TORCH_NCCL_DEBUG_INFO_TEMP_FILE)
+    // is torch::jit::Pickler's protocol 2 of the same dict.
+    Expected<json> unpickled = unpickle(text, label);
+    if (!unpickled) return unpickled.status();
+    j = std::move(*unpickled);
+    if (!j.is_object()) return Status::invalid(label + ": the pickle holds no dict");
+  } else {
+    j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      return Status::invalid(label + ": not a JSON object or a pickle (truncated?)");
+  }
   DumpFile dump;
   if (!j.contains("version") || !j.at("version").is_string())
     return Status::invalid(label + ": no \"version\": not a Flight Recorder dump");

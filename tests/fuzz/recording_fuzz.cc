@@ -1,5 +1,5 @@
 // Fuzzes the recording readers (recordings/recording.h readRecording: Flight
-// Recorder JSON dumps and NCCL logs, what `seam check --recording` and `seam
+// Recorder dumps, JSON or pickle, and NCCL logs, what `seam check --recording` and `seam
 // import --recording` read) and the judging and rendering that follow.
 // Input: one byte choosing the file's name (a dump's <prefix><rank>, or a log)
 // and the case, then the file. Contracts: a refused recording is one line;

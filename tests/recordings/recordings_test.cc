@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "recording_test_support.h"
 #include "seam/recordings/alignment.h"
 #include "seam/recordings/recording.h"
 #include "seam/sim/model/case_spec.h"
@@ -18,28 +19,9 @@
 namespace seam::recordings {
 namespace {
 
-const std::string kData = std::string(SEAM_SOURCE_DIR) + "/tests/data/recordings/";
-
-/// The case every built recording runs: --pattern '*E' --tp 4 --dp 2 --ep 4 --tokens 2,2.
-Plan dpCasePlan() {
-  CaseSpec spec;
-  spec.pattern = "*E";
-  spec.tp = 4;
-  spec.dp = 2;
-  spec.ep = 4;
-  spec.tokens = "2,2";
-  auto c = buildCase(spec);
-  EXPECT_TRUE(c) << c.status().message();
-  auto plan = buildPlan(*c, PolicyKind::kDeclared);
-  EXPECT_TRUE(plan) << plan.status().message();
-  return *plan;
-}
-
-Recording mustRead(const std::string& rel) {
-  auto rec = readRecording(kData + rel);
-  EXPECT_TRUE(rec) << rec.status().message();
-  return rec ? *rec : Recording{};
-}
+using test_support::dpCasePlan;
+using test_support::kData;
+using test_support::mustRead;
 
 RecordingVerdict mustJudge(const Recording& rec, const Plan& plan, int passes = 1) {
   auto v = judgeRecording(rec, plan, passes);
