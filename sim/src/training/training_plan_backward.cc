@@ -22,6 +22,10 @@ void Builder::backward() {
     std::vector<char> done(f.size(), 0);
     for (int i = static_cast<int>(f.size()) - 1; i >= 0; --i) {
       if (done[i]) continue;
+      if (f[i].kernel == Kernel::kAttention && k().p2pRing()) {
+        attentionRingBackward(f, i, r, bwd, done);
+        continue;
+      }
       if (f[i].kernel == Kernel::kAttention && k().cp > 1) {
         attentionCpBackward(f, i, r, bwd, done);
         continue;

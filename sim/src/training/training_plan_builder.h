@@ -3,7 +3,8 @@
 // ops it emits on every rank) and the build; training_plan_forward.cc and
 // training_plan_moe.cc each layer kind's forward as the engine runs it;
 // training_plan_backward.cc Megatron's backward (the conjugates of the
-// forward ops, TE's re-gathers, finalize_model_grads); training_plan_fsdp.cc
+// forward ops, TE's re-gathers, finalize_model_grads);
+// training_plan_cp_ring.cc Megatron's attention CP ring; training_plan_fsdp.cc
 // PrimeRL's FSDP2 units and schedule and its activation recompute.
 #pragma once
 
@@ -199,6 +200,15 @@ class Builder {
   void expertBiasCounts(std::vector<TrainingOp>& out, int r);
   void attentionCpBackward(const std::vector<TrainingOp>& f, int i, int r,
                            std::vector<TrainingOp>& bwd, std::vector<char>& done);
+
+  // training_plan_cp_ring.cc: Megatron attention CP as TE's p2p ring.
+  std::vector<int> kvRingForward(int l, int kk, int vv);
+  void addRingChunks(const std::vector<int>& chunks);
+  void ringExchange(int r, int layer, Pass pass, const std::string& what,
+                    const std::vector<int>& sends, const std::vector<int>& recvs,
+                    std::vector<TrainingOp>& out) const;
+  void attentionRingBackward(const std::vector<TrainingOp>& f, int i, int r,
+                             std::vector<TrainingOp>& bwd, std::vector<char>& done);
   int gradRoot(int rt);
   int gradOf(int b);
   void completeGradients();

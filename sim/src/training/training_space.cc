@@ -34,6 +34,8 @@ std::string describeConfig(const TrainingConfig& c) {
   if (c.probs_fp32) s += " router=fp32";
   if (c.expert_bias) s += " expert_bias=on";
   if (c.layout == TrainingLayout::kMegatron && !c.allGatherDispatch()) s += " dispatcher=alltoall";
+  if (c.layout == TrainingLayout::kMegatron && c.cp_comm == CpComm::kAllGather)
+    s += " cp_comm=all_gather";
   if (!c.reduce_fp32) s += " reduce=bf16";
   if (c.deepep) s += " ep_backend=deepep";
   return s;
@@ -79,6 +81,20 @@ Status applyDispatcher(TrainingConfig& c, const std::string& dispatcher) {
   return Status::ok();
 }
 
+Status applyCpComm(TrainingConfig& c, const std::string& cp_comm_type) {
+  if (cp_comm_type.empty()) return Status::ok();
+  if (cp_comm_type == "a2a" || cp_comm_type == "a2a+p2p")
+    return Status::notModelled("--cp-comm-type " + cp_comm_type +
+                               " (TE's QKVO all-to-all CP) is not modelled");
+  if (cp_comm_type != "p2p" && cp_comm_type != "all_gather")
+    return Status::invalid("--cp-comm-type \"" + cp_comm_type.substr(0, 64) +
+                           "\" is not p2p, all_gather, a2a or a2a+p2p");
+  if (c.layout != TrainingLayout::kMegatron)
+    return Status::invalid("--cp-comm-type applies to the megatron layout");
+  c.cp_comm = cp_comm_type == "all_gather" ? CpComm::kAllGather : CpComm::kP2p;
+  return Status::ok();
+}
+
 int TrainingCase::tokens() const { return std::accumulate(docs.begin(), docs.end(), 0); }
 
 std::string reproduceTrainingCommand(const TrainingCase& c) {
@@ -97,6 +113,8 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
   if (k.expert_bias) s += " --expert-bias on";
   if (k.layout == TrainingLayout::kMegatron && !k.allGatherDispatch())
     s += " --dispatcher alltoall";
+  if (k.layout == TrainingLayout::kMegatron && k.cp_comm == CpComm::kAllGather)
+    s += " --cp-comm-type all_gather";
   if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
   if (k.deepep) s += " --ep-backend deepep";
   s += " --docs ";
@@ -237,6 +255,15 @@ Status validateTrainingCase(const TrainingCase& c) {
       return refusedBy("PrimeRL", "row length " + str(S) + " % cp=" + str(k.cp) +
                                       " != 0 (uneven shards deadlock)");
   } else {
+    // Packed documents are THD, which the KV all-gather flavour refuses
+    // (context_parallel.py AttnFuncWithCPAndKVAllGather.forward asserts
+    // qkv_format != "thd").
+    if (k.cp > 1 && k.cp_comm == CpComm::kAllGather && c.docs.size() > 1 &&
+        std::count(dims.layers.begin(), dims.layers.end(), LayerKind::kAttention) > 0) {
+      return refusedBy("Megatron",
+                       "cp_comm_type all_gather does not take packed documents (THD; "
+                       "AttnFuncWithCPAndKVAllGather)");
+    }
     for (int d : c.docs) {
       if (k.cp > 1 && d % (2 * k.cp) != 0) {
         return refusedBy("Megatron", "document length " + str(d) + " % 2cp=" + str(2 * k.cp) +
@@ -292,6 +319,13 @@ std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world) {
             v.etp = 1;
             out.push_back(v);
           }
+        }
+        if (layout == TrainingLayout::kMegatron && cp > 1) {
+          // TE's KV all-gather CP beside the default p2p ring (one
+          // document only: packed rows are THD, which it refuses).
+          TrainingConfig v = c;
+          v.cp_comm = CpComm::kAllGather;
+          out.push_back(v);
         }
         if (layout == TrainingLayout::kPrimeRl) {
           // PrimeRL's options off their defaults: no recompute, the router
