@@ -50,7 +50,7 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
                   "--family training: Megatron moe_token_dispatcher_type allgather|alltoall "
                   "(default: allgather)");
   sub->add_option("--cp-comm-type", o.cp_comm_type,
-                  "--family training: Megatron cp_comm_type p2p|all_gather (default: p2p)");
+                  "--family training: Megatron cp_comm_type p2p|all_gather|a2a (default: p2p)");
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
   sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")

@@ -535,8 +535,9 @@ rc::Gen<TrainingCase> genTrainingCase(int max_world) {
         return rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n),
                                                     rc::gen::inRange(1, 13));
       });
-      // TE's KV all-gather CP takes no packed (THD) row: one document.
-      const bool one_doc = megatron && k.cp > 1 && k.cp_comm == CpComm::kAllGather;
+      // TE's KV all-gather and QKVO all-to-all CP take no packed (THD) row:
+      // one document.
+      const bool one_doc = megatron && k.cp > 1 && k.cp_comm != CpComm::kP2p;
       return rc::gen::map(lengths, [tc, unit, megatron, one_doc](std::vector<int> lengths) {
         TrainingCase out = tc;
         out.docs.clear();

@@ -1,10 +1,9 @@
 // Megatron's attention under context parallelism as Transformer Engine runs it
-// by default (cp_comm_type p2p; context_parallel.py AttnFuncWithCPAndKVP2P):
-// the option and its refusals, the ring's sends and receives, plans the
-// training ledger passes at cp 2 and 4 with and without TP, and hand-made
-// wrong plans it catches: both ends receiving first (a deadlock), a send to a
-// rank off the ring, a receive of other bytes, and a backward ring stopped
-// before the last dKV reaches its owner.
+// by default (cp_comm_type p2p; context_parallel.py AttnFuncWithCPAndKVP2P),
+// and its a2a and all_gather flavours: the option and its refusals, the ring's sends and receives,
+// plans the training ledger passes at cp 2 and 4 with and without TP, and hand-made wrong plans it
+// catches: both ends receiving first (a deadlock), a send to a rank off the ring, a receive of
+// other bytes, and a backward ring stopped before the last dKV reaches its owner.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,10 +66,18 @@ TEST(TrainingCases, MegatronsCpCommTypeDefaultsToP2pAndAllGatherTakesOneDocument
     ASSERT_FALSE(c.hasValue());
     EXPECT_EQ(c.status().code(), StatusCode::kInvalidInput);
   }
-  auto a2a = ringCase(2, 1, "16", "a2a");
-  ASSERT_FALSE(a2a.hasValue());
-  EXPECT_EQ(a2a.status().code(), StatusCode::kRefused);
-  EXPECT_TRUE(isNotModelled(a2a.status().message())) << a2a.status().message();
+  auto hier = ringCase(2, 1, "16", "a2a+p2p");
+  ASSERT_FALSE(hier.hasValue());
+  EXPECT_EQ(hier.status().code(), StatusCode::kRefused);
+  EXPECT_TRUE(isNotModelled(hier.status().message())) << hier.status().message();
+  // QKVO all-to-all: one document, and every tp rank's q and KV heads split over cp.
+  EXPECT_TRUE(ringCase(2, 1, "16", "a2a").hasValue());
+  for (auto [cp, tp, docs] :
+       {std::tuple{2, 1, "8,8"}, std::tuple{4, 1, "16"}, std::tuple{2, 2, "16"}}) {
+    auto c = ringCase(cp, tp, docs, "a2a");
+    ASSERT_FALSE(c.hasValue()) << "cp " << cp << " tp " << tp << " docs " << docs;
+    EXPECT_EQ(c.status().code(), StatusCode::kRefused) << c.status().message();
+  }
   TrainingConfig prime;
   EXPECT_EQ(applyCpComm(prime, "p2p").code(), StatusCode::kInvalidInput);
 }
@@ -93,12 +100,19 @@ TEST(TrainingPlans, P2pRingSendsCpMinusOneKvChunksForwardAndCpBackwardWithNoCpCo
   }
 }
 
-TEST(TrainingLedger, P2pRingPlansHoldAtCp2And4WithAndWithoutTpAndWithAllGather) {
+TEST(TrainingLedger, P2pRingPlansHoldAtCp2And4WithAndWithoutTpAsDoA2aAndAllGatherPlans) {
   for (auto [cp, tp, docs] : {std::tuple{2, 1, "8,4,4"}, std::tuple{4, 1, "16,8,8"},
                               std::tuple{2, 2, "8,8"}, std::tuple{4, 2, "16,8,8"}}) {
     const TrainingPlan p = planOf(cp, tp, docs);
     EXPECT_TRUE(checkTrainingPlan(p).holds())
         << "cp " << cp << " tp " << tp << ": " << firstViolation(checkTrainingPlan(p));
+  }
+  for (int dp : {1, 2}) {
+    CaseSpec spec = testing::megatronSpec(dp, 2, 1, 1, 0, "16");
+    spec.cp_comm_type = "a2a";
+    const TrainingPlan a2a = testing::trainingPlanOf(buildTrainingCase(spec));
+    EXPECT_TRUE(ringOps(a2a, 0, kAttentionLayer).empty());
+    EXPECT_TRUE(checkTrainingPlan(a2a).holds()) << firstViolation(checkTrainingPlan(a2a));
   }
   const TrainingPlan ag = planOf(2, 2, "16", "all_gather");
   EXPECT_TRUE(ringOps(ag, 0, kAttentionLayer).empty());

@@ -391,6 +391,10 @@ int Builder::attention(int l, int h) {
     }
   } else if (k().p2pRing()) {
     kvp = Partial::kCp;  // the ring's chunks: added to the kernel's reads below
+  } else if (k().attentionA2a()) {
+    const std::vector<int> heads = a2aToHeads(l, {q, kk, vv});
+    qa = heads[0];
+    kva = {heads[1], heads[2]};
   } else if (cp > 1) {
     // Megatron attention CP, all-gather flavour (TE AttnFuncWithCPAndKVAllGather):
     // K and V gathered over cp separately, dK/dV reduce-scattered back.
@@ -412,6 +416,7 @@ int Builder::attention(int l, int h) {
       {ao}, {}, [&](int r, int) { return cells_[qa][r]; }, false, true);
   if (!ring.empty()) addRingChunks(ring);
   int av = ao;
+  if (k().attentionA2a()) av = a2aToSeq(l, ao);
   if (cp > 1 && !megatron()) {
     const int as = derived(L + "attn.seq", ao);
     collective(l, '*', OpKind::kAllToAll, A2aMode::kHeadToSeq, TrainAxis::kCp, "a2a head->seq attn",

@@ -1,9 +1,12 @@
 // The training planner's Megatron attention under context parallelism as
-// Transformer Engine runs it by default (cp_comm_type p2p; training_plan_builder.h):
-// AttnFuncWithCPAndKVP2P in attention/dot_product_attention/context_parallel.py
-// passes the packed K and V buffer around the CP ring in forward, and in
-// backward passes it again the other way with the dKV that accumulates on
-// its way back to the buffer's owner.
+// Transformer Engine runs it (training_plan_builder.h; TE's
+// attention/dot_product_attention/context_parallel.py). By default
+// (cp_comm_type p2p) AttnFuncWithCPAndKVP2P passes the packed K and V buffer
+// around the CP ring in forward, and in backward passes it again the other
+// way with the dKV that accumulates on its way back to the buffer's owner;
+// under a2a AttnFuncWithCPAndQKVOA2A all-to-alls q, k and v to heads and the
+// output back. The all-gather flavour is in training_plan_forward.cc and
+// training_plan_backward.cc.
 #include <string>
 
 #include "training/training_plan_builder.h"
@@ -134,6 +137,75 @@ void Builder::attentionRingBackward(const std::vector<TrainingOp>& f, int i, int
     }
     const char* what = step == 0 ? "kv" : step < n - 1 ? "kv+dkv" : "dkv";
     ringExchange(r, a.layer, Pass::kBackward, what, send, recv, bwd);
+  }
+}
+
+/// AttnFuncWithCPAndQKVOA2A.forward, before the kernel: q, k and v each
+/// all-to-all'd over cp from the sequence to the heads (in that order), then
+/// each put back in the row's order (the load-balancing chunks reordered,
+/// get_seq_chunk_ids_for_reordering_before_attn). Returns q, k, v so.
+std::vector<int> Builder::a2aToHeads(int l, const std::vector<int>& qkv) {
+  const std::string L = "L" + std::to_string(l) + ".";
+  std::vector<int> cur = qkv;
+  for (int& t : cur) {
+    const int src = t;
+    const int hh = derived(plan_.tensors[src].name + ".h", src);
+    collective(l, '*', OpKind::kAllToAll, A2aMode::kSeqToHead, TrainAxis::kCp,
+               "cp a2a seq->head " + plan_.tensors[src].name.substr(L.size()), src, hh,
+               [&](int r) { return cells_[src][r]; });
+    t = hh;
+  }
+  for (int& t : cur) {
+    const int src = t;
+    const int u = derived(plan_.tensors[src].name + ".seq", src);
+    transform(l, '*', Transform::kReorder, "undo load balancing", {src}, u,
+              [&](int r, TrainingOp& op) {
+                op.perm = undoPerm(r, static_cast<int>(cells_[src][r] / lay_.tokens()));
+                cells_[u][r] = cells_[src][r];
+              });
+    t = u;
+  }
+  return cur;
+}
+
+/// AttnFuncWithCPAndQKVOA2A.forward, after the kernel: the output put back
+/// in the load-balancing order and all-to-all'd from the heads to the
+/// sequence. Returns the rank's sequence piece.
+int Builder::a2aToSeq(int l, int out) {
+  const std::string L = "L" + std::to_string(l) + ".";
+  const int lb = derived(L + "attn.lb", out);
+  transform(l, '*', Transform::kReorder, "redo load balancing", {out}, lb,
+            [&](int r, TrainingOp& op) {
+              op.perm = redoPerm(r, static_cast<int>(cells_[out][r] / lay_.tokens()));
+              cells_[lb][r] = cells_[out][r];
+            });
+  const int seq = derived(L + "attn.seq", lb);
+  collective(l, '*', OpKind::kAllToAll, A2aMode::kHeadToSeq, TrainAxis::kCp, kA2aOut, lb, seq,
+             [&](int r) { return cells_[lb][r]; });
+  return seq;
+}
+
+/// AttnFuncWithCPAndQKVOA2A.backward on rank r for the attention kernel at
+/// forward index i (the output's all-to-alls come before it: backward()'s
+/// loop): the kernel's backward, then dq, dk and dv each reordered and
+/// all-to-all'd back to the sequence, in q, k, v order, as the forward sent
+/// them (not reversed).
+void Builder::attentionA2aBackward(const std::vector<TrainingOp>& f, int i, int r,
+                                   std::vector<TrainingOp>& bwd, std::vector<char>& done) {
+  bool keep = false;
+  bwd.push_back(conjugate(f[i], i, r, &keep));
+  std::vector<int> a2as, undos;  // forward order
+  for (int j = i - 1; j >= 0 && f[j].layer == f[i].layer; --j) {
+    if (f[j].kind == OpKind::kAllToAll && f[j].a2a == A2aMode::kSeqToHead)
+      a2as.insert(a2as.begin(), j);
+    if (f[j].transform == Transform::kReorder) undos.insert(undos.begin(), j);
+  }
+  for (size_t x = 0; x < a2as.size() && x < undos.size(); ++x) {
+    for (int j : {undos[x], a2as[x]}) {
+      TrainingOp b = conjugate(f[j], j, r, &keep);
+      if (keep) bwd.push_back(std::move(b));
+      done[j] = 1;
+    }
   }
 }
 
