@@ -49,6 +49,8 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--dispatcher", o.dispatcher,
                   "--family training: Megatron moe_token_dispatcher_type allgather|alltoall "
                   "(default: allgather)");
+  sub->add_option("--cp-comm-type", o.cp_comm_type,
+                  "--family training: Megatron cp_comm_type p2p|all_gather|a2a (default: p2p)");
   sub->add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   sub->add_option("--tp", o.tp, "ranks per pipeline stage")->capture_default_str();
   sub->add_option("--dp", o.dp, "attention DP (attn_dp; DP attention when > 1)")
@@ -97,9 +99,10 @@ void addCaseOptions(CLI::App* sub, CaseOptions& o) {
 
 Status checkCaseOptionsApply(const CLI::App& sub, const CaseOptions& o) {
   if (!isTraining(o)) {
-    if (Status s = refuseGiven(
-            sub, {"--layout", "--dp-replicate", "--docs", "--etp", "--expert-bias", "--dispatcher"},
-            "--family training");
+    if (Status s = refuseGiven(sub,
+                               {"--layout", "--dp-replicate", "--docs", "--etp", "--expert-bias",
+                                "--dispatcher", "--cp-comm-type"},
+                               "--family training");
         !s) {
       return s;
     }

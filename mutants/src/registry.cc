@@ -268,10 +268,23 @@ const TrainingMutant kTrPrefetch(
     "one rank does not issue an FSDP unit's backward all-gather where its shard group does",
     &fsdpPrefetchMissingOnOneRank);
 
+const TrainingMutant kTrRingDkv(
+    "training.cp-ring-last-dkv-step-dropped",
+    "the attention CP ring's backward runs cp - 1 exchanges, not cp: the last dKV never reaches "
+    "its owner",
+    &ringLastDkvStepDropped);
+
+const TrainingMutant kTrRingDirection(
+    "training.cp-ring-backward-toward-next-rank",
+    "the attention CP ring's backward sends to the next CP rank and receives from the previous, "
+    "as the forward does (TE's backward turns the ring around)",
+    &ringBackwardTowardNextRank);
+
 const Mutant* const kTrainingRegistry[] = {
-    &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs, &kTrNoDocs,  &kTrZigzagRedo, &kTrZigzagUndo,
-    &kTrKvGrads,        &kTrSwap,      &kTrSpNorm,    &kTrSplits,  &kTrSlice,      &kTrDgrad,
-    &kTrGatherSlices,   &kTrKvTiled,   &kTrEarly,     &kTrWeights, &kTrRecompute,  &kTrPrefetch,
+    &kTrGradNotReduced, &kTrGradTwice, &kTrLocalDocs,    &kTrNoDocs,  &kTrZigzagRedo,
+    &kTrZigzagUndo,     &kTrKvGrads,   &kTrSwap,         &kTrSpNorm,  &kTrSplits,
+    &kTrSlice,          &kTrDgrad,     &kTrGatherSlices, &kTrKvTiled, &kTrEarly,
+    &kTrWeights,        &kTrRecompute, &kTrPrefetch,     &kTrRingDkv, &kTrRingDirection,
 };
 
 /// Ids of earlier versions, which scripts and stored campaigns may still name.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <utility>
 
 namespace seam::mutants {
 
@@ -243,6 +244,48 @@ bool fsdpPrefetchMissingOnOneRank(TrainingPlan& plan) {
     return op.pass == Pass::kBackward && op.kind == OpKind::kAllGather && op.reads.empty() &&
            op.ranks.size() > 1;
   });
+}
+
+bool ringLastDkvStepDropped(TrainingPlan& plan) {
+  // An off-by-one in the attention CP ring's backward loop (cp - 1 steps
+  // where TE runs cp): the last exchange, the dKV alone, is never posted,
+  // so each owner's dK and dV keep only its own contribution.
+  bool any = false;
+  for (OpKind kind : {OpKind::kSend, OpKind::kRecv}) {
+    auto s = firstSite(plan, [&](const TrainingOp& op) {
+      if (op.pass != Pass::kBackward || op.kind != kind || op.writes.size() + op.reads.size() != 2)
+        return false;
+      const TensorInfo& t = plan.tensors[op.kind == OpKind::kSend ? op.reads[0] : op.writes[0]];
+      return t.name.rfind("d:", 0) == 0;  // the dKV slot alone
+    });
+    any |= s && editEverywhere(plan, *s, [](auto& ops, int i) { ops.erase(ops.begin() + i); });
+  }
+  return any;
+}
+
+bool ringBackwardTowardNextRank(TrainingPlan& plan) {
+  // The backward ring run in the forward's direction (TE's backward sends to
+  // the previous CP rank and receives from the next): each rank's sends and
+  // receives of one exchange trade peers, on every rank. At cp 2 both
+  // neighbours are the same rank, so the mutant changes nothing there.
+  bool any = false;
+  for (auto& ops : plan.ranks) {
+    for (size_t i = 0; i + 1 < ops.size(); ++i) {
+      TrainingOp& a = ops[i];
+      TrainingOp& b = ops[i + 1];
+      const bool pair = a.pass == Pass::kBackward && b.pass == Pass::kBackward &&
+                        a.ranks.size() == 2 && b.ranks.size() == 2 &&
+                        ((a.kind == OpKind::kSend && b.kind == OpKind::kRecv) ||
+                         (a.kind == OpKind::kRecv && b.kind == OpKind::kSend));
+      if (!pair) continue;
+      TrainingOp& send = a.kind == OpKind::kSend ? a : b;
+      TrainingOp& recv = a.kind == OpKind::kSend ? b : a;
+      std::swap(send.ranks[1], recv.ranks[0]);
+      any = true;
+      ++i;
+    }
+  }
+  return any;
 }
 
 }  // namespace seam::mutants

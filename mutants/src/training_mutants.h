@@ -45,5 +45,7 @@ bool gradReducedBeforeLastContribution(TrainingPlan& plan);
 bool routingWeightsTwice(TrainingPlan& plan);
 bool recomputeCollectiveDroppedOnOneRank(TrainingPlan& plan);
 bool fsdpPrefetchMissingOnOneRank(TrainingPlan& plan);
+bool ringLastDkvStepDropped(TrainingPlan& plan);
+bool ringBackwardTowardNextRank(TrainingPlan& plan);
 
 }  // namespace seam::mutants

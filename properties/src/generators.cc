@@ -535,11 +535,15 @@ rc::Gen<TrainingCase> genTrainingCase(int max_world) {
         return rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n),
                                                     rc::gen::inRange(1, 13));
       });
-      return rc::gen::map(lengths, [tc, unit, megatron](std::vector<int> lengths) {
+      // TE's KV all-gather and QKVO all-to-all CP take no packed (THD) row:
+      // one document.
+      const bool one_doc = megatron && k.cp > 1 && k.cp_comm != CpComm::kP2p;
+      return rc::gen::map(lengths, [tc, unit, megatron, one_doc](std::vector<int> lengths) {
         TrainingCase out = tc;
         out.docs.clear();
         for (int n : lengths) out.docs.push_back(megatron ? n * unit : n);
         if (out.docs.empty()) out.docs.push_back(unit);
+        if (one_doc) out.docs.resize(1);
         if (!megatron) {  // pad the row to a multiple of cp with a last document
           const int s = out.tokens();
           if (s % out.config.cp != 0) out.docs.push_back(out.config.cp - s % out.config.cp);

@@ -1,5 +1,5 @@
 // Shared by the sim tests: cases from a bare pattern, built in one line, the
-// case options of a Megatron training case, and the first violation of a
+// case options of a Megatron training case and its plan, and the first violation of a
 // wrong plan in both ledger domains.
 #pragma once
 
@@ -16,8 +16,19 @@
 #include "seam/sim/model/model.h"
 #include "seam/sim/policy/policy.h"
 #include "seam/sim/replay/ledger.h"
+#include "seam/sim/training/training_plan.h"
 
 namespace seam::testing {
+
+/// The training plan of a case that should build (a test failure and an
+/// empty plan otherwise).
+inline TrainingPlan trainingPlanOf(const Expected<TrainingCase>& c) {
+  EXPECT_TRUE(c.hasValue()) << (c ? "" : c.status().message());
+  if (!c) return TrainingPlan{};
+  auto p = buildTrainingPlan(*c);
+  EXPECT_TRUE(p.hasValue()) << (p ? "" : p.status().message());
+  return p ? std::move(*p) : TrainingPlan{};
+}
 
 /// The case options of a Megatron training case (etp 0: tp, the default).
 inline CaseSpec megatronSpec(int dp, int cp, int tp, int ep, int etp, std::string docs,

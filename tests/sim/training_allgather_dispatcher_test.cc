@@ -29,12 +29,7 @@ Expected<TrainingCase> megatronCase(int dp, int cp, int tp, int ep, int etp,
 
 TrainingPlan planOf(int dp, int cp, int tp, int ep, int etp,
                     std::string_view model = "nemotron-3-nano") {
-  auto c = megatronCase(dp, cp, tp, ep, etp, "", model);
-  EXPECT_TRUE(c.hasValue()) << (c ? "" : c.status().message());
-  if (!c) return TrainingPlan{};
-  auto p = buildTrainingPlan(*c);
-  EXPECT_TRUE(p.hasValue()) << (p ? "" : p.status().message());
-  return p ? std::move(*p) : TrainingPlan{};
+  return testing::trainingPlanOf(megatronCase(dp, cp, tp, ep, etp, "", model));
 }
 
 std::string firstViolation(const LedgerResult& r) {

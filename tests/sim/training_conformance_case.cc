@@ -39,7 +39,9 @@ Step parseStep(const std::string& text, const std::string& where) {
   static const std::map<std::string, OpKind> kOps = {{"all_gather", OpKind::kAllGather},
                                                      {"reduce_scatter", OpKind::kReduceScatter},
                                                      {"all_reduce", OpKind::kAllReduce},
-                                                     {"all_to_all", OpKind::kAllToAll}};
+                                                     {"all_to_all", OpKind::kAllToAll},
+                                                     {"send", OpKind::kSend},
+                                                     {"recv", OpKind::kRecv}};
   const auto op = kOps.find(w[2]);
   if (op == kOps.end()) bad(where, "bad op in '" + text + "'");
   s.kind = op->second;
@@ -151,6 +153,8 @@ TrainingCase parseCase(const std::string& options) {
       s.expert_bias = v;
     else if (k == "--dispatcher")
       s.dispatcher = v;
+    else if (k == "--cp-comm-type")
+      s.cp_comm_type = v;
     else
       bad(options, "unknown option " + k);
   }
@@ -161,6 +165,9 @@ TrainingCase parseCase(const std::string& options) {
 
 std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, int rank) {
   std::vector<int> out;
+  // A send's or receive's pair, (sender, receiver), by the peer's global rank.
+  if (name.rfind("to:", 0) == 0) return {rank, std::stoi(name.substr(3))};
+  if (name.rfind("from:", 0) == 0) return {std::stoi(name.substr(5)), rank};
   const bool prime = c.layout == TrainingLayout::kPrimeRl;
   auto coords = [&](int r, int* rep, int* dp, int* cp, int* tp) {
     if (prime) {

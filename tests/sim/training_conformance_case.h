@@ -19,7 +19,8 @@ namespace seam::training_conformance {
 
 /// One expected collective: "bwd L3 reduce_scatter fsdp 154979584"; "re" is
 /// a forward op recomputed in backward; bytes "*" when they depend on seam's
-/// routing (EP splits).
+/// routing (EP splits). A point-to-point op names its peer's global rank:
+/// "fwd L5 send to:3 8192", "fwd L5 recv from:1 8192".
 struct Step {
   std::string pass;  ///< fwd, re, bwd
   int layer = 0;     ///< -1: the embedding; the layer count: lm_head and loss
@@ -57,6 +58,7 @@ TrainingCase parseCase(const std::string& options);
 /// tp-cp-ep-dp (parallel_state.py): tp, cp, dp_cp; its experts' grid is
 /// etp-ep-dp (etp defaults to tp): expert_tp blocks of etp consecutive ranks,
 /// ep stride etp inside blocks of etp x ep (tp_ep), expert_dp stride etp x ep.
+/// "to:R" and "from:R" are a send's and a receive's (sender, receiver) pair.
 std::vector<int> engineGroup(const std::string& name, const TrainingConfig& c, int rank);
 
 /// The first expected step the plan's collectives of `rank` (inside the

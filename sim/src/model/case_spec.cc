@@ -232,6 +232,7 @@ Expected<TrainingCase> buildTrainingCase(const CaseSpec& o) {
       !st)
     return st;
   if (Status st = applyDispatcher(c.config, o.dispatcher); !st) return st;
+  if (Status st = applyCpComm(c.config, o.cp_comm_type); !st) return st;
   if (o.pp != 1)
     return Status::invalid("--pp " + std::to_string(o.pp) +
                            ": the training layouts are modelled with pp = 1");

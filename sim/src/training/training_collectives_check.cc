@@ -1,13 +1,15 @@
 // Property 4 for training plans, read off the plan without replaying it
 // (training_ledger.h): every backward collective is the conjugate of the
-// forward op it names, and on every group every member issues the same
-// sequence of collectives.
+// forward op it names, on every group every member issues the same
+// sequence of collectives, and every send has its receive of the same bytes
+// at a CP ring neighbour.
 #include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 
 #include "seam/sim/training/training_ledger.h"
+#include "training/training_layout.h"
 
 namespace seam {
 
@@ -78,12 +80,16 @@ std::vector<Violation> checkConjugates(const TrainingPlan& plan) {
 /// indices), ranks in order of their first collective on the group.
 using GroupSequences = std::map<std::vector<int>, std::vector<std::pair<int, std::vector<int>>>>;
 
+bool pointToPoint(const TrainingOp& op) {
+  return op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
+}
+
 GroupSequences groupSequences(const TrainingPlan& plan) {
   GroupSequences seqs;
   for (int r = 0; r < plan.world(); ++r) {
     const auto& ops = plan.ranks[r];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-      if (!ops[i].hasGroup()) continue;
+      if (!ops[i].hasGroup() || pointToPoint(ops[i])) continue;
       auto& v = seqs[ops[i].ranks];
       if (v.empty() || v.back().first != r) {
         auto it = std::find_if(v.begin(), v.end(), [&](const auto& x) { return x.first == r; });
@@ -141,12 +147,77 @@ std::vector<Violation> checkGroupSequences(const TrainingPlan& plan) {
   return {};
 }
 
+/// Where a send or receive of rank r must go: the next CP rank for a
+/// forward send or a backward receive, the previous one otherwise (TE's
+/// ring: forward KV toward the next rank, backward KV and dKV toward the
+/// previous); -1 when the op names no pair with r at its own end.
+int ringPeer(const training::Layout& lay, int r, const TrainingOp& op) {
+  if (op.ranks.size() != 2 || op.ranks[op.kind == OpKind::kSend ? 0 : 1] != r) return -1;
+  const std::vector<int> g = lay.group(TrainAxis::kCp, r);
+  const auto at = std::find(g.begin(), g.end(), r) - g.begin();
+  const int n = static_cast<int>(g.size());
+  const bool to_next = (op.kind == OpKind::kSend) == (op.pass == Pass::kForward);
+  return g[(at + (to_next ? 1 : n - 1)) % n];
+}
+
+/// Every send and receive is on the CP ring, with its neighbour in the
+/// ring's direction, and on each (sender, receiver) channel the sender's
+/// sends and the receiver's receives pair up in order with equal bytes.
+std::vector<Violation> checkPointToPoint(const TrainingPlan& plan) {
+  const training::Layout lay(plan.source);
+  // (sender, receiver) -> the ops, in order: sends on the sender, receives on the receiver.
+  std::map<std::pair<int, int>, std::pair<std::vector<int>, std::vector<int>>> channels;
+  for (int r = 0; r < plan.world(); ++r) {
+    const auto& ops = plan.ranks[r];
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+      const TrainingOp& op = ops[i];
+      if (!pointToPoint(op)) continue;
+      const int want = ringPeer(lay, r, op);
+      const int peer = op.ranks.size() == 2 ? op.ranks[op.kind == OpKind::kSend ? 1 : 0] : -1;
+      if (want < 0 || peer != want) {
+        return {collectiveMismatch(
+            r, i, op,
+            std::string(op.kind == OpKind::kSend ? "sends to rank " : "receives from rank ") +
+                std::to_string(peer) + ", not its CP ring neighbour " + std::to_string(want))};
+      }
+      auto& ch = channels[{op.ranks[0], op.ranks[1]}];
+      (op.kind == OpKind::kSend ? ch.first : ch.second).push_back(i);
+    }
+  }
+  for (const auto& [pair, ch] : channels) {
+    const auto& [sends, recvs] = ch;
+    const auto& [src, dst] = pair;
+    for (size_t k = 0; k < std::max(sends.size(), recvs.size()); ++k) {
+      if (k >= sends.size() || k >= recvs.size()) {
+        const bool unmatched_send = k < sends.size();
+        const int r = unmatched_send ? src : dst;
+        const int i = unmatched_send ? sends[k] : recvs[k];
+        return {collectiveMismatch(
+            r, i, plan.ranks[r][i],
+            unmatched_send ? "no receive on rank " + std::to_string(dst) + " matches this send"
+                           : "no send on rank " + std::to_string(src) + " matches this receive")};
+      }
+      const TrainingOp& s = plan.ranks[src][sends[k]];
+      const TrainingOp& v = plan.ranks[dst][recvs[k]];
+      if (s.bytes != v.bytes) {
+        return {collectiveMismatch(dst, recvs[k], v,
+                                   "receives " + std::to_string(v.bytes) + " B where send #" +
+                                       std::to_string(k) + " of rank " + std::to_string(src) +
+                                       " sends " + std::to_string(s.bytes) + " B")};
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<Violation> checkTrainingCollectives(const TrainingPlan& plan) {
   std::vector<Violation> out = checkConjugates(plan);
   if (!out.empty()) return out;
-  return checkGroupSequences(plan);
+  out = checkGroupSequences(plan);
+  if (!out.empty()) return out;
+  return checkPointToPoint(plan);
 }
 
 }  // namespace seam

@@ -21,6 +21,12 @@ void Replay::collective(const std::vector<int>& members) {
   GroupCall g{members, std::vector<const TrainingOp*>(members.size())};
   const int n = g.size();
   for (int i = 0; i < n; ++i) g.ops[i] = &plan_.ranks[members[i]][st_[members[i]].pc];
+  for (const TrainingOp* o : g.ops) {
+    if (o->kind == OpKind::kSend || o->kind == OpKind::kRecv) {
+      pointToPoint(g);
+      return;
+    }
+  }
   if (!sameCollective(g)) return;
   auto advance = [&]() {
     for (int m : members) ++st_[m].pc;
@@ -41,6 +47,56 @@ void Replay::collective(const std::vector<int>& members) {
   if (!exchange(g, out) || !receivedDeclaredSplits(g, out)) return;
   for (int i = 0; i < n; ++i) put(members[i], *g.ops[i], g.ops[i]->writes[0], std::move(out[i]));
   advance();
+}
+
+/// A send and its receive (group {sender, receiver}), met as NCCL meets them:
+/// the sender at its send, the receiver at the receive from it. The buffers
+/// arrive cell for cell; in backward a gradient received adds into the
+/// receiver's buffer (TE's dKV accumulates), any other buffer is replaced
+/// (the KV the backward's ring passes again).
+void Replay::pointToPoint(const GroupCall& g) {
+  const TrainingOp& s = *g.ops[0];
+  const TrainingOp& v = *g.ops[g.size() - 1];
+  if (g.size() != 2 || s.kind != OpKind::kSend || v.kind != OpKind::kRecv) {
+    collectiveMismatch(
+        g, 0,
+        "rank " + std::to_string(g.members[0]) + " issues " + std::string(opName(s.kind)) + " '" +
+            s.step + "' while rank " + std::to_string(g.members.back()) + " issues " +
+            std::string(opName(v.kind)) + " '" + v.step + "' (a send meets no receive)");
+    return;
+  }
+  const int src = g.members[0], dst = g.members[1];
+  std::int64_t held = 0;
+  for (int b : s.reads) {
+    if (!st_[src].has[b]) {
+      violate(src, s, Property::kOwedOnce, ViolationClass::kMissingOutput,
+              "sends " + T(b).name + ", which was never written");
+      return;
+    }
+    held += static_cast<std::int64_t>(st_[src].bufs[b].size()) * T(b).unit_bytes;
+  }
+  if (s.bytes != v.bytes || s.reads.size() != v.writes.size() || held != s.bytes) {
+    collectiveMismatch(g, 1,
+                       "rank " + std::to_string(dst) + " receives " + std::to_string(v.bytes) +
+                           " B in " + std::to_string(v.writes.size()) + " buffers where rank " +
+                           std::to_string(src) + " sends " + std::to_string(s.bytes) + " B in " +
+                           std::to_string(s.reads.size()) + " (" + std::to_string(held) +
+                           " B held)");
+    return;
+  }
+  for (size_t k = 0; k < s.reads.size(); ++k) {
+    Buf cells = st_[src].bufs[s.reads[k]];
+    for (Cell& c : cells) c.from = static_cast<std::int16_t>(src);
+    const int w = v.writes[k];
+    if (isGradient(w)) {
+      put(dst, v, w, std::move(cells));
+    } else {
+      st_[dst].bufs[w] = std::move(cells);
+      st_[dst].has[w] = 1;
+    }
+  }
+  ++st_[src].pc;
+  ++st_[dst].pc;
 }
 
 /// The members issue the same collective (kind, mode, bytes unless split

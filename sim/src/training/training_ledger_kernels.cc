@@ -256,7 +256,10 @@ bool Replay::checkGatedNormInputs(int r, const TrainingOp& op) {
 
 /// Varlen attention: queries on the row or the CP shard, every key of the
 /// row exactly once (in order when the queries are the whole row), the KV
-/// heads the rank's q heads attend, resets at the row's documents.
+/// heads the rank's q heads attend, resets at the row's documents. After q
+/// the reads are K's chunks then V's, as many of each: one (the whole row,
+/// or Ulysses' heads) or one per CP rank (TE's p2p ring), whose keys
+/// together are the row's.
 bool Replay::checkAttentionInputs(int r, const TrainingOp& op) {
   const RankState& s = st_[r];
   const std::vector<int> row = lay_.rowTokens(r);
@@ -269,26 +272,29 @@ bool Replay::checkAttentionInputs(int r, const TrainingOp& op) {
   if (!rectangular(r, op, q, "q")) return false;
   std::set<int> need;
   for (int h : headUnits(q)) need.insert(lay_.kvOfQ(h));
-  // K and V (one read each): every key once, the KV heads the q heads attend.
-  for (size_t i = 1; i < op.reads.size(); ++i) {
-    const Buf& kv = s.bufs[op.reads[i]];
-    const std::string what = T(op.reads[i]).name;
-    if (!rectangular(r, op, kv, what)) return false;
-    if (qt == row) {
-      if (!sameTokens(r, op, kv, row, "keys")) return false;
-    } else {
-      std::vector<int> sorted = distinctTokens(kv);
-      std::sort(sorted.begin(), sorted.end());
-      if (sorted != row) {
-        violate(r, op, Property::kOwedOnce, ViolationClass::kLayoutMismatch,
-                what + ": the keys are not every token of the row exactly once");
+  const size_t chunks = (op.reads.size() - 1) / 2;
+  for (size_t first = 1; first + chunks <= op.reads.size() && chunks > 0; first += chunks) {
+    std::vector<int> keys;
+    for (size_t i = first; i < first + chunks; ++i) {
+      const Buf& kv = s.bufs[op.reads[i]];
+      const std::string what = T(op.reads[i]).name;
+      if (!rectangular(r, op, kv, what)) return false;
+      if (qt == row && chunks == 1 && !sameTokens(r, op, kv, row, "keys")) return false;
+      const std::vector<int> t = distinctTokens(kv);
+      keys.insert(keys.end(), t.begin(), t.end());
+      if (need != srcs(kv)) {
+        violate(r, op, Property::kOwedOnce, ViolationClass::kForeignTerm,
+                "the q heads on this rank attend KV heads other than the ones it holds in " + what +
+                    " (GQA grouping broken)");
         return false;
       }
     }
-    if (need != srcs(kv)) {
-      violate(r, op, Property::kOwedOnce, ViolationClass::kForeignTerm,
-              "the q heads on this rank attend KV heads other than the ones it holds in " + what +
-                  " (GQA grouping broken)");
+    std::sort(keys.begin(), keys.end());
+    if (keys != row) {
+      violate(r, op, Property::kOwedOnce, ViolationClass::kLayoutMismatch,
+              T(op.reads[first]).name +
+                  (chunks > 1 ? " and the ring's other chunks" : std::string()) +
+                  ": the keys are not every token of the row exactly once");
       return false;
     }
   }

@@ -22,6 +22,24 @@ void Builder::backward() {
     std::vector<char> done(f.size(), 0);
     for (int i = static_cast<int>(f.size()) - 1; i >= 0; --i) {
       if (done[i]) continue;
+      if (f[i].kernel == Kernel::kAttention && k().p2pRing()) {
+        attentionRingBackward(f, i, r, bwd, done);
+        continue;
+      }
+      if (f[i].kernel == Kernel::kAttention && k().attentionA2a()) {
+        attentionA2aBackward(f, i, r, bwd, done);
+        continue;
+      }
+      // TE's QKVO all-to-all backward sends the saved output to the head
+      // layout again (seq->head) before the output gradient's all-to-all.
+      if (f[i].kind == OpKind::kAllToAll && f[i].step == kA2aOut) {
+        TrainingOp again = f[i];
+        again.recompute = true;
+        again.a2a = A2aMode::kSeqToHead;
+        std::swap(again.reads, again.writes);
+        again.step = "cp a2a seq->head saved attn out";
+        bwd.push_back(std::move(again));
+      }
       if (f[i].kernel == Kernel::kAttention && k().cp > 1) {
         attentionCpBackward(f, i, r, bwd, done);
         continue;

@@ -3,7 +3,9 @@
 // ops it emits on every rank) and the build; training_plan_forward.cc and
 // training_plan_moe.cc each layer kind's forward as the engine runs it;
 // training_plan_backward.cc Megatron's backward (the conjugates of the
-// forward ops, TE's re-gathers, finalize_model_grads); training_plan_fsdp.cc
+// forward ops, TE's re-gathers, finalize_model_grads);
+// training_plan_attention_cp.cc Megatron's attention CP (TE's p2p ring and
+// all-to-all); training_plan_fsdp.cc
 // PrimeRL's FSDP2 units and schedule and its activation recompute.
 #pragma once
 
@@ -32,6 +34,10 @@ inline constexpr const char* kProbsGather = "etp probs all-gather";
 /// Megatron's allgather dispatcher gathers the [tokens, experts] probs over
 /// tp_ep before the tokens (reduce-scattered back in backward).
 inline constexpr const char* kProbsGatherTpEp = "tp_ep probs all-gather";
+
+/// TE's QKVO all-to-all CP: the attention output's head->seq all-to-all,
+/// which its backward re-runs (seq->head) on the saved output.
+inline constexpr const char* kA2aOut = "cp a2a head->seq attn";
 
 /// How a kernel's gradient for one read is partial.
 enum class Partial { kNone, kTp, kCp, kReps, kRouted };
@@ -199,6 +205,20 @@ class Builder {
   void expertBiasCounts(std::vector<TrainingOp>& out, int r);
   void attentionCpBackward(const std::vector<TrainingOp>& f, int i, int r,
                            std::vector<TrainingOp>& bwd, std::vector<char>& done);
+
+  // training_plan_attention_cp.cc: Megatron attention CP as TE's p2p ring
+  // or QKVO all-to-all.
+  std::vector<int> kvRingForward(int l, int kk, int vv);
+  void addRingChunks(const std::vector<int>& chunks);
+  void ringExchange(int r, int layer, Pass pass, const std::string& what,
+                    const std::vector<int>& sends, const std::vector<int>& recvs,
+                    std::vector<TrainingOp>& out) const;
+  void attentionRingBackward(const std::vector<TrainingOp>& f, int i, int r,
+                             std::vector<TrainingOp>& bwd, std::vector<char>& done);
+  std::vector<int> a2aToHeads(int l, const std::vector<int>& qkv);
+  int a2aToSeq(int l, int out);
+  void attentionA2aBackward(const std::vector<TrainingOp>& f, int i, int r,
+                            std::vector<TrainingOp>& bwd, std::vector<char>& done);
   int gradRoot(int rt);
   int gradOf(int b);
   void completeGradients();

@@ -318,7 +318,7 @@ std::vector<int> Builder::redoPerm(int r, int units) const {
 }
 
 /// An attention layer: qkv, under CP PrimeRL's Ulysses all-to-alls (KV heads
-/// repeated when fewer than cp) or Megatron's KV all-gather, the varlen
+/// repeated when fewer than cp) or Megatron's KV ring or all-gather, the varlen
 /// kernel, o_proj and the residual add. Returns the layer's output.
 int Builder::attention(int l, int h) {
   const auto& d = lay_.dims();
@@ -389,6 +389,12 @@ int Builder::attention(int l, int h) {
                  [&](int r) { return cells_[src][r]; });
       t = th;
     }
+  } else if (k().p2pRing()) {
+    kvp = Partial::kCp;  // the ring's chunks: added to the kernel's reads below
+  } else if (k().attentionA2a()) {
+    const std::vector<int> heads = a2aToHeads(l, {q, kk, vv});
+    qa = heads[0];
+    kva = {heads[1], heads[2]};
   } else if (cp > 1) {
     // Megatron attention CP, all-gather flavour (TE AttnFuncWithCPAndKVAllGather):
     // K and V gathered over cp separately, dK/dV reduce-scattered back.
@@ -402,11 +408,15 @@ int Builder::attention(int l, int h) {
     }
     kvp = Partial::kCp;
   }
+  std::vector<int> ring;
+  if (k().p2pRing()) ring = kvRingForward(l, kk, vv);
   const int ao = tensor(L + "attn", Space::kQHeads, d.q_heads, hb, l, true);
   kernel(
       l, '*', Kernel::kAttention, "flash attention varlen", {{qa}, {kva[0], kvp}, {kva[1], kvp}},
       {ao}, {}, [&](int r, int) { return cells_[qa][r]; }, false, true);
+  if (!ring.empty()) addRingChunks(ring);
   int av = ao;
+  if (k().attentionA2a()) av = a2aToSeq(l, ao);
   if (cp > 1 && !megatron()) {
     const int as = derived(L + "attn.seq", ao);
     collective(l, '*', OpKind::kAllToAll, A2aMode::kHeadToSeq, TrainAxis::kCp, "a2a head->seq attn",

@@ -199,6 +199,9 @@ class Replay {
   bool toSource(const GroupCall& g, std::vector<Buf>& out);
   bool receivedDeclaredSplits(const GroupCall& g, const std::vector<Buf>& out);
   void collectiveMismatch(const GroupCall& g, int i, const std::string& why);
+  void pointToPoint(const GroupCall& g);
+  /// A gradient buffer (`d:...`): a receive adds into it in backward.
+  bool isGradient(int id) const { return T(root(id)).name.rfind("d:", 0) == 0; }
 
   const TrainingPlan& plan_;
   Layout lay_;

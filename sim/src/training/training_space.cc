@@ -34,6 +34,8 @@ std::string describeConfig(const TrainingConfig& c) {
   if (c.probs_fp32) s += " router=fp32";
   if (c.expert_bias) s += " expert_bias=on";
   if (c.layout == TrainingLayout::kMegatron && !c.allGatherDispatch()) s += " dispatcher=alltoall";
+  if (c.layout == TrainingLayout::kMegatron && c.cp_comm != CpComm::kP2p)
+    s += c.cp_comm == CpComm::kA2a ? " cp_comm=a2a" : " cp_comm=all_gather";
   if (!c.reduce_fp32) s += " reduce=bf16";
   if (c.deepep) s += " ep_backend=deepep";
   return s;
@@ -79,6 +81,21 @@ Status applyDispatcher(TrainingConfig& c, const std::string& dispatcher) {
   return Status::ok();
 }
 
+Status applyCpComm(TrainingConfig& c, const std::string& cp_comm_type) {
+  if (cp_comm_type.empty()) return Status::ok();
+  if (cp_comm_type == "a2a+p2p")
+    return Status::notModelled("--cp-comm-type a2a+p2p (hierarchical CP groups) is not modelled");
+  if (cp_comm_type != "p2p" && cp_comm_type != "all_gather" && cp_comm_type != "a2a")
+    return Status::invalid("--cp-comm-type \"" + cp_comm_type.substr(0, 64) +
+                           "\" is not p2p, all_gather, a2a or a2a+p2p");
+  if (c.layout != TrainingLayout::kMegatron)
+    return Status::invalid("--cp-comm-type applies to the megatron layout");
+  c.cp_comm = cp_comm_type == "all_gather" ? CpComm::kAllGather
+              : cp_comm_type == "a2a"      ? CpComm::kA2a
+                                           : CpComm::kP2p;
+  return Status::ok();
+}
+
 int TrainingCase::tokens() const { return std::accumulate(docs.begin(), docs.end(), 0); }
 
 std::string reproduceTrainingCommand(const TrainingCase& c) {
@@ -97,6 +114,8 @@ std::string reproduceTrainingCommand(const TrainingCase& c) {
   if (k.expert_bias) s += " --expert-bias on";
   if (k.layout == TrainingLayout::kMegatron && !k.allGatherDispatch())
     s += " --dispatcher alltoall";
+  if (k.layout == TrainingLayout::kMegatron && k.cp_comm != CpComm::kP2p)
+    s += k.cp_comm == CpComm::kA2a ? " --cp-comm-type a2a" : " --cp-comm-type all_gather";
   if (!k.reduce_fp32) s += " --reduce-dtype bfloat16";
   if (k.deepep) s += " --ep-backend deepep";
   s += " --docs ";
@@ -127,6 +146,29 @@ Status validateExpertGrid(const TrainingConfig& k, const training::Dims& dims) {
     return refusedBy("Megatron", "etp=" + str(k.expertTp()) +
                                      " does not divide the experts' ffn size " +
                                      str(dims.expert_inter));
+  }
+  return Status::ok();
+}
+/// TE's attention CP flavours' own rules (context_parallel.py): packed
+/// documents are THD, which the KV all-gather and the QKVO all-to-all refuse
+/// (AttnFuncWithCPAndKVAllGather asserts qkv_format != "thd"; TE's tests skip
+/// THD for both); the all-to-all splits every rank's q and KV heads over cp.
+Status validateAttentionCp(const TrainingCase& c, const training::Dims& dims) {
+  const TrainingConfig& k = c.config;
+  if (k.cp == 1 || k.cp_comm == CpComm::kP2p ||
+      std::count(dims.layers.begin(), dims.layers.end(), LayerKind::kAttention) == 0)
+    return Status::ok();
+  const char* name = k.cp_comm == CpComm::kA2a ? "a2a" : "all_gather";
+  if (c.docs.size() > 1)
+    return refusedBy("Megatron",
+                     std::string("cp_comm_type ") + name +
+                         " does not take packed documents (THD; TE context_parallel.py)");
+  if (k.cp_comm == CpComm::kA2a &&
+      ((dims.q_heads / k.tp) % k.cp != 0 || (dims.kv_heads / k.tp) % k.cp != 0)) {
+    return refusedBy("Megatron", "cp_comm_type a2a: the heads per tp rank (" +
+                                     str(dims.q_heads / k.tp) + " q, " + str(dims.kv_heads / k.tp) +
+                                     " kv) are not divisible by cp=" + str(k.cp) +
+                                     " (AttnFuncWithCPAndQKVOA2A)");
   }
   return Status::ok();
 }
@@ -237,6 +279,7 @@ Status validateTrainingCase(const TrainingCase& c) {
       return refusedBy("PrimeRL", "row length " + str(S) + " % cp=" + str(k.cp) +
                                       " != 0 (uneven shards deadlock)");
   } else {
+    if (Status st = validateAttentionCp(c, dims); !st) return st;
     for (int d : c.docs) {
       if (k.cp > 1 && d % (2 * k.cp) != 0) {
         return refusedBy("Megatron", "document length " + str(d) + " % 2cp=" + str(2 * k.cp) +
@@ -292,6 +335,15 @@ std::vector<TrainingConfig> trainingConfigs(TrainingLayout layout, int world) {
             v.etp = 1;
             out.push_back(v);
           }
+        }
+        if (layout == TrainingLayout::kMegatron && cp > 1) {
+          // TE's KV all-gather and QKVO all-to-all CP beside the default
+          // p2p ring (one document only: packed rows are THD, which they refuse).
+          TrainingConfig v = c;
+          v.cp_comm = CpComm::kAllGather;
+          out.push_back(v);
+          v.cp_comm = CpComm::kA2a;
+          out.push_back(v);
         }
         if (layout == TrainingLayout::kPrimeRl) {
           // PrimeRL's options off their defaults: no recompute, the router

@@ -50,6 +50,9 @@ struct CaseSpec {
   /// --family training: Megatron moe_token_dispatcher_type allgather|alltoall
   /// (empty: allgather, the engine's default)
   std::string dispatcher;
+  /// --family training: Megatron cp_comm_type p2p|all_gather|a2a (empty: p2p,
+  /// the engine's default)
+  std::string cp_comm_type;
 };
 
 /// Tokens per DP shard when --tokens is not given.

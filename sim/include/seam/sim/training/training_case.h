@@ -32,6 +32,15 @@ enum class MoeDispatcher : std::uint8_t {
   kAllToAll,   ///< MoEAlltoAllTokenDispatcher: counts gathered, tokens and probs all-to-all'd
 };
 
+/// Megatron's cp_comm_type (transformer_config.py; --cp-comm-type defaults to
+/// p2p in arguments.py): how Transformer Engine's attention exchanges KV over
+/// cp. a2a+p2p is not modelled.
+enum class CpComm : std::uint8_t {
+  kP2p,        ///< AttnFuncWithCPAndKVP2P: KV chunks passed around the CP ring, dKV back
+  kAllGather,  ///< AttnFuncWithCPAndKVAllGather: K and V all-gathered, dK and dV reduce-scattered
+  kA2a,        ///< AttnFuncWithCPAndQKVOA2A: q, k, v and the output all-to-all'd (heads over cp)
+};
+
 /// A training configuration. World = dp_replicate * dp * cp * tp.
 struct TrainingConfig {
   TrainingLayout layout = TrainingLayout::kPrimeRl;
@@ -58,6 +67,16 @@ struct TrainingConfig {
   bool expert_bias = false;
   /// Megatron moe_token_dispatcher_type (default allgather).
   MoeDispatcher dispatcher = MoeDispatcher::kAllGather;
+  /// Megatron cp_comm_type (default p2p).
+  CpComm cp_comm = CpComm::kP2p;
+  /// Megatron's attention under CP passes KV around the p2p ring.
+  bool p2pRing() const {
+    return layout == TrainingLayout::kMegatron && cp > 1 && cp_comm == CpComm::kP2p;
+  }
+  /// Megatron's attention under CP all-to-alls q, k, v and its output.
+  bool attentionA2a() const {
+    return layout == TrainingLayout::kMegatron && cp > 1 && cp_comm == CpComm::kA2a;
+  }
   /// Megatron's MoE layers dispatch through the allgather dispatcher.
   bool allGatherDispatch() const {
     return layout == TrainingLayout::kMegatron && dispatcher == MoeDispatcher::kAllGather;
@@ -87,6 +106,10 @@ Status applyEngineOptions(TrainingConfig& c, const std::string& ac, const std::s
 /// engine's default); the error names the bad value, or says the option
 /// applies to the megatron layout.
 Status applyDispatcher(TrainingConfig& c, const std::string& dispatcher);
+/// Sets Megatron's --cp-comm-type p2p|all_gather|a2a (empty: p2p, the
+/// engine's default); a2a+p2p is not modelled; the error names the bad value,
+/// or says the option applies to the megatron layout.
+Status applyCpComm(TrainingConfig& c, const std::string& cp_comm_type);
 
 /// One training case: a preset, a layout and config, and the packed row's
 /// document lengths (every data-parallel replica packs the same lengths).
