@@ -163,7 +163,13 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
     }
   }
 
-  for (auto& per_rank : rows_) per_rank.assign(world, {});
+  for (int kind = 0; kind < kRowKindCount; ++kind) {
+    rows_[kind].assign(world, {});
+    list_of_[kind].resize(world);
+    for (int r = 0; r < world; ++r) list_of_[kind][r] = r;
+  }
+  const int full = static_cast<int>(RowKind::kFull);
+  int buffer_at = -1;  // the rank whose list holds the shared DP buffer
   seq_at_.assign(world, {});
   local_start_.assign(world, 0);
   for (int r = 0; r < world; ++r) {
@@ -200,11 +206,23 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
       local_start_[r] = start;
       local.assign(attention.begin() + start, attention.begin() + start + size);
     }
-    rows_[static_cast<int>(RowKind::kFull)][r] =
-        dp == 1 && cpSharded(r) ? rows_[static_cast<int>(RowKind::kCpGathered)][r] : buffer;
+    if (dp == 1 && cpSharded(r)) {
+      rows_[full][r] = rows_[static_cast<int>(RowKind::kCpGathered)][r];
+    } else {
+      if (buffer_at < 0) {
+        buffer_at = r;
+        rows_[full][r] = std::move(buffer);
+      }
+      list_of_[full][r] = buffer_at;
+    }
   }
+  const int dispatch = static_cast<int>(RowKind::kDispatched);
   for (int r = 0; r < world; ++r) {
-    auto& dispatched = rows_[static_cast<int>(RowKind::kDispatched)][r];
+    // Every member of an EP group receives the same rows: its lowest rank's list.
+    const int owner = groups.groupOf(Axis::kMoeEp, r).front();
+    list_of_[dispatch][r] = owner;
+    if (owner != r) continue;
+    auto& dispatched = rows_[dispatch][r];
     for (int m : groups.groupOf(Axis::kMoeEp, r)) {
       const auto& local = tokens(RowKind::kLocal, m);
       dispatched.insert(dispatched.end(), local.begin(), local.end());

@@ -3,6 +3,7 @@
 // then, for every reported violation, over the exact domain.
 #include "seam/sim/replay/ledger.h"
 
+#include <optional>
 #include <string>
 
 #include "replay/ledger_domains.h"
@@ -114,8 +115,7 @@ std::string describeViolation(const Violation& v) {
 }
 
 struct Ledger::Scratch {
-  ledger_detail::Replay<ledger_detail::FastDomain> fast;
-  ledger_detail::Replay<ledger_detail::ExactDomain> exact;
+  std::optional<ledger_detail::Replay<ledger_detail::FastDomain>> fast;
 };
 
 Ledger::Ledger() : scratch_(new Scratch) {}
@@ -123,11 +123,19 @@ Ledger::~Ledger() { delete scratch_; }
 
 LedgerResult Ledger::replay(const Plan& plan, const LedgerOptions& options) {
   if (!options.exact) {
-    LedgerResult fast = scratch_->fast.run(plan, options);
+    if (!scratch_->fast) scratch_->fast.emplace();
+    LedgerResult fast = scratch_->fast->run(plan, options);
     if (fast.holds()) return fast;
-    // Every violation is reported from the exact domain, classified and located.
+    // Every violation is reported from the exact domain, classified and
+    // located. The fast replay's buffers are freed first (a large case's
+    // are tens of MB at world 128, held beside the exact replay's).
+    scratch_->fast.reset();
   }
-  LedgerResult exact = scratch_->exact.run(plan, options);
+  // The exact replay's state is not kept for the next case, as the fast
+  // one's is: only violated cases run it, and the term lists of a large one
+  // would stay held until a worker's next.
+  ledger_detail::Replay<ledger_detail::ExactDomain> replay;
+  LedgerResult exact = replay.run(plan, options);
   exact.used_exact = true;
   return exact;
 }

@@ -77,7 +77,7 @@ void FastDomain::prepare(const std::vector<StackShape>& stacks, int tokens) {
 
 namespace {
 
-using ExactValue = ExactDomain::Value;
+using ExactValue = TermList::List;
 
 /// A value's denominator (1 without the entry), and its entry removed.
 std::int64_t takeDenominator(ExactValue& v, std::uint64_t key) {
@@ -101,23 +101,34 @@ void putDenominator(ExactValue& v, std::int64_t den, std::uint64_t key) {
 
 }  // namespace
 
-void ExactDomain::divideTerms(Value& v, std::int64_t d) {
-  if (v.empty()) return;
+void ExactDomain::divideTerms(Value& value, std::int64_t d) {
+  if (value.empty()) return;
+  ExactValue& v = value.own();
   const std::int64_t den = takeDenominator(v, kDenominator);
   putDenominator(v, den * d, kDenominator);
 }
 
 void ExactDomain::addTerms(Value& a, const Value& b) {
   if (b.empty()) return;
+  // 0 + b is b (whole numbers: a fraction's list is reduced, as the merge would make it).
+  if (a.empty() && b.back().first != kDenominator) {
+    a = b;
+    return;
+  }
+  addLists(a.own(b.size()), b.terms());
+}
+
+void ExactDomain::addLists(ExactValue& a, const ExactValue& b) {
+  if (b.empty()) return;
   if ((!a.empty() && a.back().first == kDenominator) || b.back().first == kDenominator) {
     // Fractions (a divided reduction): over the common denominator.
-    Value x = b;
+    ExactValue x = b;
     const std::int64_t da = takeDenominator(a, kDenominator);
     const std::int64_t db = takeDenominator(x, kDenominator);
     const std::int64_t l = std::lcm(da, db);
     for (auto& term : a) term.second *= l / da;
     for (auto& term : x) term.second *= l / db;
-    addTerms(a, x);
+    addLists(a, x);
     putDenominator(a, l, kDenominator);
     return;
   }
@@ -129,7 +140,7 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
     a.insert(a.end(), b.begin(), b.end());
     return;
   }
-  Value out;
+  ExactValue out;
   out.reserve(a.size() + b.size());
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
@@ -174,8 +185,8 @@ bool ExactDomain::holds(const Value& v, Expect e, int stack, int stage, int t) c
   return prefix && i == v.size();
 }
 
-ExactDomain::Value ExactDomain::expected(Expect e, int stack, int stage, int t) const {
-  Value v;
+TermList::List ExactDomain::expected(Expect e, int stack, int stage, int t) const {
+  ExactValue v;
   eachExpected(e, stack, stage, t, [&v](std::uint64_t k) {
     v.emplace_back(k, 1);
     return true;
@@ -207,8 +218,8 @@ std::string ExactDomain::termName(std::uint64_t k) {
 }
 
 Explanation ExactDomain::explain(const Value& value, Expect e, int stack, int stage, int t) const {
-  const Value want = expected(e, stack, stage, t);
-  Value v = value;
+  const ExactValue want = expected(e, stack, stage, t);
+  ExactValue v = value.terms();
   const std::int64_t den = takeDenominator(v, kDenominator);
   // Padding leak first, then a foreign term, then a term with a fractional
   // coefficient, then a term counted k > 1 times, then a term never

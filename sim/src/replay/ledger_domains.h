@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -147,10 +149,64 @@ class FastDomain {
 };
 
 // ---------------------------------------------------------------------------
+/// An exact value: its (term key, coefficient) pairs sorted by key. Copies
+/// share one list until one of them changes (copy on write): a collective
+/// hands the same rows to every member of its group, and a list per member
+/// held a world 128 case's sums once per rank.
+class TermList {
+ public:
+  using Term = std::pair<std::uint64_t, std::int64_t>;
+  using List = std::vector<Term>;
+
+  TermList() = default;
+  TermList(std::initializer_list<Term> terms) : list_(std::make_shared<List>(terms)) {}
+  explicit TermList(List&& terms)
+      : list_(terms.empty() ? nullptr : std::make_shared<List>(std::move(terms))) {}
+
+  const List& terms() const { return list_ ? *list_ : empty_; }
+  bool empty() const { return !list_ || list_->empty(); }
+  size_t size() const { return list_ ? list_->size() : 0; }
+  const Term& operator[](size_t i) const { return (*list_)[i]; }
+  const Term& front() const { return list_->front(); }
+  const Term& back() const { return list_->back(); }
+  List::const_iterator begin() const { return terms().begin(); }
+  List::const_iterator end() const { return terms().end(); }
+  bool operator==(const TermList& o) const { return list_ == o.list_ || terms() == o.terms(); }
+
+  /// This value's own list, to change in place (a shared one is copied
+  /// first, with room for `extra` more terms).
+  List& own(size_t extra = 0) {
+    if (!list_) {
+      list_ = std::make_shared<List>();
+    } else if (list_.use_count() > 1) {
+      auto copy = std::make_shared<List>();
+      copy->reserve(list_->size() + extra);
+      copy->assign(list_->begin(), list_->end());
+      list_ = std::move(copy);
+    }
+    return *list_;
+  }
+  /// The value becomes the one term `key` (coefficient 1), in its own list
+  /// when that list is short and not shared; a long sum's is freed, as a new
+  /// value would.
+  void setOne(std::uint64_t key) {
+    if (!list_ || list_.use_count() > 1 || list_->capacity() > kShortList) {
+      list_ = std::make_shared<List>(1, Term{key, 1});
+      return;
+    }
+    list_->assign(1, Term{key, 1});
+  }
+
+ private:
+  static constexpr size_t kShortList = 8;
+  static inline const List empty_{};
+  std::shared_ptr<List> list_;
+};
+
 // Exact domain: explicit (term, coefficient) lists, sorted by term key.
 class ExactDomain {
  public:
-  using Value = std::vector<std::pair<std::uint64_t, std::int64_t>>;
+  using Value = TermList;
 
   void prepare(const std::vector<StackShape>& stacks, int) { stacks_ = &stacks; }
   Value zero() const { return {}; }
@@ -176,10 +232,10 @@ class ExactDomain {
   /// out := norm(...) / compute(...) (neither reads its input), reusing out's
   /// storage when it is small: a long sum's is freed, as a new value would.
   void normInto(Value& out, int stack, int stage, int t, std::uint64_t junk_id) const {
-    setOneTerm(out, t < 0 ? junkKey(junk_id) : key(kN, stack, stage, t, 0));
+    out.setOne(t < 0 ? junkKey(junk_id) : key(kN, stack, stage, t, 0));
   }
   void computeInto(Value& out, int stack, int stage, int t, int j, std::uint64_t junk_id) const {
-    setOneTerm(out, t < 0 ? junkKey(junk_id) : key(kP, stack, stage, t, j));
+    out.setOne(t < 0 ? junkKey(junk_id) : key(kP, stack, stage, t, j));
   }
   /// Column shard j of the stack's input projection: the term p(s-1, t, j).
   Value projectShard(const Value&, int stack, int t, int j, int, std::uint64_t junk_id, int) const {
@@ -223,16 +279,13 @@ class ExactDomain {
            (std::uint64_t((stage + 1) & 0x3fff) << 46) | (std::uint64_t(t & 0xffffff) << 22) |
            std::uint64_t(j & 0x3fffff);
   }
-  static void setOneTerm(Value& out, std::uint64_t k) {
-    if (out.capacity() > 8) Value().swap(out);
-    out.clear();
-    out.emplace_back(k, 1);
-  }
   static std::uint64_t junkKey(std::uint64_t id) {
     return (std::uint64_t{kJ} << 61) | (id & ((std::uint64_t{1} << 60) - 1));
   }
   /// The expected value of `t` (sorted by key).
-  Value expected(Expect e, int stack, int stage, int t) const;
+  TermList::List expected(Expect e, int stack, int stage, int t) const;
+  /// a += b on lists (addTerms once a's list is its own).
+  static void addLists(TermList::List& a, const TermList::List& b);
   /// Calls term(key) for every term of expected(e, stack, stage, t), in key
   /// order (e before p, then by stage, then by shard), until it returns false.
   template <class Term>

@@ -72,7 +72,8 @@ class JudgeTokens {
               AttentionPad pad);
 
   const std::vector<int>& tokens(RowKind kind, int rank) const {
-    return rows_[static_cast<int>(kind)][rank];
+    const int k = static_cast<int>(kind);
+    return rows_[k][list_of_[k][rank]];
   }
   int count(RowKind kind, int rank) const { return static_cast<int>(tokens(kind, rank).size()); }
   int shardTokens(int rank) const { return count(RowKind::kAttention, rank); }
@@ -89,7 +90,11 @@ class JudgeTokens {
   int gatheredRowOfSequence(int rank, int i) const { return seq_at_[rank][i]; }
 
  private:
+  // rows_[kind][list_of_[kind][rank]]: ranks whose rows are the same list
+  // (every rank's DP buffer, an EP group's dispatched rows) share one, so a
+  // case holds them once, not once per rank (world x world tokens at world 128).
   std::vector<std::vector<int>> rows_[kRowKindCount];
+  std::vector<int> list_of_[kRowKindCount];
   std::vector<std::vector<int>> seq_at_;  // [rank][sequence row]: empty where not CP-sharded
   std::vector<int> slot_, local_start_;
   int total_ = 0;

@@ -97,9 +97,10 @@ struct LedgerResult {
   bool used_exact = false;        ///< the exact domain ran (from the start, or to explain)
 };
 
-/// A reusable replayer: keeps its scratch buffers between plans, so a sweep
-/// thread allocates little after its first case. Not thread-safe; use one
-/// per thread.
+/// A reusable replayer: keeps the fast replay's scratch buffers between
+/// plans, so a sweep thread allocates little after its first case (the exact
+/// replay of a violated case frees its own). Not thread-safe; use one per
+/// thread.
 class Ledger {
  public:
   Ledger();
