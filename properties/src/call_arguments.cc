@@ -9,11 +9,13 @@
 // none: a fused call on more rows fails on every member.
 #include "seam/properties/call_arguments.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 
 #include "op_violation.h"
+#include "seam/sim/replay/judge_rows.h"
 
 namespace seam::properties {
 
@@ -29,26 +31,29 @@ bool takesSizes(OpKind kind) {
 }
 
 /// The length of the sizes list an op is passed, counted from the case.
-int sizesLength(const Op& op, const ParallelConfig& cfg) {
+int sizesLength(const Op& op, const JudgeGroups& groups) {
   switch (op.sizes) {
     case SplitSizes::kPerDpShard:
-      return cfg.attn_dp;
+      return groups.config().attn_dp;
     case SplitSizes::kPerMember:
       break;
   }
-  return groupSizeOf(cfg, op.groupAxis());
+  return groups.groupSize(op.groupAxis());
 }
 
-/// Why `op`'s arguments make its call fail, or "" when they do not.
-std::string failingArguments(const Op& op, const ParallelConfig& cfg) {
+/// Why `op`'s arguments make its call fail, or "" when they do not; group
+/// sizes are the judges' (JudgeGroups, built at the first call that takes sizes).
+std::string failingArguments(const Op& op, const ParallelConfig& cfg,
+                             std::optional<JudgeGroups>& groups) {
   if (op.kind == OpKind::kArAddNorm && op.rows_in.count > kFusedKernelMaxRows) {
     return "the fused all-reduce + add + RMSNorm runs on " + std::to_string(op.rows_in.count) +
            " rows; FlashInfer's kernel takes at most " + std::to_string(kFusedKernelMaxRows) +
            " (max_token_num), so the call fails on every member";
   }
   if (!takesSizes(op.kind) || !op.hasGroup()) return "";
-  const int members = groupSizeOf(cfg, op.groupAxis());
-  const int given = sizesLength(op, cfg);
+  if (!groups) groups.emplace(cfg);
+  const int members = groups->groupSize(op.groupAxis());
+  const int given = sizesLength(op, *groups);
   if (given == members) return "";
   return std::string(opName(op.kind)) + " over " + std::string(axisName(op.groupAxis())) + " (" +
          std::to_string(members) + " ranks) is passed " + std::to_string(given) +
@@ -61,11 +66,12 @@ std::string failingArguments(const Op& op, const ParallelConfig& cfg) {
 std::vector<Violation> checkCallArguments(const Plan& plan) {
   std::vector<Violation> out;
   std::set<std::tuple<int, int, int, int>> seen;  // (stack, stage, phase, kind) sites reported
+  std::optional<JudgeGroups> groups;
   for (int r = 0; r < plan.world(); ++r) {
     const std::vector<Op>& ops = plan.ranks[r];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
-      std::string why = failingArguments(op, plan.source.config);
+      std::string why = failingArguments(op, plan.source.config, groups);
       if (why.empty()) continue;
       if (!seen.insert({op.stack, op.stage, static_cast<int>(op.phase), static_cast<int>(op.kind)})
                .second)

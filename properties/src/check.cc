@@ -5,10 +5,11 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "seam/properties/call_arguments.h"
-#include "seam/sim/plan/dp_gather.h"
-#include "seam/sim/plan/tbo.h"
+#include "seam/sim/replay/judge_dp.h"
+#include "seam/sim/replay/judge_rows.h"
 
 namespace seam::properties {
 
@@ -34,10 +35,6 @@ std::string handoffText(const Handoff& h) {
          (h.residual ? ", with residual" : ", no residual");
 }
 
-int communicatorOf(const Topology& topo, Axis axis, int rank) {
-  return topo.communicator(axis, rank);
-}
-
 }  // namespace
 
 std::vector<Violation> checkBoundariesAgree(const Plan& plan) {
@@ -61,46 +58,89 @@ std::vector<Violation> checkBoundariesAgree(const Plan& plan) {
 
 namespace {
 
+/// The DP buffers property 4 lowers DP ops on, from the judges' geometry of
+/// the case (judge_dp.h), never the planner's DpGeometry: for the batch and
+/// each TBO half, the buffer in the judges' padding mode and in the other
+/// (a plan may name either), built at the lane's first DP op.
+class DpBuffers {
+ public:
+  DpBuffers(const Plan& plan, const JudgeGeometry& g) : plan_(plan), g_(g) {}
+
+  /// The buffer of `half` whose gathered rows number `full_rows` (the
+  /// judges' mode first); nullptr when neither mode's has.
+  const JudgeDpBuffer* ofFullRows(Half half, int full_rows) {
+    auto& lane = lanes_[static_cast<int>(half)];
+    if (!lane) {
+      const Case& c = plan_.source;
+      const std::vector<int> n = tokensOf(half);
+      const DpPadding other =
+          g_.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
+      lane.emplace(
+          judgeDpBuffer(c.config, n, g_.padding, c.flags.dp_gatherv, g_.cp_layout,
+                        g_.attention_pad),
+          judgeDpBuffer(c.config, n, other, c.flags.dp_gatherv, g_.cp_layout, g_.attention_pad));
+    }
+    if (lane->first.rows == full_rows) return &lane->first;
+    if (lane->second.rows == full_rows) return &lane->second;
+    return nullptr;
+  }
+
+ private:
+  /// Each DP shard's tokens in `half`. Whether the batch runs split is the
+  /// plan's (its ops run on halves); where it splits is the judges' (the
+  /// ledger's rule, replay_run.h).
+  std::vector<int> tokensOf(Half half) const {
+    const std::vector<int>& n = plan_.source.batch.tokens;
+    if (half == Half::kWhole) return n;
+    const std::vector<int>& split =
+        plan_.tbo_split.empty() || g_.tbo_split.empty() ? plan_.tbo_split : g_.tbo_split;
+    std::vector<int> out(n.size(), 0);
+    for (size_t d = 0; d < n.size() && d < split.size(); ++d)
+      out[d] = half == Half::kA ? split[d] : n[d] - split[d];
+    return out;
+  }
+
+  const Plan& plan_;
+  const JudgeGeometry& g_;
+  std::optional<std::pair<JudgeDpBuffer, JudgeDpBuffer>> lanes_[kHalfLanes];
+};
+
 /// Calls fn(rank, communicator id, kind, bytes, op index) for every
 /// collective each rank issues on a group of more than one rank, in the
 /// rank's order; a DP op by the collectives it really issues, group by group
-/// (an idle rank's too): its lowering in the padding mode its rows name, on
-/// its half's batch under TBO. A DP op whose rows name neither mode is the
-/// ledger's to report. A TBO half's calls are other calls than the other
-/// half's or the batch's: their kind is offset by kOpKindCount per half.
+/// (an idle rank's too): the judges' lowering (judgeLowerDp) in the padding
+/// mode its rows name, on its half's batch under TBO. Groups, communicators
+/// and the rank's place are the judges' (JudgeGroups), not the planner's
+/// Topology. A DP op whose rows name neither mode is the ledger's to report.
+/// A TBO half's calls are other calls than the other half's or the batch's:
+/// their kind is offset by kOpKindCount per half.
 template <class Fn>
-void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
-  std::optional<DpLayouts> dp[kHalfLanes];  // built at the first DP op of each lane
-  const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
+void forEachCollective(const Plan& plan, const JudgeGroups& groups, const JudgeGeometry& g, Fn fn) {
+  DpBuffers dp(plan, g);
   DpLowering steps;
   for (int r = 0; r < plan.world(); ++r) {
     const auto& ops = plan.ranks[r];
-    const DpPlace place = dpPlaceOf(plan.source.config, r);
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
-      const int lane = static_cast<int>(op.half);
-      const int call = lane * kOpKindCount;
+      const int call = static_cast<int>(op.half) * kOpKindCount;
       if (isDpOp(op.kind) && communicates(op.kind)) {
-        if (!dp[lane]) {
-          dp[lane].emplace(plan.source.config,
-                           tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
-                           plan.source.flags.dp_gatherv, plan.cp_layout);
-        }
-        const DpGeometry* geometry = dp[lane]->ofFullRows(dpFullRowsOf(op));
-        if (geometry == nullptr) continue;
-        lowerDpOp(op, plan.source.config, *geometry, place, row_bytes, &steps);
+        const JudgeDpBuffer* buffer = dp.ofFullRows(op.half, dpFullRowsOf(op));
+        if (buffer == nullptr) continue;
+        judgeLowerDp(op, groups.config(), *buffer, groups.rankIn(Axis::kAttnTp, r),
+                     groups.rankIn(Axis::kAttnCp, r), groups.rankIn(Axis::kAttnDp, r), g.row_bytes,
+                     &steps);
         for (const DpStep& s : steps) {
-          if (!isCollectiveStep(s.kind) || topo.groupSize(static_cast<Axis>(s.axis)) == 1) continue;
-          fn(r, communicatorOf(topo, static_cast<Axis>(s.axis), r),
-             call + static_cast<int>(s.opKind()), s.bytes, i);
+          const Axis axis = static_cast<Axis>(s.axis);
+          if (!isCollectiveStep(s.kind) || groups.groupSize(axis) == 1) continue;
+          fn(r, groups.communicator(axis, r), call + static_cast<int>(s.opKind()), s.bytes, i);
         }
         continue;
       }
       if (!communicates(op.kind) || !op.hasGroup() || op.kind == OpKind::kSend ||
           op.kind == OpKind::kRecv)
         continue;
-      if (topo.groupSize(op.groupAxis()) == 1) continue;
-      fn(r, communicatorOf(topo, op.groupAxis(), r), call + static_cast<int>(op.kind), op.bytes, i);
+      if (groups.groupSize(op.groupAxis()) == 1) continue;
+      fn(r, groups.communicator(op.groupAxis(), r), call + static_cast<int>(op.kind), op.bytes, i);
     }
   }
 }
@@ -109,13 +149,13 @@ void forEachCollective(const Plan& plan, const Topology& topo, Fn fn) {
 /// of (kind, bytes): compared as a hash and a count per (communicator axis,
 /// rank), without building the sequences (the sweep's hot path; a plan that
 /// fails it is compared call by call to say where).
-bool sequencesAgree(const Plan& plan, const Topology& topo) {
+bool sequencesAgree(const Plan& plan, const JudgeGroups& groups, const JudgeGeometry& g) {
   const int world = plan.world();
   std::vector<std::uint64_t> hash(static_cast<size_t>(kAxisCount) * world, 0);
   std::vector<int> count(hash.size(), 0);
   std::array<bool, kAxisCount> used{};
-  forEachCollective(plan, topo, [&](int r, int comm, int call, std::int64_t bytes, int) {
-    const int axis = comm / Topology::kCommunicatorStride;
+  forEachCollective(plan, groups, g, [&](int r, int comm, int call, std::int64_t bytes, int) {
+    const int axis = comm / JudgeGroups::kCommunicatorStride;
     const size_t k = static_cast<size_t>(axis) * world + r;
     std::uint64_t h = hash[k] ^ (static_cast<std::uint64_t>(call) * 0x9e3779b97f4a7c15ULL +
                                  static_cast<std::uint64_t>(bytes) * 0xc2b2ae3d27d4eb4fULL);
@@ -124,14 +164,13 @@ bool sequencesAgree(const Plan& plan, const Topology& topo) {
     ++count[k];
     used[axis] = true;
   });
+  // Every rank against the first member of its group on the axis.
   for (int axis = 0; axis < kAxisCount; ++axis) {
     if (!used[axis]) continue;
-    for (const std::vector<int>& group : topo.groups(static_cast<Axis>(axis))) {
-      const size_t first = static_cast<size_t>(axis) * world + group.front();
-      for (int m : group) {
-        const size_t k = static_cast<size_t>(axis) * world + m;
-        if (hash[k] != hash[first] || count[k] != count[first]) return false;
-      }
+    const size_t base = static_cast<size_t>(axis) * world;
+    for (int r = 0; r < world; ++r) {
+      const size_t first = base + groups.groupOf(static_cast<Axis>(axis), r).front();
+      if (hash[base + r] != hash[first] || count[base + r] != count[first]) return false;
     }
   }
   return true;
@@ -140,19 +179,23 @@ bool sequencesAgree(const Plan& plan, const Topology& topo) {
 }  // namespace
 
 std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
+  return checkCollectiveSequences(plan, judgeGeometry(plan.source));
+}
+
+std::vector<Violation> checkCollectiveSequences(const Plan& plan, const JudgeGeometry& g) {
   std::vector<Violation> out;
-  const Topology topo(plan.source.config);
-  if (sequencesAgree(plan, topo)) return out;
+  const JudgeGroups groups(plan.source.config);
+  if (sequencesAgree(plan, groups, g)) return out;
   // communicator -> rank -> sequence of (kind, bytes, op index)
   std::map<int, std::map<int, std::vector<std::tuple<int, std::int64_t, int>>>> seqs;
-  forEachCollective(plan, topo, [&seqs](int r, int comm, int call, std::int64_t bytes, int i) {
+  forEachCollective(plan, groups, g, [&seqs](int r, int comm, int call, std::int64_t bytes, int i) {
     seqs[comm][r].emplace_back(call, bytes, i);
   });
   for (const auto& [comm, by_rank] : seqs) {
     // Every member of the communicator must appear, with the same sequence.
-    const int axis = comm / Topology::kCommunicatorStride;
+    const int axis = comm / JudgeGroups::kCommunicatorStride;
     const int rep = by_rank.begin()->first;
-    const auto& members = topo.groupOf(static_cast<Axis>(axis), rep);
+    const auto& members = groups.groupOf(static_cast<Axis>(axis), rep);
     const auto& ref = by_rank.begin()->second;
     for (int m : members) {
       auto it = by_rank.find(m);
@@ -223,7 +266,9 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
     for (const Violation& v : checkBoundariesAgree(plan)) record(v);
   }
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
-  for (const Violation& v : checkCollectiveSequences(plan)) record(v);
+  // Every judge after property 1 reads the case through the judges' geometry.
+  const JudgeGeometry geometry = judgeGeometry(plan.source);
+  for (const Violation& v : checkCollectiveSequences(plan, geometry)) record(v);
   for (const Violation& v : checkCallArguments(plan)) record(v);
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   LedgerOptions options;
@@ -238,7 +283,6 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
   if (!deadlocked && (depth == Depth::kAll || verdict.holds())) {
     // The judges that read the ops against the case, after the ledger so that
     // a fault the ledger sees keeps its first violation there.
-    const JudgeGeometry geometry = judgeGeometry(plan.source);
     const auto judge = [&](const std::vector<Violation>& found) {
       for (const Violation& v : found) record(v);
       return depth == Depth::kFirst && !verdict.holds();

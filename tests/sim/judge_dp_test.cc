@@ -6,14 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
-#include <string>
-#include <tuple>
-#include <vector>
-
-#include "seam/properties/sweep.h"
-#include "seam/sim/policy/policy.h"
-#include "seam/sim/replay/judge_rows.h"
+#include "judge_agreement.h"
 
 namespace seam {
 namespace {
@@ -65,56 +58,7 @@ TEST(JudgeDp, ASumLenScatterReadsTheShardsAlignedSlotAndTrimsItsPadRows) {
 }
 
 TEST(JudgeDp, LowersEveryDpOpOfTheWorld8SweepAsLowerDpOpDoesUnderEveryFault) {
-  std::set<std::tuple<std::string, int, int, int>> seen;
-  int compared = 0, cp_sharded = 0, gatherv = 0;
-  const DpFault faults[] = {
-      DpFault::kNone,           DpFault::kSkipZeroFill,         DpFault::kWriterRuleSwapped,
-      DpFault::kUnalignedSlots, DpFault::kCpShardOffsetDropped, DpFault::kCpPeerShard};
-  for (const properties::SweepModel& m : properties::defaultSweepModels()) {
-    if (!m.model) continue;
-    for (const Case& c : properties::enumerateCases(*m.model, 8)) {
-      if (c.config.attn_dp == 1 || !validateCase(c).isOk()) continue;
-      auto plan = buildPlan(c, PolicyKind::kDeclared);
-      if (!plan) continue;
-      const JudgeGeometry g = judgeGeometry(c);
-      const JudgeGroups groups(c.config);
-      const std::vector<JudgeLane> lanes = judgeLanes(c, groups, g, plan->tbo_split);
-      const std::vector<LaneRows> theirs = laneRowsOf(*plan, Topology(c.config));
-      const std::string key =
-          c.config.describe() + c.batch.describe() + std::to_string(static_cast<int>(g.cp_layout)) +
-          std::to_string(static_cast<int>(g.attention_pad)) + (c.flags.dp_gatherv ? "v" : "-");
-      for (int r = 0; r < plan->world(); ++r) {
-        for (const Op& op : plan->ranks[r]) {
-          if (!isDpOp(op.kind)) continue;
-          const int lane = static_cast<int>(op.half);
-          if (!seen.insert({key, r, static_cast<int>(op.kind) * 1000 + lane, dpFullRowsOf(op)})
-                   .second)
-            continue;
-          const JudgeDpBuffer* mine = lanes[lane].dpOfFullRows(dpFullRowsOf(op));
-          const DpGeometry* geometry = theirs[lane].dp.ofFullRows(dpFullRowsOf(op));
-          ASSERT_EQ(mine == nullptr, geometry == nullptr) << key;
-          if (mine == nullptr) continue;
-          cp_sharded += mine->entries[groups.rankIn(Axis::kAttnDp, r)].cp_rows > 0 ? 1 : 0;
-          gatherv += mine->gatherv ? 1 : 0;
-          for (DpFault fault : faults) {
-            Op o = op;
-            o.dp_fault = fault;
-            DpLowering a;
-            judgeLowerDp(o, c.config, *mine, groups.rankIn(Axis::kAttnTp, r),
-                         groups.rankIn(Axis::kAttnCp, r), groups.rankIn(Axis::kAttnDp, r), 7, &a);
-            const DpLowering b = lowerDpOp(o, c.config, *geometry, r, 7);
-            ASSERT_TRUE(a == b) << m.name << " " << key << " rank " << r << " " << opName(op.kind)
-                                << " fault " << static_cast<int>(fault);
-            ++compared;
-          }
-        }
-      }
-    }
-  }
-  RecordProperty("lowerings", compared);
-  RecordProperty("cp_sharded_ops", cp_sharded);
-  RecordProperty("gatherv_ops", gatherv);
-  EXPECT_GT(compared, 1000);
+  judge_agreement::expectDpAgreesOverSweep(8, 1000);
 }
 
 }  // namespace

@@ -8,12 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include <set>
-#include <string>
 #include <vector>
 
-#include "seam/properties/sweep.h"
-#include "seam/sim/plan/lane_rows.h"
+#include "judge_agreement.h"
 
 namespace seam {
 namespace {
@@ -112,83 +109,8 @@ TEST(JudgeTokens, APaddedLocalBatchHoldsTheLongestAlignedEntryOnEveryShard) {
   EXPECT_EQ(t.tokens(RowKind::kLocal, 3), (std::vector<int>{P, P}));
 }
 
-/// A key of everything the rows depend on, so that each geometry is compared once.
-std::string geometryKey(const Case& c, const JudgeGeometry& g) {
-  std::string key = c.config.describe() + "|" + c.batch.describe() + "|";
-  key += std::to_string(static_cast<int>(g.padding)) +
-         std::to_string(static_cast<int>(g.cp_layout)) +
-         std::to_string(static_cast<int>(g.local_split)) +
-         std::to_string(static_cast<int>(g.attention_pad)) + (c.flags.dp_gatherv ? "v" : "-");
-  for (int s : g.tbo_split) key += "," + std::to_string(s);
-  return key;
-}
-
-void expectSameLane(const JudgeLane& mine, const LaneRows& theirs, int world,
-                    const std::string& at) {
-  for (int r = 0; r < world; ++r) {
-    for (int k = 0; k < kRowKindCount; ++k) {
-      const RowKind kind = static_cast<RowKind>(k);
-      ASSERT_EQ(mine.rows.tokens(kind, r), theirs.rows.tokens(kind, r))
-          << at << " rank " << r << " " << rowKindName(kind);
-      ASSERT_EQ(mine.other_rows.tokens(kind, r), theirs.other_rows.tokens(kind, r))
-          << at << " rank " << r << " " << rowKindName(kind) << " (other padding)";
-    }
-    ASSERT_EQ(mine.rows.localOffset(r), theirs.rows.localOffset(r)) << at << " rank " << r;
-    ASSERT_EQ(mine.rows.cpSharded(r), theirs.rows.cpSharded(r)) << at << " rank " << r;
-    for (int i = 0; mine.rows.cpSharded(r) && i < mine.rows.count(RowKind::kSequence, r); ++i)
-      ASSERT_EQ(mine.rows.gatheredRowOfSequence(r, i), theirs.rows.gatheredRowOfSequence(r, i));
-  }
-  ASSERT_EQ(mine.rows.totalTokens(), theirs.rows.totalTokens()) << at;
-}
-
 TEST(JudgeTokens, AgreeWithThePlannersRowMapAndTopologyOnEveryGeometryOfTheWorld8Sweep) {
-  std::set<std::string> seen, configs;
-  int compared = 0, sharded = 0, halves = 0;
-  for (const properties::SweepModel& m : properties::defaultSweepModels()) {
-    if (!m.model) continue;
-    for (const Case& c : properties::enumerateCases(*m.model, 8)) {
-      if (!validateCase(c).isOk()) continue;
-      const JudgeGeometry g = judgeGeometry(c);
-      if (!seen.insert(geometryKey(c, g)).second) continue;
-      const JudgeGroups groups(c.config);
-      const Topology topo(c.config);
-      if (configs.insert(c.config.describe()).second) {
-        for (Axis a : kAllAxes) {
-          for (int r = 0; r < c.config.world(); ++r) {
-            ASSERT_EQ(groups.groupOf(a, r), topo.groupOf(a, r)) << c.config.describe();
-            ASSERT_EQ(groups.rankIn(a, r), topo.rankIn(a, r)) << c.config.describe();
-            ASSERT_EQ(groups.communicator(a, r), topo.communicator(a, r)) << c.config.describe();
-          }
-        }
-      }
-      const std::vector<JudgeLane> mine = judgeLanes(c, groups, g, g.tbo_split);
-      const std::vector<LaneRows> theirs =
-          laneRowsOf(c, g.padding, g.cp_layout, g.local_split, g.attention_pad, g.tbo_split, topo);
-      ASSERT_EQ(mine.size(), theirs.size());
-      const std::string at = m.name + " " + geometryKey(c, g);
-      for (size_t lane = 0; lane < mine.size(); ++lane) {
-        expectSameLane(mine[lane], theirs[lane], c.config.world(), at);
-        for (int r = 0; r < c.config.world(); ++r) {
-          for (int k = 1; k < kRowKindCount; ++k) {
-            const RowKind kind = static_cast<RowKind>(k);
-            if (kind == RowKind::kFull) continue;  // counted for the plan's mode in g
-            ASSERT_EQ(mine[lane].rows.count(kind, r), g.count(kind, r, static_cast<Half>(lane)))
-                << at << " rank " << r << " " << rowKindName(kind);
-          }
-        }
-      }
-      ++compared;
-      sharded += mine[0].rows.cpSharded(0) ? 1 : 0;
-      halves += mine.size() > 1 ? 1 : 0;
-    }
-  }
-  RecordProperty("geometries", compared);
-  RecordProperty("cp_sharded", sharded);
-  RecordProperty("tbo_split", halves);
-  // The space holds CP-sharded and split batches, so both paths were compared.
-  EXPECT_GT(compared, 100);
-  EXPECT_GT(sharded, 0);
-  EXPECT_GT(halves, 0);
+  judge_agreement::expectRowsAgreeOverSweep(8, 100);
 }
 
 }  // namespace

@@ -499,6 +499,28 @@ TEST(TboLedger, CatchesAPipelinedPlanWhoseLastStageDropsHalfBsMergeAsAnIncomplet
   EXPECT_EQ(v.cls, ViolationClass::kNeverCompleted);
 }
 
+// Property 4 lowers a half's DP ops on the judges' split of the case, not on
+// the plan's tbo_split field: a wrong field leaves it able to match the
+// half's gathers (main before this read the field, found no buffer of the
+// ops' rows and skipped every half's DP op, so a dropped one went unseen).
+TEST(TboLedger, SeesAHalfsDroppedDpGatherWhenThePlansSplitFieldIsWrong) {
+  Plan plan = mustBuild(
+      twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {5, 3}, tbo(A2aBackend::kNone)));
+  ASSERT_FALSE(plan.tbo_split.empty());
+  ASSERT_TRUE(properties::checkCollectiveSequences(plan).empty());
+  // Half A as the whole batch: its buffer no longer has the rows the ops name.
+  plan.tbo_split = plan.source.batch.tokens;
+  auto& ops = plan.ranks[1];
+  const auto gather = std::find_if(ops.begin(), ops.end(), [](const Op& op) {
+    return op.half == Half::kA && isDpOp(op.kind) && communicates(op.kind);
+  });
+  ASSERT_NE(gather, ops.end());
+  ops.erase(gather);
+  const auto mismatch = properties::checkCollectiveSequences(plan);
+  ASSERT_FALSE(mismatch.empty());
+  EXPECT_EQ(mismatch.front().cls, ViolationClass::kCollectiveMismatch);
+}
+
 // CP replicas hold the same rows: a sum over attn_cp counts each term once
 // per replica, and a replica that skips a half's DP gather leaves the tp
 // group's all-reduce one member short.

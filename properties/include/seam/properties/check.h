@@ -42,7 +42,11 @@ struct PlanVerdict {
 std::vector<Violation> checkBoundariesAgree(const Plan& plan);
 
 /// Property 4, statically: on every communicator, every member issues the
-/// same sequence of collectives with the same kinds and byte counts.
+/// same sequence of collectives with the same kinds and byte counts. The
+/// communicators and a DP op's collectives are the judges' (JudgeGroups,
+/// judgeLowerDp on the buffers of `g`), never the planner's Topology or lowerDpOp.
+std::vector<Violation> checkCollectiveSequences(const Plan& plan, const JudgeGeometry& g);
+/// The same on judgeGeometry(plan.source).
 std::vector<Violation> checkCollectiveSequences(const Plan& plan);
 
 /// Property 1 from the ops alone (a trace's own, not the policy's

@@ -3,9 +3,10 @@
 // lengths of each padding mode, and the lowering of the plan's abstract
 // dp_gather_partial / dp_gather_replicate / dp_scatter / dp_reduce_scatter
 // into the ordinary collectives and local copies that move the bytes. A plan
-// keeps the abstract op (the declared boundary); the ledger, the numeric CPU
-// executor and property 4 run this one lowering, and `seam plan --lower-dp`
-// shows it.
+// keeps the abstract op (the declared boundary); the CUDA executor runs this
+// lowering and `seam plan --lower-dp` shows it. The judges (ledger, CPU
+// executors, property 4) run their own, judge_dp.h, held to this one by
+// tests/sim/judge_dp_test.cc.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 // serving-boundaries §10.1): which layers run per half, where each DP shard
 // splits, the halves' batches, and the order in which the engine issues the
 // halves' op chunks. The declared policy builds TBO plans from these; the
-// ledger and property 4 read the halves' batches back from the plan.
+// judges (ledger, property 4) take whether a plan splits from it and where
+// each shard splits from their own geometry (judge_geometry.h).
 #pragma once
 
 #include <vector>

@@ -3,10 +3,12 @@
 // and copies SGLang's layers/dp_attention.py runs, and the DP buffer it
 // works on, written from the engine's rules (docs/research/
 // serving-dp-gather-tbo.md A1-A8, docs/modelling/sglang.md) without the
-// planner's DpGeometry or lowerDpOp. The ledger replays these steps; the
-// CUDA executor, property 4 and `seam plan --lower-dp` run lowerDpOp, and
-// tests/sim/judge_dp_test.cc holds the two to the same steps on every DP op
-// of the world-8 sweep's plans, every planted DpFault included.
+// planner's DpGeometry or lowerDpOp. The ledger replays these steps and
+// property 4 matches their collectives; the CUDA executor and `seam plan
+// --lower-dp` run lowerDpOp, and the agreement tests (tests/sim/
+// judge_agreement.h) hold the two to the same steps on every DP op of the
+// world-8 and world-16 sweeps' plans and of generated batches, every
+// planted DpFault included.
 #pragma once
 
 #include <cstdint>
