@@ -36,17 +36,6 @@ struct Node {
 };
 using Ref = std::shared_ptr<Node>;
 
-Ref scalar(json v) {
-  auto n = std::make_shared<Node>();
-  n->scalar = std::move(v);
-  return n;
-}
-Ref container(Node::Kind kind) {
-  auto n = std::make_shared<Node>();
-  n->kind = kind;
-  return n;
-}
-
 /// The key a value gets in a JSON object (pickle dicts may key by int).
 std::string keyOf(const Node& k) {
   if (k.kind == Node::Kind::kScalar && k.scalar.is_string()) return k.scalar.get<std::string>();
@@ -91,6 +80,16 @@ bool toJson(const Node& n, int depth, json* out) {
 class Unpickler {
  public:
   Unpickler(const std::string& bytes, std::string label) : b_(bytes), label_(std::move(label)) {}
+  Unpickler(const Unpickler&) = delete;
+  Unpickler& operator=(const Unpickler&) = delete;
+  /// A value may hold itself (a list appended to itself through the memo):
+  /// unlink every node so that no cycle of shared pointers outlives the read.
+  ~Unpickler() {
+    for (const Ref& n : all_) {
+      n->items.clear();
+      n->entries.clear();
+    }
+  }
 
   Expected<json> run() {
     while (at_ < b_.size()) {
@@ -168,6 +167,17 @@ class Unpickler {
     return stack_.size() >= floor + n;
   }
 
+  Ref scalar(json v) {
+    Ref n = container(Node::Kind::kScalar);
+    n->scalar = std::move(v);
+    return n;
+  }
+  Ref container(Node::Kind kind) {
+    all_.push_back(std::make_shared<Node>());
+    all_.back()->kind = kind;
+    return all_.back();
+  }
+
   bool topIs(Node::Kind kind) const { return !stack_.empty() && stack_.back()->kind == kind; }
 
   Status step(unsigned char op, std::size_t op_at);
@@ -182,6 +192,7 @@ class Unpickler {
   std::vector<Ref> stack_;
   std::vector<std::size_t> marks_;
   std::map<std::uint64_t, Ref> memo_;
+  std::vector<Ref> all_;  ///< every node made, unlinked at the end
 };
 
 Status Unpickler::step(unsigned char op, std::size_t op_at) {
