@@ -547,4 +547,37 @@ TEST(DeclaredPolicy, AnMtpStepStartingWithAnAllToAllMoeKeepsItsResidualOnLocalRo
 }
 
 }  // namespace
+
+// The FlashInfer gate reads the rows its caller passes (complete_ffn_input:
+// hidden_states.shape[0], layers/communicator/fusions/allreduce.py @060c48f7),
+// and a DeepEP batch without DP attention is padded to attn_tp first
+// (prepare_mlp_sync_batch, model_executor/forward_batch_info.py @003bbaf9):
+// 2047 tokens at attn_tp 6 are 2052 rows, past the gate's 2048, so the dense
+// MLP's entry runs a plain all-reduce; 2046 tokens (already aligned) fuse.
+// DeepSeek-V3 with its heads and experts resized so that tp 6 fits.
+TEST(DeclaredFusionGate, APaddedBatchPastTheBoundIsNotFusedThoughItsTokensAreUnder) {
+  auto preset = findPreset("deepseek-v3");
+  ASSERT_TRUE(preset.hasValue());
+  auto model = modelFromPreset(**preset);
+  ASSERT_TRUE(model.hasValue());
+  Case c;
+  c.model = *model;
+  c.model.shape.heads = 96;
+  c.model.shape.kv_heads = 96;
+  c.model.shape.moe_experts = 96;
+  c.config = {.tp = 6, .moe_ep = 6};
+  c.flags.a2a = A2aBackend::kDeepep;
+  auto firstEntry = [&](int tokens) {
+    c.batch.tokens = {tokens};
+    auto plan = buildPlan(c, PolicyKind::kDeclared);
+    EXPECT_TRUE(plan.hasValue()) << plan.status().message();
+    if (!plan.hasValue()) return std::string();
+    for (const Op& op : plan->ranks[0])
+      if (op.stage == 1 && op.phase == Phase::kEntry && reduces(op.kind)) return describeOp(op);
+    return std::string("none");
+  };
+  EXPECT_EQ(firstEntry(2047), "1.entry all_reduce[attn_tp] attention:2052->attention:2052");
+  EXPECT_EQ(firstEntry(2046), "1.entry ar_add_norm[attn_tp] attention:2046->attention:2046");
+}
+
 }  // namespace seam

@@ -61,14 +61,18 @@ TEST(RowMap, UnderTheDpBufferPaddingEveryShardHoldsTheLongestAlignedEntry) {
   EXPECT_EQ(counts.dpLocalRows(3), 4);
 }
 
-TEST(ResolveAttentionPad, OnlyDpAttentionUnderMaxLenWithoutCpShardsOrTboRunsTheDpBuffer) {
+// prepare_mlp_sync_batch (forward_batch_info.py @003bbaf9) pads every synced
+// batch: MAX_LEN under DP attention to the longest entry, SUM_LEN and a synced
+// batch without DP attention (an a2a backend, moe_dense_tp_size 1) to its own
+// entry aligned to attn_tp.
+TEST(ResolveAttentionPad, SyncedBatchesWithoutCpShardsOrTboRunTheirPaddedEntry) {
   Case c;
   c.config = ParallelConfig{.tp = 4, .attn_dp = 2};
   c.batch = Batch{{3, 1}};
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
             AttentionPad::kDpBuffer);
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kSumLen, CpLayout::kReplicated),
-            AttentionPad::kTokens);
+            AttentionPad::kAlignedEntry);
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kZigzag), AttentionPad::kTokens);
   c.flags.tbo = true;
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
@@ -78,6 +82,28 @@ TEST(ResolveAttentionPad, OnlyDpAttentionUnderMaxLenWithoutCpShardsOrTboRunsTheD
   c.batch = Batch{{3}};
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
             AttentionPad::kTokens);
+  c.flags.a2a = A2aBackend::kDeepep;
+  EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
+            AttentionPad::kAlignedEntry);
+}
+
+// Without DP attention a synced batch of 3 tokens at attn_tp 2 runs 4 rows:
+// attention and full rows are the tokens then one padding row, local chunks 2.
+TEST(RowCounts, ASyncedBatchWithoutDpAttentionCountsItsAlignedEntry) {
+  const ParallelConfig k{.tp = 2};
+  const Batch b{{3}};
+  RowCounts counts(k, b, DpPadding::kMaxLen, CpLayout::kReplicated, LocalSplit::kPaddedEqual,
+                   AttentionPad::kAlignedEntry);
+  RowMap m(Topology(k), b, DpPadding::kMaxLen, CpLayout::kReplicated, nullptr,
+           LocalSplit::kPaddedEqual, AttentionPad::kAlignedEntry);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(counts.count(RowKind::kAttention, r), 4);
+    EXPECT_EQ(counts.count(RowKind::kFull, r), 4);
+    EXPECT_EQ(counts.count(RowKind::kLocal, r), 2);
+    EXPECT_EQ(counts.count(RowKind::kSequence, r), 3);
+    EXPECT_EQ(m.tokens(RowKind::kAttention, r), (Tokens{0, 1, 2, kPaddingRow}));
+    EXPECT_EQ(m.tokens(RowKind::kFull, r), (Tokens{0, 1, 2, kPaddingRow}));
+  }
 }
 
 // Both modes align each shard to attn_tp (2) first: 3 tokens take 4 rows.

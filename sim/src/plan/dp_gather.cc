@@ -40,7 +40,9 @@ DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPaddi
   int sum = 0, sum_raw = 0;
   for (int d = 0; d < shards; ++d) {
     Shard& s = shards_[d];
-    s.attention = pad == AttentionPad::kDpBuffer ? longest : s.tokens;
+    s.attention = pad == AttentionPad::kDpBuffer       ? longest
+                  : pad == AttentionPad::kAlignedEntry ? dpAlignedTokens(s.tokens, config.attnTp())
+                                                       : s.tokens;
     if (max_len) {
       s.local = longest;
       s.slot = d * longest;

@@ -119,6 +119,9 @@ RowMap::RowMap(const Topology& topology, const Batch& batch, DpPadding padding, 
     full_slot_[d] = geometry.slot(d);
     for (int t = 0; t < batch.tokens[d]; ++t) full[geometry.slot(d) + t] = offset[d] + t;
   }
+  // Without DP attention the full rows are the attention rows, padded too.
+  if (shards == 1)
+    full.resize(std::max(geometry.globalRows(), geometry.attentionRows(0)), kPaddingRow);
 
   for (auto& per_rank : rows_) per_rank.assign(world, {});
   local_offset_.assign(world, 0);
@@ -226,6 +229,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     // (MAX_LEN's local rows, whichever mode the plan's DP ops use.)
     if (pad == AttentionPad::kDpBuffer)
       return DpGeometry::localRows(c, batch, DpPadding::kMaxLen, d);
+    if (pad == AttentionPad::kAlignedEntry) return dpAlignedTokens(bd, atp);
     return bd;
   };
   auto local = [&](int rank) {
@@ -238,7 +242,8 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     int* row = &counts_[static_cast<size_t>(r) * kRowKindCount];
     row[static_cast<int>(RowKind::kAttention)] = held(r);
     row[static_cast<int>(RowKind::kLocal)] = local(r);
-    row[static_cast<int>(RowKind::kFull)] = c.attn_dp == 1 ? bd : full_rows;
+    // Without DP attention the full rows are the (padded) attention rows.
+    row[static_cast<int>(RowKind::kFull)] = c.attn_dp == 1 ? held(r) : full_rows;
     row[static_cast<int>(RowKind::kSequence)] = bd;
     dp_local_[r] = c.attn_dp == 1 ? bd : DpGeometry::localRows(c, batch, padding, l / (atp * acp));
     if (cpShardsTokens(cp, bd, acp)) {
@@ -268,9 +273,14 @@ DpPadding resolvePadding(const Case& c) {
 }
 
 AttentionPad resolveAttentionPad(const Case& c, DpPadding padding, CpLayout cp) {
-  const bool buffer = c.config.attn_dp > 1 && padding == DpPadding::kMaxLen &&
-                      cp == CpLayout::kReplicated && !c.flags.tbo;
-  return buffer ? AttentionPad::kDpBuffer : AttentionPad::kTokens;
+  // prepare_mlp_sync_batch (model_executor/forward_batch_info.py @003bbaf9)
+  // runs where the scheduler synced token counts (require_mlp_sync: DP
+  // attention, an a2a backend, moe_dense_tp_size 1) and pads the inputs to
+  // the shard's entry of the aligned (MAX_LEN: longest) token list.
+  if (cp != CpLayout::kReplicated || c.flags.tbo) return AttentionPad::kTokens;
+  if (c.config.attn_dp > 1 && padding == DpPadding::kMaxLen) return AttentionPad::kDpBuffer;
+  const bool synced = c.config.attn_dp > 1 || c.flags.a2a != A2aBackend::kNone || c.flags.dense_tp1;
+  return synced ? AttentionPad::kAlignedEntry : AttentionPad::kTokens;
 }
 
 }  // namespace seam

@@ -109,13 +109,19 @@ Axis PlanBuilder::postExpertsAxis() const {
 }
 
 // apply_flashinfer_allreduce_fusion: available, no DP attention, tp > 1,
-// 0 < tokens <= 2048.
+// 0 < batch_size <= 2048. Its callers (complete_attention_input,
+// complete_ffn_input: layers/communicator/fusions/allreduce.py @060c48f7) pass
+// hidden_states.shape[0], the rows the tensor holds: without DP attention
+// the attention rows, padded to attn_tp on a synced batch (rows.h's
+// AttentionPad::kAlignedEntry), so 2047 tokens at attn_tp 6 are 2052 rows.
 bool PlanBuilder::fusable() const {
-  // The flipped gates are asked only where they decide (attn_dp > 1, 2049 tokens).
-  return mayFuse() && c_.flags.fusion && T_ > 1 && total_tokens_ > 0 &&
+  // Under DP attention only a flipped gate fuses; it keeps the batch's tokens.
+  const int rows = D_ == 1 ? rows_.shardTokens(0) : total_tokens_;
+  // The flipped gates are asked only where they decide (attn_dp > 1, 2049 rows).
+  return mayFuse() && c_.flags.fusion && T_ > 1 && rows > 0 &&
          (D_ == 1 || schema_.on(Decision::kFusionIgnoresDpAttention)) &&
-         (total_tokens_ <= kFuseMaxTokens ||
-          (total_tokens_ == kFuseMaxTokens + 1 && schema_.on(Decision::kFusionTokenBoundMoved)));
+         (rows <= kFuseMaxTokens ||
+          (rows == kFuseMaxTokens + 1 && schema_.on(Decision::kFusionTokenBoundMoved)));
 }
 
 std::int8_t PlanBuilder::weightAxis(LayerKind k) const {

@@ -110,6 +110,7 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
   auto attention = [&](int r) {
     const int b = tokens[placeOf(k, r).dp];
     if (judgeCpShards(cp, b, acp)) return cpShardRowsOf(cp, b, acp);
+    if (pad == AttentionPad::kAlignedEntry) return roundUp(b, atp);
     return pad == AttentionPad::kDpBuffer ? longest : b;
   };
   auto local = [&](int r) {
@@ -132,7 +133,9 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
     const bool max_len = D > 1 && padding == DpPadding::kMaxLen;
     out.dp_local[r] = D == 1 ? b : max_len ? longest : roundUp(b, atp);
     row[static_cast<int>(RowKind::kCpGathered)] = sharded ? acp * attention(r) : 0;
-    row[static_cast<int>(RowKind::kFull)] = D > 1 ? dp_buffer : sharded ? acp * attention(r) : b;
+    row[static_cast<int>(RowKind::kFull)] = D > 1     ? dp_buffer
+                                            : sharded ? acp * attention(r)
+                                                      : attention(r);
     // The expert-parallel group: ranks of one moe_ep * moe_tp block sharing a MoE-TP position.
     const int base = r / k.tp * k.tp, l = r % k.tp;
     int dispatched = 0;
@@ -231,13 +234,16 @@ JudgeGeometry judgeGeometry(const Case& c) {
   g.local_split = padded && g.cp_layout == CpLayout::kReplicated ? LocalSplit::kPaddedEqual
                                                                  : LocalSplit::kTensorSplit;
   // ForwardBatch.prepare_mlp_sync_batch (model_executor/forward_batch_info.py
-  // @003bbaf9): under MAX_LEN every DP entry becomes the longest and
-  // _pad_inputs_to_size pads the shard's inputs to its entry, so the whole
-  // forward runs on the padded rows. Not modelled for two-batch overlap (its
-  // children pad to tbo_padded_len) nor for a CP-sharded batch.
-  const bool dp_buffer = c.config.attn_dp > 1 && g.padding == DpPadding::kMaxLen &&
-                         g.cp_layout == CpLayout::kReplicated && !c.flags.tbo;
-  g.attention_pad = dp_buffer ? AttentionPad::kDpBuffer : AttentionPad::kTokens;
+  // @003bbaf9), on every synced batch: _pad_inputs_to_size pads the shard's
+  // inputs to its entry of the attn_tp-aligned token list (under MAX_LEN every
+  // DP entry is the longest), so the whole forward runs on the padded rows.
+  // Not modelled for two-batch overlap (its children pad to tbo_padded_len)
+  // nor for a CP-sharded batch.
+  const bool pads = synced && g.cp_layout == CpLayout::kReplicated && !c.flags.tbo;
+  const bool dp_buffer = pads && c.config.attn_dp > 1 && g.padding == DpPadding::kMaxLen;
+  g.attention_pad = dp_buffer ? AttentionPad::kDpBuffer
+                    : pads    ? AttentionPad::kAlignedEntry
+                              : AttentionPad::kTokens;
   g.row_bytes = static_cast<std::int64_t>(c.model.shape.hidden > 0 ? c.model.shape.hidden : 1) * 2;
   g.stages = stagesOf(c);
   g.rows[0] = rowsOf(c, c.batch.tokens, g.padding, g.cp_layout, g.local_split, g.attention_pad);
@@ -296,7 +302,9 @@ std::vector<GeometryDisagreement> planGeometryDisagreements(const Plan& plan,
   }
   if (plan.attention_pad != g.attention_pad) {
     auto padName = [](AttentionPad p) {
-      return p == AttentionPad::kTokens ? "the shard's tokens" : "the padded local DP buffer";
+      return p == AttentionPad::kTokens     ? "the shard's tokens"
+             : p == AttentionPad::kDpBuffer ? "the padded local DP buffer"
+                                            : "the shard's entry aligned to attn_tp";
     };
     out.push_back({"attention_pad", std::string("the plan's attention rows hold ") +
                                         padName(plan.attention_pad) + " but the engine's hold " +

@@ -249,8 +249,11 @@ JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, 
     JudgeDpBuffer::Entry e;
     e.tokens = n[d];
     // _pad_inputs_to_size: a padded local batch is the longest aligned entry.
-    e.held = pad == AttentionPad::kDpBuffer ? longest : n[d];
-    e.rows = max_len ? longest : dp > 1 ? roundUpTo(n[d], atp) : n[d];
+    e.held = pad == AttentionPad::kDpBuffer       ? longest
+             : pad == AttentionPad::kAlignedEntry ? roundUpTo(n[d], atp)
+                                                  : n[d];
+    // Without DP attention the one entry is the held rows (aligned when synced).
+    e.rows = max_len ? longest : dp > 1 ? roundUpTo(n[d], atp) : e.held;
     e.start = max_len ? d * longest : at;
     e.start_unaligned = max_len ? d * longest_raw : at_raw;
     at += e.rows;

@@ -102,6 +102,13 @@ enum class AttentionPad : std::uint8_t {
   /// the whole forward runs on local_dp_buffer_len rows: the tokens, then
   /// padding rows (computed from input id 0).
   kDpBuffer,
+  /// prepare_mlp_sync_batch's padded local batch where every entry keeps its
+  /// own length: DP attention under SUM_LEN, or a synced batch without DP
+  /// attention (an a2a backend or moe_dense_tp_size 1: require_mlp_sync).
+  /// _pad_inputs_to_size pads the inputs to the shard's entry, its tokens
+  /// aligned up to attn_tp (an idle shard's 0 stays 0), so the forward runs
+  /// on ceil_align(B_d, attn_tp) rows: the tokens, then padding rows.
+  kAlignedEntry,
 };
 
 /// Local rows per rank of a shard of `tokens` under kPaddedEqual: ceil(tokens / parts).
@@ -180,9 +187,12 @@ class RowCounts {
 /// (dp.max_len_with_idle, reference §4.3).
 DpPadding resolvePadding(const Case& c);
 
-/// What the case's attention rows hold: kDpBuffer under DP attention with
-/// MAX_LEN on a batch not CP-sharded, kTokens otherwise. Two-batch overlap
-/// keeps kTokens (its halves' own padding, tbo_padded_len, is not modelled).
+/// What the case's attention rows hold on a batch not CP-sharded: kDpBuffer
+/// under DP attention with MAX_LEN; kAlignedEntry under DP attention with
+/// SUM_LEN, and without DP attention where the batch is synced (an a2a
+/// backend or moe_dense_tp_size 1); kTokens otherwise. Two-batch overlap
+/// keeps kTokens (its halves' own padding, tbo_padded_len, is not modelled:
+/// docs/modelling/sglang.md, two-batch overlap).
 AttentionPad resolveAttentionPad(const Case& c, DpPadding padding, CpLayout cp);
 
 }  // namespace seam

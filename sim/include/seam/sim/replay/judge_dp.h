@@ -28,9 +28,9 @@ struct JudgeDpBuffer {
     int rows = 0;    ///< local_dp_buffer_len: B_d aligned to attn_tp, or the longest (MAX_LEN)
     int start = 0;   ///< first row of the shard's slot
     int start_unaligned = 0;  ///< where the slot starts counted from raw tokens (a DpFault)
-    int held = 0;  ///< the attention rows the shard's ranks hold: B_d, or (AttentionPad::kDpBuffer)
-                   ///< the longest aligned entry
-    int cp_rows = 0;                       ///< a CP-sharded shard: rows of each CP shard; else 0
+    int held = 0;     ///< the attention rows the shard's ranks hold: B_d, the longest aligned
+                      ///< entry (AttentionPad::kDpBuffer) or B_d aligned (kAlignedEntry)
+    int cp_rows = 0;  ///< a CP-sharded shard: rows of each CP shard; else 0
     std::vector<int> cp_tokens, cp_start;  ///< per CP rank: token rows, first row in the slot
   };
   DpPadding mode = DpPadding::kMaxLen;
