@@ -50,7 +50,9 @@ FusedPair runFusedAndUnfused(const Case& c, GpuRunOptions o) {
     ++fused_ops;
   }
   for (const OpTiming& t : out.unfused.timings) {
-    if (t.kind == OpKind::kArAddNorm && t.group_size > 1) EXPECT_EQ(t.path, ArAddNormPath::kNccl);
+    if (t.kind == OpKind::kArAddNorm && t.group_size > 1) {
+      EXPECT_EQ(t.path, ArAddNormPath::kNccl);
+    }
   }
   EXPECT_GT(fused_ops, 0) << "the plan has no ar_add_norm over two GPUs";
   return out;

@@ -73,7 +73,9 @@ TEST(Status, AReachedDecisionWhosePlansNeverChangeIsEquivalentWithThatArgument) 
     auto base = buildPlan(c, PolicyKind::kDeclared);
     auto mutated = buildPlan(c, PolicyKind::kDeclared, o.mutant->schema());
     ASSERT_EQ(base.hasValue(), mutated.hasValue());
-    if (base) EXPECT_TRUE(base->ranks == mutated->ranks);
+    if (base) {
+      EXPECT_TRUE(base->ranks == mutated->ranks);
+    }
   }
 }
 

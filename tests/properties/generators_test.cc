@@ -229,7 +229,9 @@ TEST(Generators, DrawTwoBatchOverlapCasesSomeOfWhichRunSplit) {
     EXPECT_TRUE(c.flags.capture.empty());
     auto plan = buildPlan(c, PolicyKind::kDeclared);
     // seam prop fails on a case the policy cannot plan: only engine refusals may be drawn.
-    if (!plan) EXPECT_EQ(plan.status().code(), StatusCode::kRefused) << plan.status().message();
+    if (!plan) {
+      EXPECT_EQ(plan.status().code(), StatusCode::kRefused) << plan.status().message();
+    }
     split += plan.hasValue() && !plan->tbo_split.empty();
   }
   EXPECT_GT(tbo, 0);

@@ -156,8 +156,9 @@ TEST(TboPlan, SplitsOnceBeforeTheFirstSparseLayerAndMergesBeforeTheFinalNorm) {
   for (const Op& op : ops) {
     if (op.tbo_move) moves.push_back(&op);
     // The dense layer and the final norm run on the whole batch, the sparse layers per half.
-    if (!op.tbo_move)
+    if (!op.tbo_move) {
       EXPECT_EQ(op.half == Half::kWhole, op.layer == 0 || op.stage == 6) << op.stage;
+    }
   }
   // hidden and residual split (attention rows: keep, keep), hidden merged
   // (the last a2a layer folds its residual in before the gather).

@@ -89,8 +89,9 @@ TEST(TrainingPlans, P2pRingSendsCpMinusOneKvChunksForwardAndCpBackwardWithNoCpCo
       const auto ops = ringOps(p, r, kAttentionLayer);
       ASSERT_EQ(ops.size(), static_cast<size_t>(2 * (cp - 1) + 2 * cp)) << "rank " << r;
       for (const TrainingOp& op : p.ranks[r]) {
-        if (op.layer == kAttentionLayer)
+        if (op.layer == kAttentionLayer) {
           EXPECT_FALSE(op.axis == TrainAxis::kCp && !pointToPoint(op)) << op.step;
+        }
       }
       // The even CP ranks send first in every exchange, the odd ones receive first.
       EXPECT_EQ(p.ranks[r][ops[0]].kind, r % 2 == 0 ? OpKind::kSend : OpKind::kRecv);
