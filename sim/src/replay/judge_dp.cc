@@ -28,8 +28,9 @@ class Steps {
   void local(DpStepKind kind, int in, int out, int offset, std::int64_t touched_rows) {
     out_->push_back({kind, kNoAxis, in, out, offset, touched_rows * rb_});
   }
-  /// Bring `rows` rows to the `held` attention rows: drop the rows past them,
-  /// or pad a shorter slot (another mode's buffer under the DP buffer's padding).
+  /// Bring `rows` rows to `held` rows: drop the rows past them, or pad with
+  /// computed pad rows (a slot shorter than the attention rows, or the
+  /// attention rows shorter than local_dp_buffer_len).
   void fitTo(int rows, int held) {
     if (rows > held) out_->push_back({DpStepKind::kTrim, kNoAxis, rows, held, 0, 0});
     if (rows < held)
@@ -71,9 +72,7 @@ void gather(const Op& op, const ParallelConfig& k, const JudgeDpBuffer& b, int i
   }
   // The held rows become local_dp_buffer_len rows: pad rows after the tokens,
   // or (a padded local batch meeting the other mode's shorter entry) cut.
-  const int B = e.held;
-  if (L > B) s.local(DpStepKind::kPadLocal, B, L, 0, L - B);
-  if (L < B) s.local(DpStepKind::kTrim, B, L, 0, 0);
+  s.fitTo(e.held, L);
   const int at = op.dp_fault == DpFault::kUnalignedSlots ? e.start_unaligned : e.start;
   if (b.gatherv) {
     s.collective(DpStepKind::kAllGatherv, Axis::kTp, L, G, G, at);
