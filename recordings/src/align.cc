@@ -1,7 +1,7 @@
 // judgeRecording: the recording's groups mapped onto the serving case's
-// axes, and each rank's recorded calls aligned with the calls the plan owes
-// it (align_core.h), so that every recorded call is tied to an owed one or
-// named as a finding.
+// axes (the judges' groups, judge_rows.h, not the planner's Topology), and each rank's recorded
+// calls aligned with the calls the plan owes it (align_core.h), so that every recorded call is tied
+// to an owed one or named as a finding.
 #include <algorithm>
 
 #include "align_core.h"
@@ -19,37 +19,38 @@ std::string rankList(const std::vector<int>& ranks) {
 
 /// The axes whose groups are exactly `g`'s known members (a member whose
 /// log is absent is unknown and compared with nothing).
-std::vector<Axis> fittingAxes(const Topology& topo, const std::vector<int>& members) {
+std::vector<Axis> fittingAxes(const JudgeGroups& groups, const std::vector<int>& members) {
   std::vector<int> known;
   for (int m : members)
     if (m >= 0) known.push_back(m);
   std::sort(known.begin(), known.end());
   std::vector<Axis> axes;
-  if (known.empty() || known.back() >= topo.world()) return axes;
+  if (known.empty() || known.back() >= groups.world()) return axes;
   for (Axis a : kAllAxes) {
-    const std::vector<int>& group = topo.groupOf(a, known.front());
+    std::vector<int> group = groups.groupOf(a, known.front());  // ordered by coordinate
     if (group.size() != members.size()) continue;
+    std::sort(group.begin(), group.end());
     if (std::includes(group.begin(), group.end(), known.begin(), known.end())) axes.push_back(a);
   }
   return axes;
 }
 
-Expected<std::vector<GroupAxes>> mapGroups(const Recording& rec, const Topology& topo) {
+Expected<std::vector<GroupAxes>> mapGroups(const Recording& rec, const JudgeGroups& groups) {
   std::vector<bool> used(rec.groups.size(), false);
   for (const auto& calls : rec.ranks)
     for (const RecordedCall& c : calls) used[c.group] = true;
   std::vector<GroupAxes> out;
   for (std::size_t g = 0; g < rec.groups.size(); ++g) {
     const RecordedGroup& group = rec.groups[g];
-    GroupAxes ga{group.name, group.members, fittingAxes(topo, group.members), {}};
+    GroupAxes ga{group.name, group.members, fittingAxes(groups, group.members), {}};
     for (Axis a : ga.axes) ga.labels.emplace_back(axisName(a));
-    const bool world = static_cast<int>(group.members.size()) == topo.world();
+    const bool world = static_cast<int>(group.members.size()) == groups.world();
     if (ga.axes.empty() && used[g] && !world && group.members.size() > 1) {
       std::string axes;
       for (Axis a : kAllAxes) {
-        if (group.members.front() < 0 || group.members.front() >= topo.world()) break;
+        if (group.members.front() < 0 || group.members.front() >= groups.world()) break;
         axes += std::string(axes.empty() ? "" : ", ") + std::string(axisName(a)) + " " +
-                rankList(topo.groupOf(a, group.members.front()));
+                rankList(groups.groupOf(a, group.members.front()));
       }
       return Status::invalid("recording \"" + rec.source.substr(0, 200) + "\": group \"" +
                              group.name.substr(0, 80) + "\" of ranks " + rankList(group.members) +
@@ -79,8 +80,8 @@ Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan
   if (Status s = checkWorld(rec, plan.world()); !s) return s;
   RecordingRoutes seen = routes;
   seen.sees_pynccl = rec.format != "flight-recorder";
-  const Topology topo(plan.source.config);
-  auto groups = mapGroups(rec, topo);
+  const ServingJudge judge(plan);
+  auto groups = mapGroups(rec, judge.groups);
   if (!groups) return groups.status();
   RecordingVerdict v;
   v.groups = std::move(*groups);
@@ -88,7 +89,7 @@ Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan
   int unsplit = 0;
   for (int r = 0; r < plan.world(); ++r) {
     if (!rec.present[r]) continue;
-    const std::vector<OwedCall> owed = owedCalls(plan, r, passes, seen);
+    const std::vector<OwedCall> owed = owedCalls(plan, judge, r, passes, seen);
     v.owed += static_cast<int>(owed.size());
     v.calls += static_cast<int>(rec.ranks[r].size());
     auto steps = align(owed, rec.ranks[r], fitsOf(v.groups, r), r);

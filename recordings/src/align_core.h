@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "seam/recordings/alignment.h"
+#include "seam/sim/replay/judge_geometry.h"
+#include "seam/sim/replay/judge_rows.h"
 
 namespace seam::recordings {
 
@@ -30,6 +32,23 @@ struct Step {
 Expected<std::vector<Step>> align(const std::vector<OwedCall>& owed,
                                   const std::vector<RecordedCall>& rec, const GroupFits& fits,
                                   int rank);
+
+/// The judges' view of a serving case, from which the calls a plan owes are
+/// derived: groups (judge_rows.h), geometry (judge_geometry.h) and the DP
+/// buffers of the batch and of each TBO half (JudgeLane), built as the ledger
+/// builds them, never from the planner's Topology, DpLayouts or lowerDpOp,
+/// so that a fault in the planner's DP lowering is not followed by the
+/// recording's judge.
+struct ServingJudge {
+  explicit ServingJudge(const Plan& plan);
+  JudgeGroups groups;
+  JudgeGeometry geometry;
+  std::vector<JudgeLane> lanes;  ///< the batch, then (the plan runs split) halves A and B
+};
+
+/// The collectives `plan` owes `rank` under the judges' view `judge`.
+std::vector<OwedCall> owedCalls(const Plan& plan, const ServingJudge& judge, int rank, int passes,
+                                const RecordingRoutes& routes);
 
 /// The call a plan op issues, in a recording's words (none: it issues no
 /// collective a recording shows).

@@ -1,14 +1,15 @@
 // The collectives a plan owes one rank, as a recording would show them: a
-// collective op as itself, a DP op as the collectives its lowering issues
-// (dp_gather.h, what dp_attention.py runs), in elements (rows times the
-// hidden size: every activation the plan moves is one row of h elements).
+// collective op as itself, a DP op as the collectives the judges' own
+// lowering issues (judge_dp.h, what dp_attention.py runs; never the
+// planner's lowerDpOp), in elements (rows times the hidden size: every
+// activation the plan moves is one row of h elements). Groups, the rank's
+// place in them and the DP buffers are the judges' (judge_rows.h,
+// judge_geometry.h), as the ledger and property 4 take them.
 #include <algorithm>
 #include <iterator>
-#include <optional>
 
 #include "align_core.h"
-#include "seam/sim/plan/dp_gather.h"
-#include "seam/sim/plan/tbo.h"
+#include "seam/sim/replay/judge_dp.h"
 
 namespace seam::recordings {
 
@@ -47,11 +48,11 @@ std::int64_t rowElements(const Plan& plan) {
   return h > 0 ? h : 1;
 }
 
-void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
+void addOp(const Plan& plan, const JudgeGroups& groups, int rank, int i, int pass,
            std::int64_t row_bytes, const RecordingRoutes& routes, std::vector<OwedCall>* out) {
   const Op& op = plan.ranks[rank][i];
   const auto kind = callKindOf(op.kind);
-  if (!kind || !op.hasGroup() || topo.groupSize(op.groupAxis()) == 1) return;
+  if (!kind || !op.hasGroup() || groups.groupSize(op.groupAxis()) == 1) return;
   const std::int64_t h = rowElements(plan);
   OwedCall c;
   c.kind = *kind;
@@ -63,43 +64,57 @@ void addOp(const Plan& plan, const Topology& topo, int rank, int i, int pass,
   c.in_known = c.out_known = *kind != CallKind::kAllToAll;
   c.op_index = i;
   c.pass = pass;
-  const int me = topo.rankIn(op.groupAxis(), rank);
+  const int me = groups.rankIn(op.groupAxis(), rank);
   if (*kind == CallKind::kSend) c.peer = me + 1, c.out_size = c.in_size;
   if (*kind == CallKind::kRecv) c.peer = me - 1, c.in_size = c.out_size;
-  c.route = routeOf(op.kind, c.kind, topo.groupSize(op.groupAxis()), op.rows_in.count * row_bytes,
+  c.route = routeOf(op.kind, c.kind, groups.groupSize(op.groupAxis()), op.rows_in.count * row_bytes,
                     routes);
   out->push_back(c);
 }
 
 }  // namespace
 
+ServingJudge::ServingJudge(const Plan& plan)
+    : groups(plan.source.config), geometry(judgeGeometry(plan.source)) {
+  // Whether the batch runs split is the plan's (its ops run on halves);
+  // where it splits is the judges' (the ledger's rule, replay_run.h).
+  const std::vector<int>& split =
+      plan.tbo_split.empty() || geometry.tbo_split.empty() ? plan.tbo_split : geometry.tbo_split;
+  lanes = judgeLanes(plan.source, groups, geometry, split);
+}
+
 std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes,
                                 const RecordingRoutes& routes) {
+  return owedCalls(plan, ServingJudge(plan), rank, passes, routes);
+}
+
+std::vector<OwedCall> owedCalls(const Plan& plan, const ServingJudge& judge, int rank, int passes,
+                                const RecordingRoutes& routes) {
   std::vector<OwedCall> out;
-  const Topology topo(plan.source.config);
-  std::optional<DpLayouts> dp[kHalfLanes];
-  const std::int64_t row_bytes = activationRowBytes(plan.source.model.shape);
+  const JudgeGroups& groups = judge.groups;
+  const std::int64_t row_bytes = judge.geometry.row_bytes;
   const std::int64_t h = rowElements(plan);
-  const DpPlace place = dpPlaceOf(plan.source.config, rank);
+  const int i_tp = groups.rankIn(Axis::kAttnTp, rank), i_cp = groups.rankIn(Axis::kAttnCp, rank),
+            i_dp = groups.rankIn(Axis::kAttnDp, rank);
   DpLowering steps;
   const auto& ops = plan.ranks[rank];
   for (int pass = 0; pass < passes; ++pass) {
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
       if (!(isDpOp(op.kind) && communicates(op.kind))) {
-        addOp(plan, topo, rank, i, pass, row_bytes, routes, &out);
+        addOp(plan, groups, rank, i, pass, row_bytes, routes, &out);
         continue;
       }
-      const int lane = static_cast<int>(op.half);
-      if (!dp[lane])
-        dp[lane].emplace(plan.source.config,
-                         tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
-                         plan.source.flags.dp_gatherv, plan.cp_layout);
-      const DpGeometry* geometry = dp[lane]->ofFullRows(dpFullRowsOf(op));
-      if (geometry == nullptr) continue;  // rows of neither mode: the ledger reports the plan
-      lowerDpOp(op, plan.source.config, *geometry, place, row_bytes, &steps);
+      const auto lane = static_cast<std::size_t>(op.half);
+      // A half the judges do not split, or rows of neither padding mode:
+      // the ledger and property 9 report the plan.
+      if (lane >= judge.lanes.size()) continue;
+      const JudgeDpBuffer* buffer = judge.lanes[lane].dpOfFullRows(dpFullRowsOf(op));
+      if (buffer == nullptr) continue;
+      judgeLowerDp(op, groups.config(), *buffer, i_tp, i_cp, i_dp, row_bytes, &steps);
       for (const DpStep& s : steps) {
-        if (!isCollectiveStep(s.kind) || topo.groupSize(static_cast<Axis>(s.axis)) == 1) continue;
+        const auto axis = static_cast<Axis>(s.axis);
+        if (!isCollectiveStep(s.kind) || groups.groupSize(axis) == 1) continue;
         OwedCall c;
         c.kind = *callKindOf(s.opKind());
         c.axis = s.axis;
@@ -108,8 +123,7 @@ std::vector<OwedCall> owedCalls(const Plan& plan, int rank, int passes,
         c.out_size = s.rows_out * h;
         c.op_index = i;
         c.pass = pass;
-        c.route = routeOf(op.kind, c.kind, topo.groupSize(static_cast<Axis>(s.axis)),
-                          s.rows_in * row_bytes, routes);
+        c.route = routeOf(op.kind, c.kind, groups.groupSize(axis), s.rows_in * row_bytes, routes);
         out.push_back(c);
       }
     }
