@@ -50,6 +50,27 @@ struct ServingJudge {
 std::vector<OwedCall> owedCalls(const Plan& plan, const ServingJudge& judge, int rank, int passes,
                                 const RecordingRoutes& routes);
 
+/// Whether a training op issues a call a recording shows (a group of one
+/// rank issues none).
+bool issuesCall(const TrainingOp& op);
+
+/// One call a training run's step issues outside the model's forward and
+/// backward that the judge owes (training_step.cc: PrimeRL's gradient-norm
+/// all-reduces), after the plan's ops, once per pass.
+struct StepCall {
+  CallKind kind;
+  std::vector<int> ranks;  ///< the group's members (a group of the plan's ops)
+  std::int64_t bytes;      ///< in and out
+  const char* what;        ///< "clip_grad_norm_: the experts' gradient norm (ep)"
+};
+std::vector<StepCall> stepLevelCalls(const TrainingPlan& plan, int rank);
+
+/// Whether a recorded call is one the engine's step issues outside the model
+/// that seam knows but does not owe (PrimeRL's metric gathers and barriers
+/// on the default process group): counted, not judged.
+bool outsideTheModel(const TrainingPlan& plan, const RecordedGroup& group,
+                     const RecordedCall& call);
+
 /// The call a plan op issues, in a recording's words (none: it issues no
 /// collective a recording shows).
 std::optional<CallKind> callKindOf(OpKind kind);

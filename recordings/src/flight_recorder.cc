@@ -102,6 +102,7 @@ Status readGroups(const std::string& path, const json& config, DumpFile* dump) {
                                  : "undefined";
     g.name =
         "pg " + key.substr(0, 60) + (desc != "undefined" ? " (" + desc.substr(0, 60) + ")" : "");
+    g.default_pg = desc == "default_pg";
     if (!pg.is_object() || !pg.contains("ranks") || !parseRanks(pg.at("ranks"), &g.members)) {
       return Status::invalid(fileLabel("dump", path) + ": pg_config \"" + key.substr(0, 60) +
                              "\" has no list of ranks");

@@ -87,6 +87,10 @@ std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict&
   for (const GroupAxes& g : v.groups) out += groupLine(g);
   out += "explained: " + std::to_string(v.explained) + " of " + std::to_string(v.calls) +
          " recorded calls tied to the plan's " + std::to_string(v.owed) + " owed calls\n";
+  if (v.outside > 0)
+    out += "outside the model: " + std::to_string(v.outside) +
+           " recorded calls of the train step beside the model (metric gathers and barriers "
+           "on the default process group): reported, not judged\n";
   std::map<std::string, int> counts;
   int last_rank = -2, lines = 0;
   bool seam_only = false;
@@ -153,6 +157,7 @@ std::string recordingVerdictJson(const Recording& rec, const RecordingVerdict& v
                     {"calls", v.calls},
                     {"explained", v.explained},
                     {"owed", v.owed},
+                    {"outside_model", v.outside},
                     {"findings", findings},
                     {"partial", partial},
                     {"outcome", outcome},

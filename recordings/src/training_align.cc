@@ -13,11 +13,6 @@ namespace seam::recordings {
 
 namespace {
 
-/// Whether `op` issues a call a recording shows (a group of one rank issues none).
-bool issuesCall(const TrainingOp& op) {
-  return op.hasGroup() && op.ranks.size() > 1 && callKindOf(op.kind).has_value();
-}
-
 /// The plan's groups: every distinct set of member ranks its collectives
 /// run over, with the axes that use it.
 struct GroupTable {
@@ -86,6 +81,19 @@ std::vector<OwedCall> owedWith(const TrainingPlan& plan, int rank, int passes, G
         c.route = Route::kDeepEp;
       out.push_back(c);
     }
+    // The step's calls outside the model (training_step.cc), after its ops.
+    const std::vector<StepCall> step = stepLevelCalls(plan, rank);
+    for (int k = 0; k < static_cast<int>(step.size()); ++k) {
+      OwedCall c;
+      c.kind = step[k].kind;
+      c.group = table->idOf(step[k].ranks);
+      c.bytes = true;
+      c.in_size = c.out_size = step[k].bytes;
+      c.op_index = -1;
+      c.step_call = k;
+      c.pass = pass;
+      out.push_back(c);
+    }
   }
   return out;
 }
@@ -151,6 +159,13 @@ std::vector<OwedCall> owedTrainingCalls(const TrainingPlan& plan, int rank, int 
 }
 
 std::string describeOwedTraining(const TrainingPlan& plan, int rank, const OwedCall& owed) {
+  if (owed.step_call >= 0) {
+    const StepCall c = stepLevelCalls(plan, rank)[owed.step_call];
+    return std::string("step ") + c.what + ": " + std::string(callKindName(c.kind)) + " " +
+           rankList(c.ranks) + ", bytes in " + std::to_string(c.bytes) + ", out " +
+           std::to_string(c.bytes) +
+           (owed.pass > 0 ? ", pass " + std::to_string(owed.pass + 1) : "");
+  }
   const TrainingOp& op = plan.ranks[rank][owed.op_index];
   std::string s = op.recompute ? "re" : op.pass == Pass::kForward ? "fwd" : "bwd";
   s += " layer " + std::to_string(op.layer);
@@ -181,10 +196,18 @@ Expected<RecordingVerdict> judgeTrainingRecording(const Recording& rec, const Tr
     const std::vector<OwedCall> owed = owedWith(plan, r, passes, &table);
     v.owed += static_cast<int>(owed.size());
     v.calls += static_cast<int>(rec.ranks[r].size());
-    auto steps = align(owed, rec.ranks[r], fits, r);
+    // The step's calls outside the model that are not owed: counted apart.
+    std::vector<RecordedCall> model;
+    for (const RecordedCall& c : rec.ranks[r]) {
+      if (outsideTheModel(plan, rec.groups[c.group], c))
+        ++v.outside;
+      else
+        model.push_back(c);
+    }
+    auto steps = align(owed, model, fits, r);
     if (!steps) return steps.status();
     rankFindings(
-        r, owed, rec.ranks[r], *steps, rec.lost_front[r],
+        r, owed, model, *steps, rec.lost_front[r],
         [&](const OwedCall& o) { return describeOwedTraining(plan, r, o); }, &v);
     for (const OwedCall& o : owed)
       routed += o.route == Route::kNccl && !(o.in_known && o.out_known);

@@ -141,12 +141,20 @@ RecordingVerdict judge(const std::string& path) {
   return v ? *v : RecordingVerdict{};
 }
 
+/// Per rank: the step's metric gathers on the default process group
+/// (make_training_recordings.py step_end: all_gather_object's two, then two
+/// for each of 14 keys).
+constexpr int kMetricGathers = 2 + 2 * 14;
+
 TEST(TrainingRecordings, HandDerivedPrimeRlStepIsExplainedCallByCall) {
   const RecordingVerdict v = judge(kCorrect);
   EXPECT_TRUE(v.findings.empty());
-  EXPECT_EQ(v.calls, 4 * 973);
-  EXPECT_EQ(v.explained, v.calls);
-  EXPECT_EQ(v.owed, v.calls);
+  EXPECT_EQ(v.calls, 4 * 1006);
+  // The model's calls and the gradient norm's three all-reduces are owed
+  // and explained; the metric gathers are counted outside the model.
+  EXPECT_EQ(v.outside, 4 * kMetricGathers);
+  EXPECT_EQ(v.explained, v.calls - v.outside);
+  EXPECT_EQ(v.owed, v.explained);
   // Only the rows the routing decides are unchecked: 23 MoE layers x 6 EP exchanges per rank.
   ASSERT_EQ(v.partial.size(), 1u);
   EXPECT_EQ(v.partial[0].what.rfind(std::to_string(4 * 23 * 6) + " calls move rows the routing", 0),
@@ -227,6 +235,84 @@ TEST(TrainingRecordings, ACombineDroppedOnEveryRankIsAMissingCall) {
       << f.expected;
 }
 
+TEST(TrainingRecordings, TheGradientNormsAllReducesAreOwedAndADroppedOneIsMissing) {
+  // _clip_grad_norm_with_ep's experts' norm over ep (its second all-reduce)
+  // dropped on every rank: fr_trace passes, seam names the step's call.
+  const Planted dir("dropped_norm", [](json& d, int) {
+    const json ep = pgOf(d, "ep");
+    json& entries = d["entries"];
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i]["process_group"] == ep && entries[i]["profiling_name"] == "nccl:all_reduce") {
+        entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+        return;
+      }
+    }
+    ADD_FAILURE() << "no gradient-norm all-reduce on ep";
+  });
+  const RecordingVerdict v = judge(dir.path());
+  ASSERT_EQ(v.findings.size(), 4u);
+  const Finding& f = v.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::kMissing);
+  EXPECT_EQ(f.rank, 0);
+  EXPECT_NE(f.expected.find("step clip_grad_norm_: the experts' gradient norm (ep): all_reduce "
+                            "[0,1], bytes in 4, out 4"),
+            std::string::npos)
+      << f.expected;
+}
+
+/// The index of the step's last gradient-norm all-reduce (over dp_shard_cp).
+std::size_t lastNormAllReduce(const json& d) {
+  const json fsdp = pgOf(d, "dp_shard_cp");
+  const json& entries = d.at("entries");
+  for (std::size_t i = entries.size(); i-- > 0;)
+    if (entries[i].at("process_group") == fsdp &&
+        entries[i].at("profiling_name") == "nccl:all_reduce")
+      return i;
+  ADD_FAILURE() << "no gradient-norm all-reduce";
+  return 0;
+}
+
+TEST(TrainingRecordings, AnAllReduceOnTheDefaultGroupAfterTheStepIsStillAnExtraCall) {
+  // A one-element fp32 all-reduce on the default process group after the
+  // clipping, on every rank (a metric reduced where the step issues none):
+  // not one of the step's known calls outside the model.
+  const Planted dir("extra_default_allreduce", [](json& d, int) {
+    const std::size_t at = lastNormAllReduce(d);
+    json e = d["entries"][at];
+    e["process_group"] = pgOf(d, "default_pg");
+    d["entries"].insert(d["entries"].begin() + static_cast<std::ptrdiff_t>(at) + 1, e);
+  });
+  const RecordingVerdict v = judge(dir.path());
+  ASSERT_EQ(v.findings.size(), 4u);
+  const Finding& f = v.findings.front();
+  EXPECT_EQ(f.kind, FindingKind::kExtra);
+  EXPECT_EQ(f.rank, 0);
+  EXPECT_EQ(f.group, "pg 0 (default_pg)");
+  EXPECT_EQ(v.outside, 4 * kMetricGathers);
+}
+
+TEST(TrainingRecordings, ATokenExportBarrierIsCountedOutsideTheModel) {
+  // enable_token_export: dist.barrier() before the clipping (train.py), which
+  // ProcessGroupNCCL records as nccl:all_reduce_barrier of one float.
+  const Planted dir("barrier", [](json& d, int) {
+    const json ep = pgOf(d, "ep");
+    json& entries = d["entries"];
+    std::size_t first = 0;
+    for (std::size_t i = entries.size(); i-- > 0;)
+      if (entries[i]["process_group"] == ep && entries[i]["profiling_name"] == "nccl:all_reduce")
+        first = i;
+    json e = entries[first];
+    e["process_group"] = pgOf(d, "default_pg");
+    e["profiling_name"] = "nccl:all_reduce_barrier";
+    e["input_sizes"] = e["output_sizes"] = json::array({json::array({1})});
+    entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(first) - 1, e);
+  });
+  const RecordingVerdict v = judge(dir.path());
+  EXPECT_TRUE(v.findings.empty());
+  EXPECT_EQ(v.outside, 4 * (kMetricGathers + 1));
+  EXPECT_EQ(v.explained, v.calls - v.outside);
+}
+
 TEST(TrainingRecordings, AGroupNoPlanGroupFitsIsRefusedNamingIt) {
   const Planted dir("foreign_group", [](json& d, int r) {
     for (auto& [name, pg] : d["pg_config"].items())
@@ -259,12 +345,17 @@ TEST(TrainingRecordings, DeepEpExchangesAbsentFromTheDumpAreHiddenNotMissing) {
   // distributed/deepep.py @559b447) the tokens move through DeepEP's own
   // buffers: no ProcessGroupNCCL call, so the Flight Recorder holds none of
   // the EP exchanges (nor the counts all-to-all, which DeepEP does not make).
+  // Nor the gradient norm's all-reduces: under DeepEP PrimeRL sets
+  // optim.max_norm to None (configs/trainer.py @559b447), so no clipping.
   const Planted dir("deepep", [](json& d, int) {
     const json ep = pgOf(d, "ep");
     json& entries = d["entries"];
     json kept = json::array();
-    for (const json& e : entries)
-      if (e["process_group"] != ep) kept.push_back(e);
+    for (const json& e : entries) {
+      const bool norm = e["profiling_name"] == "nccl:all_reduce" &&
+                        e["input_sizes"] == json::array({json::array()});
+      if (e["process_group"] != ep && !norm) kept.push_back(e);
+    }
     entries = kept;
   });
   const TrainingPlan deepep = nanoPlan("primerl", 2, 2, 2, 1, "deepep");
@@ -274,7 +365,7 @@ TEST(TrainingRecordings, DeepEpExchangesAbsentFromTheDumpAreHiddenNotMissing) {
   auto v = judgeTrainingRecording(*rec, deepep, 1);
   ASSERT_TRUE(v) << v.status().message();
   EXPECT_TRUE(v->findings.empty());
-  EXPECT_EQ(v->explained, v->calls);
+  EXPECT_EQ(v->explained, v->calls - v->outside);
   // 23 MoE layers x (dispatch, combine) x (forward, recompute, backward) on 4 ranks.
   EXPECT_EQ(v->hidden[static_cast<int>(Route::kDeepEp)], 4 * 23 * 6);
   ASSERT_EQ(v->partial.size(), 1u);

@@ -59,8 +59,11 @@ struct OwedCall {
   bool in_known = true;   ///< false: what it sends depends on the routing (or is unknown)
   bool out_known = true;  ///< false: what it receives depends on the routing
   int peer = -1;          ///< send/recv: the peer's rank inside the pp group
-  int op_index = 0;       ///< into plan.ranks[rank]
-  int pass = 0;           ///< which repetition of the plan (--passes)
+  int op_index = 0;       ///< into plan.ranks[rank] (training: -1 for a step-level call)
+  /// Training: a call the train step issues outside the model's forward and
+  /// backward (stepLevelCalls, training_step.cc): its index there; -1 else.
+  int step_call = -1;
+  int pass = 0;  ///< which repetition of the plan (--passes)
   Route route = Route::kNccl;
 };
 
@@ -106,6 +109,10 @@ struct RecordingVerdict {
   int calls = 0;      ///< recorded calls
   int explained = 0;  ///< recorded calls tied to an owed call
   int owed = 0;       ///< calls the plan owes the present ranks
+  /// Training: recorded calls the engine's train step issues outside the
+  /// model that seam knows but does not owe (PrimeRL's metric gathers and
+  /// barriers on the default process group): reported, not judged.
+  int outside = 0;
   /// Owed calls not recorded whose route is not NCCL: unchecked, by route.
   std::array<int, kRouteCount> hidden{};  ///< [Route]
   std::vector<GroupAxes> groups;

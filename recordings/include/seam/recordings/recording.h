@@ -38,6 +38,9 @@ inline constexpr std::int64_t kUnknownCount = -1;
 struct RecordedGroup {
   std::string name;  ///< "pg 3 (tp)" / "comm 0x1a2b (commId ...)": what the user sees
   std::vector<int> members;
+  /// Flight Recorder: the default process group (pg_config desc
+  /// "default_pg", what torch.distributed calls take without a group).
+  bool default_pg = false;
 };
 
 /// One recorded call of one rank.

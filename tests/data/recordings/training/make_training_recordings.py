@@ -30,6 +30,23 @@ seam's output (prime-rl @559b447, paths under src/prime_rl/):
     counts (E float32) all_to_all'd under no_grad, then one row per (token, k) dispatched to
     the experts' owners, then combined back; backward: the combine's inverse, then the
     dispatch's. FSDP's unshard of the experts runs before the dispatch hook (prepended).
+The step outside the model (after the micro-batch's backward), trainer/rl/train.py (train):
+  clip_grad_norm_ (trainer/utils.py; optim.max_norm defaults to 1.0 with the torch EP backend,
+    configs/trainer.py) -> torchtitan distributed/utils.py _clip_grad_norm_with_ep @23e4dfc: the
+    experts' gradient norm, then the other parameters', each DTensor.full_tensor(): one fp32
+    all_reduce per mesh dimension the norm is partial on, in mesh order (torch
+    distributed/tensor/_redistribute.py @012e4b96 generate_greedy_transform_infos), FSDP2's
+    dimension before EP's (fsdp/_fully_shard/_fsdp_param.py @010ae4a8 _init_sharding_spec_tp):
+    over dp_shard_mod_ep, over ep, then over dp_shard_cp.
+  optimizer.step() issues no collective (AdamW on local shards); no weight broadcast (the fake
+    data mode skips it) and no checkpoint at this step.
+  Tensors.compute_stats (trainer/utils.py) on the default process group: all_gather_object of
+    the metric keys (an all_gather of each rank's pickled size, int64, then of the pickles,
+    uint8, padded to the longest), then per key, sorted, flexible_all_gather (an all_gather of
+    the numel, a 0-dim int64, then of the values padded to the most). The keys are train.py's
+    (entropy/all and per env, loss, mismatch_kl/all and per env, the MoE load-balance stats
+    max_vio and routing_confidence, one value per MoE layer) and default_loss_fn's metrics
+    (trainer/rl/loss.py); one env, "env0"; how many values each holds is this script's own.
 The routing is this script's own (a fixed top-6 per token), not seam's: the rows an EP rank
 receives depend on it, which is why seam leaves them unchecked.
 Shapes (HF config of NVIDIA-Nemotron-3-Nano; prime-rl models/nemotron_h/modeling_nemotron_h.py,
@@ -48,6 +65,7 @@ Run: python3 tests/data/recordings/training/make_training_recordings.py (rewrite
 """
 import json
 import os
+import pickle
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
@@ -60,13 +78,14 @@ DP, CP, EP = 2, 2, 2
 WORLD = DP * CP
 S = 8
 LOCAL = S // CP
-BF16, FP32, I64 = ("BFloat16", 2), ("Float", 4), ("Long", 8)
+BF16, FP32, I64, U8 = ("BFloat16", 2), ("Float", 4), ("Long", 8), ("Byte", 1)
 
 # Process groups: rank = dp_shard * cp + cp_rank; ep = blocks of ep in the flattened
 # dp_shard x cp mesh (dp_shard_in_ep x cp); dp_shard_mod_ep its complement.
 def groups_of(rank):
     d, c = divmod(rank, CP)
     return {
+        "world": ("0", "default_pg", list(range(WORLD))),
         "dp_cp": ("1", "dp_cp", list(range(WORLD))),
         "fsdp": ("2", "dp_shard_cp", list(range(WORLD))),
         "cp": (str(3 + d), "cp", [d * CP + i for i in range(CP)]),
@@ -190,7 +209,32 @@ def step(rank):
             c.rs("fsdp", ROUTER, "router post-backward")
         c.rs("fsdp", BLOCK[PATTERN[layer]], "block post-backward")
     c.rs("fsdp", EMBED, "embedding post-backward")
+    step_end(c)
     return c.out
+
+
+MOE_LAYERS = PATTERN.count("E")
+# The step's metric keys and how many values each rank holds of each (one micro-batch; every
+# token of the packed row in the loss after the cp gather).
+METRICS = {"entropy/all": S, "entropy/env0": S, "loss": 1, "mismatch_kl/all": S,
+           "mismatch_kl/env0": S, "max_vio": MOE_LAYERS, "routing_confidence": MOE_LAYERS,
+           "masked_mismatch_kl": 1, "unmasked_mismatch_kl": 1, "is_masked": 1,
+           "is_masked_low": 1, "is_masked_high": 1, "masked_advantage_positive": 1,
+           "masked_advantage_negative": 1}
+
+
+def step_end(c):
+    """What train() issues after the backward, outside the model (docstring above)."""
+    for group in ("edp", "ep", "fsdp"):
+        c.add("all_reduce", group, [[]], [[]], FP32, "_clip_grad_norm_with_ep")
+    keys = sorted(METRICS)
+    size = len(pickle.dumps(keys, protocol=5))
+    c.add("all_gather", "world", [[1]], [[1]] * WORLD, I64, "compute_stats")
+    c.add("all_gather", "world", [[size]], [[size]] * WORLD, U8, "compute_stats")
+    for key in keys:
+        c.add("all_gather", "world", [[]], [[]] * WORLD, I64, "flexible_all_gather")
+        n = METRICS[key]
+        c.add("all_gather", "world", [[n]], [[n]] * WORLD, FP32, "flexible_all_gather")
 
 
 FILES = {"train": "prime_rl/trainer/rl/train.py", "gather_for_cp": "prime_rl/utils/cp.py",
@@ -198,12 +242,15 @@ FILES = {"train": "prime_rl/trainer/rl/train.py", "gather_for_cp": "prime_rl/uti
          "mamba_cp_forward": "prime_rl/trainer/models/layers/cp_mamba.py",
          "ulysses_flash_attn_varlen_func": "prime_rl/trainer/models/layers/ulysses_attn.py",
          "_token_dispatch": "torchtitan/distributed/expert_parallel.py",
-         "_token_combine": "torchtitan/distributed/expert_parallel.py"}
+         "_token_combine": "torchtitan/distributed/expert_parallel.py",
+         "_clip_grad_norm_with_ep": "torchtitan/distributed/utils.py",
+         "compute_stats": "prime_rl/trainer/utils.py",
+         "flexible_all_gather": "prime_rl/trainer/utils.py"}
 
 
 def dump(rank, calls, frames=False):
     gs = groups_of(rank)
-    pg_config = {"0": {"name": "0", "desc": "default_pg", "ranks": str(list(range(WORLD)))}}
+    pg_config = {}
     for name, desc, members in gs.values():
         pg_config[name] = {"name": name, "desc": desc, "ranks": str(members)}
     seq, entries = {}, []
