@@ -61,11 +61,21 @@ TEST(TrainingCases, MegatronsCpCommTypeDefaultsToP2pAndAllGatherTakesOneDocument
   ASSERT_FALSE(packed.hasValue());
   EXPECT_EQ(packed.status().code(), StatusCode::kRefused);
   EXPECT_NE(packed.status().message().find("THD"), std::string::npos) << packed.status().message();
-  for (const char* bad : {"ring", "allgather"}) {
+  for (const char* bad : {"ring", "allgather", "p2p p2p"}) {
     auto c = ringCase(2, 1, "16", bad);
     ASSERT_FALSE(c.hasValue());
     EXPECT_EQ(c.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(c.status().message().find(std::string("\"") + bad + "\" is not p2p, all_gather"),
+              std::string::npos)
+        << c.status().message();
   }
+  // Megatron's --help spells it "allgather"; its parser passes the string on
+  // unchecked and TE's attn_forward_func_with_cp takes only "all_gather".
+  EXPECT_NE(ringCase(2, 1, "16", "allgather")
+                .status()
+                .message()
+                .find("Transformer Engine takes only all_gather"),
+            std::string::npos);
   auto hier = ringCase(2, 1, "16", "a2a+p2p");
   ASSERT_FALSE(hier.hasValue());
   EXPECT_EQ(hier.status().code(), StatusCode::kRefused);

@@ -85,9 +85,20 @@ Status applyCpComm(TrainingConfig& c, const std::string& cp_comm_type) {
   if (cp_comm_type.empty()) return Status::ok();
   if (cp_comm_type == "a2a+p2p")
     return Status::notModelled("--cp-comm-type a2a+p2p (hierarchical CP groups) is not modelled");
-  if (cp_comm_type != "p2p" && cp_comm_type != "all_gather" && cp_comm_type != "a2a")
+  // Exactly what reaches Transformer Engine's attention: Megatron's parser
+  // takes any string (arguments.py @d98e8a6 --cp-comm-type: nargs '+', no
+  // choices) and TEDotProductAttention hands it on as it is; TE's
+  // attn_forward_func_with_cp (context_parallel.py @d0067d0) runs p2p,
+  // a2a+p2p, all_gather or a2a and raises ValueError on anything else.
+  if (cp_comm_type != "p2p" && cp_comm_type != "all_gather" && cp_comm_type != "a2a") {
+    const std::string why =
+        cp_comm_type == "allgather"
+            ? " (Megatron's help text spells it allgather, but Transformer Engine takes only "
+              "all_gather)"
+            : "";
     return Status::invalid("--cp-comm-type \"" + cp_comm_type.substr(0, 64) +
-                           "\" is not p2p, all_gather, a2a or a2a+p2p");
+                           "\" is not p2p, all_gather, a2a or a2a+p2p" + why);
+  }
   if (c.layout != TrainingLayout::kMegatron)
     return Status::invalid("--cp-comm-type applies to the megatron layout");
   c.cp_comm = cp_comm_type == "all_gather" ? CpComm::kAllGather
