@@ -158,6 +158,66 @@ void ExactDomain::addLists(ExactValue& a, const ExactValue& b) {
   a = std::move(out);
 }
 
+namespace {
+
+/// `node` when it is alive and still holds the terms it had as `id`.
+template <class Node>
+std::shared_ptr<Node> alive(const std::weak_ptr<Node>& node, std::uint64_t id) {
+  std::shared_ptr<Node> held = node.lock();
+  return held && held->id == id ? held : nullptr;
+}
+
+}  // namespace
+
+void ExactDomain::add(Value& a, const Value& b) const {
+  if (b.empty()) return;
+  // Ids are never reused, so a pair of them names one pair of term lists.
+  const std::pair<std::uint64_t, std::uint64_t> pair{a.id(), b.id()};
+  if (auto it = by_operands_.find(pair); it != by_operands_.end()) {
+    if (auto held = alive(it->second.node, it->second.id)) {
+      a.node_ = std::move(held);
+      return;
+    }
+  }
+  addTerms(a, b);
+  if (a.size() < kShareFrom) return;
+  share(a);
+  by_operands_[pair] = {a.node_, a.id()};
+}
+
+void ExactDomain::share(Value& a) const {
+  // Hashed by its length and its first and last few terms (equal lists hash
+  // alike; hashing every term of every long sum cost more than the replay),
+  // and only a few lists of one hash compared term by term.
+  constexpr size_t kEnds = 4, kCompared = 4;
+  std::uint64_t h = a.size();
+  const auto mix = [&h](const TermList::Term& t) {
+    h = detail::splitmix64(h ^ t.first) + static_cast<std::uint64_t>(t.second);
+  };
+  for (size_t i = 0; i < a.size() && i < kEnds; ++i) mix(a[i]);
+  for (size_t i = a.size() > kEnds ? a.size() - kEnds : 0; i < a.size(); ++i) mix(a[i]);
+  auto [it, end] = by_terms_.equal_range(h);
+  for (size_t compared = 0; it != end && compared < kCompared; ++compared) {
+    std::shared_ptr<TermList::Node> held = alive(it->second.node, it->second.id);
+    if (!held) {
+      it = by_terms_.erase(it);
+      continue;
+    }
+    if (held == a.node_) return;
+    if (held->terms == a.terms()) {
+      a.node_ = std::move(held);
+      return;
+    }
+    ++it;
+  }
+  by_terms_.emplace(h, Made{a.node_, a.id()});
+  if (by_terms_.size() + by_operands_.size() < prune_at_) return;
+  const auto gone = [](const auto& entry) { return !alive(entry.second.node, entry.second.id); };
+  std::erase_if(by_terms_, gone);
+  std::erase_if(by_operands_, gone);
+  prune_at_ = std::max<size_t>(1024, 2 * (by_terms_.size() + by_operands_.size()));
+}
+
 template <class Term>
 bool ExactDomain::eachExpected(Expect e, int stack, int stage, int t, Term&& term) const {
   if (e == Expect::kNormed) return term(key(kN, stack, stage, t, 0));
