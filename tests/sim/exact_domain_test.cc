@@ -35,7 +35,7 @@ TEST(ExactDomain, TwoRanksAddingTheSameSumToEqualRowsEndWithOneList) {
   const TermList s = partials(x.d, 0, 3, 32);
   x.d.add(r0, s);
   x.d.add(r1, s);
-  EXPECT_EQ(r0.terms(), r1.terms());
+  EXPECT_EQ(r0.flat(), r1.flat());
   EXPECT_EQ(r0.id(), r1.id());  // one list: the same id
   // The next stage's sum, added to the now shared rows, is made once.
   const TermList s1 = partials(x.d, 1, 3, 32);
@@ -58,7 +58,7 @@ TEST(ExactDomain, AListChangedInPlaceIsNotTakenForTheSumItHeldBefore) {
   EXPECT_EQ(a.size(), 60u);
   TermList want = partials(x.d, 0, 1, 20);
   ExactDomain::addTerms(want, b);
-  EXPECT_EQ(again.terms(), want.terms());
+  EXPECT_EQ(again.flat(), want.flat());
 }
 
 TEST(ExactDomain, AReductionSumsEveryMembersRowsInMemberOrderAndSharesEqualSums) {
@@ -75,12 +75,37 @@ TEST(ExactDomain, AReductionSumsEveryMembersRowsInMemberOrderAndSharesEqualSums)
   for (int t = 0; t < 2; ++t) {
     TermList want;
     for (int p = 0; p < 4; ++p) ExactDomain::addTerms(want, members[p][t]);
-    EXPECT_EQ(sum0[t].terms(), want.terms());
+    EXPECT_EQ(sum0[t].flat(), want.flat());
     EXPECT_EQ(sum0[t].id(), sum1[t].id());
   }
   // Every partial j < 16 is in all four members' rows: coefficient 4.
-  EXPECT_EQ(sum0[0][0].second, 4);
+  EXPECT_EQ(sum0[0].front().second, 4);
   EXPECT_EQ(sum0[0].size(), 64u);
+}
+
+TEST(ExactDomain, ARowJoinedWithLaterStagesSumsIsCheckedAsOneListAndChangesNoPart) {
+  Domain x;
+  const int t = 2;
+  const TermList s0 = partials(x.d, 0, t, 64), s1 = partials(x.d, 1, t, 64);
+  TermList row = x.d.embed(0, t);
+  x.d.add(row, s0);  // held as e(t) joined with s0's list, then with s1's
+  x.d.add(row, s1);
+  EXPECT_EQ(row.size(), 129u);
+  EXPECT_TRUE(x.d.holds(row, ledger_detail::Expect::kComplete, 0, 2, t));
+  EXPECT_FALSE(x.d.holds(row, ledger_detail::Expect::kComplete, 0, 3, t));  // s2 never added
+  // Changing a copy changes neither the row nor the sums it joined.
+  TermList halved = row;
+  ExactDomain::divideTerms(halved, 2);
+  EXPECT_EQ(halved.back().first, ExactDomain::kDenominator);
+  EXPECT_TRUE(x.d.holds(row, ledger_detail::Expect::kComplete, 0, 2, t));
+  EXPECT_EQ(s0.size(), 64u);
+  EXPECT_EQ(s0.back().second, 1);
+  // A joined row that misses a stage is explained as one list would be.
+  TermList partial_row = x.d.embed(0, t);
+  x.d.add(partial_row, s0);
+  const auto why = x.d.explain(partial_row, ledger_detail::Expect::kComplete, 0, 2, t);
+  EXPECT_EQ(why.cls, ViolationClass::kNeverCompleted);
+  EXPECT_EQ(why.term, "p(s1, t2, j0)");
 }
 
 }  // namespace

@@ -108,6 +108,32 @@ void ExactDomain::divideTerms(Value& value, std::int64_t d) {
   putDenominator(v, den * d, kDenominator);
 }
 
+void TermList::append(const TermList& b) {
+  const bool own_leaf = node_->leaf() && node_.use_count() == 1;
+  if (size() + b.size() >= kJoinFrom && (b.size() >= kJoinFrom || !own_leaf) &&
+      std::max(node_->depth, b.node_->depth) < kMaxDepth) {
+    node_ = std::make_shared<Node>(node_, b.node_);
+    return;
+  }
+  // Grown to the exact size, as a merge's list is: a replay holds many sums at once.
+  List& terms = own(b.size());
+  if (terms.capacity() < terms.size() + b.size()) terms.reserve(terms.size() + b.size());
+  b.each([&terms](const Term& t) {
+    terms.push_back(t);
+    return true;
+  });
+}
+
+bool TermList::operator==(const TermList& o) const {
+  if (node_ == o.node_) return true;
+  if (size() != o.size()) return false;
+  const List* mine = leaf();
+  const List copy = mine ? List{} : flat();
+  const List& x = mine ? *mine : copy;
+  size_t i = 0;
+  return o.each([&](const Term& t) { return x[i++] == t; });
+}
+
 void ExactDomain::addTerms(Value& a, const Value& b) {
   if (b.empty()) return;
   // 0 + b is b (whole numbers: a fraction's list is reduced, as the merge would make it).
@@ -115,7 +141,17 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
     a = b;
     return;
   }
-  addLists(a.own(b.size()), b.terms());
+  // Every term of b sorts after a's (a later stage's partials onto a sum).
+  if (!a.empty() && a.back().first != kDenominator && b.back().first != kDenominator &&
+      a.back().first < b.front().first) {
+    a.append(b);
+    return;
+  }
+  if (const TermList::List* terms = b.leaf()) {
+    addLists(a.own(b.size()), *terms);
+  } else {
+    addLists(a.own(b.size()), b.flat());
+  }
 }
 
 void ExactDomain::addLists(ExactValue& a, const ExactValue& b) {
@@ -186,16 +222,12 @@ void ExactDomain::add(Value& a, const Value& b) const {
 }
 
 void ExactDomain::share(Value& a) const {
-  // Hashed by its length and its first and last few terms (equal lists hash
+  // Hashed by its length and its first and last terms (equal lists hash
   // alike; hashing every term of every long sum cost more than the replay),
   // and only a few lists of one hash compared term by term.
-  constexpr size_t kEnds = 4, kCompared = 4;
-  std::uint64_t h = a.size();
-  const auto mix = [&h](const TermList::Term& t) {
-    h = detail::splitmix64(h ^ t.first) + static_cast<std::uint64_t>(t.second);
-  };
-  for (size_t i = 0; i < a.size() && i < kEnds; ++i) mix(a[i]);
-  for (size_t i = a.size() > kEnds ? a.size() - kEnds : 0; i < a.size(); ++i) mix(a[i]);
+  constexpr size_t kCompared = 4;
+  std::uint64_t h = detail::splitmix64(a.size() ^ a.front().first) + a.front().second;
+  h = detail::splitmix64(h ^ a.back().first) + static_cast<std::uint64_t>(a.back().second);
   auto [it, end] = by_terms_.equal_range(h);
   for (size_t compared = 0; it != end && compared < kCompared; ++compared) {
     std::shared_ptr<TermList::Node> held = alive(it->second.node, it->second.id);
@@ -204,7 +236,9 @@ void ExactDomain::share(Value& a) const {
       continue;
     }
     if (held == a.node_) return;
-    if (held->terms == a.terms()) {
+    TermList other;
+    other.node_ = held;
+    if (other == a) {
       a.node_ = std::move(held);
       return;
     }
@@ -236,13 +270,15 @@ bool ExactDomain::eachExpected(Expect e, int stack, int stage, int t, Term&& ter
 }
 
 bool ExactDomain::holds(const Value& v, Expect e, int stack, int stage, int t) const {
-  size_t i = 0;
-  const bool prefix = eachExpected(e, stack, stage, t, [&](std::uint64_t k) {
-    if (i == v.size() || v[i].first != k || v[i].second != 1) return false;
-    ++i;
+  keys_.clear();
+  eachExpected(e, stack, stage, t, [this](std::uint64_t k) {
+    keys_.push_back(k);
     return true;
   });
-  return prefix && i == v.size();
+  if (v.size() != keys_.size()) return false;
+  size_t i = 0;
+  return v.each(
+      [&](const TermList::Term& term) { return term.first == keys_[i++] && term.second == 1; });
 }
 
 TermList::List ExactDomain::expected(Expect e, int stack, int stage, int t) const {
@@ -279,7 +315,7 @@ std::string ExactDomain::termName(std::uint64_t k) {
 
 Explanation ExactDomain::explain(const Value& value, Expect e, int stack, int stage, int t) const {
   const ExactValue want = expected(e, stack, stage, t);
-  ExactValue v = value.terms();
+  ExactValue v = value.flat();
   const std::int64_t den = takeDenominator(v, kDenominator);
   // Padding leak first, then a foreign term, then a term with a fractional
   // coefficient, then a term counted k > 1 times, then a term never

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/fingerprint.h"
+#include "replay/term_list.h"
 #include "seam/sim/plan/plan.h"
 #include "seam/sim/replay/ledger.h"
 
@@ -150,77 +151,6 @@ class FastDomain {
 };
 
 // ---------------------------------------------------------------------------
-/// An exact value: its (term key, coefficient) pairs sorted by key. Copies
-/// share one list until one of them changes (copy on write): a collective
-/// hands the same rows to every member of its group, and a list per member
-/// held a world 128 case's sums once per rank. Each list carries an id,
-/// new whenever its terms change (never reused on a thread), so that equal
-/// ids mean equal terms (ExactDomain::add remembers sums by them).
-class TermList {
- public:
-  using Term = std::pair<std::uint64_t, std::int64_t>;
-  using List = std::vector<Term>;
-
-  TermList() = default;
-  TermList(std::initializer_list<Term> terms) : node_(std::make_shared<Node>(List(terms))) {}
-  explicit TermList(List&& terms)
-      : node_(terms.empty() ? nullptr : std::make_shared<Node>(std::move(terms))) {}
-
-  const List& terms() const { return node_ ? node_->terms : empty_; }
-  bool empty() const { return !node_ || node_->terms.empty(); }
-  size_t size() const { return node_ ? node_->terms.size() : 0; }
-  const Term& operator[](size_t i) const { return node_->terms[i]; }
-  const Term& front() const { return node_->terms.front(); }
-  const Term& back() const { return node_->terms.back(); }
-  List::const_iterator begin() const { return terms().begin(); }
-  List::const_iterator end() const { return terms().end(); }
-  bool operator==(const TermList& o) const { return node_ == o.node_ || terms() == o.terms(); }
-  /// The id of this value's terms (0: none).
-  std::uint64_t id() const { return node_ ? node_->id : 0; }
-
-  /// This value's own list, to change in place (a shared one is copied
-  /// first, with room for `extra` more terms); its id is new.
-  List& own(size_t extra = 0) {
-    if (!node_) {
-      node_ = std::make_shared<Node>(List{});
-    } else if (node_.use_count() > 1) {
-      List copy;
-      copy.reserve(node_->terms.size() + extra);
-      copy.assign(node_->terms.begin(), node_->terms.end());
-      node_ = std::make_shared<Node>(std::move(copy));
-    } else {
-      node_->id = nextId();
-    }
-    return node_->terms;
-  }
-  /// The value becomes the one term `key` (coefficient 1), in its own list
-  /// when that list is short and not shared; a long sum's is freed, as a new
-  /// value would.
-  void setOne(std::uint64_t key) {
-    if (!node_ || node_.use_count() > 1 || node_->terms.capacity() > kShortList) {
-      node_ = std::make_shared<Node>(List(1, Term{key, 1}));
-      return;
-    }
-    node_->terms.assign(1, Term{key, 1});
-    node_->id = nextId();
-  }
-
- private:
-  friend class ExactDomain;  // shares equal sums (ExactDomain::add)
-  struct Node {
-    explicit Node(List&& t) : terms(std::move(t)), id(nextId()) {}
-    List terms;
-    std::uint64_t id;
-  };
-  static std::uint64_t nextId() {
-    thread_local std::uint64_t last = 0;
-    return ++last;
-  }
-  static constexpr size_t kShortList = 8;
-  static inline const List empty_{};
-  std::shared_ptr<Node> node_;
-};
-
 // Exact domain: explicit (term, coefficient) lists, sorted by term key.
 class ExactDomain {
  public:
@@ -287,8 +217,8 @@ class ExactDomain {
     }
     return whole ? embed(stack, t) : sum;
   }
-  /// v == expected(e, stack, stage, t), without building it: the expected
-  /// terms are walked in key order and compared one by one.
+  /// v == expected(e, stack, stage, t): the expected keys (made in key
+  /// order into a reused buffer) compared with v's terms one by one.
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const;
   /// Every value divided by d: the coefficients become fractions, kept as
   /// integer numerators over one denominator per value (a last entry keyed
@@ -343,6 +273,7 @@ class ExactDomain {
   template <class Term>
   bool eachExpected(Expect e, int stack, int stage, int t, Term&& term) const;
   const std::vector<StackShape>* stacks_ = nullptr;
+  mutable std::vector<std::uint64_t> keys_;  // holds(): the expected keys, reused
 };
 
 }  // namespace seam::ledger_detail
