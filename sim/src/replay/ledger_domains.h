@@ -236,7 +236,7 @@ class ExactDomain {
   static constexpr std::uint64_t kDenominator = ~std::uint64_t{0};
 
  private:
-  /// Sums shorter than this keep their own list (sharing costs a hash of the list).
+  /// Sums shorter than this keep their own list (sharing costs a look-up).
   static constexpr size_t kShareFrom = 16;
   /// a's list replaced by an equal one held elsewhere, or remembered as one to share.
   void share(Value& a) const;
