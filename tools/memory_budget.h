@@ -55,11 +55,13 @@ inline std::int64_t modelCount(const std::vector<properties::SweepModel>& models
 Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
                         const ConfigFilter& filter, int jobs, int shards = 1);
 
-/// A sweep's worker holds its case's plan, replay and judges together: 266
-/// MiB peak measured for a world 128 sweep of every preset on 2 workers
-/// (`--shard 0/32`; 1,025 MiB at world 256, docs/results/scale.md), 129
-/// bytes per worker, rank and token of the longest batch, rounded up.
-inline constexpr std::int64_t kSweepBytesPerRankToken = 160;
+/// A sweep's worker holds its case's plan, replay and judges together. Peak
+/// RSS of a sweep of every preset on 2 workers, once the exact sums and the
+/// judges' token lists were shared (docs/results/scale.md): world 128
+/// `--shard 0/32` 142,416 KiB, 67 bytes per worker, rank and token of the
+/// longest batch; world 256 `--shard 0/128` 449,320 KiB, 53 bytes. A shard
+/// meets every configuration but not every batch, so about twice that.
+inline constexpr std::int64_t kSweepBytesPerRankToken = 128;
 
 /// A sweep of `world` with `jobs` workers: its cases stream (one model x
 /// configuration per worker in flight, measured flat in the number of cases:

@@ -168,20 +168,42 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
     list_of_[kind].resize(world);
     for (int r = 0; r < world; ++r) list_of_[kind][r] = r;
   }
+  const auto rowsOf = [this](RowKind kind, int r) -> std::vector<int>& {
+    return rows_[static_cast<int>(kind)][r];
+  };
+  const auto shareOf = [this](RowKind kind, int r, int owner) {
+    list_of_[static_cast<int>(kind)][r] = owner;
+  };
   const int full = static_cast<int>(RowKind::kFull);
   int buffer_at = -1;  // the rank whose list holds the shared DP buffer
+  // The ranks of one DP shard hold the same sequence, gathered CP shards and
+  // (unsharded) attention rows, and those of one CP rank of it the same
+  // attention rows: the first such rank's lists serve them all.
+  std::vector<int> first_of_shard(dp, -1), first_of_cp_rank(dp * acp, -1);
   seq_at_.assign(world, {});
+  seq_of_.assign(world, 0);
   local_start_.assign(world, 0);
   for (int r = 0; r < world; ++r) {
     const int d = groups.rankIn(Axis::kAttnDp, r), i = groups.rankIn(Axis::kAttnTp, r);
-    auto& attention = rows_[static_cast<int>(RowKind::kAttention)][r];
-    auto& sequence = rows_[static_cast<int>(RowKind::kSequence)][r];
-    auto& local = rows_[static_cast<int>(RowKind::kLocal)][r];
-    for (int t = 0; t < n[d]; ++t) sequence.push_back(first[d] + t);
+    const int c = groups.rankIn(Axis::kAttnCp, r);
+    if (first_of_shard[d] < 0) first_of_shard[d] = r;
+    if (first_of_cp_rank[d * acp + c] < 0) first_of_cp_rank[d * acp + c] = r;
+    const int shard_owner = first_of_shard[d], cp_owner = first_of_cp_rank[d * acp + c];
+    const bool builds = shard_owner == r;
+    seq_of_[r] = shard_owner;
+    shareOf(RowKind::kSequence, r, shard_owner);
+    if (builds) {
+      for (int t = 0; t < n[d]; ++t) rowsOf(RowKind::kSequence, r).push_back(first[d] + t);
+    }
+    auto& local = rowsOf(RowKind::kLocal, r);
     if (shards[d].empty()) {
       // A padded local batch: the tokens, then pad rows up to the held rows.
-      attention = sequence;
-      attention.resize(dp_buffer.entries[d].held, kPaddingRow);
+      shareOf(RowKind::kAttention, r, shard_owner);
+      if (builds) {
+        auto& attention = rowsOf(RowKind::kAttention, r);
+        attention = rowsOf(RowKind::kSequence, r);
+        attention.resize(dp_buffer.entries[d].held, kPaddingRow);
+      }
       if (split == LocalSplit::kPaddedEqual) {
         // shard_token_rows: equal chunks of the held rows padded to attn_tp.
         const int chunk = (dp_buffer.entries[d].held + atp - 1) / atp;
@@ -190,24 +212,31 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
           local.push_back(p < n[d] ? first[d] + p : kPaddingRow);
       }
     } else {
-      auto& gathered = rows_[static_cast<int>(RowKind::kCpGathered)][r];
-      seq_at_[r].assign(n[d], 0);
-      for (int c = 0; c < acp; ++c) {
-        for (int id : shards[d][c]) {
-          if (id != kPaddingRow) seq_at_[r][id] = static_cast<int>(gathered.size());
-          gathered.push_back(shiftedBy(id, first[d]));
-          if (c == groups.rankIn(Axis::kAttnCp, r)) attention.push_back(shiftedBy(id, first[d]));
+      shareOf(RowKind::kCpGathered, r, shard_owner);
+      shareOf(RowKind::kAttention, r, cp_owner);
+      auto& gathered = rowsOf(RowKind::kCpGathered, shard_owner);
+      if (builds) seq_at_[r].assign(n[d], 0);
+      for (int k = 0; k < acp && (builds || cp_owner == r); ++k) {
+        for (int id : shards[d][k]) {
+          if (builds) {
+            if (id != kPaddingRow) seq_at_[r][id] = static_cast<int>(gathered.size());
+            gathered.push_back(shiftedBy(id, first[d]));
+          }
+          if (k == c && cp_owner == r)
+            rowsOf(RowKind::kAttention, r).push_back(shiftedBy(id, first[d]));
         }
       }
     }
     if (local.empty() && !(split == LocalSplit::kPaddedEqual && shards[d].empty())) {
       // torch.tensor_split of the attention rows (a CP shard: its padded rows).
+      const auto& attention = tokens(RowKind::kAttention, r);
       const auto [start, size] = tensorSplitOf(static_cast<int>(attention.size()), atp, i);
       local_start_[r] = start;
       local.assign(attention.begin() + start, attention.begin() + start + size);
     }
     if (dp == 1 && cpSharded(r)) {
-      rows_[full][r] = rows_[static_cast<int>(RowKind::kCpGathered)][r];
+      if (builds) rows_[full][r] = rowsOf(RowKind::kCpGathered, r);
+      list_of_[full][r] = shard_owner;
     } else {
       if (buffer_at < 0) {
         buffer_at = r;
@@ -216,8 +245,12 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
       list_of_[full][r] = buffer_at;
     }
   }
+  shareDispatched(groups);
+}
+
+void JudgeTokens::shareDispatched(const JudgeGroups& groups) {
   const int dispatch = static_cast<int>(RowKind::kDispatched);
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < groups.world(); ++r) {
     // Every member of an EP group receives the same rows: its lowest rank's list.
     const int owner = groups.groupOf(Axis::kMoeEp, r).front();
     list_of_[dispatch][r] = owner;

@@ -108,6 +108,32 @@ void ExactDomain::divideTerms(Value& value, std::int64_t d) {
   putDenominator(v, den * d, kDenominator);
 }
 
+void TermList::append(const TermList& b) {
+  const bool own_leaf = node_->leaf() && node_.use_count() == 1;
+  if (size() + b.size() >= kJoinFrom && (b.size() >= kJoinFrom || !own_leaf) &&
+      std::max(node_->depth, b.node_->depth) < kMaxDepth) {
+    node_ = std::make_shared<Node>(node_, b.node_);
+    return;
+  }
+  // Grown to the exact size, as a merge's list is: a replay holds many sums at once.
+  List& terms = own(b.size());
+  if (terms.capacity() < terms.size() + b.size()) terms.reserve(terms.size() + b.size());
+  b.each([&terms](const Term& t) {
+    terms.push_back(t);
+    return true;
+  });
+}
+
+bool TermList::operator==(const TermList& o) const {
+  if (node_ == o.node_) return true;
+  if (size() != o.size()) return false;
+  const List* mine = leaf();
+  const List copy = mine ? List{} : flat();
+  const List& x = mine ? *mine : copy;
+  size_t i = 0;
+  return o.each([&](const Term& t) { return x[i++] == t; });
+}
+
 void ExactDomain::addTerms(Value& a, const Value& b) {
   if (b.empty()) return;
   // 0 + b is b (whole numbers: a fraction's list is reduced, as the merge would make it).
@@ -115,7 +141,17 @@ void ExactDomain::addTerms(Value& a, const Value& b) {
     a = b;
     return;
   }
-  addLists(a.own(b.size()), b.terms());
+  // Every term of b sorts after a's (a later stage's partials onto a sum).
+  if (!a.empty() && a.back().first != kDenominator && b.back().first != kDenominator &&
+      a.back().first < b.front().first) {
+    a.append(b);
+    return;
+  }
+  if (const TermList::List* terms = b.leaf()) {
+    addLists(a.own(b.size()), *terms);
+  } else {
+    addLists(a.own(b.size()), b.flat());
+  }
 }
 
 void ExactDomain::addLists(ExactValue& a, const ExactValue& b) {
@@ -158,6 +194,64 @@ void ExactDomain::addLists(ExactValue& a, const ExactValue& b) {
   a = std::move(out);
 }
 
+namespace {
+
+/// `node` when it is alive and still holds the terms it had as `id`.
+template <class Node>
+std::shared_ptr<Node> alive(const std::weak_ptr<Node>& node, std::uint64_t id) {
+  std::shared_ptr<Node> held = node.lock();
+  return held && held->id == id ? held : nullptr;
+}
+
+}  // namespace
+
+void ExactDomain::add(Value& a, const Value& b) const {
+  if (b.empty()) return;
+  // Ids are never reused, so a pair of them names one pair of term lists.
+  const std::pair<std::uint64_t, std::uint64_t> pair{a.id(), b.id()};
+  if (auto it = by_operands_.find(pair); it != by_operands_.end()) {
+    if (auto held = alive(it->second.node, it->second.id)) {
+      a.node_ = std::move(held);
+      return;
+    }
+  }
+  addTerms(a, b);
+  if (a.size() < kShareFrom) return;
+  share(a);
+  by_operands_[pair] = {a.node_, a.id()};
+}
+
+void ExactDomain::share(Value& a) const {
+  // Hashed by its length and its first and last terms (equal lists hash
+  // alike; hashing every term of every long sum cost more than the replay),
+  // and only a few lists of one hash compared term by term.
+  constexpr size_t kCompared = 4;
+  std::uint64_t h = detail::splitmix64(a.size() ^ a.front().first) + a.front().second;
+  h = detail::splitmix64(h ^ a.back().first) + static_cast<std::uint64_t>(a.back().second);
+  auto [it, end] = by_terms_.equal_range(h);
+  for (size_t compared = 0; it != end && compared < kCompared; ++compared) {
+    std::shared_ptr<TermList::Node> held = alive(it->second.node, it->second.id);
+    if (!held) {
+      it = by_terms_.erase(it);
+      continue;
+    }
+    if (held == a.node_) return;
+    TermList other;
+    other.node_ = held;
+    if (other == a) {
+      a.node_ = std::move(held);
+      return;
+    }
+    ++it;
+  }
+  by_terms_.emplace(h, Made{a.node_, a.id()});
+  if (by_terms_.size() + by_operands_.size() < prune_at_) return;
+  const auto gone = [](const auto& entry) { return !alive(entry.second.node, entry.second.id); };
+  std::erase_if(by_terms_, gone);
+  std::erase_if(by_operands_, gone);
+  prune_at_ = std::max<size_t>(1024, 2 * (by_terms_.size() + by_operands_.size()));
+}
+
 template <class Term>
 bool ExactDomain::eachExpected(Expect e, int stack, int stage, int t, Term&& term) const {
   if (e == Expect::kNormed) return term(key(kN, stack, stage, t, 0));
@@ -176,13 +270,15 @@ bool ExactDomain::eachExpected(Expect e, int stack, int stage, int t, Term&& ter
 }
 
 bool ExactDomain::holds(const Value& v, Expect e, int stack, int stage, int t) const {
-  size_t i = 0;
-  const bool prefix = eachExpected(e, stack, stage, t, [&](std::uint64_t k) {
-    if (i == v.size() || v[i].first != k || v[i].second != 1) return false;
-    ++i;
+  keys_.clear();
+  eachExpected(e, stack, stage, t, [this](std::uint64_t k) {
+    keys_.push_back(k);
     return true;
   });
-  return prefix && i == v.size();
+  if (v.size() != keys_.size()) return false;
+  size_t i = 0;
+  return v.each(
+      [&](const TermList::Term& term) { return term.first == keys_[i++] && term.second == 1; });
 }
 
 TermList::List ExactDomain::expected(Expect e, int stack, int stage, int t) const {
@@ -219,7 +315,7 @@ std::string ExactDomain::termName(std::uint64_t k) {
 
 Explanation ExactDomain::explain(const Value& value, Expect e, int stack, int stage, int t) const {
   const ExactValue want = expected(e, stack, stage, t);
-  ExactValue v = value.terms();
+  ExactValue v = value.flat();
   const std::int64_t den = takeDenominator(v, kDenominator);
   // Padding leak first, then a foreign term, then a term with a fractional
   // coefficient, then a term counted k > 1 times, then a term never

@@ -7,10 +7,12 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "base/fingerprint.h"
+#include "replay/term_list.h"
 #include "seam/sim/plan/plan.h"
 #include "seam/sim/replay/ledger.h"
 
@@ -149,60 +151,6 @@ class FastDomain {
 };
 
 // ---------------------------------------------------------------------------
-/// An exact value: its (term key, coefficient) pairs sorted by key. Copies
-/// share one list until one of them changes (copy on write): a collective
-/// hands the same rows to every member of its group, and a list per member
-/// held a world 128 case's sums once per rank.
-class TermList {
- public:
-  using Term = std::pair<std::uint64_t, std::int64_t>;
-  using List = std::vector<Term>;
-
-  TermList() = default;
-  TermList(std::initializer_list<Term> terms) : list_(std::make_shared<List>(terms)) {}
-  explicit TermList(List&& terms)
-      : list_(terms.empty() ? nullptr : std::make_shared<List>(std::move(terms))) {}
-
-  const List& terms() const { return list_ ? *list_ : empty_; }
-  bool empty() const { return !list_ || list_->empty(); }
-  size_t size() const { return list_ ? list_->size() : 0; }
-  const Term& operator[](size_t i) const { return (*list_)[i]; }
-  const Term& front() const { return list_->front(); }
-  const Term& back() const { return list_->back(); }
-  List::const_iterator begin() const { return terms().begin(); }
-  List::const_iterator end() const { return terms().end(); }
-  bool operator==(const TermList& o) const { return list_ == o.list_ || terms() == o.terms(); }
-
-  /// This value's own list, to change in place (a shared one is copied
-  /// first, with room for `extra` more terms).
-  List& own(size_t extra = 0) {
-    if (!list_) {
-      list_ = std::make_shared<List>();
-    } else if (list_.use_count() > 1) {
-      auto copy = std::make_shared<List>();
-      copy->reserve(list_->size() + extra);
-      copy->assign(list_->begin(), list_->end());
-      list_ = std::move(copy);
-    }
-    return *list_;
-  }
-  /// The value becomes the one term `key` (coefficient 1), in its own list
-  /// when that list is short and not shared; a long sum's is freed, as a new
-  /// value would.
-  void setOne(std::uint64_t key) {
-    if (!list_ || list_.use_count() > 1 || list_->capacity() > kShortList) {
-      list_ = std::make_shared<List>(1, Term{key, 1});
-      return;
-    }
-    list_->assign(1, Term{key, 1});
-  }
-
- private:
-  static constexpr size_t kShortList = 8;
-  static inline const List empty_{};
-  std::shared_ptr<List> list_;
-};
-
 // Exact domain: explicit (term, coefficient) lists, sorted by term key.
 class ExactDomain {
  public:
@@ -210,7 +158,22 @@ class ExactDomain {
 
   void prepare(const std::vector<StackShape>& stacks, int) { stacks_ = &stacks; }
   Value zero() const { return {}; }
-  void add(Value& a, const Value& b) const { addTerms(a, b); }
+  /// a += b. A long sum is shared with every row that holds the same terms:
+  /// the same a + b made before (by the ids of a and b) is taken as it is,
+  /// and a new sum equal to one another row holds becomes that row's list.
+  /// The ranks of a group build the same residual and all-reduce sums; a
+  /// list per rank held a world 128 case's sums hundreds of times over.
+  void add(Value& a, const Value& b) const;
+  /// A reduction of `n` members' rows into `sum` (member 0's): each row's
+  /// terms added in member order, as add() would, and only the finished sum
+  /// shared (the partial sums of a reduction are not held by any row).
+  template <class RowsOf, class Call>
+  void reduceCall(std::vector<Value>& sum, size_t n, const RowsOf& rows_of, const Call&) const {
+    for (size_t i = 0; i < sum.size(); ++i) {
+      for (size_t p = 1; p < n; ++p) addTerms(sum[i], rows_of(p)[i]);
+      if (sum[i].size() >= kShareFrom) share(sum[i]);
+    }
+  }
   static void addTerms(Value& a, const Value& b);
   Value embed(int stack, int t) const { return {{key(kE, stack, 0, t, 0), 1}}; }
   Value embedShard(int stack, int t, int j, int) const { return {{key(kE, stack, 0, t, j), 1}}; }
@@ -254,8 +217,8 @@ class ExactDomain {
     }
     return whole ? embed(stack, t) : sum;
   }
-  /// v == expected(e, stack, stage, t), without building it: the expected
-  /// terms are walked in key order and compared one by one.
+  /// v == expected(e, stack, stage, t): the expected keys (made in key
+  /// order into a reused buffer) compared with v's terms one by one.
   bool holds(const Value& v, Expect e, int stack, int stage, int t) const;
   /// Every value divided by d: the coefficients become fractions, kept as
   /// integer numerators over one denominator per value (a last entry keyed
@@ -273,6 +236,25 @@ class ExactDomain {
   static constexpr std::uint64_t kDenominator = ~std::uint64_t{0};
 
  private:
+  /// Sums shorter than this keep their own list (sharing costs a look-up).
+  static constexpr size_t kShareFrom = 16;
+  /// a's list replaced by an equal one held elsewhere, or remembered as one to share.
+  void share(Value& a) const;
+  /// A sum's list and its id when it was made (a list changed since has another).
+  struct Made {
+    std::weak_ptr<TermList::Node> node;
+    std::uint64_t id;
+  };
+  /// The long sums made so far, by a hash of their terms, and by the ids of
+  /// their two operands. Weak: a list dies with its last row.
+  mutable std::unordered_multimap<std::uint64_t, Made> by_terms_;
+  struct PairHash {
+    size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& p) const {
+      return detail::splitmix64(p.first * 0x9e3779b97f4a7c15ULL ^ p.second);
+    }
+  };
+  mutable std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, Made, PairHash> by_operands_;
+  mutable size_t prune_at_ = 1024;
   enum Kind : std::uint64_t { kE = 0, kP = 1, kN = 2, kJ = 3 };
   static std::uint64_t key(Kind kind, int stack, int stage, int t, int j) {
     return (std::uint64_t{kind} << 61) | (std::uint64_t(stack & 1) << 60) |
@@ -291,6 +273,7 @@ class ExactDomain {
   template <class Term>
   bool eachExpected(Expect e, int stack, int stage, int t, Term&& term) const;
   const std::vector<StackShape>* stacks_ = nullptr;
+  mutable std::vector<std::uint64_t> keys_;  // holds(): the expected keys, reused
 };
 
 }  // namespace seam::ledger_detail

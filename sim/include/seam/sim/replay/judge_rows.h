@@ -85,17 +85,23 @@ class JudgeTokens {
   /// First row of the rank's local rows inside its attention rows (padded).
   int localOffset(int rank) const { return local_start_[rank]; }
   /// Whether the rank's attention rows are a CP shard of its DP shard.
-  bool cpSharded(int rank) const { return !seq_at_[rank].empty(); }
+  bool cpSharded(int rank) const { return !seq_at_[seq_of_[rank]].empty(); }
   /// The row of the rank's cp_gathered rows holding sequence row `i`.
-  int gatheredRowOfSequence(int rank, int i) const { return seq_at_[rank][i]; }
+  int gatheredRowOfSequence(int rank, int i) const { return seq_at_[seq_of_[rank]][i]; }
 
  private:
+  /// The dispatched rows: an EP group's members' local rows, one list per group.
+  void shareDispatched(const JudgeGroups& groups);
   // rows_[kind][list_of_[kind][rank]]: ranks whose rows are the same list
-  // (every rank's DP buffer, an EP group's dispatched rows) share one, so a
-  // case holds them once, not once per rank (world x world tokens at world 128).
+  // (every rank's DP buffer, an EP group's dispatched rows, the sequence,
+  // gathered and attention rows of the ranks of one DP shard) share one, so
+  // a case holds them once, not once per rank (world x world tokens at world
+  // 128, and a DP shard's whole sequence on each of its ranks under CP).
   std::vector<std::vector<int>> rows_[kRowKindCount];
   std::vector<int> list_of_[kRowKindCount];
-  std::vector<std::vector<int>> seq_at_;  // [rank][sequence row]: empty where not CP-sharded
+  // seq_at_[seq_of_[rank]][sequence row]: empty where not CP-sharded.
+  std::vector<std::vector<int>> seq_at_;
+  std::vector<int> seq_of_;
   std::vector<int> slot_, local_start_;
   int total_ = 0;
   DpPadding padding_;
