@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,12 @@ class Replay {
     /// that gathers in one mode and scatters in the other reads wrong slots.
     DpPadding full_mode = DpPadding::kMaxLen;
     std::vector<Value> v;
+    /// Fast domain only: a norm's output not yet written (normInPlace). While
+    /// not null, v has the rows' count but not their values: row i is
+    /// junk(unwritten_junk + i + 1) where (*unwritten)[i] is a padding row,
+    /// else point(unwritten_coefficient, t), as fillRows writes them.
+    const std::vector<int>* unwritten = nullptr;
+    std::uint64_t unwritten_coefficient = 0, unwritten_junk = 0;
   };
   /// An aux snapshot: the buffer captured before `stage` of `stack`.
   struct Snap {
@@ -136,7 +143,37 @@ class Replay {
     report(at(rank, p, ViolationClass::kLayoutMismatch, what));
   }
   /// Checks every token row of `b` against the expected value; reports the first wrong row.
-  bool checkRows(int rank, const Buffer& b, Expect e, int stack, int stage, Property p);
+  bool checkRows(int rank, Buffer& b, Expect e, int stack, int stage, Property p);
+  /// Writes an unwritten norm's rows (a no-op on written ones). Only a rank's
+  /// hidden state is ever unwritten: a norm writes it, a compute checks and
+  /// overwrites it, and every other op finds it written (runLocal,
+  /// tryCollective and activate write it first).
+  void materialize(Buffer& b) {
+    if constexpr (std::is_same_v<Domain, FastDomain>) {
+      if (b.unwritten == nullptr) return;
+      domain_.fillRows(b.v.data(), b.unwritten->data(), b.v.size(), b.unwritten_coefficient,
+                       b.unwritten_junk);
+      b.unwritten = nullptr;
+    }
+  }
+  /// Rows the fast domain's checkRows found to hold. The members of a group
+  /// hold the same gathered rows (a DP gather's full rows on every TP rank)
+  /// and check them one after the other: rows equal to rows that held, on
+  /// the same tokens against the same coefficient, hold (compared, not
+  /// multiplied out again).
+  struct Held {
+    const std::vector<int>* toks = nullptr;
+    std::uint64_t coefficient = 0;
+    std::vector<std::uint64_t> v;
+  };
+  /// checkRows remembers rows that held from kHeldRows rows on, kHeld of them.
+  static constexpr size_t kHeldRows = 16, kHeld = 4;
+  /// The first n rows of `v` are rows that held on `toks` against `coefficient`.
+  bool knownToHold(const std::vector<Value>& v, size_t n, const std::vector<int>& toks,
+                   std::uint64_t coefficient) const;
+  /// Remembers that they held (in place of the oldest remembered).
+  void rememberHeld(const std::vector<Value>& v, size_t n, const std::vector<int>& toks,
+                    std::uint64_t coefficient);
   /// The exact domain's explanation of a wrong row, as a sentence.
   static std::string describe(const Explanation& x, Expect e, int stack, int stage, int t);
   /// `b` holds rows of `kind`, as many as the rank has; else a layout violation.
@@ -211,7 +248,7 @@ class Replay {
   /// slice added into this rank's own rows of the partial sum.
   void addResidualSlice(int r, RankState& st, const Op& op);
   /// norm at (stack, stage): checks the complete value, replaces it by n(s, t).
-  void normInPlace(int r, Buffer& b, const Buffer& source, const Op& op);
+  void normInPlace(int r, Buffer& b, Buffer& source, const Op& op);
   /// residual += hidden (residual := hidden first), hidden = norm(residual).
   void addNorm(int r, const Op& op);
   /// A stage's GEMMs on its normed input (or the MTP input projection).
@@ -303,6 +340,8 @@ class Replay {
   std::vector<RankState> ranks_;
   std::map<std::pair<int, int>, std::deque<Buffer>> mailbox_;
   std::uint64_t junk_ = 0;
+  std::vector<Held> held_;  // knownToHold's (fast domain), forgotten at each run
+  size_t held_next_ = 0;
 };
 
 }  // namespace seam::ledger_detail

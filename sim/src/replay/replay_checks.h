@@ -47,14 +47,29 @@ inline Violation Replay<Domain>::at(int rank, Property p, ViolationClass c, std:
 }
 
 template <class Domain>
-inline bool Replay<Domain>::checkRows(int rank, const Buffer& b, Expect e, int stack, int stage,
+inline bool Replay<Domain>::checkRows(int rank, Buffer& b, Expect e, int stack, int stage,
                                       Property p) {
   const auto& toks = tokensOf(b, rank);
   const size_t n = std::min(b.v.size(), toks.size());
   size_t i = 0;
   if constexpr (std::is_same_v<Domain, FastDomain>) {
-    i = domain_.firstWrong(b.v.data(), toks.data(), n,
-                           domain_.expectedCoefficient(e, stack, stage));
+    const Value want = domain_.expectedCoefficient(e, stack, stage);
+    // An unwritten norm on other tokens' rows (another layout) is written first.
+    if (b.unwritten != nullptr && b.unwritten != &toks && *b.unwritten != toks) materialize(b);
+    if (b.unwritten != nullptr) {
+      // Every token row is point(c, t) on these tokens: all hold, or the
+      // first token row is the first wrong one (points are nonzero).
+      if (b.unwritten_coefficient == want) {
+        i = n;
+      } else {
+        while (i < n && toks[i] == kPaddingRow) ++i;
+      }
+    } else if (n >= kHeldRows && knownToHold(b.v, n, toks, want)) {
+      i = n;
+    } else {
+      i = domain_.firstWrong(b.v.data(), toks.data(), n, want);
+      if (i == n && n >= kHeldRows) rememberHeld(b.v, n, toks, want);
+    }
   } else {
     while (i < n && (toks[i] == kPaddingRow || domain_.holds(b.v[i], e, stack, stage, toks[i])))
       ++i;
@@ -76,6 +91,34 @@ inline bool Replay<Domain>::checkRows(int rank, const Buffer& b, Expect e, int s
     return false;
   }
   return true;
+}
+
+template <class Domain>
+inline bool Replay<Domain>::knownToHold(const std::vector<Value>& v, size_t n,
+                                        const std::vector<int>& toks,
+                                        std::uint64_t coefficient) const {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    // firstWrong reads the first n rows of v and of toks and the
+    // coefficient, nothing else: the same inputs give the same answer.
+    for (const Held& h : held_) {
+      if (h.toks == &toks && h.coefficient == coefficient && h.v.size() == n &&
+          std::equal(h.v.begin(), h.v.end(), v.begin()))
+        return true;
+    }
+  }
+  return false;
+}
+
+template <class Domain>
+inline void Replay<Domain>::rememberHeld(const std::vector<Value>& v, size_t n,
+                                         const std::vector<int>& toks, std::uint64_t coefficient) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    Held& h = held_[held_next_];
+    held_next_ = (held_next_ + 1) % held_.size();
+    h.toks = &toks;
+    h.coefficient = coefficient;
+    h.v.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+  }
 }
 
 template <class Domain>

@@ -18,6 +18,7 @@ inline void Replay<Domain>::activate(int r, Half half) {
   const int lane = static_cast<int>(half);
   RankState& st = ranks_[r];
   if (st.lane != lane) {
+    materialize(st.hidden);  // parked buffers are written
     Parked& p = parked_[r];
     std::swap(st.hidden, p.hidden[st.lane]);
     std::swap(st.residual, p.residual[st.lane]);

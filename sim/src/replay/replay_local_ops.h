@@ -223,7 +223,7 @@ inline void Replay<Domain>::addResidualSlice(int r, RankState& st, const Op& op)
 }
 
 template <class Domain>
-inline void Replay<Domain>::normInPlace(int r, Buffer& b, const Buffer& source, const Op& op) {
+inline void Replay<Domain>::normInPlace(int r, Buffer& b, Buffer& source, const Op& op) {
   const int n_stages = static_cast<int>(stacks_[op.stack].shards.size());
   const bool final_norm = op.stage == n_stages;
   if (!checkRows(r, source, Expect::kComplete, op.stack, op.stage,
@@ -242,8 +242,17 @@ inline void Replay<Domain>::normInPlace(int r, Buffer& b, const Buffer& source, 
   b.present = true;
   b.v.resize(source.v.size());
   if constexpr (std::is_same_v<Domain, FastDomain>) {
-    domain_.fillRows(b.v.data(), toks.data(), b.v.size(),
-                     domain_.normedCoefficient(op.stack, op.stage), junk_);
+    // The rank's hidden state (not a final output) is written when an op
+    // other than a compute, which checks and overwrites it, reads it.
+    const Value c = domain_.normedCoefficient(op.stack, op.stage);
+    if (!final_norm && &b == &ranks_[r].hidden) {
+      b.unwritten = &toks;
+      b.unwritten_coefficient = c;
+      b.unwritten_junk = junk_;
+    } else {
+      b.unwritten = nullptr;
+      domain_.fillRows(b.v.data(), toks.data(), b.v.size(), c, junk_);
+    }
     junk_ += b.v.size();
   } else if constexpr (std::is_same_v<Domain, ExactDomain>) {
     // In place (a norm reads no term of its input): each row keeps its list's storage.
@@ -322,6 +331,7 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
     // A column-parallel projection leaves each rank its columns (shapeStacks).
     const int k = stacks_[op.stack].column_shards;
     const int j = k > 1 ? topo_->rankIn(columnAxis(), r) : 0;
+    materialize(h);  // (written row by row below)
     for (size_t i = 0; i < toks.size(); ++i) {
       h.v[i] = k > 1 ? domain_.projectShard(h.v[i], op.stack, toks[i], j, k, ++junk_, gemm_rows)
                      : domain_.project(h.v[i], op.stack, toks[i], ++junk_, gemm_rows);
@@ -345,6 +355,7 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
   if constexpr (std::is_same_v<Domain, FastDomain>) {
     domain_.fillRows(h.v.data(), toks.data(), toks.size(),
                      domain_.partialCoefficient(op.stack, op.stage, j), junk_);
+    h.unwritten = nullptr;
     junk_ += toks.size();
   } else if constexpr (std::is_same_v<Domain, ExactDomain>) {
     for (size_t i = 0; i < toks.size(); ++i)

@@ -37,6 +37,9 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   tbo_ = lanes_.size() > 1;
   row_bytes_ = activationRowBytes(plan.source.model.shape);
   shapeStacks();
+  // The rows remembered to hold point into the last plan's token lists.
+  held_.resize(kHeld);
+  for (Held& h : held_) h.toks = nullptr;
   domain_.prepare(stacks_, std::max(1, rows().totalTokens()));
   resetRanks();
   embed();
@@ -86,6 +89,7 @@ inline void Replay<Domain>::resetRanks() {
   }
   for (RankState& st : ranks_) {
     st.hidden.present = false;
+    st.hidden.unwritten = nullptr;  // (the last plan's token lists are gone)
     st.residual.present = false;
     st.lane = 0;
     st.branch.present = false;
@@ -175,6 +179,8 @@ inline bool Replay<Domain>::runLocal(int r) {
   while (st.pc < ops.size() && !stopped()) {
     const Op& op = ops[st.pc];
     if (tbo_) activate(r, op.half);
+    // Only a norm and a compute read an unwritten norm's rows as they are.
+    if (op.kind != OpKind::kNorm && op.kind != OpKind::kCompute) materialize(st.hidden);
     if (op.kind == OpKind::kSend) {
       doSend(r, op);
     } else if (communicates(op.kind)) {
@@ -244,6 +250,7 @@ inline bool Replay<Domain>::tryCollective(int r) {
   if (tbo_) {
     for (int m : members) activate(m, op.half);
   }
+  for (int m : members) materialize(ranks_[m].hidden);
   execCollective(members, op);
   if (stopped()) return false;
   for (int m : members) {
