@@ -90,7 +90,7 @@ CASES = [
     # Two-batch overlap (tbo.h; research note B1-B4).
     ("two_stage_tbo_deepep_dp", "TBO, DeepSeek-like first-k dense then sparse, a2a deepep, attn_dp 2 (tokens 3,2: halves 1,1 and 2,1): the dense layer runs whole and completes at its exit; split of hidden and residual on attention rows; the sparse layers per half, decode order (A two chunks ahead, then alternating); merge of the halves' rows; the final norm on the merged tensor",
      f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --ep 4 --a2a deepep --tokens 3,2 --tbo"),
-    ("two_stage_tbo_none_dp", "TBO without an a2a backend under DP attention (attn_dp 2), extend (delta 0): each half's DP gathers and returns sized by the half's tokens (--lower-dp)",
+    ("two_stage_tbo_none_dp", "TBO without an a2a backend under DP attention (attn_dp 2), extend (delta 0): each half's DP gathers and returns sized by the half's tokens (--lower-dp); an engine finding: a half's gather has no global DP buffer (global_dp_buffer_len None)",
      f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --tokens 3,2 --tbo --mode extend", "--lower-dp"),
     ("two_stage_tbo_pp", "TBO under pp 2: the first stage runs whole and sends; the last stage (first_k_dense_replace inside it) receives the whole batch, splits, runs the halves and merges before the final norm; no half crosses the cut",
      f"--pattern '*-*-|*-*E*E' {TWO} --pp 2 --tp 2 --ep 2 --a2a deepep --tbo --tokens 5"),

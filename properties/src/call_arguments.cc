@@ -6,7 +6,13 @@
 // layers/flashinfer_comm_fusion.py @00f6ebe5) asserts that its input has at
 // most max_token_num rows, 2048 unless the caller passes another, and the
 // caller (complete_attention_input's forward_with_allreduce_fusion) passes
-// none: a fused call on more rows fails on every member.
+// none: a fused call on more rows fails on every member. A DP gather
+// allocates its output with get_global_dp_buffer, torch.empty of the
+// published global_dp_buffer_len rows (layers/dp_attention.py @00161092): a
+// length of None raises on every rank, and a TBO child's own token range
+// cannot hold the gather of every DP shard (all_gather_into_tensor wants
+// tp times the input; the all-reduce path reads the child's global token
+// list, which is None).
 #include "seam/properties/call_arguments.h"
 
 #include <optional>
@@ -49,6 +55,16 @@ std::string failingArguments(const Op& op, const ParallelConfig& cfg,
     return "the fused all-reduce + add + RMSNorm runs on " + std::to_string(op.rows_in.count) +
            " rows; FlashInfer's kernel takes at most " + std::to_string(kFusedKernelMaxRows) +
            " (max_token_num), so the call fails on every member";
+  }
+  if (op.dp_buffer == DpBuffer::kUnset) {
+    return std::string(opName(op.kind)) +
+           " is passed no global DP buffer (global_dp_buffer_len None in a two-batch-overlap "
+           "half): get_global_dp_buffer cannot allocate it, so the gather fails on every rank";
+  }
+  if (op.dp_buffer == DpBuffer::kChildRows) {
+    return std::string(opName(op.kind)) +
+           " is passed a global DP buffer of the half's own token range, not of every DP shard's "
+           "rows, and no global token list: the gather cannot fit its group";
   }
   if (!takesSizes(op.kind) || !op.hasGroup()) return "";
   if (!groups) groups.emplace(cfg);

@@ -167,11 +167,13 @@ INSTANTIATE_TEST_SUITE_P(
                        DpPadding::kMaxLen,
                        LayerFamily::kTwoStage,
                        true},
+        // DeepEP: a half without an a2a backend fails at its DP gather (an
+        // engine finding), so the base would not hold.
         PlanMutantCase{"plan.tbo-merge-drops-half",
                        "*-*E*E",
-                       {.tp = 4, .attn_dp = 2},
+                       {.tp = 4, .attn_dp = 2, .moe_ep = 4},
                        {3, 2},
-                       A2aBackend::kNone,
+                       A2aBackend::kDeepep,
                        DpPadding::kMaxLen,
                        LayerFamily::kTwoStage,
                        true}),

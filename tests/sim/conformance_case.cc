@@ -89,6 +89,10 @@ Step parseStep(const std::string& text, const std::string& where) {
       s.rows_out = parseRowsSide(body.substr(arrow + 2), where);
     } else if (w[i].rfind("sizes=", 0) == 0) {
       s.sizes = intList(w[i].substr(6), where);
+    } else if (w[i] == "half=A" || w[i] == "half=B") {
+      s.half = w[i] == "half=A" ? Half::kA : Half::kB;
+    } else if (w[i] == "buffer=none" || w[i] == "buffer=child") {
+      s.buffer = w[i] == "buffer=none" ? DpBuffer::kUnset : DpBuffer::kChildRows;
     } else {
       bad(where, "unknown word '" + w[i] + "' in '" + text + "'");
     }
@@ -287,6 +291,7 @@ std::string describe(const Op& op, const ParallelConfig& config, int rank) {
     for (size_t i = 0; i < members.size(); ++i) o << (i ? "," : "") << members[i];
     o << ')';
   }
+  if (op.half != Half::kWhole) o << " half=" << halfName(op.half);
   o << " rows=" << rowKindName(op.rows_in.kind) << ':' << op.rows_in.count << "->"
     << rowKindName(op.rows_out.kind) << ':' << op.rows_out.count;
   return o.str();
@@ -337,6 +342,8 @@ std::optional<std::string> stepDiffers(const Entry& entry, const Plan& plan, int
     if (groupMembers(config, op.groupAxis(), rank) != want)
       return "the group's members differ (SGLang's " + step.group + " is " + joined(want) + ")";
   }
+  if (step.half && op.half != *step.half) return "a different half";
+  if (step.buffer && op.dp_buffer != *step.buffer) return "a different global DP buffer";
   if (step.rows_in && !(op.rows_in == *step.rows_in)) return "different rows in";
   if (step.rows_out && !(op.rows_out == *step.rows_out)) return "different rows out";
   if (!step.sizes.empty() && op.sizes == SplitSizes::kPerDpShard) {

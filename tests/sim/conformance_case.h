@@ -20,7 +20,8 @@ namespace seam::conformance {
 
 /// One expected step: "s3 entry all_reduce tp", "mtp0 compute all_gather
 /// attn_tp", "s1 exit reduce_scatterv tp rows=full:8->attention:4
-/// sizes=4,4", "s2 entry slice.residual".
+/// sizes=4,4", "s2 entry slice.residual", "s7 entry dp_gather_partial tp
+/// half=A buffer=none".
 struct Step {
   int stack = 0;  ///< 0: the main stack ("s<N>"), 1: the MTP step ("mtp<N>")
   int stage = 0;
@@ -32,6 +33,11 @@ struct Step {
   /// The split sizes the engine passes (reduce_scatterv, all_gatherv): one
   /// per member of the group the call runs on, in group order.
   std::vector<int> sizes;
+  /// Two-batch overlap: the half the step runs on ("half=A", "half=B"); absent: not compared.
+  std::optional<Half> half;
+  /// DP gathers: the global buffer the engine passes ("buffer=none": a TBO
+  /// child's unset length, "buffer=child": its own token range); absent: not compared.
+  std::optional<DpBuffer> buffer;
   std::string text;  ///< as written in the entry
 };
 

@@ -17,6 +17,15 @@
 //   all-reduces an attention layer's output over attention TP under DP
 //   attention before NemotronHMoEDecoderLayer.forward, whose prepare_mlp
 //   (models/nemotron_h.py @02c60328) completes the same sum again.
+// - batch_overlap/two_batch_overlap.py @0099dee6 (TboForwardBatchPreparer.
+//   filter_batch) gives each TBO child global_dp_buffer_len None (its own
+//   token range, end - start, under moe_dense_tp_size 1) and no global token
+//   list; batch_overlap/operations.py @04bb08ae (_StageExecutor.next)
+//   publishes that with set_dp_buffer_len before every stage; the DeepSeek
+//   layer's op_comm_prepare_mlp then gathers the FFN input over DP
+//   (layers/layer_boundary/ops.py @01b5f572, dp_gather ->
+//   get_global_dp_buffer), torch.empty of None rows (layers/dp_attention.py
+//   @00161092).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,6 +47,7 @@ using seam::testing::findOp;
 using seam::testing::firstViolation;
 using seam::testing::mustBuild;
 using seam::testing::patternCase;
+using seam::testing::twoStageCase;
 
 // `E*`: the MoE defers its sum, the attention's entry completes it fused.
 constexpr int kAttentionStage = 1;
@@ -207,6 +217,63 @@ TEST(AttnTpReduceScatter, OfUnequalChunksIsAnEngineFinding) {
   EXPECT_EQ(v.property, Property::kCollectivesMatch);
   const std::string site = properties::engineFindingSite(plan, v);
   EXPECT_NE(site.find("attn_tp_reduce_scatter"), std::string::npos) << site;
+}
+
+Flags tboWithoutA2a(ForwardMode mode) {
+  Flags f;
+  f.tbo = true;
+  f.mode = mode;
+  return f;
+}
+
+TEST(TboDpGather, AHalfsFfnGatherIsPassedNoGlobalBufferAndIsAnEngineFinding) {
+  for (ForwardMode mode : {ForwardMode::kDecode, ForwardMode::kExtend}) {
+    const Plan plan =
+        mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2}, {4, 4}, tboWithoutA2a(mode)));
+    int whole = 0, halves = 0;
+    for (const Op& op : plan.ranks[0]) {
+      if (op.kind != OpKind::kDpGatherPartial && op.kind != OpKind::kDpGatherReplicate) continue;
+      if (op.half == Half::kWhole) {
+        ++whole;
+        EXPECT_EQ(op.dp_buffer, DpBuffer::kGathered);
+      } else {
+        ++halves;
+        EXPECT_EQ(op.dp_buffer, DpBuffer::kUnset);
+        EXPECT_EQ(op.site, EngineSite::kTboDpGather);
+      }
+    }
+    EXPECT_EQ(whole, 1);   // the dense layer before the range
+    EXPECT_EQ(halves, 4);  // two sparse layers, each half
+    const Violation v = firstViolation(plan);
+    EXPECT_EQ(v.property, Property::kCollectivesMatch);
+    EXPECT_EQ(plan.ranks[v.rank][v.op_index].half, Half::kA);  // child A runs first
+    const std::string site = properties::engineFindingSite(plan, v);
+    EXPECT_NE(site.find("get_global_dp_buffer"), std::string::npos) << site;
+  }
+}
+
+TEST(TboDpGather, UnderFullyDpDenseFfnsIsPassedTheHalfsOwnRangeAndStillCannotRun) {
+  Flags f = tboWithoutA2a(ForwardMode::kDecode);
+  f.dense_tp1 = true;
+  const Plan plan = mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2}, {4, 4}, f));
+  const auto found = properties::checkCallArguments(plan);
+  ASSERT_FALSE(found.empty());
+  const Op& op = plan.ranks[found.front().rank][found.front().op_index];
+  EXPECT_EQ(op.dp_buffer, DpBuffer::kChildRows);
+}
+
+TEST(TboDpGather, LeavesDeepEpHalvesAndTheLegacyPolicyAlone) {
+  // DeepEP halves run the MoE on local rows: no DP gather in a half.
+  Flags deepep = tboWithoutA2a(ForwardMode::kDecode);
+  deepep.a2a = A2aBackend::kDeepep;
+  expectHolds(
+      mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {4, 4}, deepep)));
+  // The parent-era stage executor kept the parent's buffer when the child's
+  // length was None (the guard sglang PR #13730 removed).
+  const Plan legacy = mustBuild(
+      twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2}, {4, 4}, tboWithoutA2a(ForwardMode::kDecode)),
+      PolicyKind::kLegacy);
+  EXPECT_TRUE(properties::checkCallArguments(legacy).empty());
 }
 
 TEST(EngineFinding, OnlyTheDeclaredPolicyWithNothingPlantedModelsTheEngineAsRun) {

@@ -35,6 +35,14 @@ constexpr std::array<EngineSiteInfo, kEngineSiteCount> kSites = {{
      "attention, before the layer communicator's FFN input completes the same attention-TP sum",
      "models/nemotron_h_mtp.py (NemotronHMTPMoEDecoderLayer.forward) @008b79d2; "
      "models/nemotron_h.py (NemotronHMLPLikeDecoderLayer.forward: prepare_mlp) @02c60328"},
+    {"tbo-dp-gather",
+     "dp_gather(hidden_states) -> get_global_dp_buffer(tp_group): torch.empty of "
+     "global_dp_buffer_len rows, which the TBO child batch leaves None (its own token range "
+     "under moe_dense_tp_size 1) and the stage executor publishes before every stage",
+     "batch_overlap/two_batch_overlap.py (TboForwardBatchPreparer.filter_batch) @0099dee6; "
+     "batch_overlap/operations.py (_StageExecutor.next) @04bb08ae; "
+     "layers/layer_boundary/ops.py (dp_gather, dp_gather_sum) @01b5f572; "
+     "layers/dp_attention.py (get_global_dp_buffer) @00161092"},
 }};
 
 }  // namespace

@@ -40,12 +40,15 @@ LayerRange tboLayers(int fkdr, int start, int end) {
 }
 
 TboSchedule tboSchedule(ForwardMode mode) {
-  // Decode: prepare_attn, attn.prepare | attn.core, prepare_mlp, gate, select
-  // | dispatch_a, shared | dispatch_b, experts, combine_a | combine_b, output,
-  // postprocess_layer. Prefill: prepare_attn .. dispatch_a | dispatch_b,
-  // experts, combine_a | shared, combine_b, output, postprocess_layer.
+  // _compute_moe_deepseek_blog_decode / _prefill (operations_strategy.py
+  // @0e02cef9). Decode, 5 yields a layer: prepare_attn, attn.prepare |
+  // attn.core, prepare_mlp, gate, select | dispatch_a, shared | dispatch_b,
+  // experts, combine_a | combine_b | output, postprocess_layer, which the
+  // concatenated list joins to the next layer's first chunk. Prefill, 2:
+  // prepare_attn .. dispatch_a | dispatch_b, experts, combine_a | shared,
+  // combine_b, output, postprocess_layer (joined likewise).
   if (mode == ForwardMode::kDecode)
-    return TboSchedule{.yields_per_layer = 4, .delta = 2, .core = 1, .dispatch = 2, .experts = 3};
+    return TboSchedule{.yields_per_layer = 5, .delta = 2, .core = 1, .dispatch = 2, .experts = 3};
   return TboSchedule{.yields_per_layer = 2, .delta = 0, .core = 0, .dispatch = 0, .experts = 1};
 }
 

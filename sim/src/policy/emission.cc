@@ -57,6 +57,10 @@ void PlanBuilder::emit(int rank, int stack, int stage, Phase phase, const Step& 
   }
   op.sizes = s.sizes;
   op.site = s.site;
+  if (tbo_half_ && (s.kind == OpKind::kDpGatherPartial || s.kind == OpKind::kDpGatherReplicate)) {
+    op.dp_buffer = dpGatherBuffer();
+    op.site = EngineSite::kTboDpGather;
+  }
   // The attention-TP moves are the plain collectives the communicator calls
   // (attn_tp_reduce_scatter_tensor, attn_tp_all_gather_into_tensor): equal
   // chunks of the padded batch (local_split_).

@@ -323,6 +323,8 @@ class PlanBuilder {
   /// with its chunk (the operations strategy's stage).
   void emitHalfOps(int r, std::vector<Op>* ops, std::vector<int>* chunks);
   PlanBuilder& half(int k) { return *halves_->builders[k]; }
+  /// The global buffer a DP gather of this builder is passed (DpBuffer).
+  DpBuffer dpGatherBuffer() const;
 
   bool two_stage_;  ///< two-stage decoder layers (mixer, FFN per layer), else single-stage
   /// LongCat-Flash layers (five stages: attn0, MoE branch, mlp0, attn1,
@@ -375,6 +377,9 @@ class PlanBuilder {
   /// First decoder layer of stack 0 that runs per half (B1); -1: none.
   int tbo_first_layer_ = -1;
   std::vector<int> tbo_split_;  ///< per DP shard (B2)
+  /// This builder plans one TBO half of the declared policy: its DP gathers
+  /// get the child batch's global buffer (DpBuffer; two_batch_overlap.cc).
+  bool tbo_half_ = false;
   /// The case on each half's batch and its builder (the TBO layers' ops);
   /// allocated only for a batch that runs split.
   struct Halves {

@@ -20,11 +20,24 @@ void PlanBuilder::makeHalves() {
     half_case = c_;
     half_case.batch = tboHalfBatch(c_.batch, tbo_split_, k == 0 ? Half::kA : Half::kB);
     halves_->builders[k] = std::make_unique<PlanBuilder>(half_case, schema_, policy());
+    half(k).tbo_half_ = policy() == PolicyKind::kDeclared;
     const Status st = half(k).decide();
     assert(st.isOk() &&
            "a half is refused exactly when its batch is (refuse() does not read the batch's size)");
     (void)st;
   }
+}
+
+DpBuffer PlanBuilder::dpGatherBuffer() const {
+  // filter_batch (two_batch_overlap.py @0099dee6) gives a child
+  // global_dp_buffer_len None, or its own token range (end - start) under
+  // moe_dense_tp_size 1, and no global token list; _StageExecutor.next
+  // (operations.py @04bb08ae) publishes exactly that before every stage, so
+  // the half's dp_gather (layer_boundary/ops.py @01b5f572) asks
+  // get_global_dp_buffer for a buffer of that length. The legacy policy's
+  // parent-era executor skipped the publish when the length was None (the
+  // guard that sglang PR #13730 removed); it keeps the gathered buffer.
+  return c_.flags.dense_tp1 ? DpBuffer::kChildRows : DpBuffer::kUnset;
 }
 
 void PlanBuilder::emitHalfOps(int r, std::vector<Op>* ops, std::vector<int>* chunks) {

@@ -29,8 +29,12 @@ enum class EngineSite : std::uint8_t {
   /// attention layer's output under DP attention, before its communicator's
   /// FFN input (NemotronHMTPMoEDecoderLayer.forward).
   kMtpMoeAttnTpAllReduce,
+  /// The DP gather of an FFN's input inside a two-batch-overlap half, whose
+  /// child batch publishes no global DP buffer (dp_gather ->
+  /// get_global_dp_buffer under _StageExecutor.next's set_dp_buffer_len).
+  kTboDpGather,
 };
-inline constexpr int kEngineSiteCount = 6;
+inline constexpr int kEngineSiteCount = 7;
 
 /// What the engine calls at a site and where, in SGLang's sources.
 struct EngineSiteInfo {

@@ -106,6 +106,16 @@ enum class SplitSizes : std::uint8_t {
   kPerDpShard,  ///< one per attention-DP shard (get_dp_global_num_tokens)
 };
 
+/// DP gathers (dp_gather_partial / dp_gather_replicate): the global buffer
+/// the engine gathers into (get_global_dp_buffer, sized by the
+/// global_dp_buffer_len that set_dp_buffer_len last published). Only the
+/// gathered one can hold the gather; property 4 reports the others.
+enum class DpBuffer : std::uint8_t {
+  kGathered,   ///< the whole DP group's buffer (every case but below)
+  kUnset,      ///< None: a TBO child's, which the stage executor publishes per stage
+  kChildRows,  ///< a TBO child's own token range (moe_dense_tp_size 1)
+};
+
 /// No group: the op does not communicate (or, for compute, its weights are
 /// replicated).
 inline constexpr std::int8_t kNoAxis = -1;
@@ -139,6 +149,9 @@ struct Op {
   bool tbo_move = false;
   /// v-collectives: the sizes list the engine passes (JSON "sizes_per" on them).
   SplitSizes sizes = SplitSizes::kPerMember;
+  /// DP gathers: the global buffer the engine passes (kGathered elsewhere).
+  /// Not in the JSON (it differs only in TBO halves, which the JSON lacks).
+  DpBuffer dp_buffer = DpBuffer::kGathered;
   /// The engine call that issues the op (declared plans; kUnnamed elsewhere).
   /// Not in the JSON.
   EngineSite site = EngineSite::kUnnamed;

@@ -52,8 +52,9 @@ struct TboSchedule {
   /// attention input runs after 0, the layer output after yields_per_layer.
   int core = 0, dispatch = 0, experts = 0;
 };
-/// DeepSeek decode: 5 stages a layer (4 yields), delta 2; prefill: 3 stages
-/// (2 yields), delta 0.
+/// DeepSeek decode: 5 yields a layer (combine_b has a chunk of its own; a
+/// layer's last chunk, its output, is the next layer's first), delta 2;
+/// prefill: 2 yields, delta 0.
 TboSchedule tboSchedule(ForwardMode mode);
 /// The stage (chunk) of the concatenated op list an op of a TBO layer runs
 /// in; `first_layer`: the first TBO layer. Two stages per decoder layer.
