@@ -340,22 +340,25 @@ Status RankExecutor::tboMove(const Op& op, int index) {
                            std::string(halfName(op.half)) +
                            (tbo_ ? "" : " in a plan whose batch is not split"));
   }
-  // Child A holds rows [0, split) of the shard's attention rows, B the rest
-  // (the batch's buffers are parked in lane 0 while a half runs).
+  // Child A takes rows [0, split) of the shard's padded attention rows, B
+  // the rest, each zero-padded to its tbo_padded_len (the batch's buffers
+  // are parked in lane 0 while a half runs).
   DeviceRows& whole = op.tensor == Tensor::kResidual ? parked_residual_[0] : parked_hidden_[0];
   DeviceRows& half = bufferOf(op.tensor);
   const HalfRows where = halfRows(s_.lanes, rank_, op.half);
-  const int offset = where.offset, cnt = where.count, total = where.total;
-  if (offset + cnt > total) {
+  const int offset = where.offset, taken = where.taken, cnt = where.count, total = where.total;
+  if (offset + taken > total || taken > cnt) {
     return Status::invalid("rank " + std::to_string(rank_) + " op " + std::to_string(index) +
                            ": half " + std::string(halfName(op.half)) + "'s rows [" +
-                           std::to_string(offset) + ", " + std::to_string(offset + cnt) +
-                           ") lie outside the batch's " + std::to_string(total));
+                           std::to_string(offset) + ", " + std::to_string(offset + taken) +
+                           ") lie outside the batch's " + std::to_string(total) + " or its own " +
+                           std::to_string(cnt));
   }
   record(index, bytesOf(cnt));
   if (op.kind == OpKind::kSlice) {
     expectLayout(whole, RowKind::kAttention, total, op, index);
-    if (Status st = copyRows(half.data.get(), whole.row(offset, h_), cnt); !st) return st;
+    if (Status st = copyRows(half.data.get(), whole.row(offset, h_), taken); !st) return st;
+    if (Status st = zeroRows(half.row(taken, h_), cnt - taken); !st) return st;
     half.kind = RowKind::kAttention;
     half.rows = cnt;
     half.present = true;
@@ -373,7 +376,7 @@ Status RankExecutor::tboMove(const Op& op, int index) {
   } else {
     expectLayout(whole, RowKind::kAttention, total, op, index);
   }
-  return copyRows(whole.row(offset, h_), half.data.get(), cnt);
+  return copyRows(whole.row(offset, h_), half.data.get(), taken);
 }
 
 Status RankExecutor::forkOrMerge(const Op& op, int index) {

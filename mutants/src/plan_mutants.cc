@@ -240,8 +240,9 @@ bool PlantDpFault::apply(Plan& plan) const {
       std::optional<DpLayouts>& layouts = lanes[static_cast<int>(op.half)];
       if (!layouts) {
         layouts.emplace(plan.source.config,
-                        tboHalfBatch(plan.source.batch, plan.tbo_split, op.half), plan.padding,
-                        plan.source.flags.dp_gatherv, plan.cp_layout);
+                        tboHalfBatch(plan.source.config, plan.source.batch, plan.attention_pad,
+                                     plan.tbo_split, op.half),
+                        plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
       }
       const DpGeometry* geometry = layouts->ofFullRows(dpFullRowsOf(op));
       if (geometry == nullptr) continue;

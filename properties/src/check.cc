@@ -75,10 +75,14 @@ class DpBuffers {
       const std::vector<int> n = tokensOf(half);
       const DpPadding other =
           g_.padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen;
-      lane.emplace(
-          judgeDpBuffer(c.config, n, g_.padding, c.flags.dp_gatherv, g_.cp_layout,
-                        g_.attention_pad),
-          judgeDpBuffer(c.config, n, other, c.flags.dp_gatherv, g_.cp_layout, g_.attention_pad));
+      // A half runs on its tbo_padded_len where the split is the judges'.
+      const bool padded = half != Half::kWhole && !plan_.tbo_split.empty() && !g_.tbo_split.empty();
+      const std::vector<int> none;
+      const std::vector<int>& held = padded ? g_.tbo_rows[half == Half::kA ? 0 : 1] : none;
+      lane.emplace(judgeDpBuffer(c.config, n, g_.padding, c.flags.dp_gatherv, g_.cp_layout,
+                                 g_.attention_pad, held),
+                   judgeDpBuffer(c.config, n, other, c.flags.dp_gatherv, g_.cp_layout,
+                                 g_.attention_pad, held));
     }
     if (lane->first.rows == full_rows) return &lane->first;
     if (lane->second.rows == full_rows) return &lane->second;

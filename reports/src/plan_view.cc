@@ -167,7 +167,9 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
     if (lower_dp && isDpOp(op.kind)) {
       std::optional<DpLayouts>& lane = layouts[static_cast<int>(op.half)];
       if (!lane)
-        lane.emplace(plan.source.config, tboHalfBatch(plan.source.batch, plan.tbo_split, op.half),
+        lane.emplace(plan.source.config,
+                     tboHalfBatch(plan.source.config, plan.source.batch, plan.attention_pad,
+                                  plan.tbo_split, op.half),
                      plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
       addLoweredRows(t, plan, op, rank, topology, *lane);
     }

@@ -70,17 +70,22 @@ TEST(PlanLanes, EveryOpOfAHalfFindsTheRowCountsThePlanNamesInItsLane) {
   }
 }
 
-TEST(PlanLanes, TheHalvesSplitAndMergeRowsTileTheBatchsAttentionRows) {
+TEST(PlanLanes, TheHalvesTakeRowsThatTileTheBatchsAttentionRowsEachPaddedToAttnTp) {
+  // prepare_raw cuts the padded parent at the split token; filter_batch pads
+  // each child to its length aligned up to attn_tp (two_batch_overlap.py @0099dee6).
   for (const Case& c : allTboCases()) {
     SCOPED_TRACE(reproduceCommand(c, "declared"));
     const Plan plan = mustBuild(c);
     SharedRun s(plan, GpuRunOptions{}, plan.world());
+    const int atp = c.config.attnTp();
     for (int r = 0; r < plan.world(); ++r) {
       const HalfRows a = halfRows(s.lanes, r, Half::kA);
       const HalfRows b = halfRows(s.lanes, r, Half::kB);
       EXPECT_EQ(a.offset, 0);
-      EXPECT_EQ(b.offset, a.count);
-      EXPECT_EQ(a.count + b.count, a.total) << "rank " << r;
+      EXPECT_EQ(b.offset, a.taken);
+      EXPECT_EQ(a.taken + b.taken, a.total) << "rank " << r;
+      EXPECT_EQ(a.count, (a.taken + atp - 1) / atp * atp) << "rank " << r;
+      EXPECT_EQ(b.count, (b.taken + atp - 1) / atp * atp) << "rank " << r;
       EXPECT_EQ(a.total, s.rows.count(RowKind::kAttention, r));
       int moves = 0;
       for (const Op& op : plan.ranks[r]) {

@@ -1,6 +1,6 @@
 // A plan's lanes (sim/plan/lane_rows.h): the batch's rows, and under
 // two-batch overlap each half's, tokens numbered as in the batch (child A
-// the first B_d / 2 tokens of each DP shard, tbo.h); and the padding mode a
+// the first B_d / 2 tokens of each DP shard, each child padded, tbo.h); and the padding mode a
 // count of full rows names. Expected rows come from RowMap and tboSplit.
 #include "seam/sim/plan/lane_rows.h"
 
@@ -63,32 +63,39 @@ TEST(LaneRows, AFullRowCountNamesThePaddingModeWhoseBufferHasThatManyRows) {
   EXPECT_FALSE(lane.modeOfCount(7, 0).has_value());
 }
 
-TEST(LaneRows, ATboPlansHalvesSplitEachShardsTokensAndTileTheBatchsAttentionRows) {
+TEST(LaneRows, ATboPlansHalvesCutThePaddedParentAndPadEachChildToAttnTp) {
+  // tokens 3,2 at attn_tp 2, attn_dp 2, MAX_LEN: prepare_mlp_sync_batch pads
+  // both shards to the longest aligned entry, 4 rows. prepare_raw cuts each
+  // at B_d // 2 = 1 (child B keeps the parent's padding rows) and
+  // filter_batch pads each child to ceil(len / 2) * 2: A 2 rows, B
+  // ceil(3 / 2) * 2 = 4 (batch_overlap/two_batch_overlap.py @0099dee6).
   const Plan plan =
       mustBuild(twoStageCase("*-*E*E", {.tp = 4, .attn_dp = 2, .moe_ep = 4}, {3, 2}, tboFlags()));
   ASSERT_FALSE(plan.tbo_split.empty());
   const Topology topo(plan.source.config);
   const std::vector<LaneRows> lanes = laneRowsOf(plan, topo);
   ASSERT_EQ(lanes.size(), static_cast<size_t>(kHalfLanes));
-  const std::vector<int> split = tboSplit(plan.source.batch);
+  constexpr int P = kPaddingRow;
+  const std::vector<std::vector<int>> whole{{0, 1, 2, P}, {3, 4, P, P}};
+  const std::vector<std::vector<int>> a{{0, P}, {3, P}};
+  const std::vector<std::vector<int>> b{{1, 2, P, P}, {4, P, P, P}};
   for (int r = 0; r < plan.world(); ++r) {
-    const std::vector<int>& whole = lanes[0].rows.tokens(RowKind::kAttention, r);
-    const std::vector<int>& a = lanes[1].rows.tokens(RowKind::kAttention, r);
-    const std::vector<int>& b = lanes[2].rows.tokens(RowKind::kAttention, r);
-    std::vector<int> both = a;
-    both.insert(both.end(), b.begin(), b.end());
-    EXPECT_EQ(both, whole) << "rank " << r;
-    EXPECT_EQ(static_cast<int>(a.size()), split[topo.attnDpRank(r)]) << "rank " << r;
+    const int d = topo.attnDpRank(r);
+    EXPECT_EQ(lanes[0].rows.tokens(RowKind::kAttention, r), whole[d]) << "rank " << r;
+    EXPECT_EQ(lanes[1].rows.tokens(RowKind::kAttention, r), a[d]) << "rank " << r;
+    EXPECT_EQ(lanes[2].rows.tokens(RowKind::kAttention, r), b[d]) << "rank " << r;
     const HalfRows ha = halfRows(lanes, r, Half::kA);
     const HalfRows hb = halfRows(lanes, r, Half::kB);
     const HalfRows hw = halfRows(lanes, r, Half::kWhole);
     EXPECT_EQ(ha.offset, 0);
-    EXPECT_EQ(ha.count, static_cast<int>(a.size()));
-    EXPECT_EQ(hb.offset, static_cast<int>(a.size()));
-    EXPECT_EQ(hb.count, static_cast<int>(b.size()));
+    EXPECT_EQ(ha.taken, 1);
+    EXPECT_EQ(ha.count, 2);
+    EXPECT_EQ(hb.offset, 1);
+    EXPECT_EQ(hb.taken, 3);
+    EXPECT_EQ(hb.count, 4);
     EXPECT_EQ(hw.offset, 0);
-    EXPECT_EQ(hw.count, static_cast<int>(whole.size()));
-    EXPECT_EQ(ha.total, static_cast<int>(whole.size()));
+    EXPECT_EQ(hw.count, 4);
+    EXPECT_EQ(ha.total, 4);
   }
 }
 

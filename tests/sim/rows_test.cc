@@ -65,7 +65,7 @@ TEST(RowMap, UnderTheDpBufferPaddingEveryShardHoldsTheLongestAlignedEntry) {
 // batch: MAX_LEN under DP attention to the longest entry, SUM_LEN and a synced
 // batch without DP attention (an a2a backend, moe_dense_tp_size 1) to its own
 // entry aligned to attn_tp.
-TEST(ResolveAttentionPad, SyncedBatchesWithoutCpShardsOrTboRunTheirPaddedEntry) {
+TEST(ResolveAttentionPad, SyncedBatchesWithoutCpShardsRunTheirPaddedEntryTboParentsToo) {
   Case c;
   c.config = ParallelConfig{.tp = 4, .attn_dp = 2};
   c.batch = Batch{{3, 1}};
@@ -74,9 +74,10 @@ TEST(ResolveAttentionPad, SyncedBatchesWithoutCpShardsOrTboRunTheirPaddedEntry) 
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kSumLen, CpLayout::kReplicated),
             AttentionPad::kAlignedEntry);
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kZigzag), AttentionPad::kTokens);
+  // Two-batch overlap pads the parent before TboForwardBatchPreparer cuts it.
   c.flags.tbo = true;
   EXPECT_EQ(resolveAttentionPad(c, DpPadding::kMaxLen, CpLayout::kReplicated),
-            AttentionPad::kTokens);
+            AttentionPad::kDpBuffer);
   c.flags.tbo = false;
   c.config = ParallelConfig{.tp = 4};
   c.batch = Batch{{3}};

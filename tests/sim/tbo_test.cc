@@ -52,18 +52,6 @@ std::string refusal(const Case& c) {
 
 // ---- split, halves, layer range, issue order -----------------------------------
 
-TEST(TboSplit, GivesChildATheFirstHalfOfEveryShardAndChildBTheRest) {
-  const Batch batch{{5, 0, 1, 4}};
-  const std::vector<int> split = tboSplit(batch);
-  EXPECT_EQ(split, (std::vector<int>{2, 0, 0, 2}));
-  EXPECT_EQ(tboHalfBatch(batch, split, Half::kA).tokens, (std::vector<int>{2, 0, 0, 2}));
-  EXPECT_EQ(tboHalfBatch(batch, split, Half::kB).tokens, (std::vector<int>{3, 0, 1, 2}));
-  EXPECT_EQ(tboHalfBatch(batch, split, Half::kWhole).tokens, batch.tokens);
-  // Tokens keep the batch's numbering: shard d starts at the sum of B_<d.
-  EXPECT_EQ(tboFirstTokens(batch, split, Half::kA), (std::vector<int>{0, 5, 5, 6}));
-  EXPECT_EQ(tboFirstTokens(batch, split, Half::kB), (std::vector<int>{2, 5, 5, 8}));
-}
-
 TEST(TboSplit, RunsTheDeepSeekLayerRangeOfAPipelineStage) {
   // fkdr inside (start, end): the sparse layers; fkdr before start: the
   // engine's [0, end), PPMissingLayers first (the policy refuses it).
@@ -170,18 +158,24 @@ TEST(TboPlan, SplitsOnceBeforeTheFirstSparseLayerAndMergesBeforeTheFinalNorm) {
       EXPECT_EQ(op.half == Half::kWhole, op.layer == 0 || op.stage == 6) << op.stage;
     }
   }
-  // hidden and residual split (attention rows: keep, keep), hidden merged
-  // (the last a2a layer folds its residual in before the gather).
+  // Child A's hidden state and residual split, then child B's
+  // (_model_forward_filter_inputs; attention rows: keep, keep), hidden
+  // merged (the last a2a layer folds its residual in before the gather).
+  // Rows: MAX_LEN pads both shards to 4 (3 aligned to attn_tp 2); the cut at
+  // 1 leaves A ceil(1 / 2) * 2 = 2 rows and B ceil(3 / 2) * 2 = 4
+  // (filter_batch's tbo_padded_len, two_batch_overlap.py @0099dee6).
   ASSERT_EQ(moves.size(), 6u);
   EXPECT_EQ(moves[0]->kind, OpKind::kSlice);
   EXPECT_EQ(moves[0]->stage, 2);
-  EXPECT_EQ(moves[0]->rows_in.count, 3);
-  EXPECT_EQ(moves[0]->rows_out.count, 1);
-  EXPECT_EQ(moves[1]->half, Half::kB);
-  EXPECT_EQ(moves[1]->rows_out.count, 2);
+  EXPECT_EQ(moves[0]->rows_in.count, 4);
+  EXPECT_EQ(moves[0]->rows_out.count, 2);
+  EXPECT_EQ(moves[1]->half, Half::kA);
+  EXPECT_EQ(moves[1]->tensor, Tensor::kResidual);
+  EXPECT_EQ(moves[2]->half, Half::kB);
+  EXPECT_EQ(moves[2]->rows_out.count, 4);
   EXPECT_EQ(moves[4]->kind, OpKind::kAdd);
-  EXPECT_EQ(moves[4]->rows_in.count, 1);
-  EXPECT_EQ(moves[4]->rows_out.count, 3);
+  EXPECT_EQ(moves[4]->rows_in.count, 2);
+  EXPECT_EQ(moves[4]->rows_out.count, 4);
   EXPECT_EQ(ops.back().kind, OpKind::kNorm);
   EXPECT_EQ(ops.back().half, Half::kWhole);
   // Child A runs two chunks ahead in decode: its first collective comes

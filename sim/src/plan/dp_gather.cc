@@ -19,6 +19,15 @@ std::int64_t activationRowBytes(const ModelShape& shape) {
 
 int dpAlignedTokens(int tokens, int attn_tp) { return (tokens + attn_tp - 1) / attn_tp * attn_tp; }
 
+namespace {
+/// A shard's entry of the DP buffer: its tokens aligned to attn_tp; under DP
+/// attention a TBO child's is the tbo_padded_len its tensor holds.
+int entryRows(const Batch& batch, int d, int align, int shards) {
+  if (shards > 1 && !batch.rows.empty()) return batch.rows[d];
+  return dpAlignedTokens(batch.tokens[d], align);
+}
+}  // namespace
+
 DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPadding mode,
                        bool gatherv_env, CpLayout cp, AttentionPad pad)
     : mode_(mode) {
@@ -32,7 +41,7 @@ DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPaddi
   for (int d = 0; d < shards; ++d) {
     Shard& s = shards_[d];
     s.tokens = batch.tokens[d];
-    s.local = dpAlignedTokens(s.tokens, align);
+    s.local = entryRows(batch, d, align, shards);
     longest = std::max(longest, s.local);
     longest_raw = std::max(longest_raw, s.tokens);
   }
@@ -40,7 +49,8 @@ DpGeometry::DpGeometry(const ParallelConfig& config, const Batch& batch, DpPaddi
   int sum = 0, sum_raw = 0;
   for (int d = 0; d < shards; ++d) {
     Shard& s = shards_[d];
-    s.attention = pad == AttentionPad::kDpBuffer       ? longest
+    s.attention = !batch.rows.empty()                  ? batch.rows[d]  // a TBO child
+                  : pad == AttentionPad::kDpBuffer     ? longest
                   : pad == AttentionPad::kAlignedEntry ? dpAlignedTokens(s.tokens, config.attnTp())
                                                        : s.tokens;
     if (max_len) {
@@ -80,8 +90,8 @@ int DpGeometry::globalRows(const ParallelConfig& config, const Batch& batch, DpP
   const int shards = config.attn_dp;
   const int align = shards > 1 ? config.attnTp() : 1;
   int longest = 0, sum = 0;
-  for (int tokens : batch.tokens) {
-    const int local = dpAlignedTokens(tokens, align);
+  for (int d = 0; d < static_cast<int>(batch.tokens.size()); ++d) {
+    const int local = entryRows(batch, d, align, shards);
     longest = std::max(longest, local);
     sum += local;
   }
@@ -91,9 +101,10 @@ int DpGeometry::globalRows(const ParallelConfig& config, const Batch& batch, DpP
 int DpGeometry::localRows(const ParallelConfig& config, const Batch& batch, DpPadding mode, int d) {
   const int shards = config.attn_dp;
   const int align = shards > 1 ? config.attnTp() : 1;
-  if (shards == 1 || mode == DpPadding::kSumLen) return dpAlignedTokens(batch.tokens[d], align);
+  if (shards == 1 || mode == DpPadding::kSumLen) return entryRows(batch, d, align, shards);
   int longest = 0;
-  for (int tokens : batch.tokens) longest = std::max(longest, dpAlignedTokens(tokens, align));
+  for (int e = 0; e < static_cast<int>(batch.tokens.size()); ++e)
+    longest = std::max(longest, entryRows(batch, e, align, shards));
   return longest;
 }
 

@@ -34,7 +34,7 @@ std::vector<LaneRows> laneRowsOf(const Case& c, DpPadding padding, CpLayout cp_l
     const Half half = static_cast<Half>(lane);
     const std::vector<int> first = tboFirstTokens(c.batch, tbo_split, half);
     lanes.emplace_back(topo, c, padding, cp_layout, local_split, pad,
-                       tboHalfBatch(c.batch, tbo_split, half), &first);
+                       tboHalfBatch(c.config, c.batch, pad, tbo_split, half), &first);
   }
   return lanes;
 }
@@ -44,10 +44,13 @@ HalfRows halfRows(const std::vector<LaneRows>& lanes, int rank, Half half) {
   h.total = lanes.front().rows.count(RowKind::kAttention, rank);
   const int lane = static_cast<int>(half);
   if (lane == 0 || lane >= static_cast<int>(lanes.size())) {
-    h.count = h.total;
+    h.count = h.taken = h.total;
     return h;
   }
-  h.offset = half == Half::kB ? lanes[1].rows.count(RowKind::kAttention, rank) : 0;
+  // The split token: child A's tokens (its sequence rows).
+  const int split = lanes[1].rows.count(RowKind::kSequence, rank);
+  h.offset = half == Half::kB ? split : 0;
+  h.taken = half == Half::kB ? h.total - split : split;
   h.count = lanes[lane].rows.count(RowKind::kAttention, rank);
   return h;
 }

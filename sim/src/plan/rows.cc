@@ -226,6 +226,7 @@ RowCounts::RowCounts(const ParallelConfig& c, const Batch& batch, DpPadding padd
     const int d = rank % T / (atp * acp);
     const int bd = batch.tokens[d];
     if (cpShardsTokens(cp, bd, acp)) return cpShardRows(cp, bd, acp);
+    if (!batch.rows.empty()) return batch.rows[d];  // a TBO child's tbo_padded_len
     // (MAX_LEN's local rows, whichever mode the plan's DP ops use.)
     if (pad == AttentionPad::kDpBuffer)
       return DpGeometry::localRows(c, batch, DpPadding::kMaxLen, d);
@@ -277,7 +278,9 @@ AttentionPad resolveAttentionPad(const Case& c, DpPadding padding, CpLayout cp) 
   // runs where the scheduler synced token counts (require_mlp_sync: DP
   // attention, an a2a backend, moe_dense_tp_size 1) and pads the inputs to
   // the shard's entry of the aligned (MAX_LEN: longest) token list.
-  if (cp != CpLayout::kReplicated || c.flags.tbo) return AttentionPad::kTokens;
+  // Under two-batch overlap the parent is padded so before its split (each
+  // child's own rows: tboHalfBatch).
+  if (cp != CpLayout::kReplicated) return AttentionPad::kTokens;
   if (c.config.attn_dp > 1 && padding == DpPadding::kMaxLen) return AttentionPad::kDpBuffer;
   const bool synced = c.config.attn_dp > 1 || c.flags.a2a != A2aBackend::kNone || c.flags.dense_tp1;
   return synced ? AttentionPad::kAlignedEntry : AttentionPad::kTokens;

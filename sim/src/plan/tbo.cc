@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "seam/sim/plan/dp_gather.h"
+
 namespace seam {
 
 std::vector<int> tboSplit(const Batch& batch) {
@@ -11,12 +13,20 @@ std::vector<int> tboSplit(const Batch& batch) {
   return split;
 }
 
-Batch tboHalfBatch(const Batch& batch, const std::vector<int>& split, Half half) {
+Batch tboHalfBatch(const ParallelConfig& config, const Batch& batch, AttentionPad pad,
+                   const std::vector<int>& split, Half half) {
   if (half == Half::kWhole) return batch;
+  // The parent's padded rows (the MAX_LEN mode only places slots; the
+  // attention rows do not depend on it).
+  const DpGeometry parent(config, batch, DpPadding::kMaxLen, false, CpLayout::kReplicated, pad);
+  const int a = config.attnTp();
   Batch out;
   out.tokens.resize(batch.tokens.size());
+  out.rows.resize(batch.tokens.size());
   for (size_t d = 0; d < split.size(); ++d) {
+    const int p = parent.attentionRows(static_cast<int>(d));
     out.tokens[d] = half == Half::kA ? split[d] : batch.tokens[d] - split[d];
+    out.rows[d] = dpAlignedTokens(half == Half::kA ? split[d] : p - split[d], a);
   }
   return out;
 }

@@ -18,7 +18,8 @@ void PlanBuilder::makeHalves() {
   for (int k = 0; k < 2; ++k) {
     Case& half_case = halves_->cases[k];
     half_case = c_;
-    half_case.batch = tboHalfBatch(c_.batch, tbo_split_, k == 0 ? Half::kA : Half::kB);
+    half_case.batch =
+        tboHalfBatch(cfg_, c_.batch, attention_pad_, tbo_split_, k == 0 ? Half::kA : Half::kB);
     halves_->builders[k] = std::make_unique<PlanBuilder>(half_case, schema_, policy());
     half(k).tbo_half_ = policy() == PolicyKind::kDeclared;
     const Status st = half(k).decide();
@@ -92,10 +93,13 @@ void PlanBuilder::emitTbo(int r, const Decided& edge, const Decided& last) {
           RowKind::kLocal, RowKind::kAttention});
     residual = false;
   }
-  for (Tensor t : {Tensor::kHidden, Tensor::kResidual}) {
-    if (t == Tensor::kResidual && !residual) continue;
-    for (int k = 0; k < 2; ++k)
+  // _model_forward_filter_inputs cuts child A's hidden state and residual,
+  // then child B's (each zero-padded to its tbo_padded_len).
+  for (int k = 0; k < 2; ++k) {
+    for (Tensor t : {Tensor::kHidden, Tensor::kResidual}) {
+      if (t == Tensor::kResidual && !residual) continue;
       move(OpKind::kSlice, t, k, first, Phase::kEntry, RowKind::kAttention);
+    }
   }
   std::vector<Op> ops[2];
   std::vector<int> chunks[2];

@@ -88,18 +88,23 @@ int cpShardRowsOf(CpLayout layout, int tokens, int cp) {
   return roundUp(longest, n);
 }
 
+/// `held`: each shard's attention rows where fixed (a TBO child's), else empty.
 JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding padding, CpLayout cp,
-                 LocalSplit split, AttentionPad pad) {
+                 LocalSplit split, AttentionPad pad, const std::vector<int>& held = {}) {
   const ParallelConfig& k = c.config;
   const int world = k.pp * k.tp, atp = sizeOf(k, Axis::kAttnTp), acp = k.attn_cp;
   const int D = k.attn_dp;
   // _dp_gather's buffer: every entry aligned to attn_tp under DP attention;
   // MAX_LEN D slots of the longest, SUM_LEN the sum.
+  // A TBO child's entry is the tbo_padded_len its tensor holds.
+  auto entry = [&](int d) {
+    if (D == 1) return tokens[d];
+    return held.empty() ? roundUp(tokens[d], atp) : held[d];
+  };
   int longest = 0, sum = 0;
-  for (int t : tokens) {
-    const int aligned = D > 1 ? roundUp(t, atp) : t;
-    longest = std::max(longest, aligned);
-    sum += aligned;
+  for (int d = 0; d < D; ++d) {
+    longest = std::max(longest, entry(d));
+    sum += entry(d);
   }
   const int dp_buffer = D > 1 && padding == DpPadding::kMaxLen ? D * longest : sum;
   JudgeRows out;
@@ -108,8 +113,9 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
   // _pad_inputs_to_size: under the DP buffer's padding every shard runs the
   // longest aligned entry (an idle shard too).
   auto attention = [&](int r) {
-    const int b = tokens[placeOf(k, r).dp];
+    const int d = placeOf(k, r).dp, b = tokens[d];
     if (judgeCpShards(cp, b, acp)) return cpShardRowsOf(cp, b, acp);
+    if (!held.empty()) return held[d];
     if (pad == AttentionPad::kAlignedEntry) return roundUp(b, atp);
     return pad == AttentionPad::kDpBuffer ? longest : b;
   };
@@ -131,7 +137,7 @@ JudgeRows rowsOf(const Case& c, const std::vector<int>& tokens, DpPadding paddin
     // set_dp_buffer_len's local length: the shard's entry of the padded
     // global_num_tokens (every entry the longest under MAX_LEN).
     const bool max_len = D > 1 && padding == DpPadding::kMaxLen;
-    out.dp_local[r] = D == 1 ? b : max_len ? longest : roundUp(b, atp);
+    out.dp_local[r] = D == 1 ? b : max_len ? longest : entry(placeOf(k, r).dp);
     row[static_cast<int>(RowKind::kCpGathered)] = sharded ? acp * attention(r) : 0;
     row[static_cast<int>(RowKind::kFull)] = D > 1     ? dp_buffer
                                             : sharded ? acp * attention(r)
@@ -237,9 +243,9 @@ JudgeGeometry judgeGeometry(const Case& c) {
   // @003bbaf9), on every synced batch: _pad_inputs_to_size pads the shard's
   // inputs to its entry of the attn_tp-aligned token list (under MAX_LEN every
   // DP entry is the longest), so the whole forward runs on the padded rows.
-  // Not modelled for two-batch overlap (its children pad to tbo_padded_len)
-  // nor for a CP-sharded batch.
-  const bool pads = synced && g.cp_layout == CpLayout::kReplicated && !c.flags.tbo;
+  // Not for a CP-sharded batch. Under two-batch overlap the parent is padded
+  // so before the split; its children's rows follow.
+  const bool pads = synced && g.cp_layout == CpLayout::kReplicated;
   const bool dp_buffer = pads && c.config.attn_dp > 1 && g.padding == DpPadding::kMaxLen;
   g.attention_pad = dp_buffer ? AttentionPad::kDpBuffer
                     : pads    ? AttentionPad::kAlignedEntry
@@ -248,15 +254,31 @@ JudgeGeometry judgeGeometry(const Case& c) {
   g.stages = stagesOf(c);
   g.rows[0] = rowsOf(c, c.batch.tokens, g.padding, g.cp_layout, g.local_split, g.attention_pad);
   if (c.flags.tbo) {
-    // compute_split_seq_index: child A takes half of each shard's unpadded batch.
+    // compute_split_seq_index: child A takes half of each shard's unpadded
+    // batch. TboForwardBatchPreparer.prepare_raw cuts the padded parent there
+    // (B keeps the parent's padding rows), and filter_batch pads each child
+    // to tbo_padded_len = ceil(len / attn_tp) * attn_tp
+    // (batch_overlap/two_batch_overlap.py @0099dee6).
+    // The parent's rows: the attention rows of any rank of shard d (a batch
+    // split is never CP-sharded: the rows it holds unsharded).
+    const int atp = sizeOf(c.config, Axis::kAttnTp);
+    const JudgeRows unsharded = g.cp_layout == CpLayout::kReplicated
+                                    ? g.rows[0]
+                                    : rowsOf(c, c.batch.tokens, g.padding, CpLayout::kReplicated,
+                                             g.local_split, g.attention_pad);
     std::vector<int> a, b;
-    for (int t : c.batch.tokens) {
+    for (size_t d = 0; d < c.batch.tokens.size(); ++d) {
+      const int t = c.batch.tokens[d];
+      const int parent =
+          unsharded.count[d * atp * c.config.attn_cp][static_cast<int>(RowKind::kAttention)];
       g.tbo_split.push_back(t / 2);
       a.push_back(t / 2);
       b.push_back(t - t / 2);
+      g.tbo_rows[0].push_back(roundUp(t / 2, atp));
+      g.tbo_rows[1].push_back(roundUp(parent - t / 2, atp));
     }
-    g.rows[1] = rowsOf(c, a, g.padding, g.cp_layout, g.local_split, g.attention_pad);
-    g.rows[2] = rowsOf(c, b, g.padding, g.cp_layout, g.local_split, g.attention_pad);
+    g.rows[1] = rowsOf(c, a, g.padding, g.cp_layout, g.local_split, g.attention_pad, g.tbo_rows[0]);
+    g.rows[2] = rowsOf(c, b, g.padding, g.cp_layout, g.local_split, g.attention_pad, g.tbo_rows[1]);
   }
   return g;
 }

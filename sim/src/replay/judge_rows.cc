@@ -134,7 +134,7 @@ int JudgeGroups::communicator(Axis axis, int rank) const {
 
 JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
                          const std::vector<int>& first, DpPadding padding, CpLayout cp,
-                         LocalSplit split, AttentionPad pad)
+                         LocalSplit split, AttentionPad pad, const std::vector<int>& held)
     : padding_(padding), split_(split) {
   const ParallelConfig& k = groups.config();
   const int world = k.world(), dp = k.attn_dp, acp = k.attn_cp;
@@ -148,7 +148,7 @@ JudgeTokens::JudgeTokens(const JudgeGroups& groups, const std::vector<int>& n,
   // The DP buffer (judgeDpBuffer): each shard's tokens at its slot, then
   // pad rows; a CP-sharded shard's slot holds its CP shards' token rows back
   // to back in CP rank order (_cp_shard_rows).
-  const JudgeDpBuffer dp_buffer = judgeDpBuffer(k, n, padding, false, cp, pad);
+  const JudgeDpBuffer dp_buffer = judgeDpBuffer(k, n, padding, false, cp, pad, held);
   std::vector<int> buffer(dp_buffer.rows, kPaddingRow);
   for (int d = 0; d < dp; ++d) {
     const int start = dp_buffer.entries[d].start;
@@ -264,7 +264,8 @@ void JudgeTokens::shareDispatched(const JudgeGroups& groups) {
 }
 
 JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, DpPadding mode,
-                            bool gatherv_env, CpLayout cp, AttentionPad pad) {
+                            bool gatherv_env, CpLayout cp, AttentionPad pad,
+                            const std::vector<int>& held) {
   // Under DP attention prepare_mlp_sync_batch ceil-aligns every entry to
   // attn_tp; MAX_LEN then gives each slot the longest entry, SUM_LEN lays
   // the entries end to end (the unaligned starts are a fault's).
@@ -272,21 +273,28 @@ JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, 
   b.mode = mode;
   const int dp = k.attn_dp, atp = k.tp / (dp * k.attn_cp);
   const bool max_len = dp > 1 && mode == DpPadding::kMaxLen;
+  // A TBO child's entry is the tbo_padded_len its tensor holds.
+  auto entry = [&](int d) {
+    if (dp == 1) return n[d];
+    return held.empty() ? roundUpTo(n[d], atp) : held[d];
+  };
   int longest = 0, longest_raw = 0;
-  for (int t : n) {
-    longest = std::max(longest, dp > 1 ? roundUpTo(t, atp) : t);
-    longest_raw = std::max(longest_raw, t);
+  for (int d = 0; d < dp; ++d) {
+    longest = std::max(longest, entry(d));
+    longest_raw = std::max(longest_raw, n[d]);
   }
   int at = 0, at_raw = 0;
   for (int d = 0; d < dp; ++d) {
     JudgeDpBuffer::Entry e;
     e.tokens = n[d];
-    // _pad_inputs_to_size: a padded local batch is the longest aligned entry.
-    e.held = pad == AttentionPad::kDpBuffer       ? longest
+    // _pad_inputs_to_size: a padded local batch is the longest aligned entry
+    // (a TBO child: its tbo_padded_len).
+    e.held = !held.empty()                        ? held[d]
+             : pad == AttentionPad::kDpBuffer     ? longest
              : pad == AttentionPad::kAlignedEntry ? roundUpTo(n[d], atp)
                                                   : n[d];
     // Without DP attention the one entry is the held rows (aligned when synced).
-    e.rows = max_len ? longest : dp > 1 ? roundUpTo(n[d], atp) : e.held;
+    e.rows = max_len ? longest : dp > 1 ? entry(d) : e.held;
     e.start = max_len ? d * longest : at;
     e.start_unaligned = max_len ? d * longest_raw : at_raw;
     at += e.rows;
@@ -310,13 +318,14 @@ JudgeDpBuffer judgeDpBuffer(const ParallelConfig& k, const std::vector<int>& n, 
 
 JudgeLane::JudgeLane(const Case& c, const JudgeGroups& groups, const std::vector<int>& n,
                      const std::vector<int>& first, DpPadding padding, CpLayout cp,
-                     LocalSplit split, AttentionPad pad)
-    : rows(groups, n, first, padding, cp, split, pad),
+                     LocalSplit split, AttentionPad pad, const std::vector<int>& held)
+    : rows(groups, n, first, padding, cp, split, pad, held),
       other_rows(groups, n, first,
                  padding == DpPadding::kMaxLen ? DpPadding::kSumLen : DpPadding::kMaxLen, cp, split,
-                 pad),
-      dp_plan(judgeDpBuffer(c.config, n, padding, c.flags.dp_gatherv, cp, pad)),
-      dp_other(judgeDpBuffer(c.config, n, other_rows.padding(), c.flags.dp_gatherv, cp, pad)) {}
+                 pad, held),
+      dp_plan(judgeDpBuffer(c.config, n, padding, c.flags.dp_gatherv, cp, pad, held)),
+      dp_other(
+          judgeDpBuffer(c.config, n, other_rows.padding(), c.flags.dp_gatherv, cp, pad, held)) {}
 
 const JudgeDpBuffer* JudgeLane::dpOfFullRows(int full_rows) const {
   if (dp_plan.rows == full_rows) return &dp_plan;
@@ -340,19 +349,27 @@ std::vector<JudgeLane> judgeLanes(const Case& c, const JudgeGroups& groups, cons
     b[d] = n[d] - split[d];
     first_b[d] = first[d] + split[d];
   }
-  lanes.emplace_back(c, groups, a, first, g.padding, g.cp_layout, g.local_split, g.attention_pad);
-  lanes.emplace_back(c, groups, b, first_b, g.padding, g.cp_layout, g.local_split, g.attention_pad);
+  // Each on its tbo_padded_len (g.tbo_rows) where the split is the judges'.
+  const bool padded = split == g.tbo_split;
+  const std::vector<int> none;
+  lanes.emplace_back(c, groups, a, first, g.padding, g.cp_layout, g.local_split, g.attention_pad,
+                     padded ? g.tbo_rows[0] : none);
+  lanes.emplace_back(c, groups, b, first_b, g.padding, g.cp_layout, g.local_split, g.attention_pad,
+                     padded ? g.tbo_rows[1] : none);
   return lanes;
 }
 
 HalfRows judgeHalfRows(const std::vector<JudgeLane>& lanes, int rank, Half half) {
   HalfRows h;
   h.total = lanes[0].rows.count(RowKind::kAttention, rank);
-  h.count = h.total;
+  h.count = h.taken = h.total;
   if (half == Half::kWhole || lanes.size() < 3) return h;
-  const int a = lanes[1].rows.count(RowKind::kAttention, rank);
-  h.offset = half == Half::kB ? a : 0;
-  h.count = half == Half::kB ? lanes[2].rows.count(RowKind::kAttention, rank) : a;
+  // prepare_raw's cut at the split token (child A's tokens): A takes the
+  // rows before it, B the rest of the padded parent; each runs its own rows.
+  const int split = lanes[1].rows.count(RowKind::kSequence, rank);
+  h.offset = half == Half::kB ? split : 0;
+  h.taken = half == Half::kB ? h.total - split : split;
+  h.count = lanes[static_cast<int>(half)].rows.count(RowKind::kAttention, rank);
   return h;
 }
 

@@ -47,7 +47,7 @@ inline void Replay<Domain>::tboMove(int r, const Op& op) {
   Buffer& whole = wholeBuffer(r, op.tensor);
   Buffer& half = bufferOf(st, op.tensor);
   const HalfRows where = judgeHalfRows(lanes_, r, op.half);
-  const int offset = where.offset, cnt = where.count, total = where.total;
+  const int offset = where.offset, taken = where.taken, total = where.total;
   if (op.kind == OpKind::kSlice) {
     if (!whole.present || whole.kind != RowKind::kAttention ||
         static_cast<int>(whole.v.size()) != total) {
@@ -60,14 +60,17 @@ inline void Replay<Domain>::tboMove(int r, const Op& op) {
                                          : std::string("no value")));
       return;
     }
+    // The rows the child takes, then its zero padding up to tbo_padded_len.
     half.kind = RowKind::kAttention;
     half.present = true;
-    half.v.assign(whole.v.begin() + offset, whole.v.begin() + offset + cnt);
+    half.v.assign(whole.v.begin() + offset, whole.v.begin() + offset + taken);
+    half.v.resize(where.count, domain_.zero());
     if (op.half == Half::kB) whole.present = false;  // both halves took their rows
     return;
   }
-  // The merge copies the half's real rows into the batch-sized tensor (rows
-  // no half wrote stay zero, as a sum never completed would).
+  // The merge copies the rows the half took back into the batch-sized
+  // tensor, dropping its padding (rows no half wrote stay zero, as a sum
+  // never completed would).
   if (!expectKind(r, half, RowKind::kAttention, op, tensorName(op.tensor).data())) return;
   if (whole.present &&
       (whole.kind != RowKind::kAttention || static_cast<int>(whole.v.size()) != total)) {
@@ -86,9 +89,9 @@ inline void Replay<Domain>::tboMove(int r, const Op& op) {
     whole.present = true;
     whole.v.assign(total, domain_.zero());
   }
-  assert(offset + static_cast<int>(half.v.size()) <= total &&
-         "a half's rows lie inside the batch's");
-  std::copy(half.v.begin(), half.v.end(), whole.v.begin() + offset);
+  assert(offset + taken <= total && taken <= static_cast<int>(half.v.size()) &&
+         "a half's rows lie inside the batch's and its own");
+  std::copy(half.v.begin(), half.v.begin() + taken, whole.v.begin() + offset);
 }
 
 }  // namespace seam::ledger_detail

@@ -68,6 +68,10 @@ Expected<ForwardMode> parseMode(std::string_view text);
 /// Tokens of each attention-DP shard, in DP-rank order (0 = an idle rank).
 struct Batch {
   std::vector<int> tokens;
+  /// Rows each shard's forward runs on where the caller fixes them: a
+  /// two-batch-overlap child's tbo_padded_len (tbo.h). Empty (every case
+  /// built from options): the padding rules give them (rows.h, AttentionPad).
+  std::vector<int> rows;
   int total() const;
   int maxShard() const;
   bool hasIdleShard() const;

@@ -54,10 +54,14 @@ std::vector<LaneRows> laneRowsOf(const Case& c, DpPadding padding, CpLayout cp_l
                                  const std::vector<int>& tbo_split, const Topology& topo);
 
 /// Where a TBO half's attention rows lie inside the batch's on one rank:
-/// child A holds rows [0, split) of each shard's attention rows, B the rest.
+/// child A takes rows [0, split) of the shard's (padded) attention rows, B
+/// the rest; each is then zero-padded to its own rows, tbo_padded_len
+/// (_model_forward_filter_inputs), and the merge copies back only the rows
+/// it took (_model_forward_tbo_merge_outputs).
 struct HalfRows {
-  int offset = 0;  ///< first row of the half inside the batch's attention rows
-  int count = 0;   ///< the half's attention rows
+  int offset = 0;  ///< first row the half takes from the batch's attention rows
+  int taken = 0;   ///< rows it takes (and merges back)
+  int count = 0;   ///< the half's attention rows (taken, then zero padding)
   int total = 0;   ///< the batch's attention rows
 };
 /// `half` kWhole (or a plan without halves): the batch's rows, offset 0.

@@ -190,9 +190,9 @@ DpPadding resolvePadding(const Case& c);
 /// What the case's attention rows hold on a batch not CP-sharded: kDpBuffer
 /// under DP attention with MAX_LEN; kAlignedEntry under DP attention with
 /// SUM_LEN, and without DP attention where the batch is synced (an a2a
-/// backend or moe_dense_tp_size 1); kTokens otherwise. Two-batch overlap
-/// keeps kTokens (its halves' own padding, tbo_padded_len, is not modelled:
-/// docs/modelling/sglang.md, two-batch overlap).
+/// backend or moe_dense_tp_size 1); kTokens otherwise. Under two-batch
+/// overlap this is the parent's; each half's rows are its tbo_padded_len
+/// (Batch::rows, tbo.h).
 AttentionPad resolveAttentionPad(const Case& c, DpPadding padding, CpLayout cp);
 
 }  // namespace seam

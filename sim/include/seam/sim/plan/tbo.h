@@ -10,6 +10,7 @@
 
 #include "seam/sim/model/case.h"
 #include "seam/sim/plan/plan.h"
+#include "seam/sim/plan/rows.h"
 
 namespace seam {
 
@@ -22,8 +23,16 @@ namespace seam {
 /// batch of a TBO case can run split (can_run_tbo).
 std::vector<int> tboSplit(const Batch& batch);
 /// The batch of one half: child A takes the first split[d] tokens of shard
-/// d, child B the rest; kWhole: the batch itself.
-Batch tboHalfBatch(const Batch& batch, const std::vector<int>& split, Half half);
+/// d, child B the rest; kWhole: the batch itself. Its rows (Batch::rows):
+/// prepare_mlp_sync_batch pads the parent first (`pad`: its attention rows,
+/// P_d per shard), then TboForwardBatchPreparer.prepare_raw cuts the padded
+/// parent at the split token, so child A holds rows [0, s_d) and child B
+/// rows [s_d, P_d) (every padding row of the parent), and filter_batch pads
+/// each child to tbo_padded_len, its length aligned up to attn_tp
+/// (batch_overlap/two_batch_overlap.py @0099dee6): A ceil_align(s_d, a),
+/// B ceil_align(P_d - s_d, a).
+Batch tboHalfBatch(const ParallelConfig& config, const Batch& batch, AttentionPad pad,
+                   const std::vector<int>& split, Half half);
 /// The token id of the first row of each DP shard of `half`, numbered as in
 /// the whole batch (RowMap's numbering: shard d starts at the sum of B_<d).
 std::vector<int> tboFirstTokens(const Batch& batch, const std::vector<int>& split, Half half);

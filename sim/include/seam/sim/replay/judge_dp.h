@@ -42,10 +42,11 @@ struct JudgeDpBuffer {
 /// The buffer of a batch of `n` tokens per DP shard in padding `mode`;
 /// `gatherv_env`: SGLANG_DP_USE_GATHERV; `cp`: the judged CP layout; `pad`:
 /// what the attention rows hold (the same whatever `mode`: a DP op of the
-/// other mode meets them as they are).
+/// other mode meets them as they are); `held`: each shard's attention rows
+/// where fixed (a TBO child's tbo_padded_len), else empty.
 JudgeDpBuffer judgeDpBuffer(const ParallelConfig& config, const std::vector<int>& n, DpPadding mode,
-                            bool gatherv_env, CpLayout cp,
-                            AttentionPad pad = AttentionPad::kTokens);
+                            bool gatherv_env, CpLayout cp, AttentionPad pad = AttentionPad::kTokens,
+                            const std::vector<int>& held = {});
 
 /// The steps rank (attention TP position i, CP position c, DP shard d) runs
 /// for DP op `op` on buffer `b`, each row `row_bytes` long, honouring the

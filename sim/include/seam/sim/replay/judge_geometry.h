@@ -51,6 +51,9 @@ struct JudgeGeometry {
   /// filled whenever the case asks for TBO (whether a plan runs split is the
   /// planner's range decision; a plan that runs split must split here).
   std::vector<int> tbo_split;
+  /// Per DP shard, the rows child A and child B run on (tbo_padded_len of
+  /// the padded parent's cut); filled with tbo_split.
+  std::vector<int> tbo_rows[2];
   std::vector<JudgeStage> stages;  ///< stack 0, then stack 1
   std::int64_t row_bytes = 0;      ///< hidden * 2 (bf16 activations)
   JudgeRows rows[kHalfLanes];      ///< the batch, then (TBO) halves A and B

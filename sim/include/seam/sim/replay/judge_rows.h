@@ -66,10 +66,11 @@ class JudgeGroups {
 class JudgeTokens {
  public:
   /// `shard_tokens`: the tokens of each DP shard in this batch; `first_id`:
-  /// the id of each DP shard's first token (a TBO half keeps the batch's ids).
+  /// the id of each DP shard's first token (a TBO half keeps the batch's ids);
+  /// `held`: each shard's attention rows where fixed (a TBO child's), else empty.
   JudgeTokens(const JudgeGroups& groups, const std::vector<int>& shard_tokens,
               const std::vector<int>& first_id, DpPadding padding, CpLayout cp, LocalSplit split,
-              AttentionPad pad);
+              AttentionPad pad, const std::vector<int>& held = {});
 
   const std::vector<int>& tokens(RowKind kind, int rank) const {
     const int k = static_cast<int>(kind);
@@ -113,7 +114,7 @@ class JudgeTokens {
 struct JudgeLane {
   JudgeLane(const Case& c, const JudgeGroups& groups, const std::vector<int>& shard_tokens,
             const std::vector<int>& first_id, DpPadding padding, CpLayout cp, LocalSplit split,
-            AttentionPad pad);
+            AttentionPad pad, const std::vector<int>& held = {});
   JudgeTokens rows;
   JudgeTokens other_rows;
   JudgeDpBuffer dp_plan;   ///< the DP buffer in rows' padding mode
@@ -135,7 +136,8 @@ struct JudgeLane {
 
 /// The lanes of case `c` under the judges' geometry `g`: the batch, then,
 /// when `split` is not empty (the batch runs split at these tokens per DP
-/// shard), half A (the first split[d] tokens of shard d) and half B.
+/// shard), half A (the first split[d] tokens of shard d) and half B, each
+/// on its g.tbo_rows when the split is g's.
 std::vector<JudgeLane> judgeLanes(const Case& c, const JudgeGroups& groups, const JudgeGeometry& g,
                                   const std::vector<int>& split);
 
