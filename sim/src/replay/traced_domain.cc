@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
+#include <queue>
+#include <unordered_map>
 
 namespace seam::ledger_detail {
 
@@ -37,22 +39,26 @@ void TracedDomain::divide(std::vector<Value>& v, int d) const {
 
 TermList::List TracedDomain::terms(const Value& v) const {
   if (v.ref == kZero) return {};
-  if (v.ref < kNode) return {{v.ref, 1}};
-  // Each made row's coefficient in v, from v down: a node's refs are to
-  // earlier nodes, so a node's coefficient is complete when the walk meets it.
-  const std::size_t root = v.ref & ~kNode;
-  std::vector<Fraction> coefficient(root + 1);
-  coefficient[root] = {1, 1};
+  // Each node's coefficient in v, pushed from v down to the nodes it sums.
+  // A node's refs are to earlier nodes, so taking the latest node reached
+  // first finds every node's coefficient complete (each of its sums, made
+  // later, taken before it). Only the nodes v reaches are visited.
+  std::unordered_map<std::uint64_t, Fraction> coefficient;
+  std::priority_queue<std::uint64_t> next;
   std::vector<std::pair<std::uint64_t, Fraction>> found;
   const auto give = [&](std::uint64_t ref, const Fraction& q) {
     if (ref < kNode) {
       found.emplace_back(ref, q);
-    } else {
-      Fraction& c = coefficient[ref & ~kNode];
-      c = plus(c, q);
+      return;
     }
+    const auto [it, first] = coefficient.try_emplace(ref & ~kNode);
+    it->second = plus(it->second, q);
+    if (first) next.push(ref & ~kNode);
   };
-  for (std::size_t i = root + 1; i-- > 0;) {
+  give(v.ref, {1, 1});
+  while (!next.empty()) {
+    const std::uint64_t i = next.top();
+    next.pop();
     const Fraction q = coefficient[i];
     if (q.num == 0) continue;
     const Node& n = nodes_[i];
