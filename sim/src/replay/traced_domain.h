@@ -18,9 +18,10 @@ namespace seam::ledger_detail {
 /// fingerprints, as the fast domain does: a row that is the expected value
 /// has its fingerprint, and one that is not (any other sum of terms) has
 /// another but with the chance the fast domain's checks already rest on (a
-/// nonzero difference of degree one vanishing at a random point). So a
-/// replay over this domain meets the exact replay's first wrong row, and
-/// explains it from the terms its record sums to, the exact domain's list.
+/// nonzero polynomial of degree 2 vanishing at the fixed random point, at
+/// most 2/2^61 per check). So a replay over this domain meets the exact
+/// replay's first wrong row, and explains it from the terms its record
+/// sums to, the exact domain's list of that row.
 class TracedDomain {
  public:
   /// A row: its fingerprint and its record, a term key (below kNode), a
