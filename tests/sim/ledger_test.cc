@@ -94,7 +94,12 @@ void expectSameFirstViolation(const Replays& r) {
   EXPECT_EQ(f.op, e.op);
   EXPECT_EQ(f.token, e.token);
   EXPECT_EQ(f.term, e.term);
+  // The fast replay's violation is explained by the traced domain: the same
+  // sentence as the exact domain's from the start.
+  EXPECT_EQ(f.coefficient, e.coefficient);
+  EXPECT_EQ(f.detail, e.detail);
   EXPECT_TRUE(r.exact.used_exact);
+  EXPECT_TRUE(r.fast.used_exact);
 }
 
 /// The located first violation a test expects; unset fields are not checked.

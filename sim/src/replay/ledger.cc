@@ -1,6 +1,8 @@
 // The ledger (ledger.h): the names and sentences of its properties and
 // violations, and the replay of a plan (replay.h) over the fast domain,
-// then, for every reported violation, over the exact domain.
+// then, for every reported violation, over the traced domain, which names
+// the wrong rows' terms as the exact domain does (or over the exact domain
+// from the start).
 #include "seam/sim/replay/ledger.h"
 
 #include <optional>
@@ -8,6 +10,7 @@
 
 #include "replay/ledger_domains.h"
 #include "replay/replay.h"
+#include "replay/traced_domain.h"
 
 namespace seam {
 
@@ -122,22 +125,26 @@ Ledger::Ledger() : scratch_(new Scratch) {}
 Ledger::~Ledger() { delete scratch_; }
 
 LedgerResult Ledger::replay(const Plan& plan, const LedgerOptions& options) {
-  if (!options.exact) {
-    if (!scratch_->fast) scratch_->fast.emplace();
-    LedgerResult fast = scratch_->fast->run(plan, options);
-    if (fast.holds()) return fast;
-    // Every violation is reported from the exact domain, classified and
-    // located. The fast replay's buffers are freed first (a large case's
-    // are tens of MB at world 128, held beside the exact replay's).
-    scratch_->fast.reset();
+  if (options.exact) {
+    ledger_detail::Replay<ledger_detail::ExactDomain> replay;
+    LedgerResult exact = replay.run(plan, options);
+    exact.used_exact = true;
+    return exact;
   }
-  // The exact replay's state is not kept for the next case, as the fast
-  // one's is: only violated cases run it, and the term lists of a large one
-  // would stay held until a worker's next.
-  ledger_detail::Replay<ledger_detail::ExactDomain> replay;
-  LedgerResult exact = replay.run(plan, options);
-  exact.used_exact = true;
-  return exact;
+  if (!scratch_->fast) scratch_->fast.emplace();
+  LedgerResult fast = scratch_->fast->run(plan, options);
+  if (fast.holds()) return fast;
+  // Every violation is reported with the exact domain's classes and terms.
+  // The traced replay checks as the fast one does, so it meets the exact
+  // replay's violations, and lists only a wrong row's terms (the exact
+  // domain kept a list per row: most of a violated case's time). The fast
+  // replay's buffers are freed first (a large case's are tens of MB at world
+  // 128), and the traced replay's state is not kept for the next case.
+  scratch_->fast.reset();
+  ledger_detail::Replay<ledger_detail::TracedDomain> replay;
+  LedgerResult traced = replay.run(plan, options);
+  traced.used_exact = true;
+  return traced;
 }
 
 LedgerResult replayPlan(const Plan& plan, const LedgerOptions& options) {

@@ -155,6 +155,8 @@ class FastDomain {
 class ExactDomain {
  public:
   using Value = TermList;
+  /// The replay explains a wrong row by its terms (replay_checks.h).
+  static constexpr bool kNamesTerms = true;
 
   void prepare(const std::vector<StackShape>& stacks, int) { stacks_ = &stacks; }
   Value zero() const { return {}; }
@@ -236,6 +238,7 @@ class ExactDomain {
   static constexpr std::uint64_t kDenominator = ~std::uint64_t{0};
 
  private:
+  friend class TracedDomain;  // names its terms by the same keys
   /// Sums shorter than this keep their own list (sharing costs a look-up).
   static constexpr size_t kShareFrom = 16;
   /// a's list replaced by an equal one held elsewhere, or remembered as one to share.

@@ -78,7 +78,7 @@ inline bool Replay<Domain>::checkRows(int rank, Buffer& b, Expect e, int stack, 
     const int t = toks[i];
     Violation v = at(rank, p, ViolationClass::kNeverCompleted, "");
     v.token = t;
-    if constexpr (std::is_same_v<Domain, ExactDomain>) {
+    if constexpr (requires { Domain::kNamesTerms; }) {
       const Explanation x = domain_.explain(b.v[i], e, stack, stage, t);
       v.cls = x.cls;
       v.term = x.term;

@@ -11,8 +11,13 @@
 //   additions; a wrong combination escapes only if a nonzero polynomial of
 //   degree 2 vanishes at the chosen point (probability <= 2/p per check).
 // - exact: each row is the explicit list of (term, coefficient). It finds and
-//   classifies every violation; the fast path hands any violation it finds
-//   to an exact replay, so every reported violation is exact.
+//   classifies every violation (LedgerOptions::exact runs it from the start).
+// The fast path hands any violation it finds to a traced replay: each row its
+// fingerprint and a record of the sums that made it, checked as the fast
+// domain checks (so it stops at the same wrong row as an exact replay, with
+// the fast domain's chance of a miss) and explained by the wrong row's terms
+// as the exact domain lists them, so every reported violation is classified
+// and named exactly.
 #pragma once
 
 #include <cstdint>
@@ -94,7 +99,7 @@ struct LedgerResult {
   bool holds() const { return violations.empty(); }
   std::vector<Violation> violations;
   std::int64_t ops_executed = 0;  ///< op instances executed over all ranks
-  bool used_exact = false;        ///< the exact domain ran (from the start, or to explain)
+  bool used_exact = false;        ///< violations explained by their terms (exact or traced domain)
 };
 
 /// A reusable replayer: keeps the fast replay's scratch buffers between
