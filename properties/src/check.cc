@@ -21,6 +21,7 @@ bool PlanVerdict::holds() const {
 }
 
 std::optional<Violation> PlanVerdict::firstViolation() const {
+  if (earliest) return earliest;
   for (const PropertyVerdict& p : properties) {
     if (p.first) return p.first;
   }
@@ -264,21 +265,29 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
     pv.holds = false;
     if (!pv.first) pv.first = v;
   };
+  // After each judge, the first to have failed fixes `earliest` (the lowest
+  // property among what it found, as Depth::kFirst would stop there).
+  auto settle = [&] {
+    if (!verdict.earliest && !verdict.holds()) verdict.earliest = verdict.firstViolation();
+  };
   // A trace's boundaries are judged from its own ops: the skeleton's
   // declarations it was imported onto are the policy's, not the trace's.
   if (plan.policy != "trace") {
     for (const Violation& v : checkBoundariesAgree(plan)) record(v);
   }
+  settle();
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   // Every judge after property 1 reads the case through the judges' geometry.
   const JudgeGeometry geometry = judgeGeometry(plan.source);
   for (const Violation& v : checkCollectiveSequences(plan, geometry)) record(v);
   for (const Violation& v : checkCallArguments(plan)) record(v);
+  settle();
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   LedgerOptions options;
   options.max_violations = depth == Depth::kFirst ? 1 : 256;
   const LedgerResult result = ledger.replay(plan, options);
   verdict.ops_executed = result.ops_executed;
+  if (!verdict.earliest && !result.violations.empty()) verdict.earliest = result.violations.front();
   bool deadlocked = false;
   for (const Violation& v : result.violations) {
     record(v);
@@ -289,6 +298,7 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
     // a fault the ledger sees keeps its first violation there.
     const auto judge = [&](const std::vector<Violation>& found) {
       for (const Violation& v : found) record(v);
+      settle();
       return depth == Depth::kFirst && !verdict.holds();
     };
     if (judge(checkPlanGeometry(plan, geometry)) || judge(checkCallSizes(plan, geometry)) ||

@@ -219,6 +219,21 @@ TEST(AttnTpReduceScatter, OfUnequalChunksIsAnEngineFinding) {
   EXPECT_NE(site.find("attn_tp_reduce_scatter"), std::string::npos) << site;
 }
 
+// `seam check` judges every property (Depth::kAll) and so also sees what the
+// unequal reduce-scatter's rows do later (a foreign term at the next compute,
+// property 2); the violation it names first is still the cause a sweep names,
+// so that a sweep's reproduce line shows the same engine finding.
+TEST(AttnTpReduceScatter, SeamCheckNamesTheSameFirstViolationAsASweep) {
+  const Plan plan = mustBuild(cpShardOverAttnTp8());
+  Ledger ledger;
+  const auto all = properties::checkPlan(plan, ledger, properties::Depth::kAll);
+  const auto first = properties::checkPlan(plan, ledger, properties::Depth::kFirst);
+  ASSERT_TRUE(all.firstViolation() && first.firstViolation());
+  EXPECT_EQ(all.firstViolation()->property, Property::kCollectivesMatch);
+  EXPECT_EQ(all.firstViolation()->op, OpKind::kReduceScatter);
+  EXPECT_EQ(describeViolation(*all.firstViolation()), describeViolation(*first.firstViolation()));
+}
+
 Flags tboWithoutA2a(ForwardMode mode) {
   Flags f;
   f.tbo = true;

@@ -32,8 +32,13 @@ struct PropertyVerdict {
 struct PlanVerdict {
   std::vector<PropertyVerdict> properties;  ///< in kPlanProperties order
   std::int64_t ops_executed = 0;
+  /// The violation a check that stops at its first failing judge names (a
+  /// sweep's, Depth::kFirst): of the first judge to fail, the lowest property;
+  /// of the ledger, the first in replay order. Set under either depth, so
+  /// `seam check` names what a sweep's row names and not a later consequence.
+  std::optional<Violation> earliest;
   bool holds() const;
-  /// The first violation over all properties (by property number), if any.
+  /// `earliest` where set, else the first violation by property number.
   std::optional<Violation> firstViolation() const;
 };
 
