@@ -97,11 +97,11 @@ CASES = [
     ("two_stage_tbo_cp_dp", "TBO of a decode batch under attention CP and DP attention as MLA prefill CP runs (deepep, ep = tp, fully-DP dense FFNs; tp 4, attn_dp 2, attn_cp 2, attn_tp 1; tokens 3,2, MAX_LEN 3 rows a shard: halves of tokens 1,1 and 2,1 on rows 1,1 and 2,2): the CP replicas (ranks 0,1 and 2,3) hold their DP shard whole and split it alike; each half's MoE dispatches and combines over moe_ep, no DP gather and no CP move",
      f"--pattern '*-*E*E' {TWO} --tp 4 --dp 2 --cp 2 --ep 4 --a2a deepep --dense-tp 1 --tokens 3,2 --tbo"),
     # The DP ops lowered to SGLang's collectives (seam plan --lower-dp; dp_gather.h).
-    ("dp_lowered_max_len_replicate", "MAX_LEN, attn_tp 2, a shard of 3 tokens (aligned to 4) and an idle one: pad, zero on attention-TP rank 1, reduce-scatter over attn_tp into M/a = 2 rows, all-gather over tp into 8; dp_scatter copies the slot and trims the pad rows",
+    ("dp_lowered_max_len_replicate", "MAX_LEN, attn_tp 2, a shard of 3 tokens (aligned to 4) and an idle one: both already run 4 rows (prepare_mlp_sync_batch padded the inputs), so no pad; zero on attention-TP rank 1, reduce-scatter over attn_tp into M/a = 2 rows, all-gather over tp into 8; dp_scatter copies the 4-row slot, no trim",
      "--pattern 'M-M' --tp 4 --dp 2 --tokens 3,0", "--lower-dp"),
-    ("dp_lowered_sum_len_partial", "SUM_LEN partial order, aligned entries 4 and 2: zero the 6-row buffer, every attention-TP rank writes its slot (offsets 0 and 4), all-reduce over tp",
+    ("dp_lowered_sum_len_partial", "SUM_LEN partial order, aligned entries 4 and 2 (the shards already run their aligned entry: no pad, no trim): zero the 6-row buffer, every attention-TP rank writes its slot (offsets 0 and 4), all-reduce over tp",
      f"--pattern '*-*-' {TWO} --tp 4 --dp 2 --tokens 3,1 --dp-padding sum_len", "--lower-dp"),
-    ("dp_lowered_reduce_scatter", "dp_reduce_scatter with attn_tp 2: reduce-scatter over tp into the 1/tp chunk, all-gather over attn_tp, trim",
+    ("dp_lowered_reduce_scatter", "dp_reduce_scatter with attn_tp 2: reduce-scatter over tp into the 1/tp chunk, all-gather over attn_tp back to the 4 padded rows the shard runs (no trim)",
      f"--pattern '*E*E' {TWO} --tp 4 --dp 2 --tokens 3,0 --reduction rs", "--lower-dp"),
 ]
 

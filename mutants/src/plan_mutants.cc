@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/lane_rows.h"
 #include "seam/sim/plan/tbo.h"
 
 namespace seam::mutants {
@@ -238,12 +239,7 @@ bool PlantDpFault::apply(Plan& plan) const {
     for (Op& op : plan.ranks[r]) {
       if (!isDpOp(op.kind)) continue;
       std::optional<DpLayouts>& layouts = lanes[static_cast<int>(op.half)];
-      if (!layouts) {
-        layouts.emplace(plan.source.config,
-                        tboHalfBatch(plan.source.config, plan.source.batch, plan.attention_pad,
-                                     plan.tbo_split, op.half),
-                        plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
-      }
+      if (!layouts) layouts.emplace(dpLayoutsOf(plan, op.half));
       const DpGeometry* geometry = layouts->ofFullRows(dpFullRowsOf(op));
       if (geometry == nullptr) continue;
       Op faulty = op;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "seam/sim/plan/dp_gather.h"
+#include "seam/sim/plan/lane_rows.h"
 #include "seam/sim/plan/tbo.h"
 
 namespace seam::reports {
@@ -166,11 +167,7 @@ std::string renderText(const Plan& plan, int rank, const Topology& topology, boo
               std::to_string(op.bytes)});
     if (lower_dp && isDpOp(op.kind)) {
       std::optional<DpLayouts>& lane = layouts[static_cast<int>(op.half)];
-      if (!lane)
-        lane.emplace(plan.source.config,
-                     tboHalfBatch(plan.source.config, plan.source.batch, plan.attention_pad,
-                                  plan.tbo_split, op.half),
-                     plan.padding, plan.source.flags.dp_gatherv, plan.cp_layout);
+      if (!lane) lane.emplace(dpLayoutsOf(plan, op.half));
       addLoweredRows(t, plan, op, rank, topology, *lane);
     }
   }

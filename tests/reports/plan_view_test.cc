@@ -174,6 +174,33 @@ TEST(RenderPlan, TextWritesAStridedGroupAsAListAndAContiguousOneAsARange) {
   EXPECT_NE(text.find(" 0-3 "), std::string::npos) << text;
 }
 
+// Under DP attention with MAX_LEN, prepare_mlp_sync_batch
+// (model_executor/forward_batch_info.py @003bbaf9, _pad_inputs_to_size) pads
+// a shard's inputs to local_dp_buffer_len before the forward: with attn_tp 2
+// and shards of 3 and 0 tokens both run ceil_align(3, 2) = 4 rows, so the DP
+// gather's lowering pads nothing. Only a plan whose attention rows are the
+// bare tokens (AttentionPad::kTokens) pads 3 rows to 4 inside the gather.
+TEST(RenderPlan, LowersADpGatherOnTheAttentionRowsThePlanRuns) {
+  Plan plan = makePlan();
+  plan.source.config = ParallelConfig{.pp = 1, .tp = 4, .attn_dp = 2};
+  plan.source.batch.tokens = {3, 0};
+  plan.padding = DpPadding::kMaxLen;
+  Op gather =
+      makeOp(0, Phase::kEntry, OpKind::kDpGatherReplicate, static_cast<std::int8_t>(Axis::kTp));
+  gather.rows_in = {RowKind::kAttention, 4};
+  gather.rows_out = {RowKind::kFull, 8};
+  plan.ranks = std::vector<std::vector<Op>>(4, {gather});
+
+  plan.attention_pad = AttentionPad::kDpBuffer;
+  std::string text = renderPlan(plan, 0, Format::kText, /*lower_dp=*/true);
+  EXPECT_NE(text.find("> reduce_scatter"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pad_local"), std::string::npos) << text;
+
+  plan.attention_pad = AttentionPad::kTokens;
+  text = renderPlan(plan, 0, Format::kText, /*lower_dp=*/true);
+  EXPECT_NE(text.find("pad_local"), std::string::npos) << text;
+}
+
 TEST(PlanView, CheckRankRefusesARankOutsideTheWorld) {
   Plan plan = makePlan();
   plan.ranks.resize(8);

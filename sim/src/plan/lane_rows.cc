@@ -39,6 +39,13 @@ std::vector<LaneRows> laneRowsOf(const Case& c, DpPadding padding, CpLayout cp_l
   return lanes;
 }
 
+DpLayouts dpLayoutsOf(const Plan& plan, Half half) {
+  const Case& c = plan.source;
+  return DpLayouts(c.config,
+                   tboHalfBatch(c.config, c.batch, plan.attention_pad, plan.tbo_split, half),
+                   plan.padding, c.flags.dp_gatherv, plan.cp_layout, plan.attention_pad);
+}
+
 HalfRows halfRows(const std::vector<LaneRows>& lanes, int rank, Half half) {
   HalfRows h;
   h.total = lanes.front().rows.count(RowKind::kAttention, rank);

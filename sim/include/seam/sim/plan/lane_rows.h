@@ -53,6 +53,12 @@ std::vector<LaneRows> laneRowsOf(const Case& c, DpPadding padding, CpLayout cp_l
                                  LocalSplit local_split, AttentionPad pad,
                                  const std::vector<int>& tbo_split, const Topology& topo);
 
+/// The DP buffers of one lane of `plan` (Half::kWhole: the batch), in the
+/// plan's attention rows (plan.attention_pad): the geometry the planner
+/// lowered its DP ops on, for readers that lower one op at a time (the plan
+/// view, the DP-fault mutant) without building every row map.
+DpLayouts dpLayoutsOf(const Plan& plan, Half half);
+
 /// Where a TBO half's attention rows lie inside the batch's on one rank:
 /// child A takes rows [0, split) of the shard's (padded) attention rows, B
 /// the rest; each is then zero-padded to its own rows, tbo_padded_len
