@@ -394,5 +394,63 @@ TEST(TrainingRecordings, MegatronSequenceParallelCallsAreOwedWithTheirRecordedSi
   EXPECT_EQ(owed[0].group, owed[1].group);  // both over tp [0, 1]
 }
 
+/// The step-level calls the plan owes rank 0 (after its ops), and the group
+/// id of rank 0's first owed call on the plan's `axis` (-1: none).
+std::vector<OwedCall> stepCallsOfRankZero(const TrainingPlan& p) {
+  std::vector<OwedCall> out;
+  for (const OwedCall& c : owedTrainingCalls(p, 0, 1))
+    if (c.step_call >= 0) out.push_back(c);
+  return out;
+}
+int groupOfAxis(const TrainingPlan& p, TrainAxis axis) {
+  for (const OwedCall& c : owedTrainingCalls(p, 0, 1))
+    if (c.op_index >= 0 && p.ranks[0][c.op_index].axis == axis) return c.group;
+  return -1;
+}
+
+TEST(TrainingRecordings, MegatronsOptimizerStepOwesTheNormThenTrainStepsReductions) {
+  // --layout megatron --dp 2 --tp 2 (ep 1, etp = tp: the experts stay in the
+  // dense buffer, so one optimizer). By hand from Megatron-LM: the dense
+  // optimizer's get_grad_norm_fp32 all-reduces one fp32 over the
+  // model-parallel group (tp at pp 1; optimizer.py, clip_grads.py); train_step
+  // then all-reduces update_successful (int32) and the norm (fp32 max) over the
+  // same group, and the 'lm loss' report [sum, tokens] (two fp32) over dp x cp
+  // (training.py train_step, pretrain_mamba.py loss_func).
+  const TrainingPlan p = nanoPlan("megatron", 2, 1, 1, 2);
+  ASSERT_EQ(p.world(), 4);
+  const std::vector<OwedCall> step = stepCallsOfRankZero(p);
+  ASSERT_EQ(step.size(), 4u);
+  const std::int64_t bytes[] = {4, 4, 4, 8};
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    EXPECT_EQ(step[i].kind, CallKind::kAllReduce) << i;
+    EXPECT_EQ(step[i].in_size, bytes[i]) << i;
+    EXPECT_EQ(step[i].out_size, bytes[i]) << i;
+  }
+  const int tp = groupOfAxis(p, TrainAxis::kTp), dp_cp = groupOfAxis(p, TrainAxis::kDpCp);
+  ASSERT_GE(tp, 0);
+  ASSERT_GE(dp_cp, 0);
+  EXPECT_EQ(step[0].group, tp);
+  EXPECT_EQ(step[1].group, tp);
+  EXPECT_EQ(step[2].group, tp);
+  EXPECT_EQ(step[3].group, dp_cp);
+}
+
+TEST(TrainingRecordings, MegatronsExpertOptimizerAddsItsOwnNormOverTpEp) {
+  // --ep 2 under tp 2 (etp = tp, world 4): the expert linears leave the dense
+  // buffer (use_expert_pgs), so get_megatron_optimizer chains a second
+  // optimizer whose grad-stats group is tp_ep_pp (tp_ep at pp 1); the groups
+  // differ, so ChainedOptimizer.get_grad_norm takes each optimizer's norm: the
+  // dense one's all-reduce, then the experts' over tp_ep.
+  const TrainingPlan p = nanoPlan("megatron", 2, 1, 2, 2);
+  const std::vector<OwedCall> step = stepCallsOfRankZero(p);
+  ASSERT_EQ(step.size(), 5u);
+  const int tp = groupOfAxis(p, TrainAxis::kTp), tp_ep = groupOfAxis(p, TrainAxis::kTpEp);
+  ASSERT_GE(tp_ep, 0);
+  EXPECT_EQ(step[0].group, tp);
+  EXPECT_EQ(step[1].group, tp_ep);
+  EXPECT_EQ(step[1].in_size, 4);
+  EXPECT_EQ(step[2].group, tp);
+}
+
 }  // namespace
 }  // namespace seam::recordings
