@@ -310,9 +310,10 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
       return false;
     }
   }
-  if (s.kind == DpStepKind::kReduceScatter && sumUnwrittenDp(g)) {
-    // Summed from the members' coefficients into dp_sum_ (sumUnwrittenDp).
-  } else {
+  // A reduce-scatter of unwritten rows is summed from the members'
+  // coefficients (sumUnwrittenDp); any other step reads rows written first.
+  const bool summed = s.kind == DpStepKind::kReduceScatter && sumUnwrittenDp(g);
+  if (!summed) {
     for (size_t p = 0; p < g; ++p) writeUnwritten(*dp_group_[p]);
     if (s.kind == DpStepKind::kReduceScatter) dp_sum_ = dp_group_[0]->buf;
   }
@@ -340,7 +341,7 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
                             " rows does not split evenly over " + std::to_string(g) + " ranks");
         return false;
       }
-      if (dp_group_[0]->unwritten == nullptr) {
+      if (!summed) {
         reduceMembers(
             dp_sum_, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; },
             dp_call);
