@@ -130,6 +130,38 @@ class FastDomain {
     }
     return n;
   }
+  /// A reduction of n members' rows: sum[i] (member 0's row) plus src[p][i]
+  /// for p in [1, n), as n - 1 calls of add() in member order make it (the
+  /// field's sum does not depend on the order, and the value kept is its
+  /// reduced representative either way): a row's terms are summed as 128-bit
+  /// integers and reduced once, where add() reduced after every term.
+  static void sumRows(Value* sum, size_t rows, const Value* const* src, size_t n) {
+    for (size_t i = 0; i < rows; ++i) {
+      unsigned __int128 acc = sum[i];
+      for (size_t p = 1; p < n; ++p) acc += src[p][i];
+      sum[i] = reduceWide(acc);
+    }
+  }
+  /// The sum over `members` buffers each left as fillRows(toks, coefficients[p],
+  /// junk_ids[p]) would write them, on the same tokens: row i :=
+  /// point(sum of the coefficients, t_i), a padding row the sum of the
+  /// members' junk(junk_ids[p] + i + 1). The same values as filling each
+  /// buffer and adding them (sums in the field are exact; sumRows).
+  void fillSum(Value* out, const int* toks, size_t n, const Value* coefficients,
+               const std::uint64_t* junk_ids, size_t members) const {
+    unsigned __int128 total = 0;
+    for (size_t p = 0; p < members; ++p) total += coefficients[p];
+    const Value c = reduceWide(total);
+    for (size_t i = 0; i < n; ++i) {
+      if (toks[i] >= 0) {
+        out[i] = mul(c, b_[toks[i]]);
+        continue;
+      }
+      unsigned __int128 acc = 0;
+      for (size_t p = 0; p < members; ++p) acc += junk(junk_ids[p] + i + 1);
+      out[i] = reduceWide(acc);
+    }
+  }
   /// norm / compute of n rows: row i := point(coefficient, t_i), a padding
   /// row junk(junk_id + i + 1), as n calls of norm or compute with ids
   /// junk_id + 1 .. junk_id + n make them.
@@ -141,6 +173,14 @@ class FastDomain {
 
  private:
   static Value mul(Value a, Value b) { return detail::fieldMul(a, b); }
+  /// x mod (2^61 - 1), reduced, for x below 2^125: 2^64 is 8 in the field.
+  static Value reduceWide(unsigned __int128 x) {
+    const std::uint64_t lo = static_cast<std::uint64_t>(x),
+                        hi = static_cast<std::uint64_t>(x >> 64);
+    std::uint64_t r = (lo & kPrime) + (lo >> 61) + (hi << 3);
+    r = (r & kPrime) + (r >> 61);
+    return r >= kPrime ? r - kPrime : r;
+  }
   std::vector<Value> b_;                                    // per token
   std::vector<Value> a_embed_;                              // per stack
   std::vector<std::vector<Value>> a_embed_shard_;           // [stack][shard], summing to a_embed_

@@ -59,7 +59,8 @@ class Replay {
     /// that gathers in one mode and scatters in the other reads wrong slots.
     DpPadding full_mode = DpPadding::kMaxLen;
     std::vector<Value> v;
-    /// Fast domain only: a norm's output not yet written (normInPlace). While
+    /// Fast domain only: a norm's or a compute's output not yet written
+    /// (normInPlace, compute). While
     /// not null, v has the rows' count but not their values: row i is
     /// junk(unwritten_junk + i + 1) where (*unwritten)[i] is a padding row,
     /// else point(unwritten_coefficient, t), as fillRows writes them.
@@ -144,10 +145,11 @@ class Replay {
   }
   /// Checks every token row of `b` against the expected value; reports the first wrong row.
   bool checkRows(int rank, Buffer& b, Expect e, int stack, int stage, Property p);
-  /// Writes an unwritten norm's rows (a no-op on written ones). Only a rank's
-  /// hidden state is ever unwritten: a norm writes it, a compute checks and
-  /// overwrites it, and every other op finds it written (runLocal,
-  /// tryCollective and activate write it first).
+  /// Writes an unwritten norm's or compute's rows (a no-op on written ones).
+  /// Only a rank's hidden state is ever unwritten: a norm or a compute writes
+  /// it, a norm or a compute checks and overwrites it, an all-reduce of it
+  /// sums it (sumUnwritten) or writes it first, and every other op finds it
+  /// written (runLocal, tryCollective and activate write it first).
   void materialize(Buffer& b) {
     if constexpr (std::is_same_v<Domain, FastDomain>) {
       if (b.unwritten == nullptr) return;
@@ -262,6 +264,10 @@ class Replay {
   void execCollective(const std::vector<int>& members, const Op& op);
   /// all_reduce (and ar_add_norm, the add_norm after it).
   void allReduce(const std::vector<int>& members, const Op& op);
+  /// Fast domain: an all-reduce of hidden states that are all unwritten on
+  /// the same tokens (computes' outputs) summed into the first member's rows
+  /// from their coefficients (FastDomain::fillSum); false (nothing done) otherwise.
+  bool sumUnwritten(const std::vector<int>& members, const Op& op);
   /// Attention rows to local slices, the DP return's slot or attn_cp's blocks.
   void reduceScatter(const std::vector<int>& members, const Op& op);
   /// attn_cp's gathers: the CP shards concatenated in rank order.
@@ -284,6 +290,9 @@ class Replay {
     DpLowering steps;
     int pos = 0;
     DpPadding mode = DpPadding::kMaxLen;
+    /// Fast domain: buf as a compute left it unwritten (Buffer::unwritten).
+    const std::vector<int>* unwritten = nullptr;
+    std::uint64_t unwritten_coefficient = 0, unwritten_junk = 0;
   };
   /// "dp_gather_partial (lowered: all_reduce over tp)".
   std::string dpWhere(const Op& op, const DpStep& s) const;
@@ -294,6 +303,36 @@ class Replay {
   void runDpOp(const std::vector<int>& members, const Op& op);
   /// Lowers each member's DP op and takes its input rows; false after a violation.
   bool startDpOp(const std::vector<int>& members, bool gather);
+  /// Rank m's lowering of the DP op `mop` on `geometry`, made once per run
+  /// for each DP op kind, geometry and fault (the ops of every layer repeat it).
+  const DpLowering& lowered(int m, const Op& mop, const JudgeDpBuffer* geometry);
+  struct Lowered {
+    std::uint64_t run = 0;  // the run it was made in (runs_); 0: never
+    const JudgeDpBuffer* geometry = nullptr;
+    OpKind kind = OpKind::kDpScatter;
+    DpFault fault = DpFault::kNone;
+    DpLowering steps;
+  };
+  /// dp_gather_partial, dp_gather_replicate, dp_scatter, dp_reduce_scatter.
+  static constexpr size_t kDpKinds = 4;
+  static size_t dpKindIndex(OpKind k) {
+    return k == OpKind::kDpGatherPartial     ? 0
+           : k == OpKind::kDpGatherReplicate ? 1
+           : k == OpKind::kDpScatter         ? 2
+                                             : 3;
+  }
+  /// The buffer a member's DP op writes (finishDpOp).
+  Buffer& outputOf(RankState& st, const Op& mop);
+  /// The op's input rows into w.buf (a first slot read done on the way;
+  /// fast domain: a compute's unwritten rows taken as they are when a
+  /// reduce-scatter sums them first).
+  void takeInput(DpWork& w, RankState& st, Buffer& in, bool in_is_out);
+  /// Writes w.buf's rows if they were taken unwritten.
+  void writeUnwritten(DpWork& w);
+  /// Fast domain: the reduce-scatter of dp_group_'s g members whose rows are
+  /// all unwritten on the same tokens, summed into dp_sum_ (FastDomain::fillSum);
+  /// false (nothing done) otherwise.
+  bool sumUnwrittenDp(size_t g);
   /// Runs the members' steps to the end; false after a violation or a deadlock.
   bool runDpSteps(const std::vector<int>& members, const Op& op);
   /// Each member's rows in flight become its output tensor.
@@ -327,13 +366,18 @@ class Replay {
   bool tbo_ = false;                 // the plan runs TBO halves (lanes 1, 2)
   std::vector<Parked> parked_;       // per rank, for a TBO plan
   std::int64_t row_bytes_ = 0;
-  std::vector<DpWork> dp_work_;     // per member of the DP op in flight (reused)
-  std::vector<DpWork*> dp_group_;   // the members of one lowered collective
-  std::vector<Value> dp_sum_;       // its sum or concatenation
-  std::vector<int> one_rank_;       // dp_scatter's one member
-  Buffer gathered_;                 // a collective's result before it is handed out (reused)
-  std::vector<Value> scratch_;      // a slice's rows before they replace the buffer's (reused)
-  std::vector<JudgeStage> stages_;  // the judges' stages of the case (stack 0, then 1)
+  std::vector<DpWork> dp_work_;    // per member of the DP op in flight (reused)
+  std::vector<DpWork*> dp_group_;  // the members of one lowered collective
+  std::vector<Value> dp_sum_;      // its sum or concatenation
+  std::vector<int> one_rank_;      // dp_scatter's one member
+  Buffer gathered_;                // a collective's result before it is handed out (reused)
+  std::vector<Value> scratch_;     // a slice's rows before they replace the buffer's (reused)
+  std::vector<Lowered> lowered_;   // lowered()'s, kDpKinds per rank
+  std::uint64_t runs_ = 0;         // runs so far (lowered_'s entries name theirs)
+  std::vector<Value> lazy_coefficients_;  // sumUnwritten's (reused)
+  std::vector<std::uint64_t> lazy_junk_;  // sumUnwritten's (reused)
+  std::vector<const Value*> sources_;     // reduceMembers' members' rows (fast domain, reused)
+  std::vector<JudgeStage> stages_;        // the judges' stages of the case (stack 0, then 1)
   std::vector<StackShape> stacks_;
   int stage_base_[2] = {0, 0};  // index into stages_ of each stack's stage 0
   Domain domain_;

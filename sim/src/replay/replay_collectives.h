@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -120,10 +121,13 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
   }
   // Summed into the lowest member's rows, copied into the others' (no new buffer).
   Buffer& sum = buf(r0);
-  reduceMembers(
-      sum.v, members.size(),
-      [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
-      [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
+  if (!sumUnwritten(members, op)) {
+    for (int m : members) materialize(buf(m));
+    reduceMembers(
+        sum.v, members.size(),
+        [&](size_t p) -> const std::vector<Value>& { return buf(members[p]).v; },
+        [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
+  }
   divideRows(sum.v, op);
   for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
   if (op.kind == OpKind::kArAddNorm) {
@@ -131,6 +135,32 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
       addNorm(m, op);
       if (stopped()) return;
     }
+  }
+}
+
+template <class Domain>
+inline bool Replay<Domain>::sumUnwritten(const std::vector<int>& members, const Op& op) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    if (op.tensor != Tensor::kHidden) return false;
+    const Buffer& first = ranks_[members.front()].hidden;
+    if (first.unwritten == nullptr) return false;
+    lazy_coefficients_.clear();
+    lazy_junk_.clear();
+    for (int m : members) {
+      const Buffer& b = ranks_[m].hidden;
+      if (b.unwritten == nullptr ||
+          (b.unwritten != first.unwritten && *b.unwritten != *first.unwritten))
+        return false;
+      lazy_coefficients_.push_back(b.unwritten_coefficient);
+      lazy_junk_.push_back(b.unwritten_junk);
+    }
+    Buffer& sum = ranks_[members.front()].hidden;
+    domain_.fillSum(sum.v.data(), sum.unwritten->data(), sum.v.size(), lazy_coefficients_.data(),
+                    lazy_junk_.data(), lazy_coefficients_.size());
+    sum.unwritten = nullptr;
+    return true;
+  } else {
+    return false;
   }
 }
 

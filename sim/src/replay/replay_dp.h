@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "replay/replay.h"
@@ -45,23 +46,91 @@ inline bool Replay<Domain>::startDpOp(const std::vector<int>& members, bool gath
     }
     DpWork& w = dp_work_[k];
     w.mode = geometry->mode;
-    // The judges' lowering (judge_dp.h), not the executors' lowerDpOp.
-    judgeLowerDp(mop, topo_->config(), *geometry, topo_->rankIn(Axis::kAttnTp, m),
-                 topo_->rankIn(Axis::kAttnCp, m), topo_->rankIn(Axis::kAttnDp, m), row_bytes_,
-                 &w.steps);
+    w.steps = lowered(m, mop, geometry);
     w.pos = 0;
     RankState& st = ranks_[m];
     // dp_scatter reads the hidden state's full rows into the op's tensor
     // (dp_scatter(residual, hidden)), except a branch, which moves its own.
-    const Buffer& in = mop.kind == OpKind::kDpScatter && mop.tensor != Tensor::kBranch
-                           ? st.hidden
-                           : bufferOf(st, mop.tensor);
+    Buffer& in = mop.kind == OpKind::kDpScatter && mop.tensor != Tensor::kBranch
+                     ? st.hidden
+                     : bufferOf(st, mop.tensor);
     if (!expectKind(m, in, gather ? RowKind::kAttention : RowKind::kFull, mop,
                     tensorName(mop.tensor).data()))
       return false;
-    w.buf = in.v;
+    takeInput(w, st, in, &in == &outputOf(st, mop));
   }
   return true;
+}
+
+template <class Domain>
+inline typename Replay<Domain>::Buffer& Replay<Domain>::outputOf(RankState& st, const Op& mop) {
+  return mop.kind == OpKind::kDpScatter && mop.tensor == Tensor::kResidual
+             ? st.residual
+             : bufferOf(st, mop.tensor);
+}
+
+template <class Domain>
+inline void Replay<Domain>::takeInput(DpWork& w, RankState& st, Buffer& in, bool in_is_out) {
+  const DpStep* first = w.steps.empty() ? nullptr : &w.steps[0];
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    w.unwritten = nullptr;
+    if (&in == &st.hidden && in.unwritten != nullptr && in_is_out && first != nullptr &&
+        first->kind == DpStepKind::kReduceScatter) {
+      // A compute's unwritten output reduce-scattered first: its rows are
+      // summed from the members' coefficients (dpCollectiveStep), or
+      // written by the step that reads them otherwise (writeUnwritten).
+      w.buf.swap(in.v);
+      w.unwritten = in.unwritten;
+      w.unwritten_coefficient = in.unwritten_coefficient;
+      w.unwritten_junk = in.unwritten_junk;
+      in.unwritten = nullptr;
+      return;
+    }
+    materialize(st.hidden);
+  }
+  if (first != nullptr && first->kind == DpStepKind::kReadSlot &&
+      first->offset + first->rows_out <= static_cast<int>(in.v.size())) {
+    // A slot read first (dp_scatter): only the slot's rows, the rows the
+    // step would leave of a copy of them all.
+    w.buf.assign(in.v.begin() + first->offset, in.v.begin() + first->offset + first->rows_out);
+    w.pos = 1;
+  } else if (std::is_same_v<Domain, FastDomain> && in_is_out) {
+    // The op's output replaces its input (finishDpOp): the input's rows are
+    // taken, not copied. After a violation they are gone, and so is the
+    // fast replay's use (Ledger::replay replays a violated case again).
+    w.buf.swap(in.v);
+  } else {
+    w.buf = in.v;
+  }
+}
+
+template <class Domain>
+inline void Replay<Domain>::writeUnwritten(DpWork& w) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    if (w.unwritten == nullptr) return;
+    domain_.fillRows(w.buf.data(), w.unwritten->data(), w.buf.size(), w.unwritten_coefficient,
+                     w.unwritten_junk);
+    w.unwritten = nullptr;
+  }
+}
+
+template <class Domain>
+inline const DpLowering& Replay<Domain>::lowered(int m, const Op& mop,
+                                                 const JudgeDpBuffer* geometry) {
+  // judgeLowerDp reads of the op only its kind and dp_fault; the case's
+  // config, the rank's places and the row bytes are the run's.
+  Lowered& l = lowered_[static_cast<size_t>(m) * kDpKinds + dpKindIndex(mop.kind)];
+  if (l.run != runs_ || l.geometry != geometry || l.kind != mop.kind || l.fault != mop.dp_fault) {
+    // The judges' lowering (judge_dp.h), not the executors' lowerDpOp.
+    judgeLowerDp(mop, topo_->config(), *geometry, topo_->rankIn(Axis::kAttnTp, m),
+                 topo_->rankIn(Axis::kAttnCp, m), topo_->rankIn(Axis::kAttnDp, m), row_bytes_,
+                 &l.steps);
+    l.run = runs_;
+    l.geometry = geometry;
+    l.kind = mop.kind;
+    l.fault = mop.dp_fault;
+  }
+  return l.steps;
 }
 
 template <class Domain>
@@ -105,10 +174,9 @@ inline void Replay<Domain>::finishDpOp(const std::vector<int>& members, bool gat
     const int m = members[k];
     const Op& mop = plan_->ranks[m][ranks_[m].pc];
     RankState& st = ranks_[m];
-    Buffer& out = mop.kind == OpKind::kDpScatter && mop.tensor == Tensor::kResidual
-                      ? st.residual
-                      : bufferOf(st, mop.tensor);
+    Buffer& out = outputOf(st, mop);
     DpWork& w = dp_work_[k];
+    writeUnwritten(w);
     const RowKind kind = gather ? RowKind::kFull : RowKind::kAttention;
     const int want = gather ? lane_->fullMap(w.mode).count(RowKind::kFull, m)
                             : rows().count(RowKind::kAttention, m);
@@ -137,6 +205,7 @@ inline bool Replay<Domain>::dpLocalStep(int m, DpWork& w, const DpStep& s) {
     }
     return ok;
   };
+  writeUnwritten(w);
   switch (s.kind) {
     case DpStepKind::kPadLocal:
       // Pad rows are computed from input id 0: neither zero nor a token
@@ -179,6 +248,30 @@ inline bool Replay<Domain>::dpLocalStep(int m, DpWork& w, const DpStep& s) {
 }
 
 template <class Domain>
+inline bool Replay<Domain>::sumUnwrittenDp(size_t g) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    const DpWork& first = *dp_group_[0];
+    if (first.unwritten == nullptr) return false;
+    lazy_coefficients_.clear();
+    lazy_junk_.clear();
+    for (size_t p = 0; p < g; ++p) {
+      const DpWork& w = *dp_group_[p];
+      if (w.unwritten == nullptr || w.buf.size() != first.buf.size() ||
+          (w.unwritten != first.unwritten && *w.unwritten != *first.unwritten))
+        return false;
+      lazy_coefficients_.push_back(w.unwritten_coefficient);
+      lazy_junk_.push_back(w.unwritten_junk);
+    }
+    dp_sum_.resize(first.buf.size());
+    domain_.fillSum(dp_sum_.data(), first.unwritten->data(), dp_sum_.size(),
+                    lazy_coefficients_.data(), lazy_junk_.data(), g);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+template <class Domain>
 inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
                                              const std::vector<int>& group, const DpStep& s,
                                              int* ready) {
@@ -217,7 +310,13 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
       return false;
     }
   }
-  dp_sum_ = dp_group_[0]->buf;
+  // A reduce-scatter of unwritten rows is summed from the members'
+  // coefficients (sumUnwrittenDp); any other step reads rows written first.
+  const bool summed = s.kind == DpStepKind::kReduceScatter && sumUnwrittenDp(g);
+  if (!summed) {
+    for (size_t p = 0; p < g; ++p) writeUnwritten(*dp_group_[p]);
+    if (s.kind == DpStepKind::kReduceScatter) dp_sum_ = dp_group_[0]->buf;
+  }
   const auto dp_call = [&] {
     return ReduceCall{kDpStepTag + static_cast<int>(s.kind),
                       topo_->communicator(static_cast<Axis>(s.axis), group.front()) /
@@ -225,12 +324,16 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
                       s.rows_in};
   };
   switch (s.kind) {
-    case DpStepKind::kAllReduce:
+    case DpStepKind::kAllReduce: {
+      // Summed into the first member's rows (reduceMembers' sum may be
+      // member 0's rows), copied into the others'.
+      std::vector<Value>& sum = dp_group_[0]->buf;
       reduceMembers(
-          dp_sum_, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; },
+          sum, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; },
           dp_call);
-      for (size_t p = 0; p < g; ++p) dp_group_[p]->buf = dp_sum_;
+      for (size_t p = 1; p < g; ++p) dp_group_[p]->buf = sum;
       break;
+    }
     case DpStepKind::kReduceScatter: {
       if (static_cast<std::int64_t>(s.rows_out) * static_cast<std::int64_t>(g) != s.rows_in) {
         layoutViolation(group.front(), Property::kOwedOnce,
@@ -238,10 +341,13 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
                             " rows does not split evenly over " + std::to_string(g) + " ranks");
         return false;
       }
-      reduceMembers(
-          dp_sum_, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; },
-          dp_call);
+      if (!summed) {
+        reduceMembers(
+            dp_sum_, g, [&](size_t p) -> const std::vector<Value>& { return dp_group_[p]->buf; },
+            dp_call);
+      }
       for (size_t p = 0; p < g; ++p) {
+        dp_group_[p]->unwritten = nullptr;
         const auto first = dp_sum_.begin() + static_cast<std::ptrdiff_t>(p * s.rows_out);
         dp_group_[p]->buf.assign(first, first + s.rows_out);
       }
@@ -249,6 +355,7 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
     }
     case DpStepKind::kAllGather:
     case DpStepKind::kAllGatherv:
+      dp_sum_ = dp_group_[0]->buf;
       for (size_t p = 1; p < g; ++p)
         dp_sum_.insert(dp_sum_.end(), dp_group_[p]->buf.begin(), dp_group_[p]->buf.end());
       if (static_cast<int>(dp_sum_.size()) != s.rows_out) {
@@ -257,7 +364,9 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
                             " rows into " + std::to_string(s.rows_out));
         return false;
       }
-      for (size_t p = 0; p < g; ++p) dp_group_[p]->buf = dp_sum_;
+      // The last member takes the gathered rows' storage, the others a copy.
+      for (size_t p = 0; p + 1 < g; ++p) dp_group_[p]->buf = dp_sum_;
+      dp_group_[g - 1]->buf.swap(dp_sum_);
       break;
     default:
       assert(false && "dpCollectiveStep of a local step");

@@ -353,9 +353,18 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
   const int j =
       info.weight_axis == kNoAxis ? 0 : topo_->rankIn(static_cast<Axis>(info.weight_axis), r);
   if constexpr (std::is_same_v<Domain, FastDomain>) {
-    domain_.fillRows(h.v.data(), toks.data(), toks.size(),
-                     domain_.partialCoefficient(op.stack, op.stage, j), junk_);
-    h.unwritten = nullptr;
+    const Value c = domain_.partialCoefficient(op.stack, op.stage, j);
+    if (&h == &st.hidden) {
+      // Left unwritten as a norm's output is: the all-reduce that sums it
+      // next sums the members' coefficients (sumUnwritten), every other
+      // reader writes it first.
+      h.unwritten = &toks;
+      h.unwritten_coefficient = c;
+      h.unwritten_junk = junk_;
+    } else {
+      domain_.fillRows(h.v.data(), toks.data(), toks.size(), c, junk_);
+      h.unwritten = nullptr;
+    }
     junk_ += toks.size();
   } else if constexpr (std::is_same_v<Domain, ExactDomain>) {
     for (size_t i = 0; i < toks.size(); ++i)

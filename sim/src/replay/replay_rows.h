@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "replay/replay.h"
@@ -94,6 +95,11 @@ inline void Replay<Domain>::reduceMembers(std::vector<Value>& sum, size_t n, con
                                           const CallOf& call_of) {
   if constexpr (requires(Domain & d) { d.reduceCall(sum, n, rows_of, call_of()); }) {
     domain_.reduceCall(sum, n, rows_of, call_of());
+  } else if constexpr (std::is_same_v<Domain, FastDomain>) {
+    // Row by row over the members (the same sums: FastDomain::sumRows).
+    sources_.resize(n);
+    for (size_t p = 1; p < n; ++p) sources_[p] = rows_of(p).data();
+    domain_.sumRows(sum.data(), sum.size(), sources_.data(), n);
   } else {
     for (size_t p = 1; p < n; ++p) {
       const std::vector<Value>& src = rows_of(p);

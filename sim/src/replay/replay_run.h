@@ -41,6 +41,9 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   held_.resize(kHeld);
   for (Held& h : held_) h.toks = nullptr;
   domain_.prepare(stacks_, std::max(1, rows().totalTokens()));
+  ++runs_;
+  if (lowered_.size() < static_cast<size_t>(plan.world()) * kDpKinds)
+    lowered_.resize(static_cast<size_t>(plan.world()) * kDpKinds);
   resetRanks();
   embed();
   mailbox_.clear();
@@ -179,14 +182,17 @@ inline bool Replay<Domain>::runLocal(int r) {
   while (st.pc < ops.size() && !stopped()) {
     const Op& op = ops[st.pc];
     if (tbo_) activate(r, op.half);
-    // Only a norm and a compute read an unwritten norm's rows as they are.
+    // Only a norm and a compute read an unwritten norm's or compute's rows
+    // as they are (a collective waits for tryCollective, which decides).
+    const bool collective = op.kind != OpKind::kSend && communicates(op.kind);
+    if (collective &&
+        !(op.hasGroup() && topo_->groupSize(op.groupAxis()) == 1 && op.kind != OpKind::kRecv))
+      break;
     if (op.kind != OpKind::kNorm && op.kind != OpKind::kCompute) materialize(st.hidden);
     if (op.kind == OpKind::kSend) {
       doSend(r, op);
-    } else if (communicates(op.kind)) {
+    } else if (collective) {
       // A "collective" on a group of one rank runs locally.
-      if (!(op.hasGroup() && topo_->groupSize(op.groupAxis()) == 1 && op.kind != OpKind::kRecv))
-        break;
       execCollective(topo_->groupOf(op.groupAxis(), r), op);
       if (stopped()) return ran;
     } else {
@@ -250,7 +256,15 @@ inline bool Replay<Domain>::tryCollective(int r) {
   if (tbo_) {
     for (int m : members) activate(m, op.half);
   }
-  for (int m : members) materialize(ranks_[m].hidden);
+  // An all-reduce of the hidden state sums unwritten rows as they are
+  // (allReduce writes them first otherwise), and so may a DP op's lowering
+  // (startDpOp writes every member's hidden state, or takes it unwritten).
+  const bool sums_hidden = ((op.kind == OpKind::kAllReduce || op.kind == OpKind::kArAddNorm) &&
+                            op.tensor == Tensor::kHidden) ||
+                           isDpOp(op.kind);
+  if (!sums_hidden) {
+    for (int m : members) materialize(ranks_[m].hidden);
+  }
   execCollective(members, op);
   if (stopped()) return false;
   for (int m : members) {
