@@ -152,7 +152,13 @@ struct Store::Impl {
   detail::Connection db;  // declared before the statements: they are finalized first
   std::array<detail::Statement, static_cast<std::size_t>(detail::Sql::kCount)> statements;
 
+  /// Whether an open case batch (Store::beginCaseBatch) has SQLite skip CHECKs.
+  bool checks_skipped = false;
+
   detail::SqliteContext sqliteContext() const { return detail::SqliteContext{db.get(), &path}; }
+
+  /// Ends what beginCaseBatch set on the connection, whatever ended the batch.
+  Status restoreChecks();
 
   Status exec(const char* sql);
 
