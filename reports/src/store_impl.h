@@ -15,6 +15,7 @@
 
 #include "seam/reports/store.h"
 #include "sqlite_check.h"
+#include "store_typed.h"
 
 namespace seam::reports {
 
@@ -154,6 +155,8 @@ struct Store::Impl {
 
   /// Whether an open case batch (Store::beginCaseBatch) has SQLite skip CHECKs.
   bool checks_skipped = false;
+  /// The typed columns of the case rows insertCase binds.
+  detail::TypedColumnBinder typed_columns;
 
   detail::SqliteContext sqliteContext() const { return detail::SqliteContext{db.get(), &path}; }
 

@@ -120,7 +120,7 @@ Status Store::Impl::insertCase(std::int64_t run_id, const CaseRecord& c,
     SEAM_SQLITE_CHECK(detail::bindAll(*s, run_id, c.index, c.model, c.pattern, c.config, c.flags,
                                       c.batch, c.policy, c.group, outcome, c.refusal, c.reproduce,
                                       static_cast<std::int64_t>(c.plan_hash)));
-    SEAM_SQLITE_CHECK(detail::bindTypedColumns(*s, 14, c.config, c.flags));
+    SEAM_SQLITE_CHECK(typed_columns.bind(*s, 14, c.config, c.flags));
     const int rc = sqlite3_step(*s);
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
       // A run skips the cases it has stored, so this case was stored by

@@ -67,6 +67,10 @@ TEST(Store, CaseBatchesStoreEveryOutcomeAndLeaveTheStoreAsItWas) {
                                  : i % 3 == 1 ? CaseOutcome::kViolated
                                               : CaseOutcome::kRefused);
     if (i % 6 == 5) c.refusal = std::string(kNotModelledPrefix) + "a gap";
+    if (i % 5 == 0) {  // another configuration between runs of one: its own typed columns
+      c.config = "pp=2 tp=4 attn_dp=1";
+      c.flags = "a2a=deepep tbo=on";
+    }
     rows.emplace_back(c, std::vector<VerdictRecord>{});
   }
   ASSERT_TRUE(writeCaseRows(store, run.id, rows));
@@ -74,6 +78,11 @@ TEST(Store, CaseBatchesStoreEveryOutcomeAndLeaveTheStoreAsItWas) {
                    "SELECT group_concat(outcome || '=' || k) FROM (SELECT outcome, "
                    "count(*) AS k FROM cases GROUP BY outcome ORDER BY outcome)"),
             "holds=200,not-modelled=100,refused=100,violated=200");
+  EXPECT_EQ(rawSql(path,
+                   "SELECT group_concat(v || '=' || k) FROM (SELECT pp || ' ' || tp || ' ' || "
+                   "coalesce(a2a, '-') || ' ' || tbo AS v, count(*) AS k FROM cases "
+                   "GROUP BY v ORDER BY v)"),
+            "1 2 - 0=480,2 4 deepep 1=120");
   ASSERT_TRUE(store.beginCaseBatch());
   ASSERT_TRUE(store.addCase(run.id, sampleCase(n), {}));
   ASSERT_TRUE(store.rollbackBatch());
