@@ -15,13 +15,13 @@
 // list, which is None).
 #include "seam/properties/call_arguments.h"
 
-#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 
 #include "op_violation.h"
 #include "seam/sim/replay/judge_rows.h"
+#include "static_judges.h"
 
 namespace seam::properties {
 
@@ -47,53 +47,72 @@ int sizesLength(const Op& op, const JudgeGroups& groups) {
   return groups.groupSize(op.groupAxis());
 }
 
-/// Why `op`'s arguments make its call fail, or "" when they do not; group
-/// sizes are the judges' (JudgeGroups, built at the first call that takes sizes).
-std::string failingArguments(const Op& op, const ParallelConfig& cfg,
-                             std::optional<JudgeGroups>& groups) {
-  if (op.kind == OpKind::kArAddNorm && op.rows_in.count > kFusedKernelMaxRows) {
-    return "the fused all-reduce + add + RMSNorm runs on " + std::to_string(op.rows_in.count) +
-           " rows; FlashInfer's kernel takes at most " + std::to_string(kFusedKernelMaxRows) +
-           " (max_token_num), so the call fails on every member";
+/// What in `op`'s arguments makes its call fail (kNone: nothing); group
+/// sizes are the judges' (JudgeGroups, asked for at the first call that takes sizes).
+enum class ArgumentFault { kNone, kFusedRows, kNoDpBuffer, kChildDpBuffer, kSizes };
+ArgumentFault argumentFault(const Op& op, const ParallelConfig& cfg, JudgeScratch& scratch) {
+  if (op.kind == OpKind::kArAddNorm && op.rows_in.count > kFusedKernelMaxRows)
+    return ArgumentFault::kFusedRows;
+  if (op.dp_buffer == DpBuffer::kUnset) return ArgumentFault::kNoDpBuffer;
+  if (op.dp_buffer == DpBuffer::kChildRows) return ArgumentFault::kChildDpBuffer;
+  if (!takesSizes(op.kind) || !op.hasGroup()) return ArgumentFault::kNone;
+  const JudgeGroups& groups = scratch.groups(cfg);
+  return sizesLength(op, groups) == groups.groupSize(op.groupAxis()) ? ArgumentFault::kNone
+                                                                     : ArgumentFault::kSizes;
+}
+
+/// Why `fault` makes `op`'s call fail, in words.
+std::string faultText(ArgumentFault fault, const Op& op, const JudgeGroups& groups) {
+  switch (fault) {
+    case ArgumentFault::kNone:
+      break;
+    case ArgumentFault::kFusedRows:
+      return "the fused all-reduce + add + RMSNorm runs on " + std::to_string(op.rows_in.count) +
+             " rows; FlashInfer's kernel takes at most " + std::to_string(kFusedKernelMaxRows) +
+             " (max_token_num), so the call fails on every member";
+    case ArgumentFault::kNoDpBuffer:
+      return std::string(opName(op.kind)) +
+             " is passed no global DP buffer (global_dp_buffer_len None in a two-batch-overlap "
+             "half): get_global_dp_buffer cannot allocate it, so the gather fails on every rank";
+    case ArgumentFault::kChildDpBuffer:
+      return std::string(opName(op.kind)) +
+             " is passed a global DP buffer of the half's own token range, not of every DP "
+             "shard's rows, and no global token list: the gather cannot fit its group";
+    case ArgumentFault::kSizes:
+      return std::string(opName(op.kind)) + " over " + std::string(axisName(op.groupAxis())) +
+             " (" + std::to_string(groups.groupSize(op.groupAxis())) + " ranks) is passed " +
+             std::to_string(sizesLength(op, groups)) +
+             " sizes, one per attention-DP shard: the call needs one per member, so it fails on "
+             "every rank of the group";
   }
-  if (op.dp_buffer == DpBuffer::kUnset) {
-    return std::string(opName(op.kind)) +
-           " is passed no global DP buffer (global_dp_buffer_len None in a two-batch-overlap "
-           "half): get_global_dp_buffer cannot allocate it, so the gather fails on every rank";
-  }
-  if (op.dp_buffer == DpBuffer::kChildRows) {
-    return std::string(opName(op.kind)) +
-           " is passed a global DP buffer of the half's own token range, not of every DP shard's "
-           "rows, and no global token list: the gather cannot fit its group";
-  }
-  if (!takesSizes(op.kind) || !op.hasGroup()) return "";
-  if (!groups) groups.emplace(cfg);
-  const int members = groups->groupSize(op.groupAxis());
-  const int given = sizesLength(op, *groups);
-  if (given == members) return "";
-  return std::string(opName(op.kind)) + " over " + std::string(axisName(op.groupAxis())) + " (" +
-         std::to_string(members) + " ranks) is passed " + std::to_string(given) +
-         " sizes, one per attention-DP shard: the call needs one per member, so it fails on "
-         "every rank of the group";
+  return "";
 }
 
 }  // namespace
 
 std::vector<Violation> checkCallArguments(const Plan& plan) {
+  JudgeScratch scratch;
+  scratch.same_ops.compare(plan);
+  return checkCallArguments(plan, scratch);
+}
+
+std::vector<Violation> checkCallArguments(const Plan& plan, JudgeScratch& scratch) {
   std::vector<Violation> out;
   std::set<std::tuple<int, int, int, int>> seen;  // (stack, stage, phase, kind) sites reported
-  std::optional<JudgeGroups> groups;
   for (int r = 0; r < plan.world(); ++r) {
+    // The rank before's ops: every site they fail at is reported already.
+    if (scratch.same_ops.asBefore(r)) continue;
     const std::vector<Op>& ops = plan.ranks[r];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
-      std::string why = failingArguments(op, plan.source.config, groups);
-      if (why.empty()) continue;
+      const ArgumentFault fault = argumentFault(op, plan.source.config, scratch);
+      if (fault == ArgumentFault::kNone) continue;
       if (!seen.insert({op.stack, op.stage, static_cast<int>(op.phase), static_cast<int>(op.kind)})
                .second)
         continue;
       out.push_back(opViolation(plan, r, i, Property::kCollectivesMatch,
-                                ViolationClass::kCollectiveMismatch, std::move(why)));
+                                ViolationClass::kCollectiveMismatch,
+                                faultText(fault, op, scratch.groups(plan.source.config))));
     }
   }
   return out;

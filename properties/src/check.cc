@@ -1,17 +1,33 @@
 #include "seam/properties/check.h"
 
 #include <array>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "seam/properties/call_arguments.h"
 #include "seam/sim/replay/judge_dp.h"
 #include "seam/sim/replay/judge_rows.h"
+#include "static_judges.h"
 
 namespace seam::properties {
+
+static_assert(std::is_trivially_copyable_v<Op>, "SameOps compares ops as bytes");
+
+void SameOps::compare(const Plan& plan) {
+  same_.assign(plan.ranks.size(), 0);
+  for (size_t r = 1; r < plan.ranks.size(); ++r) {
+    const std::vector<Op>& ops = plan.ranks[r];
+    const std::vector<Op>& before = plan.ranks[r - 1];
+    same_[r] =
+        ops.size() == before.size() &&
+        (ops.empty() || std::memcmp(ops.data(), before.data(), ops.size() * sizeof(Op)) == 0);
+  }
+}
 
 bool PlanVerdict::holds() const {
   for (const PropertyVerdict& p : properties) {
@@ -110,65 +126,101 @@ class DpBuffers {
   std::optional<std::pair<JudgeDpBuffer, JudgeDpBuffer>> lanes_[kHalfLanes];
 };
 
-/// Calls fn(rank, communicator id, kind, bytes, op index) for every
-/// collective each rank issues on a group of more than one rank, in the
-/// rank's order; a DP op by the collectives it really issues, group by group
-/// (an idle rank's too): the judges' lowering (judgeLowerDp) in the padding
-/// mode its rows name, on its half's batch under TBO. Groups, communicators
-/// and the rank's place are the judges' (JudgeGroups), not the planner's
-/// Topology. A DP op whose rows name neither mode is the ledger's to report.
-/// A TBO half's calls are other calls than the other half's or the batch's:
-/// their kind is offset by kOpKindCount per half.
-template <class Fn>
-void forEachCollective(const Plan& plan, const JudgeGroups& groups, const JudgeGeometry& g, Fn fn) {
-  DpBuffers dp(plan, g);
-  DpLowering steps;
-  for (int r = 0; r < plan.world(); ++r) {
-    const auto& ops = plan.ranks[r];
+/// Calls fn(rank, axis, kind, bytes, op index) for every collective a rank
+/// issues on a group of more than one rank, in the rank's order; a DP op by
+/// the collectives it really issues, group by group (an idle rank's too):
+/// the judges' lowering (judgeLowerDp) in the padding mode its rows name, on
+/// its half's batch under TBO. Groups, communicators (communicator(axis,
+/// rank)) and the rank's place are the judges' (JudgeGroups), not the
+/// planner's Topology. A DP op whose rows name neither mode is the ledger's
+/// to report. A TBO half's calls are other calls than the other half's or
+/// the batch's: their kind is offset by kOpKindCount per half.
+class CollectiveWalk {
+ public:
+  CollectiveWalk(const Plan& plan, const JudgeGroups& groups, const JudgeGeometry& g)
+      : plan_(plan), groups_(groups), g_(g), dp_(plan, g) {
+    for (int a = 0; a < kAxisCount; ++a) alone_[a] = groups.groupSize(static_cast<Axis>(a)) == 1;
+  }
+
+  /// Rank `r`'s collectives; true when it has a DP op that communicates (its
+  /// collectives depend on the rank's place, not on its ops alone).
+  template <class Fn>
+  bool rank(int r, Fn fn) {
+    const KindFacts& kinds = kindFacts();
+    bool dp_ops = false;
+    const auto& ops = plan_.ranks[r];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
+      if (!kinds.communicating(op.kind)) continue;
       const int call = static_cast<int>(op.half) * kOpKindCount;
-      if (isDpOp(op.kind) && communicates(op.kind)) {
-        const JudgeDpBuffer* buffer = dp.ofFullRows(op.half, dpFullRowsOf(op));
+      if (kinds.dpOp(op.kind)) {
+        dp_ops = true;
+        const JudgeDpBuffer* buffer = dp_.ofFullRows(op.half, dpFullRowsOf(op));
         if (buffer == nullptr) continue;
-        judgeLowerDp(op, groups.config(), *buffer, groups.rankIn(Axis::kAttnTp, r),
-                     groups.rankIn(Axis::kAttnCp, r), groups.rankIn(Axis::kAttnDp, r), g.row_bytes,
-                     &steps);
-        for (const DpStep& s : steps) {
-          const Axis axis = static_cast<Axis>(s.axis);
-          if (!isCollectiveStep(s.kind) || groups.groupSize(axis) == 1) continue;
-          fn(r, groups.communicator(axis, r), call + static_cast<int>(s.opKind()), s.bytes, i);
+        judgeLowerDp(op, groups_.config(), *buffer, groups_.rankIn(Axis::kAttnTp, r),
+                     groups_.rankIn(Axis::kAttnCp, r), groups_.rankIn(Axis::kAttnDp, r),
+                     g_.row_bytes, &steps_);
+        for (const DpStep& s : steps_) {
+          if (!isCollectiveStep(s.kind) || alone_[static_cast<size_t>(s.axis)]) continue;
+          fn(r, static_cast<Axis>(s.axis), call + static_cast<int>(s.opKind()), s.bytes, i);
         }
         continue;
       }
-      if (!communicates(op.kind) || !op.hasGroup() || op.kind == OpKind::kSend ||
-          op.kind == OpKind::kRecv)
-        continue;
-      if (groups.groupSize(op.groupAxis()) == 1) continue;
-      fn(r, groups.communicator(op.groupAxis(), r), call + static_cast<int>(op.kind), op.bytes, i);
+      if (!op.hasGroup() || op.kind == OpKind::kSend || op.kind == OpKind::kRecv) continue;
+      if (alone_[static_cast<size_t>(op.axis)]) continue;
+      fn(r, op.groupAxis(), call + static_cast<int>(op.kind), op.bytes, i);
     }
+    return dp_ops;
   }
-}
+
+ private:
+  const Plan& plan_;
+  const JudgeGroups& groups_;
+  const JudgeGeometry& g_;
+  DpBuffers dp_;
+  DpLowering steps_;
+  std::array<bool, kAxisCount> alone_{};  // [axis]: its groups have one rank
+};
 
 /// True when every member of every communicator issues the same sequence
 /// of (kind, bytes): compared as a hash and a count per (communicator axis,
 /// rank), without building the sequences (the sweep's hot path; a plan that
-/// fails it is compared call by call to say where).
-bool sequencesAgree(const Plan& plan, const JudgeGroups& groups, const JudgeGeometry& g) {
+/// fails it is compared call by call to say where). A rank with the ops of
+/// the rank before and no DP op issues, on every axis, the calls of the rank
+/// before: its hash and count are copied.
+bool sequencesAgree(const Plan& plan, const JudgeGroups& groups, const JudgeGeometry& g,
+                    const SameOps& same) {
   const int world = plan.world();
   std::vector<std::uint64_t> hash(static_cast<size_t>(kAxisCount) * world, 0);
   std::vector<int> count(hash.size(), 0);
   std::array<bool, kAxisCount> used{};
-  forEachCollective(plan, groups, g, [&](int r, int comm, int call, std::int64_t bytes, int) {
-    const int axis = comm / JudgeGroups::kCommunicatorStride;
-    const size_t k = static_cast<size_t>(axis) * world + r;
-    std::uint64_t h = hash[k] ^ (static_cast<std::uint64_t>(call) * 0x9e3779b97f4a7c15ULL +
-                                 static_cast<std::uint64_t>(bytes) * 0xc2b2ae3d27d4eb4fULL);
-    h *= 0xbf58476d1ce4e5b9ULL;
-    hash[k] = h ^ (h >> 31);
-    ++count[k];
-    used[axis] = true;
-  });
+  // The axis of each axis's communicator (an axis whose group is the whole
+  // TP group shares the TP group object): the same on every rank.
+  std::array<int, kAxisCount> object{};
+  for (int a = 0; a < kAxisCount; ++a)
+    object[a] = groups.communicator(static_cast<Axis>(a), 0) / JudgeGroups::kCommunicatorStride;
+  CollectiveWalk walk(plan, groups, g);
+  bool dp_ops = true;  // whether the rank before has DP ops
+  for (int r = 0; r < world; ++r) {
+    if (same.asBefore(r) && !dp_ops) {
+      for (int axis = 0; axis < kAxisCount; ++axis) {
+        const size_t k = static_cast<size_t>(axis) * world + r;
+        hash[k] = hash[k - 1];
+        count[k] = count[k - 1];
+      }
+      continue;
+    }
+    dp_ops = walk.rank(r, [&](int, Axis on, int call, std::int64_t bytes, int) {
+      const int axis = object[static_cast<int>(on)];
+      const size_t k = static_cast<size_t>(axis) * world + r;
+      std::uint64_t h = hash[k] ^ (static_cast<std::uint64_t>(call) * 0x9e3779b97f4a7c15ULL +
+                                   static_cast<std::uint64_t>(bytes) * 0xc2b2ae3d27d4eb4fULL);
+      h *= 0xbf58476d1ce4e5b9ULL;
+      hash[k] = h ^ (h >> 31);
+      ++count[k];
+      used[axis] = true;
+    });
+  }
   // Every rank against the first member of its group on the axis.
   for (int axis = 0; axis < kAxisCount; ++axis) {
     if (!used[axis]) continue;
@@ -188,14 +240,24 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan) {
 }
 
 std::vector<Violation> checkCollectiveSequences(const Plan& plan, const JudgeGeometry& g) {
+  JudgeScratch scratch;
+  scratch.same_ops.compare(plan);
+  return checkCollectiveSequences(plan, g, scratch);
+}
+
+std::vector<Violation> checkCollectiveSequences(const Plan& plan, const JudgeGeometry& g,
+                                                JudgeScratch& scratch) {
   std::vector<Violation> out;
-  const JudgeGroups groups(plan.source.config);
-  if (sequencesAgree(plan, groups, g)) return out;
+  const JudgeGroups& groups = scratch.groups(plan.source.config);
+  if (sequencesAgree(plan, groups, g, scratch.same_ops)) return out;
   // communicator -> rank -> sequence of (kind, bytes, op index)
   std::map<int, std::map<int, std::vector<std::tuple<int, std::int64_t, int>>>> seqs;
-  forEachCollective(plan, groups, g, [&seqs](int r, int comm, int call, std::int64_t bytes, int i) {
-    seqs[comm][r].emplace_back(call, bytes, i);
-  });
+  CollectiveWalk walk(plan, groups, g);
+  for (int r = 0; r < plan.world(); ++r) {
+    walk.rank(r, [&](int rank, Axis on, int call, std::int64_t bytes, int i) {
+      seqs[groups.communicator(on, rank)][rank].emplace_back(call, bytes, i);
+    });
+  }
   for (const auto& [comm, by_rank] : seqs) {
     // Every member of the communicator must appear, with the same sequence.
     const int axis = comm / JudgeGroups::kCommunicatorStride;
@@ -252,6 +314,11 @@ std::vector<Violation> checkCollectiveSequences(const Plan& plan, const JudgeGeo
 }
 
 PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
+  JudgeScratch scratch;
+  return checkPlan(plan, ledger, scratch, depth);
+}
+
+PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, JudgeScratch& scratch, Depth depth) {
   PlanVerdict verdict;
   for (Property p : kPlanProperties) verdict.properties.push_back({p, true, true, std::nullopt});
   auto slot = [&](Property p) -> PropertyVerdict& {
@@ -279,8 +346,10 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   // Every judge after property 1 reads the case through the judges' geometry.
   const JudgeGeometry geometry = judgeGeometry(plan.source);
-  for (const Violation& v : checkCollectiveSequences(plan, geometry)) record(v);
-  for (const Violation& v : checkCallArguments(plan)) record(v);
+  scratch.same_ops.compare(plan);
+  const SameOps& same = scratch.same_ops;
+  for (const Violation& v : checkCollectiveSequences(plan, geometry, scratch)) record(v);
+  for (const Violation& v : checkCallArguments(plan, scratch)) record(v);
   settle();
   if (depth == Depth::kFirst && !verdict.holds()) return verdict;
   LedgerOptions options;
@@ -301,9 +370,9 @@ PlanVerdict checkPlan(const Plan& plan, Ledger& ledger, Depth depth) {
       settle();
       return depth == Depth::kFirst && !verdict.holds();
     };
-    if (judge(checkPlanGeometry(plan, geometry)) || judge(checkCallSizes(plan, geometry)) ||
-        judge(checkRequestedSnapshots(plan, geometry)) || judge(checkResidualOnce(plan)) ||
-        judge(checkOpBoundaries(plan))) {
+    if (judge(checkPlanGeometry(plan, geometry)) || judge(checkCallSizes(plan, geometry, same)) ||
+        judge(checkRequestedSnapshots(plan, geometry, same)) ||
+        judge(checkResidualOnce(plan, same)) || judge(checkOpBoundaries(plan, same))) {
       return verdict;
     }
   }

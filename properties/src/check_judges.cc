@@ -12,6 +12,7 @@
 
 #include "op_violation.h"
 #include "seam/properties/check.h"
+#include "static_judges.h"
 
 namespace seam::properties {
 
@@ -22,11 +23,18 @@ int ppRankOf(const Plan& plan, int rank) { return rank / plan.source.config.tp; 
 }  // namespace
 
 std::vector<Violation> checkRequestedSnapshots(const Plan& plan, const JudgeGeometry& g) {
+  return checkRequestedSnapshots(plan, g, SameOps(plan));
+}
+
+std::vector<Violation> checkRequestedSnapshots(const Plan& plan, const JudgeGeometry& g,
+                                               const SameOps& same) {
   std::vector<Violation> out;
   std::vector<int> wanted = plan.source.flags.capture;
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   for (int r = 0; r < plan.world() && out.empty(); ++r) {
+    // A rank of the same pipeline stage as the passed rank before, with its ops, passes too.
+    if (same.asBefore(r) && ppRankOf(plan, r) == ppRankOf(plan, r - 1)) continue;
     const auto& ops = plan.ranks[r];
     std::map<int, int> first;  // requested stage -> index of its snapshot op
     for (int i = 0; i < static_cast<int>(ops.size()) && out.empty(); ++i) {
@@ -82,12 +90,31 @@ int callRows(const Plan& plan, const Op& op, const JudgeGeometry& g, int rank) {
                   g.count(op.rows_out.kind, rank, out_lane));
 }
 
+/// Whether the judges give `rank` (> 0) every row count the rank before has,
+/// in every lane: what checkCallSizes reads of a rank besides its ops.
+bool sameRowsAsBefore(const JudgeGeometry& g, int rank) {
+  const auto r = static_cast<size_t>(rank);
+  for (const JudgeRows& lane : g.rows) {
+    if (lane.count.size() > r && lane.count[r] != lane.count[r - 1]) return false;
+    if (lane.dp_local.size() > r && lane.dp_local[r] != lane.dp_local[r - 1]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<Violation> checkCallSizes(const Plan& plan, const JudgeGeometry& g) {
+  return checkCallSizes(plan, g, SameOps(plan));
+}
+
+std::vector<Violation> checkCallSizes(const Plan& plan, const JudgeGeometry& g,
+                                      const SameOps& same) {
   std::vector<Violation> out;
+  const KindFacts& kinds = kindFacts();
   const bool halves = !g.tbo_split.empty();
   for (int r = 0; r < plan.world(); ++r) {
+    // The passed rank before's ops on the same rows in every lane pass too.
+    if (same.asBefore(r) && sameRowsAsBefore(g, r)) continue;
     const auto& ops = plan.ranks[r];
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
       const Op& op = ops[i];
@@ -110,7 +137,7 @@ std::vector<Violation> checkCallSizes(const Plan& plan, const JudgeGeometry& g) 
         what = "writes " + std::to_string(op.rows_out.count) + " " +
                std::string(rowKindName(op.rows_out.kind)) + " rows where the case gives rank " +
                std::to_string(r) + " " + std::to_string(outr);
-      } else if (communicates(op.kind)) {
+      } else if (kinds.communicating(op.kind)) {
         const std::int64_t want = static_cast<std::int64_t>(callRows(plan, op, g, r)) * g.row_bytes;
         if (op.bytes != want) {
           what = "moves " + std::to_string(op.bytes) + " bytes where its rows, the hidden size " +
@@ -157,12 +184,17 @@ ResidualAdd residualAddOf(const Op& op) {
 }  // namespace
 
 std::vector<Violation> checkResidualOnce(const Plan& plan) {
+  return checkResidualOnce(plan, SameOps(plan));
+}
+
+std::vector<Violation> checkResidualOnce(const Plan& plan, const SameOps& same) {
   std::vector<Violation> out;
   // Per rank, every add as (key, op index), key = (stack, stage, half, absorb
   // or fold); sorted, equal keys sit together in op order, so the earliest
   // second add of a key is found without a map node per add.
   std::vector<std::pair<std::uint64_t, int>> adds;
   for (int r = 0; r < plan.world(); ++r) {
+    if (same.asBefore(r)) continue;  // the passed rank before's ops
     const auto& ops = plan.ranks[r];
     adds.clear();
     bool zeroed[kHalfLanes] = {false, false, false};
@@ -210,8 +242,13 @@ std::vector<Violation> checkResidualOnce(const Plan& plan) {
 }
 
 std::vector<Violation> checkOpBoundaries(const Plan& plan) {
+  return checkOpBoundaries(plan, SameOps(plan));
+}
+
+std::vector<Violation> checkOpBoundaries(const Plan& plan, const SameOps& same) {
   std::vector<Violation> out;
   for (int r = 0; r < plan.world(); ++r) {
+    if (same.asBefore(r)) continue;  // the passed rank before's ops
     const auto& ops = plan.ranks[r];
     int prev[kHalfLanes] = {-1, -1, -1};  // the last op on the hidden state, per half
     for (int i = 0; i < static_cast<int>(ops.size()); ++i) {

@@ -49,6 +49,12 @@ void takePlanStatus(CaseResult& o, const Status& st) {
   o.violation = v;
 }
 
+/// What a worker reuses from case to case: the ledger's buffers, the judges'.
+struct Scratch {
+  Ledger ledger;
+  JudgeScratch judges;
+};
+
 /// One block's finished cases; `results` point into `cases`.
 struct BlockRun {
   std::vector<Case> cases;
@@ -107,19 +113,19 @@ class SweepRun {
   }
 
   void work() {
-    Ledger ledger;
+    Scratch scratch;
     BlockRun run;
     for (;;) {
       const std::size_t b = next_.fetch_add(1);
       if (b >= blocks_.size()) return;
-      runBlock(blocks_[b], ledger, run);
+      runBlock(blocks_[b], scratch, run);
       if (run.results.empty()) continue;
       std::lock_guard<std::mutex> lock(mutex_);
       fold(blocks_[b], run);
     }
   }
 
-  void runBlock(const Block& b, Ledger& ledger, BlockRun& out) const {
+  void runBlock(const Block& b, Scratch& scratch, BlockRun& out) const {
     const auto t0 = std::chrono::steady_clock::now();
     const ModelRef& model = *spec_.models[b.model].model;
     out.cases.clear();
@@ -144,18 +150,18 @@ class SweepRun {
         o.index = i;
         o.model = b.model;
         o.c = &c;
-        runCase(c, *server, ledger, o);
+        runCase(c, *server, scratch, o);
       }
     }
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  void runCase(const Case& c, const Status& server, Ledger& ledger, CaseResult& o) const {
+  void runCase(const Case& c, const Status& server, Scratch& scratch, CaseResult& o) const {
     if (!server && validateCase(c)) return takePlanStatus(o, server);
     auto plan = buildPlan(c, spec_.policy, spec_.schema);
     if (!plan) return takePlanStatus(o, plan.status());
     o.plan_hash = planHash(*plan);
-    o.violation = checkPlan(*plan, ledger, Depth::kFirst).firstViolation();
+    o.violation = checkPlan(*plan, scratch.ledger, scratch.judges, Depth::kFirst).firstViolation();
     if (o.violation && modelsEngineAsRun(spec_.policy, spec_.schema))
       o.engine_site = engineFindingSite(*plan, *o.violation);
   }

@@ -73,11 +73,12 @@ void SweepBatcher::flush() {
 
 namespace {
 
-/// Runs `body` in one batch of the store: committed when it succeeds, rolled
-/// back (the store freed for other writers) when it or the commit fails.
+/// Runs `body` in one batch of the store (a case batch where it makes
+/// addCase calls alone): committed when it succeeds, rolled back (the store
+/// freed for other writers) when it or the commit fails.
 template <class Body>
-Status inOneBatch(Store& store, Body&& body) {
-  if (Status st = store.beginBatch(); !st) return st;
+Status inOneBatch(Store& store, Body&& body, bool cases_only = false) {
+  if (Status st = cases_only ? store.beginCaseBatch() : store.beginBatch(); !st) return st;
   Status st = body();
   if (st) st = store.commitBatch();
   if (!st) (void)store.rollbackBatch();
@@ -91,13 +92,16 @@ Status writeCaseRows(Store& store, std::int64_t run_id, std::vector<CaseRows> ro
             [](const CaseRows& a, const CaseRows& b) { return a.first.index < b.first.index; });
   for (std::size_t begin = 0; begin < rows.size(); begin += SweepRecorder::kBatchCases) {
     const std::size_t end = std::min(rows.size(), begin + SweepRecorder::kBatchCases);
-    Status st = inOneBatch(store, [&] {
-      for (std::size_t i = begin; i < end; ++i) {
-        if (Status added = store.addCase(run_id, rows[i].first, rows[i].second); !added)
-          return added;
-      }
-      return Status::ok();
-    });
+    Status st = inOneBatch(
+        store,
+        [&] {
+          for (std::size_t i = begin; i < end; ++i) {
+            if (Status added = store.addCase(run_id, rows[i].first, rows[i].second); !added)
+              return added;
+          }
+          return Status::ok();
+        },
+        /*cases_only=*/true);
     if (!st) return st;
   }
   return Status::ok();

@@ -15,6 +15,7 @@
 
 #include "seam/reports/store.h"
 #include "sqlite_check.h"
+#include "store_typed.h"
 
 namespace seam::reports {
 
@@ -152,7 +153,15 @@ struct Store::Impl {
   detail::Connection db;  // declared before the statements: they are finalized first
   std::array<detail::Statement, static_cast<std::size_t>(detail::Sql::kCount)> statements;
 
+  /// Whether an open case batch (Store::beginCaseBatch) has SQLite skip CHECKs.
+  bool checks_skipped = false;
+  /// The typed columns of the case rows insertCase binds.
+  detail::TypedColumnBinder typed_columns;
+
   detail::SqliteContext sqliteContext() const { return detail::SqliteContext{db.get(), &path}; }
+
+  /// Ends what beginCaseBatch set on the connection, whatever ended the batch.
+  Status restoreChecks();
 
   Status exec(const char* sql);
 

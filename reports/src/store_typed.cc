@@ -36,15 +36,6 @@ constexpr std::array<TypedColumn, kTypedColumnCount> kColumns = {{
     {"tbo", Kind::kSwitch, false, "tbo=on"},
 }};
 
-/// One column's value in a parsed row: NULL, an integer, or a text that
-/// points into the `config` or `flags` it was read from.
-struct Parsed {
-  enum class Is : std::uint8_t { kNull, kInteger, kText } is = Is::kNull;
-  std::int64_t n = 0;
-  std::string_view text;
-};
-using ParsedRow = std::array<Parsed, kTypedColumnCount>;
-
 /// Column k's value from one token "key=value" (or a switch's token); false
 /// when the token is not column k's.
 bool parseToken(const TypedColumn& c, std::string_view token, Parsed* out) {
@@ -156,10 +147,16 @@ void typedFunction(sqlite3_context* context, int, sqlite3_value** args) {
 
 }  // namespace
 
-int bindTypedColumns(sqlite3_stmt* s, int first, std::string_view config, std::string_view flags) {
-  const ParsedRow row = parseRow(config, flags);
+int TypedColumnBinder::bind(sqlite3_stmt* s, int first, std::string_view config,
+                            std::string_view flags) {
+  if (!parsed_ || config != config_ || flags != flags_) {
+    config_.assign(config);
+    flags_.assign(flags);
+    row_ = parseRow(config_, flags_);  // texts into the kept copies
+    parsed_ = true;
+  }
   for (int k = 0; k < kTypedColumnCount; ++k) {
-    const Parsed& p = row[k];
+    const Parsed& p = row_[k];
     const int i = first + k;
     const int rc =
         p.is == Parsed::Is::kInteger ? sqlite3_bind_int64(s, i, p.n)

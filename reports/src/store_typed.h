@@ -8,12 +8,13 @@
 // seam_typed(config, flags, k).
 #pragma once
 
+#include <sqlite3.h>
+
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <variant>
-
-#include "store_impl.h"
 
 namespace seam::reports::detail {
 
@@ -32,10 +33,29 @@ std::string typedColumnNames();
 /// ", seam_typed(config, flags, 0), ..., seam_typed(config, flags, 16)".
 std::string typedColumnCalls();
 
-/// Binds column k's value to parameter `first + k` of `s`, for every k, the
-/// texts read once. Texts are bound SQLITE_STATIC: `config` and `flags` must
-/// outlive the statement's step.
-int bindTypedColumns(sqlite3_stmt* s, int first, std::string_view config, std::string_view flags);
+/// One column's value in a parsed row: NULL, an integer, or a text that
+/// points into the `config` or `flags` it was read from.
+struct Parsed {
+  enum class Is : std::uint8_t { kNull, kInteger, kText } is = Is::kNull;
+  std::int64_t n = 0;
+  std::string_view text;
+};
+using ParsedRow = std::array<Parsed, kTypedColumnCount>;
+
+/// Binds column k's value to parameter `first + k` of a statement, for
+/// every k, row after row: the last `config` and `flags` texts are kept
+/// with their values (a sweep's rows share them for a whole block), so an
+/// equal pair is bound without reading it again. Texts are bound
+/// SQLITE_STATIC from the kept copies: valid until the next bind.
+class TypedColumnBinder {
+ public:
+  int bind(sqlite3_stmt* s, int first, std::string_view config, std::string_view flags);
+
+ private:
+  std::string config_, flags_;
+  ParsedRow row_{};
+  bool parsed_ = false;
+};
 
 /// Makes seam_typed(config, flags, k) callable on `db`.
 int registerTypedFunction(sqlite3* db);

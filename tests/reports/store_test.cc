@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "seam/reports/shard_rows.h"
+#include "seam/sim/base/status.h"
 #include "store_test_support.h"
 
 namespace seam::reports::store_test {
@@ -47,6 +49,48 @@ TEST(Store, ReadsBackEveryFieldOfARunExactly) {
   ASSERT_EQ(runs->size(), 2u);
   EXPECT_EQ(fields((*runs)[0]), fields(first));
   EXPECT_EQ(fields((*runs)[1]), fields(second));
+}
+
+TEST(Store, CaseBatchesStoreEveryOutcomeAndLeaveTheStoreAsItWas) {
+  // writeCaseRows runs its batches as case batches (SQLite skips the outcome
+  // CHECK, addCase tests it): rows of all four outcomes over more than one
+  // batch land with their outcomes, and a case batch rolled back leaves
+  // nothing and the store open to the next batch.
+  const std::string path = tempPath("case_batches.db");
+  Store store = openOrDie(path);
+  RunRecord run = sampleRun();
+  ASSERT_TRUE(store.beginRun(run));
+  std::vector<CaseRows> rows;
+  const std::int64_t n = 600;  // three batches of kBatchCases (256)
+  for (std::int64_t i = 0; i < n; ++i) {
+    CaseRecord c = sampleCase(i, i % 3 == 0   ? CaseOutcome::kHolds
+                                 : i % 3 == 1 ? CaseOutcome::kViolated
+                                              : CaseOutcome::kRefused);
+    if (i % 6 == 5) c.refusal = std::string(kNotModelledPrefix) + "a gap";
+    if (i % 5 == 0) {  // another configuration between runs of one: its own typed columns
+      c.config = "pp=2 tp=4 attn_dp=1";
+      c.flags = "a2a=deepep tbo=on";
+    }
+    rows.emplace_back(c, std::vector<VerdictRecord>{});
+  }
+  ASSERT_TRUE(writeCaseRows(store, run.id, rows));
+  EXPECT_EQ(rawSql(path,
+                   "SELECT group_concat(outcome || '=' || k) FROM (SELECT outcome, "
+                   "count(*) AS k FROM cases GROUP BY outcome ORDER BY outcome)"),
+            "holds=200,not-modelled=100,refused=100,violated=200");
+  EXPECT_EQ(rawSql(path,
+                   "SELECT group_concat(v || '=' || k) FROM (SELECT pp || ' ' || tp || ' ' || "
+                   "coalesce(a2a, '-') || ' ' || tbo AS v, count(*) AS k FROM cases "
+                   "GROUP BY v ORDER BY v)"),
+            "1 2 - 0=480,2 4 deepep 1=120");
+  ASSERT_TRUE(store.beginCaseBatch());
+  ASSERT_TRUE(store.addCase(run.id, sampleCase(n), {}));
+  ASSERT_TRUE(store.rollbackBatch());
+  ASSERT_TRUE(store.beginBatch());
+  ASSERT_TRUE(store.addCase(run.id, sampleCase(n + 1), {}));
+  ASSERT_TRUE(store.commitBatch());
+  EXPECT_EQ(rawSql(path, "SELECT count(*) FROM cases"), std::to_string(n + 1));
+  EXPECT_EQ(rawSql(path, "SELECT count(*) FROM cases WHERE idx = " + std::to_string(n)), "0");
 }
 
 TEST(Store, ReadsBackEveryFieldOfACaseExactlyInIndexOrder) {

@@ -160,6 +160,11 @@ class Store {
   /// Writes go into the open batch; commitBatch() makes them durable (one
   /// transaction). A crash loses at most the uncommitted batch.
   Status beginBatch();
+  /// beginBatch for a batch of addCase calls alone: SQLite skips the
+  /// outcome CHECK of `cases` in it (it builds a temporary index of the four
+  /// names to test each row); addCase itself refuses an outcome not among
+  /// them. commitBatch or rollbackBatch ends it.
+  Status beginCaseBatch();
   Status commitBatch();
   /// Discards the open batch (none of its writes lands) and frees the store
   /// for other writers; a writer that fails inside a batch calls it.
