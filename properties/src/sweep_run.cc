@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "seam/properties/engine_finding.h"
+#include "seam/properties/verdict_memo.h"
 #include "sweep_cases.h"
 #include "sweep_tally.h"
 
@@ -49,10 +50,12 @@ void takePlanStatus(CaseResult& o, const Status& st) {
   o.violation = v;
 }
 
-/// What a worker reuses from case to case: the ledger's buffers, the judges'.
+/// What a worker reuses from case to case: the ledger's buffers, the judges',
+/// and the verdicts of the configuration it is on.
 struct Scratch {
   Ledger ledger;
   JudgeScratch judges;
+  VerdictMemo verdicts;
 };
 
 /// One block's finished cases; `results` point into `cases`.
@@ -131,6 +134,7 @@ class SweepRun {
     out.cases.clear();
     out.cases.reserve(static_cast<std::size_t>(b.size));  // results point into it
     out.results.clear();
+    scratch.verdicts.clear();
     std::int64_t index = b.first;
     for (FlagCases& fc : flagCases(model, b.config)) {
       // The start-up refusals (serverArgsRefusal: the model, configuration
@@ -161,9 +165,15 @@ class SweepRun {
     auto plan = buildPlan(c, spec_.policy, spec_.schema);
     if (!plan) return takePlanStatus(o, plan.status());
     o.plan_hash = planHash(*plan);
+    if (const CaseVerdict* kept = scratch.verdicts.find(*plan, o.plan_hash)) {
+      o.violation = kept->violation;
+      o.engine_site = kept->engine_site;
+      return;
+    }
     o.violation = checkPlan(*plan, scratch.ledger, scratch.judges, Depth::kFirst).firstViolation();
     if (o.violation && modelsEngineAsRun(spec_.policy, spec_.schema))
       o.engine_site = engineFindingSite(*plan, *o.violation);
+    scratch.verdicts.keep(*plan, o.plan_hash, {o.violation, o.engine_site});
   }
 
   // Under mutex_: the block's cases into the totals, the first failures and

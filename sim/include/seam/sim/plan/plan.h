@@ -233,6 +233,7 @@ struct Boundary {
   bool pipeline_cut = false;  ///< producer and consumer on different pp ranks
   OpKindList exit_steps;      ///< ops of the producer's exit (rank 0's view)
   OpKindList entry_steps;     ///< ops of the consumer's entry (rank 0's view)
+  friend bool operator==(const Boundary&, const Boundary&) = default;
 };
 
 /// One stage of a stack.
@@ -249,6 +250,7 @@ struct StageInfo {
   /// The first stage whose complete input includes this stage's contribution
   /// (-1: the next stage); a branch joins where it is merged.
   int joins_at = -1;
+  friend bool operator==(const StageInfo&, const StageInfo&) = default;
 };
 
 /// A plan: the case it was built for, the stages, the boundaries, and the
