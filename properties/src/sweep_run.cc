@@ -164,16 +164,17 @@ class SweepRun {
     if (!server && validateCase(c)) return takePlanStatus(o, server);
     auto plan = buildPlan(c, spec_.policy, spec_.schema);
     if (!plan) return takePlanStatus(o, plan.status());
-    o.plan_hash = planHash(*plan);
-    if (const CaseVerdict* kept = scratch.verdicts.find(*plan, o.plan_hash)) {
+    if (const CaseVerdict* kept = scratch.verdicts.find(*plan)) {
       o.violation = kept->violation;
       o.engine_site = kept->engine_site;
+      o.plan_hash = kept->plan_hash;
       return;
     }
+    o.plan_hash = planHash(*plan);
     o.violation = checkPlan(*plan, scratch.ledger, scratch.judges, Depth::kFirst).firstViolation();
     if (o.violation && modelsEngineAsRun(spec_.policy, spec_.schema))
       o.engine_site = engineFindingSite(*plan, *o.violation);
-    scratch.verdicts.keep(*plan, o.plan_hash, {o.violation, o.engine_site});
+    scratch.verdicts.keep(*plan, {o.violation, o.engine_site, o.plan_hash});
   }
 
   // Under mutex_: the block's cases into the totals, the first failures and

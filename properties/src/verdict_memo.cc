@@ -1,8 +1,17 @@
 #include "seam/properties/verdict_memo.h"
 
+#include <cstring>
+
 namespace seam::properties {
 
 namespace {
+
+/// Equal bytes are equal fields (an Op's padding bytes that differ can only
+/// make two equal lists look unequal: a kept verdict missed, never a wrong one).
+bool sameOps(const std::vector<Op>& a, const std::vector<Op>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(Op)) == 0);
+}
 
 /// `f` with the two flags the judges never read set to their defaults.
 Flags judgedFlags(Flags f) {
@@ -36,26 +45,25 @@ void VerdictMemo::clear() {
 bool VerdictMemo::matches(const Entry& e, const Plan& plan) {
   if (!sameShell(e.shell, plan)) return false;
   for (int r = 0; r < plan.world(); ++r) {
-    if (plan.ranks[r] != e.ops[e.rank_ops[r]]) return false;
+    if (!sameOps(plan.ranks[r], e.ops[e.rank_ops[r]])) return false;
   }
   return true;
 }
 
-const CaseVerdict* VerdictMemo::find(const Plan& plan, std::uint64_t plan_hash) const {
+const CaseVerdict* VerdictMemo::find(const Plan& plan) const {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    if (it->plan_hash == plan_hash && matches(*it, plan)) return &it->verdict;
+    if (matches(*it, plan)) return &it->verdict;
   }
   return nullptr;
 }
 
-void VerdictMemo::keep(const Plan& plan, std::uint64_t plan_hash, const CaseVerdict& verdict) {
+void VerdictMemo::keep(const Plan& plan, const CaseVerdict& verdict) {
   Entry e;
-  e.plan_hash = plan_hash;
   e.verdict = verdict;
   e.rank_ops.reserve(plan.ranks.size());
   for (int r = 0; r < plan.world(); ++r) {
     // Ranks of one group often run the same ops: a run of equal ranks shares one copy.
-    if (r == 0 || plan.ranks[r] != e.ops.back()) {
+    if (r == 0 || !sameOps(plan.ranks[r], e.ops.back())) {
       e.ops.push_back(plan.ranks[r]);
       e.bytes += plan.ranks[r].size() * sizeof(Op);
     }

@@ -66,7 +66,8 @@ RC_GTEST_PROP(VerdictMemo, JudgesReadNeitherFusionNorReductionFromTheCase, ()) {
 
 // The generated cases mostly hold; deepseek-v3's world 8 sweep has hundreds of
 // engine findings among its cases, with every flag set the sweep visits.
-TEST(VerdictMemo, JudgesGiveEveryCheckedDeepseekCaseOfWorld8TheSameVerdictUnderEveryFusionAndReductionFlag) {
+TEST(VerdictMemo,
+     JudgesGiveEveryCheckedDeepseekCaseOfWorld8TheSameVerdictUnderEveryFusionAndReductionFlag) {
   auto preset = findPreset("deepseek-v3");
   ASSERT_TRUE(preset.hasValue());
   int checked = 0;
@@ -80,14 +81,14 @@ TEST(VerdictMemo, JudgesGiveEveryCheckedDeepseekCaseOfWorld8TheSameVerdictUnderE
   EXPECT_GT(violated, 5);
 }
 
-/// Each checked case's first violation in words, by sweep index.
+/// Each checked case's first violation in words, engine site and plan hash, by sweep index.
 class Verdicts : public SweepListener {
  public:
   void onCases(const std::vector<CaseResult>& chunk) override {
     for (const CaseResult& o : chunk) {
       if (o.refused) continue;
-      words[o.index] =
-          (o.violation ? describeViolation(*o.violation) : "holds") + " @" + o.engine_site;
+      words[o.index] = (o.violation ? describeViolation(*o.violation) : "holds") + " @" +
+                       o.engine_site + " #" + std::to_string(o.plan_hash);
     }
   }
   std::map<std::int64_t, std::string> words;
@@ -112,7 +113,9 @@ TEST(VerdictMemo, ASweepGivesEveryCaseTheVerdictCheckingItAloneGives) {
     const std::optional<Violation> v = checkPlan(plan, ledger).firstViolation();
     violated += v.has_value();
     const std::string site = v ? engineFindingSite(plan, *v) : "";
-    ASSERT_EQ(words, (v ? describeViolation(*v) : "holds") + " @" + site) << index;
+    ASSERT_EQ(words, (v ? describeViolation(*v) : "holds") + " @" + site + " #" +
+                         std::to_string(planHash(plan)))
+        << index;
   }
   EXPECT_GT(swept.words.size(), 1000u);
   EXPECT_GT(violated, 100);
@@ -123,19 +126,20 @@ TEST(VerdictMemo, FindsTheVerdictKeptForTheSamePlanWithFusionAndReductionTurned)
   VerdictMemo memo;
   Violation v;
   v.detail = "kept";
-  memo.keep(plan, planHash(plan), {v, "site"});
+  memo.keep(plan, {v, "site", planHash(plan)});
   const Plan twin = flipped(plan);
   ASSERT_TRUE(sameJudgeInputs(plan, twin));
-  const CaseVerdict* found = memo.find(twin, planHash(twin));
+  const CaseVerdict* found = memo.find(twin);
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found->violation->detail, "kept");
   EXPECT_EQ(found->engine_site, "site");
+  EXPECT_EQ(found->plan_hash, planHash(twin));  // equal ops hash alike
 }
 
 TEST(VerdictMemo, MissesAPlanThatDiffersInOneOpOnTheLastRankOrInWhatTheJudgesRead) {
   const Plan plan = mustBuild(presetCase("deepseek-v3", {.tp = 4, .attn_dp = 2}, {3, 5}));
   VerdictMemo memo;
-  memo.keep(plan, planHash(plan), {});
+  memo.keep(plan, {});
   Plan op = plan;
   op.ranks.back().back().bytes += 2;
   Plan site = plan;  // not in planHash: a hash alone would match it
@@ -150,11 +154,9 @@ TEST(VerdictMemo, MissesAPlanThatDiffersInOneOpOnTheLastRankOrInWhatTheJudgesRea
   split.tbo_split = {1};
   for (const Plan* p : {&op, &site, &mode, &batch, &split}) {
     EXPECT_FALSE(sameJudgeInputs(plan, *p));
-    EXPECT_EQ(memo.find(*p, planHash(*p)), nullptr);
-    // The same hash as the kept plan's cannot make it match either.
-    EXPECT_EQ(memo.find(*p, planHash(plan)), nullptr);
+    EXPECT_EQ(memo.find(*p), nullptr);
   }
-  EXPECT_NE(memo.find(plan, planHash(plan)), nullptr);
+  EXPECT_NE(memo.find(plan), nullptr);
 }
 
 TEST(VerdictMemo, KeepsTheLatestPlansWithinItsBudgetAndForgetsThemOnClear) {
@@ -168,15 +170,15 @@ TEST(VerdictMemo, KeepsTheLatestPlansWithinItsBudgetAndForgetsThemOnClear) {
   std::vector<Plan> plans;
   for (int t = 1; t <= 3; ++t)
     plans.push_back(mustBuild(presetCase("nemotron-h-8b", {.tp = 4}, {t})));
-  for (const Plan& p : plans) memo.keep(p, planHash(p), {});
+  for (const Plan& p : plans) memo.keep(p, {});
   EXPECT_EQ(memo.size(), 2u);
-  EXPECT_EQ(memo.find(plans[0], planHash(plans[0])), nullptr);  // the oldest went
-  EXPECT_NE(memo.find(plans[2], planHash(plans[2])), nullptr);
+  EXPECT_EQ(memo.find(plans[0]), nullptr);  // the oldest went
+  EXPECT_NE(memo.find(plans[2]), nullptr);
   VerdictMemo small(one - 1);  // a plan larger than the budget is not kept
-  small.keep(plan, planHash(plan), {});
+  small.keep(plan, {});
   EXPECT_EQ(small.size(), 0u);
   memo.clear();
-  EXPECT_EQ(memo.find(plans[2], planHash(plans[2])), nullptr);
+  EXPECT_EQ(memo.find(plans[2]), nullptr);
 }
 
 }  // namespace

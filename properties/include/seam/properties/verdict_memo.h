@@ -26,6 +26,7 @@ namespace seam::properties {
 struct CaseVerdict {
   std::optional<Violation> violation;  ///< the first violation, if any
   std::string engine_site;             ///< where in the engine it lies (engine findings)
+  std::uint64_t plan_hash = 0;         ///< planHash of the plan (equal plans, equal hashes)
 };
 
 /// Whether `a` and `b` give the ledger and the judges the same inputs, given
@@ -45,16 +46,17 @@ class VerdictMemo {
 
   /// Forget every plan: call when the model or configuration changes.
   void clear();
-  /// The verdict kept for a plan with the same judge inputs as `plan`
-  /// (`plan_hash`: planHash(plan)), or null.
-  const CaseVerdict* find(const Plan& plan, std::uint64_t plan_hash) const;
-  /// Keep `plan`'s verdict, evicting the oldest plans past the budget.
-  void keep(const Plan& plan, std::uint64_t plan_hash, const CaseVerdict& verdict);
+  /// The verdict kept for a plan with the same judge inputs as `plan`, or
+  /// null. Its plan_hash is `plan`'s too (the ops are equal): a sweep hashes
+  /// only the plans it does not find.
+  const CaseVerdict* find(const Plan& plan) const;
+  /// Keep `plan`'s verdict (`verdict.plan_hash`: planHash(plan)), evicting
+  /// the oldest plans past the budget.
+  void keep(const Plan& plan, const CaseVerdict& verdict);
   std::size_t size() const { return entries_.size(); }
 
  private:
   struct Entry {
-    std::uint64_t plan_hash = 0;
     Plan shell;                        ///< the plan without its ranks' ops
     std::vector<int> rank_ops;         ///< rank -> index into `ops`
     std::vector<std::vector<Op>> ops;  ///< distinct op lists, runs of equal ranks shared
