@@ -59,8 +59,9 @@ Status checkSpaceMemory(const std::vector<int>& worlds, std::int64_t models,
 /// RSS of a sweep of every preset on 2 workers, once the exact sums and the
 /// judges' token lists were shared (docs/results/scale.md): world 128
 /// `--shard 0/32` 142,416 KiB, 67 bytes per worker, rank and token of the
-/// longest batch; world 256 `--shard 0/128` 449,320 KiB, 53 bytes. A shard
-/// meets every configuration but not every batch, so about twice that.
+/// longest batch; world 256 `--shard 0/128` 449,320 KiB, 53 bytes. Those
+/// shards took every n-th case (every configuration, not every batch), so
+/// about twice that.
 inline constexpr std::int64_t kSweepBytesPerRankToken = 128;
 
 /// A sweep of `world` with `jobs` workers: its cases stream (one model x

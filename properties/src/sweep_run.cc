@@ -27,14 +27,6 @@ struct Block {
   std::int64_t size = 0;
 };
 
-/// Of the indices [first, first + size), how many `shard` takes.
-std::int64_t shardMembers(std::int64_t first, std::int64_t size, const Shard& s) {
-  const auto below = [&s](std::int64_t x) -> std::int64_t {  // members of [0, x)
-    return x <= s.index ? 0 : (x - s.index + s.count - 1) / s.count;
-  };
-  return below(first + size) - below(first);
-}
-
 /// A case buildPlan did not plan: refused (the engine's reason, or seam's gap)
 /// or, for any other error, a violation: the policy owed a plan.
 void takePlanStatus(CaseResult& o, const Status& st) {
@@ -87,14 +79,16 @@ class SweepRun {
 
  private:
   bool mine(std::int64_t index) const {
-    return index % spec_.shard.count == spec_.shard.index &&
-           !std::binary_search(spec_.skip.begin(), spec_.skip.end(), index);
+    return !std::binary_search(spec_.skip.begin(), spec_.skip.end(), index);
   }
 
-  // Every block of the space with its first index, and the number of cases
-  // this process runs (its shard's, less what a resumed run did).
+  // The blocks of this process's shard, with their first indices, and the
+  // number of cases it runs (less what a resumed run did). Shard i/n takes
+  // every n-th model x configuration from the i-th: whole blocks, so that a
+  // case meets its twins in the same process (VerdictMemo).
   void planBlocks() {
     std::int64_t index = 0;
+    std::int64_t ordinal = 0;
     for (int mi = 0; mi < static_cast<int>(spec_.models.size()); ++mi) {
       const SweepModel& m = spec_.models[mi];
       ModelTally& tally = result_.per_model.emplace_back();
@@ -105,14 +99,19 @@ class SweepRun {
         std::int64_t size = 0;
         for (const FlagCases& fc : flagCases(*m.model, config))
           size += static_cast<std::int64_t>(fc.batches.size());
-        blocks_.push_back({mi, config, index, size});
-        total_ += shardMembers(index, size, spec_.shard);
+        if (ordinal++ % spec_.shard.count == spec_.shard.index) {
+          blocks_.push_back({mi, config, index, size});
+          total_ += size - skipped(index, index + size);
+        }
         index += size;
       }
     }
-    for (std::int64_t i : spec_.skip) {
-      if (i < index && i % spec_.shard.count == spec_.shard.index) --total_;
-    }
+  }
+
+  /// Of the indices [from, to), how many a resumed run did.
+  std::int64_t skipped(std::int64_t from, std::int64_t to) const {
+    return std::lower_bound(spec_.skip.begin(), spec_.skip.end(), to) -
+           std::lower_bound(spec_.skip.begin(), spec_.skip.end(), from);
   }
 
   void work() {

@@ -3,8 +3,9 @@
 // from it), each world in a forked child so that the peak RSS reported
 // (getrusage of that child) is that world's alone, not the benchmark's
 // cumulative peak; a shard of the largest worlds the same way (a whole world
-// 128 sweep takes hours on 2 cores; a shard meets every configuration, and
-// the peak is the largest case a worker holds); and ledger replay per op
+// 128 sweep takes minutes on 2 cores; a shard takes every n-th model x
+// configuration whole, and the peak is the largest case a worker holds, so a
+// shard's peak can fall short of the whole run's); and ledger replay per op
 // from world 8 to 128, whose cost should stay close to linear in the plan's
 // ops. Targets: a world 64 sweep under 60 s on 2 cores; peak RSS under 256 MB
 // at every world up to 128 (the counter under_256MB says whether it was met).

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 #include "seam/properties/sweep.h"
 
@@ -111,20 +112,31 @@ TEST(SweepStream, KeepsTheFirstFailuresInCaseOrderWhateverOrderTheWorkersFinishI
   EXPECT_EQ(r->violated, static_cast<std::int64_t>(violated.size()));
 }
 
-TEST(SweepStream, AShardLessTheCasesAResumedRunDidCountsOnlyWhatItRuns) {
+// Shard i/n takes every n-th model x configuration (a block) from the i-th,
+// whole, so that a case meets its flag-set twins in the same process.
+TEST(SweepStream, AShardTakesWholeConfigurationsAndCountsOnlyWhatItRunsLessAResumedRunsCases) {
   SweepSpec spec;
   spec.models = {*sweepModel("nemotron-3-nano", "")};
   spec.world = 4;
   spec.shard = {1, 3};
-  spec.skip = {2, 4, 7, 10, 11};  // 4, 7 and 10 are shard 1's; 2 and 11 are not
+  const auto all = enumerateCases(*spec.models[0].model, 4);
+  std::vector<std::int64_t> shard;  // the indices of configurations 1, 4, 7, ...
+  int ordinal = -1;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i == 0 || !(all[i].config == all[i - 1].config)) ++ordinal;
+    if (ordinal % 3 == 1) shard.push_back(static_cast<std::int64_t>(i));
+  }
+  ASSERT_GT(ordinal, 4) << "world 4 has configurations for three shards";
+  ASSERT_GT(shard.size(), 3u);
+  ASSERT_NE(shard.front(), 0);
+  // Two of the shard's cases done by a resumed run, and one of another shard.
+  spec.skip = {0, shard[1], shard[2]};
   Collect listener;
   auto r = runSweep(spec, &listener);
   ASSERT_TRUE(r.hasValue());
-  const auto all = enumerateCases(*spec.models[0].model, 4);
-  std::set<std::int64_t> want;
-  for (std::int64_t i = 1; i < static_cast<std::int64_t>(all.size()); i += 3) {
-    if (i != 4 && i != 7 && i != 10) want.insert(i);
-  }
+  std::set<std::int64_t> want(shard.begin(), shard.end());
+  want.erase(shard[1]);
+  want.erase(shard[2]);
   std::set<std::int64_t> got;
   for (const auto& [index, s] : listener.seen) got.insert(index);
   EXPECT_EQ(got, want);
