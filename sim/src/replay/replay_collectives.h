@@ -129,11 +129,43 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
         [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
   }
   divideRows(sum.v, op);
-  for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
+  if (std::is_same_v<Domain, FastDomain> && op.tensor == Tensor::kHidden && members.size() > 1) {
+    shareSum(members);
+  } else {
+    for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
+  }
   if (op.kind == OpKind::kArAddNorm) {
     for (int m : members) {
       addNorm(m, op);
       if (stopped()) return;
+    }
+  }
+}
+
+template <class Domain>
+inline void Replay<Domain>::shareSum(const std::vector<int>& members) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    // A holder no buffer shares any more, else a new one.
+    std::shared_ptr<SharedRows>* rows = nullptr;
+    for (auto& p : shared_pool_) {
+      if (p.use_count() == 1) {
+        rows = &p;
+        break;
+      }
+    }
+    if (rows == nullptr) rows = &shared_pool_.emplace_back(std::make_shared<SharedRows>());
+    Buffer& sum = ranks_[members.front()].hidden;
+    const size_t n = sum.v.size();
+    (*rows)->v.swap(sum.v);
+    (*rows)->stamp = ++stamps_;
+    for (int m : members) {
+      Buffer& b = ranks_[m].hidden;
+      b.kind = sum.kind;
+      b.present = true;
+      b.full_mode = sum.full_mode;
+      b.unwritten = nullptr;
+      b.v.resize(n);
+      b.shared = *rows;
     }
   }
 }

@@ -86,7 +86,8 @@ inline void Replay<Domain>::handOutGathered(const std::vector<int>& members, Ten
 
 template <class Domain>
 inline void Replay<Domain>::addInto(Buffer& dst, const Buffer& src) {
-  for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], src.v[i]);
+  const std::vector<Value>& from = rowsOf(src);
+  for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], from[i]);
 }
 
 template <class Domain>

@@ -93,6 +93,7 @@ inline void Replay<Domain>::resetRanks() {
   for (RankState& st : ranks_) {
     st.hidden.present = false;
     st.hidden.unwritten = nullptr;  // (the last plan's token lists are gone)
+    st.hidden.shared.reset();
     st.residual.present = false;
     st.lane = 0;
     st.branch.present = false;
@@ -183,12 +184,17 @@ inline bool Replay<Domain>::runLocal(int r) {
     const Op& op = ops[st.pc];
     if (tbo_) activate(r, op.half);
     // Only a norm and a compute read an unwritten norm's or compute's rows
-    // as they are (a collective waits for tryCollective, which decides).
+    // as they are, and they, an add_norm and a DP op an all-reduce's shared
+    // rows (a collective waits for tryCollective, which decides).
     const bool collective = op.kind != OpKind::kSend && communicates(op.kind);
     if (collective &&
         !(op.hasGroup() && topo_->groupSize(op.groupAxis()) == 1 && op.kind != OpKind::kRecv))
       break;
-    if (op.kind != OpKind::kNorm && op.kind != OpKind::kCompute) materialize(st.hidden);
+    if (op.kind == OpKind::kAddNorm || op.kind == OpKind::kDpScatter) {
+      fillUnwritten(st.hidden);  // (they read shared rows as they are)
+    } else if (op.kind != OpKind::kNorm && op.kind != OpKind::kCompute) {
+      materialize(st.hidden);
+    }
     if (op.kind == OpKind::kSend) {
       doSend(r, op);
     } else if (collective) {
