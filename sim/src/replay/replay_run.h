@@ -18,7 +18,8 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   plan_ = &plan;
   options_ = options;
   result_ = LedgerResult{};
-  topo_.emplace(plan.source.config);
+  // The groups are the config's alone: a sweep's cases of one config share them.
+  if (!topo_ || !(topo_->config() == plan.source.config)) topo_.emplace(plan.source.config);
   // Rows and stages from the judges' geometry of the case, never from the
   // plan's fields (property 9 holds those to it), and the rows' tokens and
   // the groups from the judges' own derivation (judge_rows.h), never from
