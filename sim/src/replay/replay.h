@@ -297,6 +297,9 @@ class Replay {
   /// Fast domain: the all-reduced hidden state in r0's rows (members[0])
   /// becomes every member's shared rows (Buffer::shared).
   void shareSum(const std::vector<int>& members);
+  /// A pooled holder no buffer shares any more (else a new one), its rows
+  /// swapped with `rows` and stamped afresh.
+  std::shared_ptr<SharedRows>& holdRows(std::vector<Value>& rows);
   /// Fast domain: an all-reduce of hidden states that are all unwritten on
   /// the same tokens (computes' outputs) summed into the first member's rows
   /// from their coefficients (FastDomain::fillSum); false (nothing done) otherwise.
@@ -334,8 +337,13 @@ class Replay {
     /// only their slots (sumSlotsDp).
     int zeroed = -1;
     int slot_at = 0, slot_rows = 0;
+    /// Fast domain: the rows of a summed all-reduce step (sumSlotsDp), one
+    /// holder for the group (Buffer::shared); buf is not written while set.
+    std::shared_ptr<const SharedRows> shared;
     /// The rows buf holds, written or not.
-    size_t rows() const { return zeroed >= 0 ? static_cast<size_t>(zeroed) : buf.size(); }
+    size_t rows() const {
+      return zeroed >= 0 ? static_cast<size_t>(zeroed) : shared ? shared->v.size() : buf.size();
+    }
   };
   /// "dp_gather_partial (lowered: all_reduce over tp)".
   std::string dpWhere(const Op& op, const DpStep& s) const;

@@ -145,19 +145,9 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
 template <class Domain>
 inline void Replay<Domain>::shareSum(const std::vector<int>& members) {
   if constexpr (std::is_same_v<Domain, FastDomain>) {
-    // A holder no buffer shares any more, else a new one.
-    std::shared_ptr<SharedRows>* rows = nullptr;
-    for (auto& p : shared_pool_) {
-      if (p.use_count() == 1) {
-        rows = &p;
-        break;
-      }
-    }
-    if (rows == nullptr) rows = &shared_pool_.emplace_back(std::make_shared<SharedRows>());
     Buffer& sum = ranks_[members.front()].hidden;
     const size_t n = sum.v.size();
-    (*rows)->v.swap(sum.v);
-    (*rows)->stamp = ++stamps_;
+    const std::shared_ptr<SharedRows>& rows = holdRows(sum.v);
     for (int m : members) {
       Buffer& b = ranks_[m].hidden;
       b.kind = sum.kind;
@@ -165,9 +155,25 @@ inline void Replay<Domain>::shareSum(const std::vector<int>& members) {
       b.full_mode = sum.full_mode;
       b.unwritten = nullptr;
       b.v.resize(n);
-      b.shared = *rows;
+      b.shared = rows;
     }
   }
+}
+
+template <class Domain>
+inline std::shared_ptr<typename Replay<Domain>::SharedRows>& Replay<Domain>::holdRows(
+    std::vector<Value>& rows) {
+  std::shared_ptr<SharedRows>* held = nullptr;
+  for (auto& p : shared_pool_) {
+    if (p.use_count() == 1) {
+      held = &p;
+      break;
+    }
+  }
+  if (held == nullptr) held = &shared_pool_.emplace_back(std::make_shared<SharedRows>());
+  (*held)->v.swap(rows);
+  (*held)->stamp = ++stamps_;
+  return *held;
 }
 
 template <class Domain>

@@ -73,6 +73,7 @@ template <class Domain>
 inline void Replay<Domain>::takeInput(DpWork& w, RankState& st, Buffer& in, bool in_is_out) {
   const DpStep* first = w.steps().empty() ? nullptr : &w.steps()[0];
   w.zeroed = -1;
+  w.shared.reset();
   if constexpr (std::is_same_v<Domain, FastDomain>) {
     w.unwritten = nullptr;
     if (&in == &st.hidden && in.unwritten != nullptr && in_is_out && first != nullptr &&
@@ -109,6 +110,10 @@ inline void Replay<Domain>::takeInput(DpWork& w, RankState& st, Buffer& in, bool
 template <class Domain>
 inline void Replay<Domain>::writeUnwritten(DpWork& w) {
   if constexpr (std::is_same_v<Domain, FastDomain>) {
+    if (w.shared != nullptr) {
+      w.buf.assign(w.shared->v.begin(), w.shared->v.end());
+      w.shared.reset();
+    }
     if (w.zeroed >= 0) {
       w.buf.assign(static_cast<size_t>(w.zeroed), domain_.zero());
       std::copy(w.local.begin(), w.local.begin() + w.slot_rows, w.buf.begin() + w.slot_at);
@@ -204,13 +209,14 @@ inline void Replay<Domain>::finishDpOp(const std::vector<int>& members, bool gat
     RankState& st = ranks_[m];
     Buffer& out = outputOf(st, mop);
     DpWork& w = dp_work_[k];
-    writeUnwritten(w);
+    // Shared rows stay shared when they become the hidden state (Buffer::shared).
+    if (w.shared == nullptr || &out != &st.hidden) writeUnwritten(w);
     const RowKind kind = gather ? RowKind::kFull : RowKind::kAttention;
     const int want = gather ? lane_->fullMap(w.mode).count(RowKind::kFull, m)
                             : rows().count(RowKind::kAttention, m);
-    if (static_cast<int>(w.buf.size()) != want) {
+    if (static_cast<int>(w.rows()) != want) {
       layoutViolation(m, Property::kOwedOnce,
-                      std::string(opName(mop.kind)) + " leaves " + std::to_string(w.buf.size()) +
+                      std::string(opName(mop.kind)) + " leaves " + std::to_string(w.rows()) +
                           " rows where " + std::string(rowKindName(kind)) + " rows are " +
                           std::to_string(want));
       return;
@@ -220,6 +226,12 @@ inline void Replay<Domain>::finishDpOp(const std::vector<int>& members, bool gat
     out.present = true;
     out.shared.reset();
     out.v.swap(w.buf);
+    if constexpr (std::is_same_v<Domain, FastDomain>) {
+      if (w.shared != nullptr) {
+        out.v.resize(w.shared->v.size());
+        out.shared = std::move(w.shared);
+      }
+    }
   }
 }
 
@@ -368,10 +380,12 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
   };
   switch (s.kind) {
     case DpStepKind::kAllReduce: {
-      if (summed) {  // (sumSlotsDp) the last member takes the sum's storage, the others a copy
-        for (size_t p = 0; p + 1 < g; ++p) dp_group_[p]->buf = dp_sum_;
-        dp_group_[g - 1]->buf.swap(dp_sum_);
-        break;
+      if constexpr (std::is_same_v<Domain, FastDomain>) {
+        if (summed) {  // (sumSlotsDp) one holder of the sum for the group
+          const std::shared_ptr<SharedRows>& rows = holdRows(dp_sum_);
+          for (size_t p = 0; p < g; ++p) dp_group_[p]->shared = rows;
+          break;
+        }
       }
       // Summed into the first member's rows (reduceMembers' sum may be
       // member 0's rows), copied into the others'.
