@@ -235,7 +235,8 @@ class Replay {
   /// The reused buffer a collective builds its result in: empty rows of `kind`.
   Buffer& startGathered(RowKind kind);
   /// The built result becomes every member's `t` (the last member takes its
-  /// storage, the others a copy): no buffer allocated per collective.
+  /// storage, the others a copy; fast domain: one holder shared by the
+  /// group's hidden states): no buffer allocated per collective.
   void handOutGathered(const std::vector<int>& members, Tensor t);
   void addInto(Buffer& dst, const Buffer& src);
   /// One reduction of `n` members' rows: `sum` holds member 0's rows (it may
@@ -294,9 +295,10 @@ class Replay {
   void execCollective(const std::vector<int>& members, const Op& op);
   /// all_reduce (and ar_add_norm, the add_norm after it).
   void allReduce(const std::vector<int>& members, const Op& op);
-  /// Fast domain: the all-reduced hidden state in r0's rows (members[0])
-  /// becomes every member's shared rows (Buffer::shared).
-  void shareSum(const std::vector<int>& members);
+  /// Fast domain: the rows of `from` (a collective's result: members[0]'s
+  /// hidden state or gathered_) become every member's hidden state, held
+  /// once (Buffer::shared); from.v keeps no rows.
+  void shareHidden(const std::vector<int>& members, Buffer& from);
   /// A pooled holder no buffer shares any more (else a new one), its rows
   /// swapped with `rows` and stamped afresh.
   std::shared_ptr<SharedRows>& holdRows(std::vector<Value>& rows);

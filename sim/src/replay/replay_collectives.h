@@ -130,7 +130,7 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
   }
   divideRows(sum.v, op);
   if (std::is_same_v<Domain, FastDomain> && op.tensor == Tensor::kHidden && members.size() > 1) {
-    shareSum(members);
+    shareHidden(members, sum);
   } else {
     for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
   }
@@ -143,16 +143,15 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
 }
 
 template <class Domain>
-inline void Replay<Domain>::shareSum(const std::vector<int>& members) {
+inline void Replay<Domain>::shareHidden(const std::vector<int>& members, Buffer& from) {
   if constexpr (std::is_same_v<Domain, FastDomain>) {
-    Buffer& sum = ranks_[members.front()].hidden;
-    const size_t n = sum.v.size();
-    const std::shared_ptr<SharedRows>& rows = holdRows(sum.v);
+    const size_t n = from.v.size();
+    const std::shared_ptr<SharedRows>& rows = holdRows(from.v);
     for (int m : members) {
       Buffer& b = ranks_[m].hidden;
-      b.kind = sum.kind;
-      b.present = true;
-      b.full_mode = sum.full_mode;
+      b.kind = from.kind;
+      b.present = from.present;
+      b.full_mode = from.full_mode;
       b.unwritten = nullptr;
       b.v.resize(n);
       b.shared = rows;
