@@ -153,8 +153,13 @@ inline void Replay<Domain>::shareHidden(const std::vector<int>& members, Buffer&
       b.present = from.present;
       b.full_mode = from.full_mode;
       b.unwritten = nullptr;
-      b.v.resize(n);
-      b.shared = rows;
+      // A v of another count would be zeroed row by row: a copy costs as much.
+      if (b.v.size() == n) {
+        b.shared = rows;
+      } else {
+        b.v.assign(rows->v.begin(), rows->v.end());
+        b.shared.reset();
+      }
     }
   }
 }

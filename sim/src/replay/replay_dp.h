@@ -209,8 +209,13 @@ inline void Replay<Domain>::finishDpOp(const std::vector<int>& members, bool gat
     RankState& st = ranks_[m];
     Buffer& out = outputOf(st, mop);
     DpWork& w = dp_work_[k];
-    // Shared rows stay shared when they become the hidden state (Buffer::shared).
-    if (w.shared == nullptr || &out != &st.hidden) writeUnwritten(w);
+    // Shared rows stay shared when they become the hidden state
+    // (Buffer::shared) and a vector of their count is at hand for its v (a
+    // longer one would be zeroed row by row: a copy costs as much).
+    const size_t n = w.rows();
+    const bool share =
+        w.shared != nullptr && &out == &st.hidden && (out.v.size() == n || w.buf.size() == n);
+    if (!share) writeUnwritten(w);
     const RowKind kind = gather ? RowKind::kFull : RowKind::kAttention;
     const int want = gather ? lane_->fullMap(w.mode).count(RowKind::kFull, m)
                             : rows().count(RowKind::kAttention, m);
@@ -225,12 +230,11 @@ inline void Replay<Domain>::finishDpOp(const std::vector<int>& members, bool gat
     out.full_mode = w.mode;
     out.present = true;
     out.shared.reset();
-    out.v.swap(w.buf);
-    if constexpr (std::is_same_v<Domain, FastDomain>) {
-      if (w.shared != nullptr) {
-        out.v.resize(w.shared->v.size());
-        out.shared = std::move(w.shared);
-      }
+    if (!share) {
+      out.v.swap(w.buf);
+    } else {
+      if (out.v.size() != n) out.v.swap(w.buf);
+      out.shared = std::move(w.shared);
     }
   }
 }
