@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -51,6 +52,13 @@ class Replay {
  public:
   using Value = typename Domain::Value;
 
+  /// Rows an all-reduce hands to every member of its group at once (fast
+  /// domain): one sum held once, not a copy per member. `stamp` names these
+  /// contents (a pooled holder refilled gets a new one).
+  struct SharedRows {
+    std::vector<Value> v;
+    std::uint64_t stamp = 0;
+  };
   /// One tensor of one rank: its rows' values and the layout they are in.
   struct Buffer {
     RowKind kind = RowKind::kNone;
@@ -66,6 +74,10 @@ class Replay {
     /// else point(unwritten_coefficient, t), as fillRows writes them.
     const std::vector<int>* unwritten = nullptr;
     std::uint64_t unwritten_coefficient = 0, unwritten_junk = 0;
+    /// Fast domain only: a hidden state an all-reduce left shared with its
+    /// group (shareSum). While not null, v has the rows' count but not their
+    /// values, which rowsOf() reads here. Never set with `unwritten`.
+    std::shared_ptr<const SharedRows> shared;
   };
   /// An aux snapshot: the buffer captured before `stage` of `stack`.
   struct Snap {
@@ -145,18 +157,34 @@ class Replay {
   }
   /// Checks every token row of `b` against the expected value; reports the first wrong row.
   bool checkRows(int rank, Buffer& b, Expect e, int stack, int stage, Property p);
-  /// Writes an unwritten norm's or compute's rows (a no-op on written ones).
-  /// Only a rank's hidden state is ever unwritten: a norm or a compute writes
-  /// it, a norm or a compute checks and overwrites it, an all-reduce of it
-  /// sums it (sumUnwritten) or writes it first, and every other op finds it
-  /// written (runLocal, tryCollective and activate write it first).
+  /// Writes an unwritten norm's or compute's rows and takes a copy of shared
+  /// rows (a no-op on a buffer that holds its own written rows). Only a
+  /// rank's hidden state is ever unwritten or shared: a norm or a compute
+  /// makes it unwritten, an all-reduce of it makes it shared; a norm, an
+  /// add_norm (shared only) or a compute checks and overwrites it, an
+  /// all-reduce of it sums it (sumUnwritten) or writes it first, a DP op
+  /// reads shared rows where they are (takeInput), and every other op finds
+  /// it written (runLocal, tryCollective and activate write it first).
   void materialize(Buffer& b) {
+    fillUnwritten(b);
+    if constexpr (std::is_same_v<Domain, FastDomain>) {
+      if (b.shared == nullptr) return;
+      b.v.assign(b.shared->v.begin(), b.shared->v.end());
+      b.shared.reset();
+    }
+  }
+  /// Writes an unwritten norm's or compute's rows (shared rows stay shared).
+  void fillUnwritten(Buffer& b) {
     if constexpr (std::is_same_v<Domain, FastDomain>) {
       if (b.unwritten == nullptr) return;
       domain_.fillRows(b.v.data(), b.unwritten->data(), b.v.size(), b.unwritten_coefficient,
                        b.unwritten_junk);
       b.unwritten = nullptr;
     }
+  }
+  /// The values of b's rows: its own, or the rows it shares.
+  static const std::vector<Value>& rowsOf(const Buffer& b) {
+    return b.shared != nullptr ? b.shared->v : b.v;
   }
   /// Rows the fast domain's checkRows found to hold. The members of a group
   /// hold the same gathered rows (a DP gather's full rows on every TP rank)
@@ -167,15 +195,17 @@ class Replay {
     const std::vector<int>* toks = nullptr;
     std::uint64_t coefficient = 0;
     std::vector<std::uint64_t> v;
+    std::uint64_t stamp = 0;  ///< the SharedRows they were read from; 0: none
   };
   /// checkRows remembers rows that held from kHeldRows rows on, kHeld of them.
   static constexpr size_t kHeldRows = 16, kHeld = 4;
-  /// The first n rows of `v` are rows that held on `toks` against `coefficient`.
+  /// The first n rows of `v` are rows that held on `toks` against
+  /// `coefficient` (the same SharedRows, by `stamp` when not 0, or the same values).
   bool knownToHold(const std::vector<Value>& v, size_t n, const std::vector<int>& toks,
-                   std::uint64_t coefficient) const;
+                   std::uint64_t coefficient, std::uint64_t stamp) const;
   /// Remembers that they held (in place of the oldest remembered).
   void rememberHeld(const std::vector<Value>& v, size_t n, const std::vector<int>& toks,
-                    std::uint64_t coefficient);
+                    std::uint64_t coefficient, std::uint64_t stamp);
   /// The exact domain's explanation of a wrong row, as a sentence.
   static std::string describe(const Explanation& x, Expect e, int stack, int stage, int t);
   /// `b` holds rows of `kind`, as many as the rank has; else a layout violation.
@@ -205,7 +235,8 @@ class Replay {
   /// The reused buffer a collective builds its result in: empty rows of `kind`.
   Buffer& startGathered(RowKind kind);
   /// The built result becomes every member's `t` (the last member takes its
-  /// storage, the others a copy): no buffer allocated per collective.
+  /// storage, the others a copy; fast domain: one holder shared by the
+  /// group's hidden states): no buffer allocated per collective.
   void handOutGathered(const std::vector<int>& members, Tensor t);
   void addInto(Buffer& dst, const Buffer& src);
   /// One reduction of `n` members' rows: `sum` holds member 0's rows (it may
@@ -264,6 +295,13 @@ class Replay {
   void execCollective(const std::vector<int>& members, const Op& op);
   /// all_reduce (and ar_add_norm, the add_norm after it).
   void allReduce(const std::vector<int>& members, const Op& op);
+  /// Fast domain: the rows of `from` (a collective's result: members[0]'s
+  /// hidden state or gathered_) become every member's hidden state, held
+  /// once (Buffer::shared); from.v keeps no rows.
+  void shareHidden(const std::vector<int>& members, Buffer& from);
+  /// A pooled holder no buffer shares any more (else a new one), its rows
+  /// swapped with `rows` and stamped afresh.
+  std::shared_ptr<SharedRows>& holdRows(std::vector<Value>& rows);
   /// Fast domain: an all-reduce of hidden states that are all unwritten on
   /// the same tokens (computes' outputs) summed into the first member's rows
   /// from their coefficients (FastDomain::fillSum); false (nothing done) otherwise.
@@ -287,12 +325,27 @@ class Replay {
   /// the all-reduce path keeps aside, its steps and how far it got.
   struct DpWork {
     std::vector<Value> buf, local;
-    DpLowering steps;
+    /// The member's lowering, held by lowered_ (not copied per op).
+    const DpLowering* lowering = nullptr;
+    const DpLowering& steps() const { return *lowering; }
     int pos = 0;
     DpPadding mode = DpPadding::kMaxLen;
     /// Fast domain: buf as a compute left it unwritten (Buffer::unwritten).
     const std::vector<int>* unwritten = nullptr;
     std::uint64_t unwritten_coefficient = 0, unwritten_junk = 0;
+    /// Fast domain: when not -1, buf is not written yet: it is `zeroed`
+    /// zero rows (kZeroGlobal) but for local's first slot_rows rows at
+    /// slot_at (kWriteSlot), so that an all-reduce of such buffers adds
+    /// only their slots (sumSlotsDp).
+    int zeroed = -1;
+    int slot_at = 0, slot_rows = 0;
+    /// Fast domain: the rows of a summed all-reduce step (sumSlotsDp), one
+    /// holder for the group (Buffer::shared); buf is not written while set.
+    std::shared_ptr<const SharedRows> shared;
+    /// The rows buf holds, written or not.
+    size_t rows() const {
+      return zeroed >= 0 ? static_cast<size_t>(zeroed) : shared ? shared->v.size() : buf.size();
+    }
   };
   /// "dp_gather_partial (lowered: all_reduce over tp)".
   std::string dpWhere(const Op& op, const DpStep& s) const;
@@ -327,8 +380,12 @@ class Replay {
   /// fast domain: a compute's unwritten rows taken as they are when a
   /// reduce-scatter sums them first).
   void takeInput(DpWork& w, RankState& st, Buffer& in, bool in_is_out);
-  /// Writes w.buf's rows if they were taken unwritten.
+  /// Writes w.buf's rows if they were taken unwritten or left zeroed.
   void writeUnwritten(DpWork& w);
+  /// Fast domain: the all-reduce of dp_group_'s g members whose rows are all
+  /// zeroed but for their slots (DpWork::zeroed), summed into dp_sum_;
+  /// false (nothing done) otherwise.
+  bool sumSlotsDp(size_t g);
   /// Fast domain: the reduce-scatter of dp_group_'s g members whose rows are
   /// all unwritten on the same tokens, summed into dp_sum_ (FastDomain::fillSum);
   /// false (nothing done) otherwise.
@@ -385,6 +442,8 @@ class Replay {
   std::map<std::pair<int, int>, std::deque<Buffer>> mailbox_;
   std::uint64_t junk_ = 0;
   std::vector<Held> held_;  // knownToHold's (fast domain), forgotten at each run
+  std::vector<std::shared_ptr<SharedRows>> shared_pool_;  // shareSum's holders (reused)
+  std::uint64_t stamps_ = 0;                              // SharedRows::stamp's last
   size_t held_next_ = 0;
 };
 

@@ -56,6 +56,8 @@ inline bool Replay<Domain>::checkRows(int rank, Buffer& b, Expect e, int stack, 
     const Value want = domain_.expectedCoefficient(e, stack, stage);
     // An unwritten norm on other tokens' rows (another layout) is written first.
     if (b.unwritten != nullptr && b.unwritten != &toks && *b.unwritten != toks) materialize(b);
+    const std::vector<Value>& v = rowsOf(b);
+    const std::uint64_t stamp = b.shared != nullptr ? b.shared->stamp : 0;
     if (b.unwritten != nullptr) {
       // Every token row is point(c, t) on these tokens: all hold, or the
       // first token row is the first wrong one (points are nonzero).
@@ -64,11 +66,11 @@ inline bool Replay<Domain>::checkRows(int rank, Buffer& b, Expect e, int stack, 
       } else {
         while (i < n && toks[i] == kPaddingRow) ++i;
       }
-    } else if (n >= kHeldRows && knownToHold(b.v, n, toks, want)) {
+    } else if (n >= kHeldRows && knownToHold(v, n, toks, want, stamp)) {
       i = n;
     } else {
-      i = domain_.firstWrong(b.v.data(), toks.data(), n, want);
-      if (i == n && n >= kHeldRows) rememberHeld(b.v, n, toks, want);
+      i = domain_.firstWrong(v.data(), toks.data(), n, want);
+      if (i == n && n >= kHeldRows) rememberHeld(v, n, toks, want, stamp);
     }
   } else {
     while (i < n && (toks[i] == kPaddingRow || domain_.holds(b.v[i], e, stack, stage, toks[i])))
@@ -95,14 +97,15 @@ inline bool Replay<Domain>::checkRows(int rank, Buffer& b, Expect e, int stack, 
 
 template <class Domain>
 inline bool Replay<Domain>::knownToHold(const std::vector<Value>& v, size_t n,
-                                        const std::vector<int>& toks,
-                                        std::uint64_t coefficient) const {
+                                        const std::vector<int>& toks, std::uint64_t coefficient,
+                                        std::uint64_t stamp) const {
   if constexpr (std::is_same_v<Domain, FastDomain>) {
     // firstWrong reads the first n rows of v and of toks and the
     // coefficient, nothing else: the same inputs give the same answer.
+    // Shared rows keep their values while their stamp lasts.
     for (const Held& h : held_) {
       if (h.toks == &toks && h.coefficient == coefficient && h.v.size() == n &&
-          std::equal(h.v.begin(), h.v.end(), v.begin()))
+          ((stamp != 0 && h.stamp == stamp) || std::equal(h.v.begin(), h.v.end(), v.begin())))
         return true;
     }
   }
@@ -111,12 +114,14 @@ inline bool Replay<Domain>::knownToHold(const std::vector<Value>& v, size_t n,
 
 template <class Domain>
 inline void Replay<Domain>::rememberHeld(const std::vector<Value>& v, size_t n,
-                                         const std::vector<int>& toks, std::uint64_t coefficient) {
+                                         const std::vector<int>& toks, std::uint64_t coefficient,
+                                         std::uint64_t stamp) {
   if constexpr (std::is_same_v<Domain, FastDomain>) {
     Held& h = held_[held_next_];
     held_next_ = (held_next_ + 1) % held_.size();
     h.toks = &toks;
     h.coefficient = coefficient;
+    h.stamp = stamp;
     h.v.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
   }
 }

@@ -129,13 +129,55 @@ inline void Replay<Domain>::allReduce(const std::vector<int>& members, const Op&
         [&] { return reduceCallOf(op, r0, static_cast<int>(sum.v.size())); });
   }
   divideRows(sum.v, op);
-  for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
+  if (std::is_same_v<Domain, FastDomain> && op.tensor == Tensor::kHidden && members.size() > 1) {
+    shareHidden(members, sum);
+  } else {
+    for (size_t k = 1; k < members.size(); ++k) buf(members[k]) = sum;
+  }
   if (op.kind == OpKind::kArAddNorm) {
     for (int m : members) {
       addNorm(m, op);
       if (stopped()) return;
     }
   }
+}
+
+template <class Domain>
+inline void Replay<Domain>::shareHidden(const std::vector<int>& members, Buffer& from) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    const size_t n = from.v.size();
+    const std::shared_ptr<SharedRows>& rows = holdRows(from.v);
+    for (int m : members) {
+      Buffer& b = ranks_[m].hidden;
+      b.kind = from.kind;
+      b.present = from.present;
+      b.full_mode = from.full_mode;
+      b.unwritten = nullptr;
+      // A v of another count would be zeroed row by row: a copy costs as much.
+      if (b.v.size() == n) {
+        b.shared = rows;
+      } else {
+        b.v.assign(rows->v.begin(), rows->v.end());
+        b.shared.reset();
+      }
+    }
+  }
+}
+
+template <class Domain>
+inline std::shared_ptr<typename Replay<Domain>::SharedRows>& Replay<Domain>::holdRows(
+    std::vector<Value>& rows) {
+  std::shared_ptr<SharedRows>* held = nullptr;
+  for (auto& p : shared_pool_) {
+    if (p.use_count() == 1) {
+      held = &p;
+      break;
+    }
+  }
+  if (held == nullptr) held = &shared_pool_.emplace_back(std::make_shared<SharedRows>());
+  (*held)->v.swap(rows);
+  (*held)->stamp = ++stamps_;
+  return *held;
 }
 
 template <class Domain>

@@ -46,7 +46,7 @@ inline bool Replay<Domain>::startDpOp(const std::vector<int>& members, bool gath
     }
     DpWork& w = dp_work_[k];
     w.mode = geometry->mode;
-    w.steps = lowered(m, mop, geometry);
+    w.lowering = &lowered(m, mop, geometry);
     w.pos = 0;
     RankState& st = ranks_[m];
     // dp_scatter reads the hidden state's full rows into the op's tensor
@@ -71,7 +71,9 @@ inline typename Replay<Domain>::Buffer& Replay<Domain>::outputOf(RankState& st, 
 
 template <class Domain>
 inline void Replay<Domain>::takeInput(DpWork& w, RankState& st, Buffer& in, bool in_is_out) {
-  const DpStep* first = w.steps.empty() ? nullptr : &w.steps[0];
+  const DpStep* first = w.steps().empty() ? nullptr : &w.steps()[0];
+  w.zeroed = -1;
+  w.shared.reset();
   if constexpr (std::is_same_v<Domain, FastDomain>) {
     w.unwritten = nullptr;
     if (&in == &st.hidden && in.unwritten != nullptr && in_is_out && first != nullptr &&
@@ -86,31 +88,62 @@ inline void Replay<Domain>::takeInput(DpWork& w, RankState& st, Buffer& in, bool
       in.unwritten = nullptr;
       return;
     }
-    materialize(st.hidden);
+    fillUnwritten(st.hidden);  // (shared rows are read where they are)
   }
+  const std::vector<Value>& rows = rowsOf(in);
   if (first != nullptr && first->kind == DpStepKind::kReadSlot &&
-      first->offset + first->rows_out <= static_cast<int>(in.v.size())) {
+      first->offset + first->rows_out <= static_cast<int>(rows.size())) {
     // A slot read first (dp_scatter): only the slot's rows, the rows the
     // step would leave of a copy of them all.
-    w.buf.assign(in.v.begin() + first->offset, in.v.begin() + first->offset + first->rows_out);
+    w.buf.assign(rows.begin() + first->offset, rows.begin() + first->offset + first->rows_out);
     w.pos = 1;
-  } else if (std::is_same_v<Domain, FastDomain> && in_is_out) {
+  } else if (std::is_same_v<Domain, FastDomain> && in_is_out && in.shared == nullptr) {
     // The op's output replaces its input (finishDpOp): the input's rows are
     // taken, not copied. After a violation they are gone, and so is the
     // fast replay's use (Ledger::replay replays a violated case again).
     w.buf.swap(in.v);
   } else {
-    w.buf = in.v;
+    w.buf = rows;
   }
 }
 
 template <class Domain>
 inline void Replay<Domain>::writeUnwritten(DpWork& w) {
   if constexpr (std::is_same_v<Domain, FastDomain>) {
+    if (w.shared != nullptr) {
+      w.buf.assign(w.shared->v.begin(), w.shared->v.end());
+      w.shared.reset();
+    }
+    if (w.zeroed >= 0) {
+      w.buf.assign(static_cast<size_t>(w.zeroed), domain_.zero());
+      std::copy(w.local.begin(), w.local.begin() + w.slot_rows, w.buf.begin() + w.slot_at);
+      w.zeroed = -1;
+    }
     if (w.unwritten == nullptr) return;
     domain_.fillRows(w.buf.data(), w.unwritten->data(), w.buf.size(), w.unwritten_coefficient,
                      w.unwritten_junk);
     w.unwritten = nullptr;
+  }
+}
+
+template <class Domain>
+inline bool Replay<Domain>::sumSlotsDp(size_t g) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    const int rows = dp_group_[0]->zeroed;
+    for (size_t p = 0; p < g; ++p) {
+      if (dp_group_[p]->zeroed != rows || rows < 0) return false;
+    }
+    // Zero rows add nothing: each row is the sum of the slots that hold it
+    // (the field's sum, as reduceMembers makes it over every member's rows).
+    dp_sum_.assign(static_cast<size_t>(rows), domain_.zero());
+    for (size_t p = 0; p < g; ++p) {
+      DpWork& w = *dp_group_[p];
+      for (int k = 0; k < w.slot_rows; ++k) domain_.add(dp_sum_[w.slot_at + k], w.local[k]);
+      w.zeroed = -1;
+    }
+    return true;
+  } else {
+    return false;
   }
 }
 
@@ -140,19 +173,19 @@ inline bool Replay<Domain>::runDpSteps(const std::vector<int>& members, const Op
     bool all_done = true;
     for (size_t k = 0; k < n; ++k) {
       DpWork& w = dp_work_[k];
-      while (w.pos < w.steps.size() && !isCollectiveStep(w.steps[w.pos].kind)) {
-        if (!dpLocalStep(members[k], w, w.steps[w.pos])) return false;
+      while (w.pos < w.steps().size() && !isCollectiveStep(w.steps()[w.pos].kind)) {
+        if (!dpLocalStep(members[k], w, w.steps()[w.pos])) return false;
         ++w.pos;
       }
-      all_done = all_done && w.pos == w.steps.size();
+      all_done = all_done && w.pos == w.steps().size();
     }
     if (all_done) return true;
     bool progress = false;
     for (size_t k = 0; k < n; ++k) {
       const DpWork& w = dp_work_[k];
       // (A member a collective of this round moved on may be at a local step.)
-      if (w.pos == w.steps.size() || !isCollectiveStep(w.steps[w.pos].kind)) continue;
-      const DpStep& s = w.steps[w.pos];
+      if (w.pos == w.steps().size() || !isCollectiveStep(w.steps()[w.pos].kind)) continue;
+      const DpStep& s = w.steps()[w.pos];
       const std::vector<int>& group = topo_->groupOf(static_cast<Axis>(s.axis), members[k]);
       if (group.front() != members[k]) continue;  // the group's lowest rank runs it
       int ready = 0;
@@ -176,13 +209,19 @@ inline void Replay<Domain>::finishDpOp(const std::vector<int>& members, bool gat
     RankState& st = ranks_[m];
     Buffer& out = outputOf(st, mop);
     DpWork& w = dp_work_[k];
-    writeUnwritten(w);
+    // Shared rows stay shared when they become the hidden state
+    // (Buffer::shared) and a vector of their count is at hand for its v (a
+    // longer one would be zeroed row by row: a copy costs as much).
+    const size_t n = w.rows();
+    const bool share =
+        w.shared != nullptr && &out == &st.hidden && (out.v.size() == n || w.buf.size() == n);
+    if (!share) writeUnwritten(w);
     const RowKind kind = gather ? RowKind::kFull : RowKind::kAttention;
     const int want = gather ? lane_->fullMap(w.mode).count(RowKind::kFull, m)
                             : rows().count(RowKind::kAttention, m);
-    if (static_cast<int>(w.buf.size()) != want) {
+    if (static_cast<int>(w.rows()) != want) {
       layoutViolation(m, Property::kOwedOnce,
-                      std::string(opName(mop.kind)) + " leaves " + std::to_string(w.buf.size()) +
+                      std::string(opName(mop.kind)) + " leaves " + std::to_string(w.rows()) +
                           " rows where " + std::string(rowKindName(kind)) + " rows are " +
                           std::to_string(want));
       return;
@@ -190,7 +229,13 @@ inline void Replay<Domain>::finishDpOp(const std::vector<int>& members, bool gat
     out.kind = kind;
     out.full_mode = w.mode;
     out.present = true;
-    out.v.swap(w.buf);
+    out.shared.reset();
+    if (!share) {
+      out.v.swap(w.buf);
+    } else {
+      if (out.v.size() != n) out.v.swap(w.buf);
+      out.shared = std::move(w.shared);
+    }
   }
 }
 
@@ -201,11 +246,14 @@ inline bool Replay<Domain>::dpLocalStep(int m, DpWork& w, const DpStep& s) {
     if (!ok) {
       layoutViolation(
           m, Property::kOwedOnce,
-          dpWhere(op, s) + " " + what + " (" + std::to_string(w.buf.size()) + " rows in flight)");
+          dpWhere(op, s) + " " + what + " (" + std::to_string(w.rows()) + " rows in flight)");
     }
     return ok;
   };
-  writeUnwritten(w);
+  // Fast domain: zeroed rows stay unwritten through their slot's write.
+  const bool slot_of_zeroed =
+      s.kind == DpStepKind::kWriteSlot && w.zeroed >= 0 && w.slot_rows == 0 && s.rows_in > 0;
+  if (!slot_of_zeroed) writeUnwritten(w);
   switch (s.kind) {
     case DpStepKind::kPadLocal:
       // Pad rows are computed from input id 0: neither zero nor a token
@@ -219,13 +267,23 @@ inline bool Replay<Domain>::dpLocalStep(int m, DpWork& w, const DpStep& s) {
       return true;
     case DpStepKind::kZeroGlobal:
       w.local.swap(w.buf);
-      w.buf.assign(s.rows_out, domain_.zero());
+      if constexpr (std::is_same_v<Domain, FastDomain>) {
+        w.zeroed = s.rows_out;
+        w.slot_rows = 0;
+      } else {
+        w.buf.assign(s.rows_out, domain_.zero());
+      }
       return true;
     case DpStepKind::kWriteSlot:
       if (!fits(static_cast<int>(w.local.size()) >= s.rows_in &&
-                    s.offset + s.rows_in <= static_cast<int>(w.buf.size()),
+                    s.offset + s.rows_in <= static_cast<int>(w.rows()),
                 "writes past the gathered rows")) {
         return false;
+      }
+      if (slot_of_zeroed) {
+        w.slot_at = s.offset;
+        w.slot_rows = s.rows_in;
+        return true;
       }
       for (int k = 0; k < s.rows_in; ++k) w.buf[s.offset + k] = w.local[k];
       return true;
@@ -286,33 +344,34 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
       k = static_cast<size_t>(it - members.begin());
     }
     DpWork& w = dp_work_[k];
-    if (w.pos == w.steps.size() || !isCollectiveStep(w.steps[w.pos].kind) ||
-        w.steps[w.pos].axis != s.axis) {
+    if (w.pos == w.steps().size() || !isCollectiveStep(w.steps()[w.pos].kind) ||
+        w.steps()[w.pos].axis != s.axis) {
       return true;  // waits elsewhere (a deadlock if nothing else progresses)
     }
     dp_group_[p] = &w;
   }
   const Op& op = plan_->ranks[group.front()][ranks_[group.front()].pc];
   for (size_t p = 0; p < g; ++p) {
-    const DpStep& mine = dp_group_[p]->steps[dp_group_[p]->pos];
+    const DpStep& mine = dp_group_[p]->steps()[dp_group_[p]->pos];
     // all_gatherv: each member sends its own count (every member knows them all).
     const bool v = s.kind == DpStepKind::kAllGatherv;
     if (mine.kind != s.kind || mine.bytes != s.bytes ||
         (v ? mine.rows_out != s.rows_out : mine.rows_in != s.rows_in) ||
-        static_cast<int>(dp_group_[p]->buf.size()) != mine.rows_in) {
+        static_cast<int>(dp_group_[p]->rows()) != mine.rows_in) {
       report(at(group[p], Property::kCollectivesMatch, ViolationClass::kCollectiveMismatch,
                 dpWhere(op, s) + " on " + rankList(group) + ": rank " +
                     std::to_string(group.front()) + " issues " + std::string(dpStepName(s.kind)) +
                     " of " + std::to_string(s.bytes) + " bytes while rank " +
                     std::to_string(group[p]) + " issues " + std::string(dpStepName(mine.kind)) +
                     " of " + std::to_string(mine.bytes) + " bytes on " +
-                    std::to_string(dp_group_[p]->buf.size()) + " rows"));
+                    std::to_string(dp_group_[p]->rows()) + " rows"));
       return false;
     }
   }
   // A reduce-scatter of unwritten rows is summed from the members'
   // coefficients (sumUnwrittenDp); any other step reads rows written first.
-  const bool summed = s.kind == DpStepKind::kReduceScatter && sumUnwrittenDp(g);
+  const bool summed = (s.kind == DpStepKind::kReduceScatter && sumUnwrittenDp(g)) ||
+                      (s.kind == DpStepKind::kAllReduce && sumSlotsDp(g));
   if (!summed) {
     for (size_t p = 0; p < g; ++p) writeUnwritten(*dp_group_[p]);
     if (s.kind == DpStepKind::kReduceScatter) dp_sum_ = dp_group_[0]->buf;
@@ -325,6 +384,13 @@ inline bool Replay<Domain>::dpCollectiveStep(const std::vector<int>& members,
   };
   switch (s.kind) {
     case DpStepKind::kAllReduce: {
+      if constexpr (std::is_same_v<Domain, FastDomain>) {
+        if (summed) {  // (sumSlotsDp) one holder of the sum for the group
+          const std::shared_ptr<SharedRows>& rows = holdRows(dp_sum_);
+          for (size_t p = 0; p < g; ++p) dp_group_[p]->shared = rows;
+          break;
+        }
+      }
       // Summed into the first member's rows (reduceMembers' sum may be
       // member 0's rows), copied into the others'.
       std::vector<Value>& sum = dp_group_[0]->buf;

@@ -242,6 +242,7 @@ inline void Replay<Domain>::normInPlace(int r, Buffer& b, Buffer& source, const 
   b.present = true;
   b.v.resize(source.v.size());
   if constexpr (std::is_same_v<Domain, FastDomain>) {
+    b.shared.reset();  // (the norm reads no value of its input)
     // The rank's hidden state (not a final output) is written when an op
     // other than a compute, which checks and overwrites it, reads it.
     const Value c = domain_.normedCoefficient(op.stack, op.stage);
@@ -288,7 +289,8 @@ inline void Replay<Domain>::addNorm(int r, const Op& op) {
   }
   if (!residualFollows(r, st, op)) return;
   if (!st.residual.present) {
-    st.residual = st.hidden;  // first layer: residual := hidden
+    st.residual = st.hidden;   // first layer: residual := hidden
+    materialize(st.residual);  // (its own copy of shared rows)
   } else {
     addInto(st.residual, st.hidden);
   }
@@ -361,6 +363,7 @@ inline void Replay<Domain>::compute(int r, const Op& op) {
       h.unwritten = &toks;
       h.unwritten_coefficient = c;
       h.unwritten_junk = junk_;
+      h.shared.reset();
     } else {
       domain_.fillRows(h.v.data(), toks.data(), toks.size(), c, junk_);
       h.unwritten = nullptr;

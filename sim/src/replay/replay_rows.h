@@ -63,6 +63,7 @@ template <class Domain>
 inline void Replay<Domain>::recordFinal(int r, int stack, const Buffer& b) {
   ranks_[r].final_done[stack] = true;
   ranks_[r].finals[stack] = b;
+  materialize(ranks_[r].finals[stack]);  // (its own copy of shared rows)
 }
 
 template <class Domain>
@@ -76,6 +77,12 @@ inline typename Replay<Domain>::Buffer& Replay<Domain>::startGathered(RowKind ki
 
 template <class Domain>
 inline void Replay<Domain>::handOutGathered(const std::vector<int>& members, Tensor t) {
+  if constexpr (std::is_same_v<Domain, FastDomain>) {
+    if (t == Tensor::kHidden && members.size() > 1) {
+      shareHidden(members, gathered_);
+      return;
+    }
+  }
   for (size_t k = 0; k + 1 < members.size(); ++k) bufferOf(ranks_[members[k]], t) = gathered_;
   Buffer& last = bufferOf(ranks_[members.back()], t);
   last.kind = gathered_.kind;
@@ -86,7 +93,8 @@ inline void Replay<Domain>::handOutGathered(const std::vector<int>& members, Ten
 
 template <class Domain>
 inline void Replay<Domain>::addInto(Buffer& dst, const Buffer& src) {
-  for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], src.v[i]);
+  const std::vector<Value>& from = rowsOf(src);
+  for (size_t i = 0; i < dst.v.size(); ++i) domain_.add(dst.v[i], from[i]);
 }
 
 template <class Domain>

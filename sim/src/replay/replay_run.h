@@ -18,7 +18,8 @@ inline LedgerResult Replay<Domain>::run(const Plan& plan, const LedgerOptions& o
   plan_ = &plan;
   options_ = options;
   result_ = LedgerResult{};
-  topo_.emplace(plan.source.config);
+  // The groups are the config's alone: a sweep's cases of one config share them.
+  if (!topo_ || !(topo_->config() == plan.source.config)) topo_.emplace(plan.source.config);
   // Rows and stages from the judges' geometry of the case, never from the
   // plan's fields (property 9 holds those to it), and the rows' tokens and
   // the groups from the judges' own derivation (judge_rows.h), never from
@@ -93,6 +94,7 @@ inline void Replay<Domain>::resetRanks() {
   for (RankState& st : ranks_) {
     st.hidden.present = false;
     st.hidden.unwritten = nullptr;  // (the last plan's token lists are gone)
+    st.hidden.shared.reset();
     st.residual.present = false;
     st.lane = 0;
     st.branch.present = false;
@@ -183,12 +185,17 @@ inline bool Replay<Domain>::runLocal(int r) {
     const Op& op = ops[st.pc];
     if (tbo_) activate(r, op.half);
     // Only a norm and a compute read an unwritten norm's or compute's rows
-    // as they are (a collective waits for tryCollective, which decides).
+    // as they are, and they, an add_norm and a DP op an all-reduce's shared
+    // rows (a collective waits for tryCollective, which decides).
     const bool collective = op.kind != OpKind::kSend && communicates(op.kind);
     if (collective &&
         !(op.hasGroup() && topo_->groupSize(op.groupAxis()) == 1 && op.kind != OpKind::kRecv))
       break;
-    if (op.kind != OpKind::kNorm && op.kind != OpKind::kCompute) materialize(st.hidden);
+    if (op.kind == OpKind::kAddNorm || op.kind == OpKind::kDpScatter) {
+      fillUnwritten(st.hidden);  // (they read shared rows as they are)
+    } else if (op.kind != OpKind::kNorm && op.kind != OpKind::kCompute) {
+      materialize(st.hidden);
+    }
     if (op.kind == OpKind::kSend) {
       doSend(r, op);
     } else if (collective) {
