@@ -101,12 +101,14 @@ void BM_SweepEveryPreset(benchmark::State& state) {
   state.SetLabel("every preset, world " + std::to_string(world) +
                  (shards > 1 ? ", shard 0/" + std::to_string(shards) : ""));
 }
-// {world, shards}: whole sweeps up to 64, shards of 128 and 256.
+// {world, shards}: whole sweeps up to 128 (world 128 takes minutes on 2
+// cores), shards of 64, 128 and 256.
 BENCHMARK(BM_SweepEveryPreset)
     ->Args({8, 1})
     ->Args({32, 1})
     ->Args({64, 1})
     ->Args({64, 16})
+    ->Args({128, 1})
     ->Args({128, 32})
     ->Args({256, 128})
     ->Iterations(1)
