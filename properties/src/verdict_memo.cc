@@ -35,8 +35,6 @@ bool sameShell(const Plan& a, const Plan& b) {
 
 }  // namespace
 
-bool sameJudgeInputs(const Plan& a, const Plan& b) { return sameShell(a, b) && a.ranks == b.ranks; }
-
 void VerdictMemo::clear() {
   entries_.clear();
   bytes_ = 0;

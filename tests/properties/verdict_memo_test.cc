@@ -128,7 +128,6 @@ TEST(VerdictMemo, FindsTheVerdictKeptForTheSamePlanWithFusionAndReductionTurned)
   v.detail = "kept";
   memo.keep(plan, {v, "site", planHash(plan)});
   const Plan twin = flipped(plan);
-  ASSERT_TRUE(sameJudgeInputs(plan, twin));
   const CaseVerdict* found = memo.find(twin);
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found->violation->detail, "kept");
@@ -153,7 +152,6 @@ TEST(VerdictMemo, MissesAPlanThatDiffersInOneOpOnTheLastRankOrInWhatTheJudgesRea
   Plan split = plan;
   split.tbo_split = {1};
   for (const Plan* p : {&op, &site, &mode, &batch, &split}) {
-    EXPECT_FALSE(sameJudgeInputs(plan, *p));
     EXPECT_EQ(memo.find(*p), nullptr);
   }
   EXPECT_NE(memo.find(plan), nullptr);

@@ -29,13 +29,10 @@ struct CaseVerdict {
   std::uint64_t plan_hash = 0;         ///< planHash of the plan (equal plans, equal hashes)
 };
 
-/// Whether `a` and `b` give the ledger and the judges the same inputs, given
-/// that they share model and configuration (a VerdictMemo holds one
-/// configuration's plans): every plan field and op equal, and the case's
-/// batch and flags equal but for `fusion` and `reduction`.
-bool sameJudgeInputs(const Plan& a, const Plan& b);
-
-/// One configuration's verdicts, oldest first, within a byte budget. A sweep
+/// One configuration's verdicts, oldest first, within a byte budget. A plan
+/// is found when it gives the ledger and the judges the inputs of a kept
+/// one: every plan field and op equal, and the case's batch and flags equal
+/// but for `fusion` and `reduction` (model and configuration: one per memo). A sweep
 /// meets a case's twin a few dozen cases later (the flag sets that differ only
 /// in fusion or reduction), so a window of the latest plans finds nearly all.
 class VerdictMemo {
