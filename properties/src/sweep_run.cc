@@ -136,10 +136,12 @@ class SweepRun {
     scratch.verdicts.clear();
     std::int64_t index = b.first;
     for (FlagCases& fc : flagCases(model, b.config)) {
-      // The start-up refusals (serverArgsRefusal: the model, configuration
-      // and flags, never the batch) are buildPlan's first word on every
-      // batch it validates: decided once per flag set.
-      std::optional<Status> server;
+      // buildPlan's word on every batch of the flag set that it validates,
+      // where the engine's rule reads no batch: the start-up refusals
+      // (serverArgsRefusal) asked at once, the other gates (flagSetRefusal)
+      // after the set's first refusal, so that a set that plans pays nothing.
+      std::optional<Status> refusal;
+      bool asked = false;
       for (Batch& batch : fc.batches) {
         const std::int64_t i = index++;
         if (!mine(i)) continue;
@@ -148,19 +150,26 @@ class SweepRun {
         c.config = b.config;
         c.flags = fc.flags;
         c.batch = std::move(batch);
-        if (!server) server = serverArgsRefusal(c);
+        if (!refusal) refusal = serverArgsRefusal(c);
         CaseResult& o = out.results.emplace_back();
         o.index = i;
         o.model = b.model;
         o.c = &c;
-        runCase(c, *server, scratch, o);
+        if (!*refusal && validateCase(c)) {
+          takePlanStatus(o, *refusal);
+          continue;
+        }
+        runCase(c, scratch, o);
+        if (o.refused && !asked) {
+          asked = true;
+          refusal = flagSetRefusal(c, spec_.policy, spec_.schema);
+        }
       }
     }
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  void runCase(const Case& c, const Status& server, Scratch& scratch, CaseResult& o) const {
-    if (!server && validateCase(c)) return takePlanStatus(o, server);
+  void runCase(const Case& c, Scratch& scratch, CaseResult& o) const {
     auto plan = buildPlan(c, spec_.policy, spec_.schema);
     if (!plan) return takePlanStatus(o, plan.status());
     if (const CaseVerdict* kept = scratch.verdicts.find(*plan)) {
@@ -181,11 +190,22 @@ class SweepRun {
   void fold(const Block& b, const BlockRun& run) {
     ModelTally& tally = result_.per_model[b.model];
     tally.seconds += run.seconds;
-    for (const CaseResult& o : run.results) {
-      ++tally.run_here;
+    tally.run_here += static_cast<std::int64_t>(run.results.size());
+    const std::vector<CaseResult>& rs = run.results;
+    for (std::size_t i = 0; i < rs.size();) {
+      const CaseResult& o = rs[i];
+      if (o.refused) {
+        // A flag set refused whole is a run of one reason: counted at once.
+        std::size_t end = i + 1;
+        while (end < rs.size() && rs[end].refused && rs[end].refusal == o.refusal) ++end;
+        countRefused(result_, tally, refusals_, o.refusal, static_cast<std::int64_t>(end - i));
+        i = end;
+        continue;
+      }
       if (!o.engine_site.empty()) ++result_.engine_findings[o.engine_site];
-      countCase(result_, tally, refusals_, o.refused, o.refusal, o.violation.has_value(), 0);
+      countCase(result_, tally, refusals_, false, o.refusal, o.violation.has_value(), 0);
       if (o.violation) keepFailure(o);
+      ++i;
     }
     if (!listener_) return;
     if (b.model != announced_) {

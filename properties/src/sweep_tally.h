@@ -14,17 +14,24 @@ namespace seam::properties {
 /// (its reason into `refusals`; seam's gaps also as not modelled) or checked,
 /// and violated. True when it is a violation the result still lists (the
 /// first `max_failures`, in case order).
+/// `n` cases refused for one reason, counted at once.
+inline void countRefused(SweepResult& result, ModelTally& tally,
+                         std::map<std::string, std::int64_t>& refusals, const std::string& refusal,
+                         std::int64_t n) {
+  tally.refused += n;
+  result.refused += n;
+  if (isNotModelled(refusal)) {
+    tally.not_modelled += n;
+    result.not_modelled += n;
+  }
+  refusals[refusal] += n;
+}
+
 inline bool countCase(SweepResult& result, ModelTally& tally,
                       std::map<std::string, std::int64_t>& refusals, bool refused,
                       const std::string& refusal, bool violated, int max_failures) {
   if (refused) {
-    ++tally.refused;
-    ++result.refused;
-    if (isNotModelled(refusal)) {
-      ++tally.not_modelled;
-      ++result.not_modelled;
-    }
-    ++refusals[refusal];
+    countRefused(result, tally, refusals, refusal, 1);
     return false;
   }
   ++tally.checked;

@@ -82,7 +82,10 @@ PlanBuilder::PlanBuilder(const Case& c, const Schema& schema, PolicyKind policy)
       cp_(two_stage_ && cfg_.attn_cp > 1),
       mla_(c.model.shape.q_lora_rank > 0),
       cp_batch_(cp_ && cpShardsBatch(c, mla_)),
-      same_groups_(sameGroups(cfg_)) {}
+      same_groups_(sameGroups(cfg_)) {
+  stacks_.push_back(c.model.pattern.layers);
+  if (!c.model.pattern.mtp.empty()) stacks_.push_back(c.model.pattern.mtp);
+}
 
 std::array<std::uint8_t, kAxisCount> PlanBuilder::sameGroups(const ParallelConfig& cfg) {
   std::array<std::vector<int>, kAxisCount> groups;

@@ -1,6 +1,6 @@
-// The decide step: the stacks of the case, the engine's refusals, the stages'
-// facts and every boundary decided once (rank-independent), recorded in the
-// plan; emission (emission.cc) then instantiates the boundaries per rank.
+// The decide step: the engine's refusals, the stages' facts and every
+// boundary decided once (rank-independent), recorded in the plan; emission
+// (emission.cc) then instantiates the boundaries per rank.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -10,10 +10,8 @@
 namespace seam::policy_detail {
 
 Status PlanBuilder::decide() {
-  stacks_.push_back(c_.model.pattern.layers);
-  if (!c_.model.pattern.mtp.empty()) stacks_.push_back(c_.model.pattern.mtp);
   LayerRange tbo_layers;
-  if (Status st = refuse(&tbo_layers); !st) return st;
+  if (Status st = refuse(batchFacts(), &tbo_layers); !st) return st;
   // can_run_tbo (B2): every split is a number (tbo.h), so every batch runs
   // split, except a CP-sharded batch, which the runtime gate keeps whole
   // (research note B7). A batch that is not CP-sharded under attn_cp > 1

@@ -62,6 +62,9 @@ class PlanBuilder {
 
   /// The plan, or the refusal (policy.cc).
   Expected<Plan> build();
+  /// The refusal every batch of the case's flag set gets, else ok
+  /// (flagSetRefusal in policy.h; refusals.cc).
+  Status flagSetRefusal();
 
  private:
   // ---- facts of the case (case_facts.cc; one-liners here) -----------------
@@ -155,18 +158,26 @@ class PlanBuilder {
   std::int8_t weightAxis(LayerKind k) const;
 
   // ---- the engine's refusals (refusals.cc), in the order it checks them ---
+  /// All that refuse() reads of the batch: the rest is the model, the
+  /// configuration and the flags, which is what lets flagSetRefusal decide
+  /// a whole flag set from these facts' few values.
+  struct BatchFacts {
+    int total_tokens = 0;     ///< tp_reduce_scatter's tokens % tp (input-scattered)
+    bool cp_sharded = false;  ///< the batch takes the CONTEXT_PARALLEL variant (cp_batch_)
+  };
+  BatchFacts batchFacts() const { return {total_tokens_, cp_batch_}; }
   /// The first rule the case breaks, else ok and the TBO layers (B1).
-  Status refuse(LayerRange* tbo_layers) const;
+  Status refuse(const BatchFacts& batch, LayerRange* tbo_layers) const;
   Status refuseTboModel() const;
   Status refuseLayerNormSpArgs() const;
   Status refuseLayerNormSpBatch() const;
-  Status refuseInputScattered() const;
+  Status refuseInputScattered(int total_tokens) const;
   Status refuseStageBoundaryCp() const;
   Status refuseA2aBackend(bool has_moe) const;
-  Status refuseCpMoe(bool has_moe) const;
+  Status refuseCpMoe(bool has_moe, bool cp_sharded) const;
   Status cpGaps() const;
-  Status refuseTboLayers(LayerRange* range) const;
-  Status refuseTboCapture(const LayerRange& range) const;
+  Status refuseTboLayers(bool cp_sharded, LayerRange* range) const;
+  Status refuseTboCapture(bool cp_sharded, const LayerRange& range) const;
   Status branchGaps() const;
 
   // ---- what crosses a boundary -------------------------------------------

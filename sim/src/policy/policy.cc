@@ -44,6 +44,11 @@ Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema)
   return Status::internal("unknown policy");
 }
 
+Status flagSetRefusal(const Case& c, PolicyKind policy, const Schema& schema) {
+  if (!validateCase(c)) return Status::ok();  // buildPlan's word on c is its own
+  return policy_detail::PlanBuilder(c, schema, policy).flagSetRefusal();
+}
+
 namespace policy_detail {
 
 // Ranks whose programs are identical (same pipeline stage and the same row

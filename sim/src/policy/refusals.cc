@@ -20,21 +20,37 @@ constexpr std::string_view kBranchNeedsOrdinaryRows =
 
 }  // namespace
 
-Status PlanBuilder::refuse(LayerRange* tbo_layers) const {
+Status PlanBuilder::refuse(const BatchFacts& batch, LayerRange* tbo_layers) const {
   if (Status st = serverArgsRefusal(c_); !st) return st;
   if (Status st = refuseTboModel(); !st) return st;
   if (Status st = refuseLayerNormSpArgs(); !st) return st;
   if (Status st = refuseLayerNormSpBatch(); !st) return st;
-  if (Status st = refuseInputScattered(); !st) return st;
+  if (Status st = refuseInputScattered(batch.total_tokens); !st) return st;
   if (Status st = refuseStageBoundaryCp(); !st) return st;
   bool has_moe = false;
   for (const auto& stack : stacks_)
     for (LayerKind k : stack) has_moe = has_moe || k == LayerKind::kMoe;
   if (Status st = refuseA2aBackend(has_moe); !st) return st;
-  if (Status st = refuseCpMoe(has_moe); !st) return st;
+  if (Status st = refuseCpMoe(has_moe, batch.cp_sharded); !st) return st;
   if (Status st = cpGaps(); !st) return st;
-  if (Status st = refuseTboLayers(tbo_layers); !st) return st;
+  if (Status st = refuseTboLayers(batch.cp_sharded, tbo_layers); !st) return st;
   return branchGaps();
+}
+
+// refuse() reads the batch through BatchFacts alone, and of its tokens only
+// whether tp divides them. Where it gives one answer under every value the
+// facts can take in this flag set (tokens a multiple of tp or not; CP-sharded
+// or not where attention CP is on), no batch can change that answer.
+Status PlanBuilder::flagSetRefusal() {
+  LayerRange ignored;
+  const Status first = refuse({T_, false}, &ignored);
+  if (first) return first;
+  const BatchFacts others[] = {{T_ + 1, false}, {T_, cp_}, {T_ + 1, cp_}};
+  for (const BatchFacts& facts : others) {
+    const Status st = refuse(facts, &ignored);
+    if (st.code() != first.code() || st.message() != first.message()) return Status::ok();
+  }
+  return first;
 }
 
 // Engine refusals of --enable-two-batch-overlap (B1, B5), ahead of the
@@ -121,7 +137,7 @@ Status PlanBuilder::refuseLayerNormSpBatch() const {
 
 // AttnTpContext.init_context and the per-batch gate (§6.5): otherwise the
 // engine runs the ordinary variant.
-Status PlanBuilder::refuseInputScattered() const {
+Status PlanBuilder::refuseInputScattered(int total_tokens) const {
   if (!input_scattered_) return Status::ok();
   const std::string no = "the engine does not run input-scattered attention ";
   if (!two_stage_ || c_.model.shape.q_lora_rank <= 0) {
@@ -140,9 +156,9 @@ Status PlanBuilder::refuseInputScattered() const {
   if (c_.flags.mode != ForwardMode::kExtend)
     return Status::refused(no + "on a decode batch (extend only)");
   if (!c_.flags.capture.empty()) return Status::refused(no + "with EAGLE3 aux capture");
-  if (total_tokens_ % T_ != 0) {
+  if (total_tokens % T_ != 0) {
     return Status::refused("tp_reduce_scatter asserts tokens % tp_size == 0 (" +
-                           std::to_string(total_tokens_) + " tokens, tp=" + std::to_string(T_) +
+                           std::to_string(total_tokens) + " tokens, tp=" + std::to_string(T_) +
                            ")");
   }
   // LongCat-Flash declares qkv_latent_func, so the batch takes the INPUT_SCATTERED variant.
@@ -179,7 +195,7 @@ Status PlanBuilder::refuseA2aBackend(bool has_moe) const {
 
 // factories._reject_unsupported_cp_moe (construction time, any batch), then
 // the CP batch's gates.
-Status PlanBuilder::refuseCpMoe(bool has_moe) const {
+Status PlanBuilder::refuseCpMoe(bool has_moe, bool cp_sharded) const {
   if (!cp_) return Status::ok();
   const bool tp_moe = has_moe && c_.flags.a2a == A2aBackend::kNone;
   if (has_moe && c_.flags.a2a != A2aBackend::kNone && D_ > 1 && !mla_) {
@@ -204,11 +220,11 @@ Status PlanBuilder::refuseCpMoe(bool has_moe) const {
         "input-scattered attention is excluded under prefill CP (_input_can_be_scattered); "
         "the engine runs the ordinary variant");
   }
-  if (cp_batch_ && branch_) {
+  if (cp_sharded && branch_) {
     return Status::refused(std::string(kBranchNeedsOrdinaryRows) +
                            " (LongCat-Flash under a CP-sharded extend batch)");
   }
-  if (cp_batch_ && mla_ && (a_ > 1 || D_ > 1)) {
+  if (cp_sharded && mla_ && (a_ > 1 || D_ > 1)) {
     return Status::refused(
         "attn_cp_gather asserts attn_dp_size == 1 and attn_tp_size == 1 (MLA prefill CP, "
         "attn_tp=" +
@@ -234,7 +250,7 @@ Status PlanBuilder::cpGaps() const {
 }
 
 // B1: the DeepSeek model's layer range; a dense FFN inside it asserts.
-Status PlanBuilder::refuseTboLayers(LayerRange* range) const {
+Status PlanBuilder::refuseTboLayers(bool cp_sharded, LayerRange* range) const {
   if (!tbo_flag_) return Status::ok();
   const int layers = static_cast<int>(stacks_[0].size()) / spl_;
   int fkdr = layers;
@@ -267,15 +283,15 @@ Status PlanBuilder::refuseTboLayers(LayerRange* range) const {
                              ") has a dense FFN");
     }
   }
-  return refuseTboCapture(*range);
+  return refuseTboCapture(cp_sharded, *range);
 }
 
 // EAGLE3 captures (layers_to_capture) are taken in the whole-batch layer
 // loop only; the TBO path and its children (aux_hidden_states_buffer =
 // None in filter_batch) capture nothing.
-Status PlanBuilder::refuseTboCapture(const LayerRange& range) const {
+Status PlanBuilder::refuseTboCapture(bool cp_sharded, const LayerRange& range) const {
   for (int stage : c_.flags.capture) {
-    if (!range.empty() && !cp_batch_ && stage >= range.first * spl_) {
+    if (!range.empty() && !cp_sharded && stage >= range.first * spl_) {
       return Status::refused(
           "EAGLE3 aux capture before layer " + std::to_string(stage / spl_) +
           " inside the two-batch-overlap range [" + std::to_string(range.first) + ", " +

@@ -68,4 +68,12 @@ struct Schema {
 /// the real engine refuses -> kRefused with the engine's reason.
 Expected<Plan> buildPlan(const Case& c, PolicyKind policy, const Schema& schema = {});
 
+/// The refusal buildPlan gives every valid batch of `c`'s model,
+/// configuration and flags, where the engine's rule does not depend on the
+/// batch (the start-up arguments, the construction-time checks, a gate that
+/// reads only the flags); ok where some batch could be planned or refused
+/// otherwise, and where `c` itself is not valid. A sweep asks it once per
+/// flag set (c is any valid case of the set).
+Status flagSetRefusal(const Case& c, PolicyKind policy, const Schema& schema = {});
+
 }  // namespace seam
