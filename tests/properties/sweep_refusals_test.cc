@@ -23,9 +23,9 @@ std::string planOutcome(const Case& c) {
 }
 
 struct RefusalCounts {
-  std::int64_t refused = 0;    ///< cases buildPlan refuses
-  std::int64_t hoisted = 0;    ///< of those, in a flag set flagSetRefusal decides
-  std::int64_t by_batch = 0;   ///< refused in a flag set flagSetRefusal leaves open
+  std::int64_t refused = 0;   ///< cases buildPlan refuses
+  std::int64_t hoisted = 0;   ///< of those, in a flag set flagSetRefusal decides
+  std::int64_t by_batch = 0;  ///< refused in a flag set flagSetRefusal leaves open
   std::map<std::string, std::int64_t> reasons_by_batch;
 };
 
@@ -45,7 +45,8 @@ RefusalCounts expectFlagSetRefusalsHoldForEveryBatch(const ModelRef& model, int 
     const std::string expected = std::to_string(static_cast<int>(set.code())) + " " + set.message();
     for (std::size_t k = i; k < end; ++k) {
       const std::string got = planOutcome(cases[k]);
-      const bool refused = got.rfind(std::to_string(static_cast<int>(StatusCode::kRefused)), 0) == 0;
+      const bool refused =
+          got.rfind(std::to_string(static_cast<int>(StatusCode::kRefused)), 0) == 0;
       counts.refused += refused;
       if (!set.isOk()) {
         ++counts.hoisted;
