@@ -210,5 +210,36 @@ TEST(BitIdentityPrediction,
   EXPECT_GT(differ, 200);
 }
 
+// An all-to-all that hands a chunk to the member beside its destination, on
+// a batch whose every token is held by two attention-CP replicas: the first
+// holder of each token still computes it as the parent plan does, the other
+// does not (the numeric run's ranks disagree, the ledger sees a violation).
+// Such a change is not bit-identical to its parent.
+TEST(BitIdentityPrediction, AChangeThatComputesAnotherHolderOfATokenAnotherWayIsNotIdentical) {
+  Case c;
+  c.model = *modelFromPattern("*-*E*E", LayerFamily::kTwoStage);
+  c.config = {.pp = 1, .tp = 4, .attn_dp = 2, .attn_cp = 2, .moe_ep = 4};
+  c.batch.tokens = {1, 1};
+  c.flags.a2a = A2aBackend::kDeepep;
+  c.flags.mode = ForwardMode::kExtend;
+  c.flags.dense_tp1 = true;
+  c.flags.reduction = BoundaryReduction::kRsRsv;
+  auto base = buildPlan(c, PolicyKind::kDeclared);
+  ASSERT_TRUE(base.hasValue()) << base.status().message();
+  Plan mutated = *base;
+  ASSERT_TRUE(findMutant("plan.site-all-to-all-other-chunk")->apply(mutated));
+  const ArithmeticOutput parent = arithmeticOf(*base), changed = arithmeticOf(mutated);
+  ASSERT_TRUE(changed.failure.empty()) << changed.failure;
+  EXPECT_FALSE(parent.ranks_disagree);
+  EXPECT_TRUE(changed.ranks_disagree);
+  EXPECT_EQ(changed.rows, parent.rows) << "the first holders agree with the parent";
+  const NumericRun run = runPlanNumeric(mutated, numeric::Mode::kExact, {});
+  EXPECT_TRUE(run.ranks_disagree);
+  const BitIdentityPrediction p = predictBitIdentity(mutated, *base);
+  EXPECT_FALSE(p.identical);
+  EXPECT_NE(p.reason.find("another rank holding a token"), std::string::npos) << p.reason;
+  EXPECT_TRUE(predictBitIdentity(*base, *base).identical);
+}
+
 }  // namespace
 }  // namespace seam::mutants

@@ -39,6 +39,7 @@ ArithmeticOutput arithmeticOf(const Plan& plan) {
   replay.visitOutputs(
       [&](int stack, int t, std::uint64_t row) {
         if (stack >= stacks) return;
+        out.held.push_back(row);
         if (!seen[stack][t]) {
           seen[stack][t] = true;
           out.rows[stack][t] = row;
@@ -70,6 +71,14 @@ BitIdentityPrediction predictBitIdentity(const Plan& a, const Plan& b) {
                            "another size)"};
       }
     }
+  }
+  if (x.held != y.held) {
+    return {false, std::string("the first holders of every token agree, but another rank "
+                               "holding a token computes it another way in plan ") +
+                       (x.ranks_disagree   ? "A"
+                        : y.ranks_disagree ? "B"
+                                           : "A or B") +
+                       " (or the plans hold their outputs on other ranks)"};
   }
   for (const auto& snap : x.snapshots) {
     const int stage = snap.first;

@@ -23,6 +23,11 @@ struct ArithmeticOutput {
   std::vector<std::pair<int, std::vector<std::uint64_t>>> snapshots;  ///< (stage, [token])
   /// Ranks holding the same token computed it another way (their bits may differ).
   bool ranks_disagree = false;
+  /// Every holder's row of every output token, in the order the replay
+  /// visits them (rank by rank): what predictBitIdentity compares beyond the
+  /// first holders, so that a plan whose other holders compute a token
+  /// another way is not called identical.
+  std::vector<std::uint64_t> held;
   /// The plan does not run (a collective mismatch, a deadlock): no outputs.
   std::string failure;
 };
@@ -39,8 +44,9 @@ struct BitIdentityPrediction {
 };
 
 /// Bit-identical exactly when every output row and snapshot row of `a` has
-/// the fingerprint of `b`'s (the rows the executors report: a token's first
-/// holder's; whether a plan's holders agree is the run's own check). Sound under
+/// the fingerprint of `b`'s: the rows the executors report (a token's first
+/// holder's), and every other holder's row too, so that a change that leaves
+/// one replica of a token computed another way is not identical. Sound under
 /// these assumptions about the executor: each op kind's kernels are
 /// deterministic functions of their operands and problem size; x + 0 = x
 /// (the sign of a zero aside) and a + b = b + a; an NCCL reduction's order is
