@@ -339,7 +339,7 @@ rc::Gen<std::vector<int>> genShardLeaves() {
   return gen::container<std::vector<int>>(kShardLeaves, shard);
 }
 
-Batch batchFrom(const std::vector<int>& leaves, int shards, int tp, bool input_scattered) {
+Batch batchFrom(const std::vector<int>& leaves, int shards) {
   Batch b;
   for (int d = 0; d < shards; ++d) b.tokens.push_back(leaves[d % leaves.size()]);
   if (b.total() == 0) {
@@ -347,8 +347,6 @@ Batch batchFrom(const std::vector<int>& leaves, int shards, int tp, bool input_s
     const auto busy = std::find_if(leaves.begin(), leaves.end(), [](int t) { return t > 0; });
     b.tokens.front() = busy != leaves.end() ? *busy : 1;
   }
-  // tp_reduce_scatter asserts tokens % tp == 0: round the one shard up.
-  if (input_scattered && b.total() % tp != 0) b.tokens.front() += tp - b.total() % tp;
   return b;
 }
 
@@ -379,7 +377,7 @@ Case assembleCase(int world, const FamilyPattern& pattern, const ConfigLeaves& c
   if (c.config.pp > 1) c.model.pattern.mtp.clear();
   for (int& cut : c.model.pattern.cuts) cut *= spl;
   c.flags = flagsFrom(flag_leaves, c.model, c.config);
-  c.batch = batchFrom(shard_leaves, c.config.attn_dp, c.config.tp, c.flags.input_scattered);
+  c.batch = batchFrom(shard_leaves, c.config.attn_dp);
   return c;
 }
 
@@ -491,9 +489,8 @@ rc::Gen<Flags> genFlags(const ModelRef& model, const ParallelConfig& config) {
 
 rc::Gen<Batch> genBatch(const ParallelConfig& config) {
   const int shards = std::max(1, config.attn_dp);
-  return gen::map(genShardLeaves(), [shards](const std::vector<int>& leaves) {
-    return batchFrom(leaves, shards, 1, false);
-  });
+  return gen::map(genShardLeaves(),
+                  [shards](const std::vector<int>& leaves) { return batchFrom(leaves, shards); });
 }
 
 rc::Gen<std::vector<int>> genCuts(int layers, int pp) {

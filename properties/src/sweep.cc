@@ -213,10 +213,11 @@ std::vector<ParallelConfig> sweepConfigs(const ModelRef& model, int world,
 std::vector<FlagCases> flagCases(const ModelRef& model, const ParallelConfig& config) {
   std::vector<FlagCases> out;
   for (Flags& f : flagsFor(model, config)) {
-    // tp_reduce_scatter asserts tokens % tp == 0: an input-scattered batch
-    // has two tokens per TP rank.
+    // An input-scattered batch: two tokens per TP rank, and one more, which
+    // the engine pads to a multiple of tp (prepare_attn_tp_scatter_input).
     std::vector<Batch> batches =
-        f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}} : batchesFor(config);
+        f.input_scattered ? std::vector<Batch>{Batch{{2 * config.tp}}, Batch{{2 * config.tp + 1}}}
+                          : batchesFor(config);
     if (config.attn_cp > 1 && f.mode == ForwardMode::kExtend && !f.input_scattered) {
       // Prefill CP shards a batch only when its strategy applies: the
       // interleave (MLA) strategy from cp tokens on (2cp + 1: uneven over

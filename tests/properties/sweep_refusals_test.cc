@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "../sim/case_builders.h"
 #include "seam/properties/sweep.h"
 #include "seam/sim/policy/policy.h"
 
@@ -79,30 +78,6 @@ TEST(SweepRefusals, AFlagSetRefusalIsWhatBuildPlanGivesEveryBatchOfTheSet) {
     const RefusalCounts c = expectFlagSetRefusalsHoldForEveryBatch(preset(name), 8);
     EXPECT_GT(c.hoisted, 0) << name;
   }
-}
-
-// The sweep's batches of input-scattered attention all divide by tp; the
-// engine's assert on the tokens reads the batch, so its flag set stays open:
-// on LongCat-Flash the tokens tp divides meet the next rule instead.
-TEST(SweepRefusals, LeavesInputScatteredTokensThatTpDoesNotDivideToTheBatch) {
-  Flags f;
-  f.mode = ForwardMode::kExtend;
-  f.input_scattered = true;
-  const ParallelConfig tp2{.pp = 1, .tp = 2, .moe_ep = 2};
-  const std::string refused = std::to_string(static_cast<int>(StatusCode::kRefused)) + " ";
-  const std::string odd_tokens = "tp_reduce_scatter asserts tokens % tp_size == 0 (3 tokens, tp=2)";
-  for (const char* model : {"deepseek-v3", "longcat-flash"}) {
-    const Case odd = testing::presetCase(model, tp2, {3}, f);
-    const Case even = testing::presetCase(model, tp2, {4}, f);
-    EXPECT_EQ(planOutcome(odd), refused + odd_tokens) << model;
-    EXPECT_TRUE(flagSetRefusal(odd, PolicyKind::kDeclared).isOk()) << model;
-    EXPECT_TRUE(flagSetRefusal(even, PolicyKind::kDeclared).isOk()) << model;
-  }
-  EXPECT_EQ(planOutcome(testing::presetCase("deepseek-v3", tp2, {4}, f)), "");
-  EXPECT_EQ(planOutcome(testing::presetCase("longcat-flash", tp2, {4}, f)),
-            refused +
-                "branch transport requires ordinary batch rows (NotImplementedError in "
-                "StagePlan.branch_rows) (LongCat-Flash on an input-scattered batch)");
 }
 
 // A case buildPlan cannot validate is not decided by its flag set: its own

@@ -279,11 +279,16 @@ AttentionPad resolveAttentionPad(const Case& c, DpPadding padding, CpLayout cp) 
   // attention, an a2a backend, moe_dense_tp_size 1) and pads the inputs to
   // the shard's entry of the aligned (MAX_LEN: longest) token list.
   // Under two-batch overlap the parent is padded so before its split (each
-  // child's own rows: tboHalfBatch).
+  // child's own rows: tboHalfBatch). Where the scheduler did not sync,
+  // ModelRunner's eager forward calls prepare_attn_tp_scatter_input instead
+  // (model_executor/model_runner.py _prepare_eager_forward_batch, index id
+  // 54503666834): an input-scattered batch's inputs are padded to a multiple
+  // of tp (forward_batch_info.py, index id 54487805952), which is attn_tp
+  // there (input-scattered runs without DP attention or CP).
   if (cp != CpLayout::kReplicated) return AttentionPad::kTokens;
   if (c.config.attn_dp > 1 && padding == DpPadding::kMaxLen) return AttentionPad::kDpBuffer;
   const bool synced = c.config.attn_dp > 1 || c.flags.a2a != A2aBackend::kNone || c.flags.dense_tp1;
-  return synced ? AttentionPad::kAlignedEntry : AttentionPad::kTokens;
+  return synced || c.flags.input_scattered ? AttentionPad::kAlignedEntry : AttentionPad::kTokens;
 }
 
 }  // namespace seam

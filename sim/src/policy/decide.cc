@@ -11,7 +11,7 @@ namespace seam::policy_detail {
 
 Status PlanBuilder::decide() {
   LayerRange tbo_layers;
-  if (Status st = refuse(batchFacts(), &tbo_layers); !st) return st;
+  if (Status st = refuse(cp_batch_, &tbo_layers); !st) return st;
   // can_run_tbo (B2): every split is a number (tbo.h), so every batch runs
   // split, except a CP-sharded batch, which the runtime gate keeps whole
   // (research note B7). A batch that is not CP-sharded under attn_cp > 1

@@ -158,20 +158,16 @@ class PlanBuilder {
   std::int8_t weightAxis(LayerKind k) const;
 
   // ---- the engine's refusals (refusals.cc), in the order it checks them ---
-  /// All that refuse() reads of the batch: the rest is the model, the
-  /// configuration and the flags, which is what lets flagSetRefusal decide
-  /// a whole flag set from these facts' few values.
-  struct BatchFacts {
-    int total_tokens = 0;     ///< tp_reduce_scatter's tokens % tp (input-scattered)
-    bool cp_sharded = false;  ///< the batch takes the CONTEXT_PARALLEL variant (cp_batch_)
-  };
-  BatchFacts batchFacts() const { return {total_tokens_, cp_batch_}; }
   /// The first rule the case breaks, else ok and the TBO layers (B1).
-  Status refuse(const BatchFacts& batch, LayerRange* tbo_layers) const;
+  /// `cp_sharded` (the batch takes the CONTEXT_PARALLEL variant, cp_batch_
+  /// in build()) is all it reads of the batch: the rest is the model, the
+  /// configuration and the flags, which is what lets flagSetRefusal decide
+  /// a whole flag set from its two values.
+  Status refuse(bool cp_sharded, LayerRange* tbo_layers) const;
   Status refuseTboModel() const;
   Status refuseLayerNormSpArgs() const;
   Status refuseLayerNormSpBatch() const;
-  Status refuseInputScattered(int total_tokens) const;
+  Status refuseInputScattered() const;
   Status refuseStageBoundaryCp() const;
   Status refuseA2aBackend(bool has_moe) const;
   Status refuseCpMoe(bool has_moe, bool cp_sharded) const;

@@ -20,37 +20,33 @@ constexpr std::string_view kBranchNeedsOrdinaryRows =
 
 }  // namespace
 
-Status PlanBuilder::refuse(const BatchFacts& batch, LayerRange* tbo_layers) const {
+Status PlanBuilder::refuse(bool cp_sharded, LayerRange* tbo_layers) const {
   if (Status st = serverArgsRefusal(c_); !st) return st;
   if (Status st = refuseTboModel(); !st) return st;
   if (Status st = refuseLayerNormSpArgs(); !st) return st;
   if (Status st = refuseLayerNormSpBatch(); !st) return st;
-  if (Status st = refuseInputScattered(batch.total_tokens); !st) return st;
+  if (Status st = refuseInputScattered(); !st) return st;
   if (Status st = refuseStageBoundaryCp(); !st) return st;
   bool has_moe = false;
   for (const auto& stack : stacks_)
     for (LayerKind k : stack) has_moe = has_moe || k == LayerKind::kMoe;
   if (Status st = refuseA2aBackend(has_moe); !st) return st;
-  if (Status st = refuseCpMoe(has_moe, batch.cp_sharded); !st) return st;
+  if (Status st = refuseCpMoe(has_moe, cp_sharded); !st) return st;
   if (Status st = cpGaps(); !st) return st;
-  if (Status st = refuseTboLayers(batch.cp_sharded, tbo_layers); !st) return st;
+  if (Status st = refuseTboLayers(cp_sharded, tbo_layers); !st) return st;
   return branchGaps();
 }
 
-// refuse() reads the batch through BatchFacts alone, and of its tokens only
-// whether tp divides them. Where it gives one answer under every value the
-// facts can take in this flag set (tokens a multiple of tp or not; CP-sharded
-// or not where attention CP is on), no batch can change that answer.
+// refuse() reads of the batch only whether it is CP-sharded. Where it gives
+// one answer either way (or attention CP is off, so no batch is), no batch
+// can change that answer.
 Status PlanBuilder::flagSetRefusal() {
   LayerRange ignored;
-  const Status first = refuse({T_, false}, &ignored);
-  if (first) return first;
-  const BatchFacts others[] = {{T_ + 1, false}, {T_, cp_}, {T_ + 1, cp_}};
-  for (const BatchFacts& facts : others) {
-    const Status st = refuse(facts, &ignored);
-    if (st.code() != first.code() || st.message() != first.message()) return Status::ok();
-  }
-  return first;
+  const Status whole = refuse(false, &ignored);
+  if (whole || !cp_) return whole;
+  const Status sharded = refuse(true, &ignored);
+  const bool same = sharded.code() == whole.code() && sharded.message() == whole.message();
+  return same ? whole : Status::ok();
 }
 
 // Engine refusals of --enable-two-batch-overlap (B1, B5), ahead of the
@@ -137,7 +133,7 @@ Status PlanBuilder::refuseLayerNormSpBatch() const {
 
 // AttnTpContext.init_context and the per-batch gate (§6.5): otherwise the
 // engine runs the ordinary variant.
-Status PlanBuilder::refuseInputScattered(int total_tokens) const {
+Status PlanBuilder::refuseInputScattered() const {
   if (!input_scattered_) return Status::ok();
   const std::string no = "the engine does not run input-scattered attention ";
   if (!two_stage_ || c_.model.shape.q_lora_rank <= 0) {
@@ -156,11 +152,9 @@ Status PlanBuilder::refuseInputScattered(int total_tokens) const {
   if (c_.flags.mode != ForwardMode::kExtend)
     return Status::refused(no + "on a decode batch (extend only)");
   if (!c_.flags.capture.empty()) return Status::refused(no + "with EAGLE3 aux capture");
-  if (total_tokens % T_ != 0) {
-    return Status::refused("tp_reduce_scatter asserts tokens % tp_size == 0 (" +
-                           std::to_string(total_tokens) + " tokens, tp=" + std::to_string(T_) +
-                           ")");
-  }
+  // No gate on the tokens: tp_reduce_scatter asserts tokens % tp == 0, but the
+  // eager forward pads an input-scattered batch to a multiple of tp first
+  // (prepare_attn_tp_scatter_input; resolveAttentionPad in rows.cc).
   // LongCat-Flash declares qkv_latent_func, so the batch takes the INPUT_SCATTERED variant.
   if (branch_) {
     return Status::refused(std::string(kBranchNeedsOrdinaryRows) +

@@ -244,8 +244,10 @@ JudgeGeometry judgeGeometry(const Case& c) {
   // inputs to its entry of the attn_tp-aligned token list (under MAX_LEN every
   // DP entry is the longest), so the whole forward runs on the padded rows.
   // Not for a CP-sharded batch. Under two-batch overlap the parent is padded
-  // so before the split; its children's rows follow.
-  const bool pads = synced && g.cp_layout == CpLayout::kReplicated;
+  // so before the split; its children's rows follow. Unsynced, the eager
+  // forward's prepare_attn_tp_scatter_input pads an input-scattered batch's
+  // inputs to a multiple of tp (= attn_tp: no DP attention, no CP there).
+  const bool pads = (synced || c.flags.input_scattered) && g.cp_layout == CpLayout::kReplicated;
   const bool dp_buffer = pads && c.config.attn_dp > 1 && g.padding == DpPadding::kMaxLen;
   g.attention_pad = dp_buffer ? AttentionPad::kDpBuffer
                     : pads    ? AttentionPad::kAlignedEntry
