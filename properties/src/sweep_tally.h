@@ -10,10 +10,6 @@
 
 namespace seam::properties {
 
-/// Counts one finished case into `result` and its model's `tally`: refused
-/// (its reason into `refusals`; seam's gaps also as not modelled) or checked,
-/// and violated. True when it is a violation the result still lists (the
-/// first `max_failures`, in case order).
 /// `n` cases refused for one reason, counted at once.
 inline void countRefused(SweepResult& result, ModelTally& tally,
                          std::map<std::string, std::int64_t>& refusals, const std::string& refusal,
@@ -27,6 +23,10 @@ inline void countRefused(SweepResult& result, ModelTally& tally,
   refusals[refusal] += n;
 }
 
+/// Counts one finished case into `result` and its model's `tally`: refused
+/// (its reason into `refusals`; seam's gaps also as not modelled) or checked,
+/// and violated. True when it is a violation the result still lists (the
+/// first `max_failures`, in case order).
 inline bool countCase(SweepResult& result, ModelTally& tally,
                       std::map<std::string, std::int64_t>& refusals, bool refused,
                       const std::string& refusal, bool violated, int max_failures) {

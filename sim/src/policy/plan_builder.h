@@ -64,7 +64,7 @@ class PlanBuilder {
   Expected<Plan> build();
   /// The refusal every batch of the case's flag set gets, else ok
   /// (flagSetRefusal in policy.h; refusals.cc).
-  Status flagSetRefusal();
+  Status flagSetRefusal() const;
 
  private:
   // ---- facts of the case (case_facts.cc; one-liners here) -----------------

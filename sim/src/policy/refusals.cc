@@ -40,7 +40,7 @@ Status PlanBuilder::refuse(bool cp_sharded, LayerRange* tbo_layers) const {
 // refuse() reads of the batch only whether it is CP-sharded. Where it gives
 // one answer either way (or attention CP is off, so no batch is), no batch
 // can change that answer.
-Status PlanBuilder::flagSetRefusal() {
+Status PlanBuilder::flagSetRefusal() const {
   LayerRange ignored;
   const Status whole = refuse(false, &ignored);
   if (whole || !cp_) return whole;
