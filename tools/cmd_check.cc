@@ -6,6 +6,7 @@
 // a combination the engine refuses.
 #include "case_options.h"
 #include "command.h"
+#include "engine_check.h"
 #include "recording_check.h"
 #include "seam/mutants/mutant.h"
 #include "seam/properties/check.h"
@@ -23,6 +24,7 @@ struct CheckOptions {
   std::string mutant;
   int site = 0;
   RecordingOptions recording;
+  EngineOptions engine;
 };
 
 /// The mutant --mutant names, of the case's family; nullptr when none is asked for.
@@ -94,11 +96,23 @@ Command registerCheck(CLI::App& app) {
   sub->add_option("--mutant", o->mutant, "plant this mutant (an id of seam mutate --list)");
   sub->add_option("--site", o->site, "--mutant of a plan operator: the site to mutate (default 0)");
   addRecordingOptions(sub, o->recording);
+  addEngineOptions(sub, o->engine);
   return {
       sub, [o, sub]() {
         auto format = reports::parseFormat(o->format);
         if (!format) return fail(format.status());
         if (Status s = recordingOptionsNeedPath(*sub, o->recording); !s) return fail(s);
+        if (o->engine.asked()) {
+          if (!o->recording.path.empty())
+            return fail(Status::invalid("--engine and --recording: give one"));
+          if (!o->mutant.empty())
+            return fail(Status::invalid("--mutant plants a bug in seam's plan, not in the engine"));
+          if (*format == reports::Format::kJsonl)
+            return fail(Status::invalid("--format jsonl: an --engine verdict is text or json"));
+          return checkEngine(o->c, o->engine, *format == reports::Format::kJson);
+        }
+        if (sub->count("--engine-timeout") > 0)
+          return fail(Status::invalid("--engine-timeout needs --engine or --engine-src"));
         if (!o->recording.path.empty()) {
           if (!o->mutant.empty())
             return fail(Status::invalid("--mutant plants a bug in seam's plan, not a --recording"));

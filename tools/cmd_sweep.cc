@@ -8,6 +8,7 @@
 
 #include "case_options.h"
 #include "command.h"
+#include "engine_sweep.h"
 #include "memory_budget.h"
 #include "mpi_runs.h"
 #include "mpi_world.h"
@@ -164,7 +165,24 @@ Command registerSweep(CLI::App& app) {
                 "list every refusal reason (default: the ten most frequent)");
   sub->add_option("--layout", o->layout,
                   "--family training: only primerl or megatron (default: both)");
-  return {sub, [o, sub]() {
+  auto e = std::make_shared<EngineSweepOptions>();
+  addEngineOptions(sub, e->engine);
+  sub->add_option("--keep-recordings", e->keep, "--engine: keep the recordings in this folder");
+  return {sub, [o, e, sub]() {
+            if (!e->engine.asked() && !e->keep.empty())
+              return fail(Status::invalid("--keep-recordings needs --engine or --engine-src"));
+            if (e->engine.asked()) {
+              if (Status s = refuseGiven(*sub,
+                                         {"--shard", "--resume", "--junit", "--db", "--policy",
+                                          "--jobs", "--format", "--layout"},
+                                         "a sweep without --engine (an engine sweep prints a table "
+                                         "and writes no store yet)");
+                  !s)
+                return fail(s);
+              e->world = o->world, e->model = o->model, e->pattern = o->pattern,
+              e->fixed = o->fixed;
+              return sweepEngine(*e);
+            }
             auto training = trainingFamily(o->family);
             if (!training) return fail(training.status());
             if (*training) {

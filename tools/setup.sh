@@ -22,7 +22,7 @@ packages=(
   cmake g++ make pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libcli11-dev nlohmann-json3-dev libsqlite3-dev libeigen3-dev libgraphviz-dev
-  sqlite3 clang-format python3 libxml2-utils
+  sqlite3 clang-format python3 python3-venv libxml2-utils
   libopenmpi-dev openmpi-bin
 )
 # libFuzzer ships in clang's runtime package (Debian 12: clang 14).
@@ -40,6 +40,9 @@ if ((${#missing[@]})); then
 fi
 
 ((packages_only)) && exit 0
+
+# The recorder's Python environment (the pinned engine; a cached folder).
+"$root/tools/setup_recorder.sh"
 
 # SEAM_CMAKE_ARGS: extra configure options (tools/test.sh --sanitize sets them).
 # shellcheck disable=SC2086

@@ -75,11 +75,21 @@ GroupFits fitsOf(const std::vector<GroupAxes>& groups, int rank) {
 
 }  // namespace
 
-Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan, int passes,
+Expected<RecordingVerdict> judgeRecording(const Recording& given, const Plan& plan, int passes,
                                           const RecordingRoutes& routes) {
-  if (Status s = checkWorld(rec, plan.world()); !s) return s;
+  if (Status s = checkWorld(given, plan.world()); !s) return s;
+  // The recorder's rows are as wide as its tiny model: as wide as the case's.
+  Recording scaled;
+  if (given.row_width > 0) {
+    scaled = given;
+    scaleRows(&scaled, plan.source.model.shape.hidden);
+  }
+  const Recording& rec = given.row_width > 0 ? scaled : given;
   RecordingRoutes seen = routes;
   seen.sees_pynccl = rec.format != "flight-recorder";
+  // The recorder sees every call GroupCoordinator makes, whatever would
+  // carry it on a GPU.
+  if (rec.format == "seam-recorder") seen.custom_all_reduce = false;
   const ServingJudge judge(plan);
   auto groups = mapGroups(rec, judge.groups);
   if (!groups) return groups.status();
@@ -92,10 +102,19 @@ Expected<RecordingVerdict> judgeRecording(const Recording& rec, const Plan& plan
     const std::vector<OwedCall> owed = owedCalls(plan, judge, r, passes, seen);
     v.owed += static_cast<int>(owed.size());
     v.calls += static_cast<int>(rec.ranks[r].size());
-    auto steps = align(owed, rec.ranks[r], fitsOf(v.groups, r), r);
+    // The recorder's calls outside the decoder layers (the embedding's sum,
+    // the final norm's): seam's plans start at the first layer's input.
+    std::vector<RecordedCall> layers;
+    for (const RecordedCall& c : rec.ranks[r]) {
+      if (rec.format == "seam-recorder" && c.layer < 0)
+        ++v.outside;
+      else
+        layers.push_back(c);
+    }
+    auto steps = align(owed, layers, fitsOf(v.groups, r), r);
     if (!steps) return steps.status();
     rankFindings(
-        r, owed, rec.ranks[r], *steps, rec.lost_front[r],
+        r, owed, layers, *steps, rec.lost_front[r],
         [&](const OwedCall& o) { return describeOwed(plan, r, o); }, &v);
     for (const OwedCall& o : owed) unsplit += !o.in_known;
   }

@@ -167,7 +167,7 @@ void rankFindings(int rank, const std::vector<OwedCall>& owed, const std::vector
       f.seq = c.seq;
       f.call = recordedWords(c);
       f.where = c.where;
-      f.frame = c.frame;
+      f.frame = c.stack.empty() ? c.frame : c.stack;
     }
     if (st.owed >= 0) {
       f.expected = describe(owed[st.owed]);
@@ -182,6 +182,8 @@ void rankFindings(int rank, const std::vector<OwedCall>& owed, const std::vector
       int next = -1;
       for (std::size_t k = s + 1; k < steps.size() && next < 0; ++k) next = steps[k].recorded;
       f.where = next < 0 ? "after the rank's last recorded call" : "before " + rec[next].where;
+      if (next >= 0 && !rec[next].stack.empty())
+        f.frame = "(the engine's next call) " + rec[next].stack;
     } else if (st.owed < 0) {
       f.kind = FindingKind::kExtra;
     } else {

@@ -157,6 +157,8 @@ Expected<std::vector<std::string>> filesOf(const std::string& path) {
 Expected<Recording> readRecording(const std::string& path) {
   auto files = filesOf(path);
   if (!files) return files.status();
+  if (files->size() == 1 && looksLikeRecorderLines(head(files->front())))
+    return readRecorderLines(files->front());
   const bool dumps = looksLikeDump(head(files->front()));
   for (const std::string& f : *files) {
     if (looksLikeDump(head(f)) != dumps)

@@ -32,6 +32,12 @@ bool looksLikeDump(const std::string& head);
 /// recording (every rank's lines may be interleaved in one file).
 Expected<Recording> readNcclLogs(const std::vector<std::string>& paths);
 
+/// True when the first line is a seam-recorder header (recorder_lines.cc).
+bool looksLikeRecorderLines(const std::string& head);
+
+/// Reads a seam-recorder recording: one file of JSON lines.
+Expected<Recording> readRecorderLines(const std::string& path);
+
 /// Flight Recorder dumps into a recording (one per rank).
 Expected<Recording> mergeDumps(const std::string& source, std::vector<DumpFile> dumps);
 

@@ -87,7 +87,11 @@ std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict&
   for (const GroupAxes& g : v.groups) out += groupLine(g);
   out += "explained: " + std::to_string(v.explained) + " of " + std::to_string(v.calls) +
          " recorded calls tied to the plan's " + std::to_string(v.owed) + " owed calls\n";
-  if (v.outside > 0)
+  if (v.outside > 0 && rec.format == "seam-recorder")
+    out += "outside the layers: " + std::to_string(v.outside) +
+           " recorded calls before the first decoder layer or after the last (the embedding's "
+           "sum): reported, not judged (seam's plans start at the first layer's input)\n";
+  else if (v.outside > 0)
     out += "outside the model: " + std::to_string(v.outside) +
            " recorded calls of the train step beside the model (metric gathers and barriers "
            "on the default process group): reported, not judged\n";
@@ -210,6 +214,55 @@ std::string renderRecordingComparison(const Recording& rec, const SideVerdict& a
   if (a.verdict.findings.empty() || b.verdict.findings.empty())
     return out + "the recording shows neither plan whole: its evidence is partial\n";
   return out + "the recording runs neither plan\n";
+}
+
+}  // namespace seam::recordings
+
+namespace seam::recordings {
+
+std::string renderEngineRun(const Recording& rec) {
+  const EngineRun& e = rec.engine;
+  std::string out = "engine: " + e.engine + " " + e.version + " (" +
+                    (e.source == "pypi" ? std::string("the pinned PyPI release") : e.source) +
+                    (e.commit.empty() ? "" : " @" + e.commit.substr(0, 12)) + "), " + e.generation +
+                    " communicator, run on the CPU by seam's recorder\n";
+  out += "launch flags:";
+  for (const std::string& f : e.launch_flags) out += " " + f;
+  out += "\nstood in for (GPU kernels):";
+  for (std::size_t i = 0; i < e.standins.size(); ++i) out += (i == 0 ? " " : "; ") + e.standins[i];
+  out += "\n";
+  if (e.verdict == "refused")
+    return out + "engine verdict: REFUSED by its own argument checks: " + e.failure +
+           (e.where.empty() ? "" : " (" + e.where + ")") + "\n";
+  if (e.verdict == "ran") {
+    std::string padding;
+    for (const RankEnd& r : e.ranks)
+      if (!r.dp_padding.empty()) padding = r.dp_padding;
+    return out + "engine verdict: RAN on every rank of " + std::to_string(e.ranks.size()) +
+           ", every collective paired over its group" +
+           (padding.empty() ? "" : "; DP padding " + padding) + "\n";
+  }
+  if (e.verdict == "cpu-gap") {
+    out +=
+        "engine verdict: NOT RUN: the CPU lacks what this case needs on a GPU (a gap of seam's "
+        "recorder, not a finding about the engine)\n";
+    for (std::size_t r = 0; r < e.ranks.size(); ++r)
+      if (e.ranks[r].outcome == "cpu-gap")
+        return out + "  rank " + std::to_string(r) + " at " + e.ranks[r].where + ": " +
+               e.ranks[r].error + "\n";
+    return out;
+  }
+  out += "engine verdict: " + std::string(e.verdict == "raised" ? "RAISED" : "FAILED") + " (" +
+         e.verdict + ")";
+  if (!e.failure.empty()) out += ": " + e.failure;
+  out += "\n";
+  for (std::size_t r = 0; r < e.ranks.size(); ++r) {
+    const RankEnd& end = e.ranks[r];
+    if (end.outcome == "raised" || end.outcome == "died")
+      out += "  rank " + std::to_string(r) + " " + end.outcome + " at " + end.where + ": " +
+             end.error + "\n";
+  }
+  return out;
 }
 
 }  // namespace seam::recordings

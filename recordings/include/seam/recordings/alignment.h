@@ -159,6 +159,16 @@ std::string describeOwed(const Plan& plan, int rank, const OwedCall& owed);
 std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict& v,
                                    const std::string& reproduce);
 
+/// A recorder's run of the engine in words: which engine and version, its
+/// launch flags, the kernels stood in for, and how the run ended (every rank
+/// to the end; raised, with the rank, the engine's file:line and message; a
+/// collective mismatch or deadlock among a group's members; a timeout; the
+/// engine's own argument checks refusing the case).
+std::string renderEngineRun(const Recording& rec);
+
+/// Whether the engine's run ended cleanly on every rank ("ran").
+inline bool engineRan(const Recording& rec) { return rec.engine.verdict == "ran"; }
+
 /// The same as one JSON object: recording, groups (name, members, axes),
 /// calls, explained, owed, findings (every one), partial, outcome ("holds",
 /// "partial", "violated"), reproduce.

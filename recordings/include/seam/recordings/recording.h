@@ -60,12 +60,50 @@ struct RecordedCall {
   std::string state;  ///< FR: scheduled, started, completed; empty elsewhere
   std::string frame;  ///< the innermost recorded stack frame, "file:line (name)"
   std::string where;  ///< "dump \"f\", entry 12" / "log \"f\", line 40"
+  /// seam-recorder: the rows the call reads and writes where its tensor is
+  /// as wide as the recorder's model (Recording::row_width), else -1;
+  /// scaleRows turns them into elements of the case's width.
+  std::int64_t in_rows = -1;
+  std::int64_t out_rows = -1;
+  int layer = -1;     ///< seam-recorder: the decoder layer that issued it (-1: outside the layers)
+  std::string stack;  ///< seam-recorder: the engine's frames, innermost first, " < " between
 };
 
 /// Evidence that a recording is incomplete: labelled, never passed.
 struct PartialEvidence {
   int rank = -1;  ///< -1: the whole recording
   std::string what;
+};
+
+/// How a rank of a recorder's run ended (format "seam-recorder").
+struct RankEnd {
+  std::string outcome;  ///< ok, raised, aborted (its collective could never complete), hung, died
+  std::string error;    ///< raised: "AssertionError: ..."
+  std::string where;    ///< raised: the engine's file:line:function
+  std::string dp_padding;  ///< ok: the DP padding mode the engine chose (MAX_LEN, SUM_LEN), or ""
+  std::int64_t output_rows = -1;
+  std::string output_digest;  ///< ok: sha256 prefix of the layers' output
+};
+
+/// What a recorder's run of the engine itself says (format "seam-recorder",
+/// recorder/): which engine, how it was launched, and how the run ended.
+/// Empty (verdict "") for recordings an engine wrote.
+struct EngineRun {
+  std::string engine;      ///< "sglang"
+  std::string version;     ///< the release ("0.5.20")
+  std::string source;      ///< "pypi" or the checkout's path
+  std::string commit;      ///< the checkout's git commit, when it has one
+  std::string generation;  ///< single-file | package | layer-boundary
+  std::vector<std::string> launch_flags;
+  std::vector<std::string> standins;  ///< the GPU kernels stood in for on the CPU
+  /// ran | raised | mismatch (a group's members issued different
+  /// collectives) | deadlock | timeout | refused (the engine's own argument
+  /// checks)
+  std::string verdict;
+  std::string failure;  ///< mismatch, deadlock, timeout: in words; refused: the engine's message
+  std::string where;    ///< refused: where the engine raised
+  std::vector<RankEnd> ranks;
+  double seconds = 0;
 };
 
 /// A recording of one run.
@@ -83,7 +121,13 @@ struct Recording {
   /// call is then unknown, not missing.
   std::vector<bool> lost_front;
   std::vector<PartialEvidence> partial;
+  EngineRun engine;   ///< seam-recorder only
+  int row_width = 0;  ///< seam-recorder: the recorder's model width (0: sizes are as recorded)
 };
+
+/// A recorder's sizes as elements of a model `hidden` wide: each call's rows
+/// times `hidden` (calls whose tensors are not model-wide keep their sizes).
+void scaleRows(Recording* rec, std::int64_t hidden);
 
 /// The caps: a dump is one JSON document parsed whole; a log is read line
 /// by line; a folder holds at most kMaxRecordingFiles files.

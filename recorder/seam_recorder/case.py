@@ -1,0 +1,104 @@
+"""A seam case as the recorder receives it: the JSON that `seam` writes (the
+`config` object of `seam plan --format json`, with the model's pattern), and
+the SGLang launch flags it stands for."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+class CaseError(Exception):
+    """A case the recorder cannot read (exit 2)."""
+
+
+_KEYS = ("pp", "tp", "attn_dp", "attn_cp", "moe_ep", "moe_dp", "tokens", "mode")
+
+
+@dataclass
+class Case:
+    family: str  # single-stage (Nemotron-H) | two-stage
+    pattern: str  # one character per layer, as seam writes it
+    model: Optional[str]
+    pp: int
+    tp: int
+    attn_dp: int
+    attn_cp: int
+    moe_ep: int
+    moe_dp: int
+    tokens: List[int]  # per attention-DP shard
+    mode: str  # decode | extend
+    a2a: str = "none"
+    fusion: bool = False
+    dense_tp: Optional[int] = None
+    input_scattered: bool = False
+    tbo: bool = False
+    layernorm_sp: bool = False
+    dp_gatherv: bool = False
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def world(self) -> int:
+        return self.pp * self.tp
+
+    def launch_flags(self) -> List[str]:
+        """The `python -m sglang.launch_server` flags of this case (the model
+        path and the CPU-only flags apart)."""
+        flags = ["--tp-size", str(self.tp)]
+        if self.pp > 1:
+            flags += ["--pp-size", str(self.pp)]
+        if self.attn_dp > 1:
+            flags += ["--dp-size", str(self.attn_dp), "--enable-dp-attention"]
+        if self.attn_cp > 1:
+            flags += ["--attn-cp-size", str(self.attn_cp)]
+        if self.moe_ep > 1:
+            flags += ["--ep-size", str(self.moe_ep)]
+        if self.moe_dp > 1:
+            flags += ["--moe-dp-size", str(self.moe_dp)]
+        if self.a2a != "none":
+            flags += ["--moe-a2a-backend", self.a2a]
+        if self.dense_tp is not None:
+            flags += ["--moe-dense-tp-size", str(self.dense_tp)]
+        if self.input_scattered:
+            flags += ["--enable-attn-tp-input-scattered"]
+        if self.tbo:
+            flags += ["--enable-two-batch-overlap"]
+        return flags
+
+    def env(self) -> Dict[str, str]:
+        return {"SGLANG_DP_USE_GATHERV": "1"} if self.dp_gatherv else {}
+
+
+def parse_case(text: str) -> Case:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CaseError(f"the case is not JSON: {e}") from None
+    if not isinstance(doc, dict) or "config" not in doc or "pattern" not in doc:
+        raise CaseError("the case needs \"pattern\" and \"config\" (seam plan --format json's)")
+    cfg = doc["config"]
+    missing = [k for k in _KEYS if k not in cfg]
+    if missing:
+        raise CaseError(f"the case's config lacks {', '.join(missing)}")
+    dense = cfg.get("dense_tp")
+    return Case(
+        family=doc.get("family", "single-stage"),
+        pattern=doc["pattern"],
+        model=doc.get("model"),
+        pp=int(cfg["pp"]),
+        tp=int(cfg["tp"]),
+        attn_dp=int(cfg["attn_dp"]),
+        attn_cp=int(cfg["attn_cp"]),
+        moe_ep=int(cfg["moe_ep"]),
+        moe_dp=int(cfg["moe_dp"]),
+        tokens=[int(t) for t in cfg["tokens"]],
+        mode=str(cfg["mode"]),
+        a2a=str(cfg.get("a2a", "none")),
+        fusion=bool(cfg.get("fusion", False)),
+        dense_tp=None if dense in (None, "tp") else int(dense),
+        input_scattered=bool(cfg.get("input_scattered", False)),
+        tbo=bool(cfg.get("tbo", False)),
+        layernorm_sp=bool(cfg.get("layernorm_sp", False)),
+        dp_gatherv=bool(cfg.get("dp_gatherv", False)),
+    )

@@ -1,0 +1,101 @@
+"""One case recorded, as the lines of the recording seam reads
+(docs/recordings.md, "seam-recorder"): a header, every rank's calls in
+order, each rank's outcome, and the run's verdict."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+from . import sglang_engine
+from .case import Case
+from .world import run_world
+
+FORMAT = "seam-recorder"
+
+# Errors that say the CPU lacks what a GPU run has (a driver, a CUDA-only
+# kernel overload), not that the engine's logic failed: the recorder cannot
+# run such a case yet, and that is never an engine finding.
+_CPU_GAPS = (
+    "No accelerator",
+    "NVIDIA driver",
+    "Torch not compiled with CUDA",
+    "with arguments from the 'CPU' backend",
+    "CUDA driver",
+    "No CUDA GPUs",
+)
+
+
+def cpu_gap(error: str) -> bool:
+    return any(marker in error for marker in _CPU_GAPS)
+FORMAT_VERSION = 1
+
+
+def _line(obj: Dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List[str]:
+    engine = sglang_engine.load(engine_src)
+    sglang_engine.install(engine)
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "engine": engine.name,
+        "engine_version": engine.version,
+        "engine_source": engine.source,
+        "engine_commit": engine.commit,
+        "generation": engine.generation,
+        "world": case.world,
+        "hidden": sglang_engine.HIDDEN,
+        "pattern": case.pattern,
+        "tokens": case.tokens,
+        "mode": case.mode,
+        "launch_flags": case.launch_flags(),
+        "standins": [
+            "mamba2 scan and causal conv",
+            "attention kernel",
+            "fused MoE kernel",
+            "router mm out_dtype",
+            "dp_attention memcpy (the engine's memcpy_cpu)",
+        ],
+        "fused_allreduce_kernel": "unavailable on the CPU (apply_flashinfer_allreduce_fusion is false)",
+    }
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="seam-recorder-") as workdir:
+        try:
+            prepared = sglang_engine.prepare(engine, case, workdir)
+        except sglang_engine.EngineRefusal as refusal:
+            return [
+                _line(header),
+                _line({"verdict": "refused", "error": str(refusal), "where": refusal.where,
+                       "seconds": round(time.monotonic() - start, 3)}),
+            ]
+        result = run_world(case.world, lambda rank, comm: sglang_engine.run_rank(prepared, rank, comm), timeout_s)
+    lines = [_line(header)]
+    for rank, calls in enumerate(result.calls):
+        for call in calls:
+            lines.append(_line(dict(call, rank=rank)))
+    for rank, outcome in enumerate(result.outcomes):
+        entry: Dict[str, Any] = {"rank": rank, "outcome": outcome.status}
+        if outcome.status == "ok":
+            entry.update(outcome.result)
+        elif outcome.error:
+            entry["error"] = outcome.error.splitlines()[0][:400]
+            entry["where"] = outcome.where
+            if outcome.status == "raised" and cpu_gap(outcome.error):
+                entry["outcome"] = "cpu-gap"
+        lines.append(_line(entry))
+    raised = [o for o in result.outcomes if o.status in ("raised", "died")]
+    if any(o.status == "raised" and cpu_gap(o.error) for o in raised):
+        verdict = "cpu-gap"
+    elif result.failure_kind:
+        verdict = result.failure_kind
+    elif raised:
+        verdict = "raised"
+    else:
+        verdict = "ran"
+    lines.append(_line({"verdict": verdict, "failure": result.failure, "seconds": round(time.monotonic() - start, 3)}))
+    return lines

@@ -1,0 +1,388 @@
+"""SGLang run on the CPU for one seam case: the engine's own argument
+resolution, group construction, DP batch preparation, model and decoder
+layers, with only the GPU kernels stood in for (standins.py).
+
+The parent process imports the engine and publishes the case's server
+arguments once (`prepare`); each rank's process then builds its groups
+through the engine's bootstrap, builds the model and runs one forward
+(`run_rank`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from .case import Case
+
+
+class EngineError(Exception):
+    """The engine cannot be loaded or the case cannot be put to it (exit 2)."""
+
+
+@dataclass
+class Engine:
+    name: str  # "sglang"
+    version: str  # the release, e.g. "0.5.20"
+    source: str  # "pypi" or the tree's path
+    commit: str  # the tree's git commit, when it has one
+    root: str  # the directory holding the sglang package
+    generation: str  # single-file | package | layer-boundary
+
+
+def _tree_root(src: str) -> str:
+    for candidate in (os.path.join(src, "python"), src):
+        if os.path.isfile(os.path.join(candidate, "sglang", "srt", "distributed", "parallel_state.py")):
+            return candidate
+    raise EngineError(f"not an SGLang tree: {src} (no python/sglang/srt/distributed/parallel_state.py)")
+
+
+def _generation(srt: str) -> str:
+    layers = os.path.join(srt, "layers")
+    if os.path.isdir(os.path.join(layers, "layer_boundary")):
+        return "layer-boundary"
+    if os.path.isdir(os.path.join(layers, "communicator")):
+        return "package"
+    if os.path.isfile(os.path.join(layers, "communicator.py")):
+        return "single-file"
+    return "unknown"
+
+
+def load(src: Optional[str]) -> Engine:
+    """Imports SGLang: the installed release, or the tree at src."""
+    root = None
+    if src:
+        root = _tree_root(os.path.abspath(src))
+        sys.path.insert(0, root)
+    try:
+        import sglang  # noqa: F401
+        from sglang.srt.distributed import parallel_state  # noqa: F401
+        from sglang.srt.layers import dp_attention  # noqa: F401
+    except ModuleNotFoundError as e:
+        raise EngineError(
+            f"importing SGLang failed: no module named {e.name!r}; tools/setup.sh installs the recorder's "
+            "pinned packages (recorder/requirements.txt)"
+        ) from None
+    except Exception as e:  # an engine tree that does not import is bad input
+        raise EngineError(f"importing SGLang failed: {type(e).__name__}: {e}") from None
+    import sglang
+
+    pkg_root = os.path.dirname(os.path.dirname(os.path.realpath(sglang.__file__)))
+    if root is not None and os.path.realpath(root) != pkg_root:
+        raise EngineError(f"imported SGLang from {pkg_root}, not from the tree {root}")
+    version = getattr(sglang, "__version__", "unknown")
+    commit = ""
+    if src:
+        try:
+            commit = subprocess.run(
+                ["git", "-C", src, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            commit = ""
+    return Engine(
+        name="sglang",
+        version=version,
+        source=os.path.abspath(src) if src else "pypi",
+        commit=commit,
+        root=pkg_root,
+        generation=_generation(os.path.join(pkg_root, "sglang", "srt")),
+    )
+
+
+# --- the model: a tiny configuration with the case's layer pattern ---------
+
+HIDDEN = 64  # the recorder's hidden size; seam scales recorded rows by its own
+
+
+def nemotron_h_config(case: Case) -> Dict[str, Any]:
+    """A Nemotron-H config.json of tiny dimensions with the case's pattern:
+    the layer types are the case's, every width divides the TP sizes up to 16."""
+    pattern = case.pattern.replace("|", "")
+    return {
+        "architectures": ["NemotronHForCausalLM"],
+        "model_type": "nemotron_h",
+        "hidden_size": HIDDEN,
+        "intermediate_size": 128,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "head_dim": 4,
+        "mamba_num_heads": 16,
+        "mamba_head_dim": 4,
+        "ssm_state_size": 4,
+        "n_groups": 16,
+        "conv_kernel": 4,
+        "expand": 1,
+        "hybrid_override_pattern": pattern,
+        "num_hidden_layers": len(pattern),
+        "vocab_size": 256,
+        "n_routed_experts": 16,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32,
+        "n_shared_experts": 1,
+        "moe_shared_expert_intermediate_size": 32,
+        "torch_dtype": "float32",
+        "max_position_embeddings": 4096,
+    }
+
+
+def write_model_dir(config: Dict[str, Any], where: str) -> str:
+    os.makedirs(where, exist_ok=True)
+    with open(os.path.join(where, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    return where
+
+
+# --- one case --------------------------------------------------------------
+
+CPU_FLAGS = [
+    "--device", "cpu", "--skip-tokenizer-init", "--load-format", "dummy",
+    "--disable-radix-cache", "--disable-cuda-graph", "--dtype", "float32",
+]
+
+
+@dataclass
+class Prepared:
+    """What every rank of one case shares: the published server arguments
+    and the model's configuration (made in the parent, before the fork)."""
+
+    case: Case
+    server_args: Any
+    model_config: Any
+    launch_flags: List[str]
+
+
+class EngineRefusal(Exception):
+    """The engine's own argument checks refused the case."""
+
+    def __init__(self, message: str, where: str):
+        super().__init__(message)
+        self.where = where
+
+
+def install(engine: Engine) -> None:
+    """Puts the recording groups and the CPU stand-ins in place, once per
+    process (the forked ranks inherit them)."""
+    from sglang.srt.distributed import parallel_state as ps
+    from sglang.srt.layers import dp_attention
+    from sglang.srt.layers.moe import fused_moe_native
+
+    from . import groups, standins
+    from .frames import set_engine_roots
+
+    import torch._dynamo
+
+    # What every rank imports, imported once here: the forked ranks inherit it.
+    from sglang.srt.distributed import bootstrap  # noqa: F401
+    from sglang.srt.layers.attention import hybrid_linear_attn_backend  # noqa: F401
+    from sglang.srt.model_executor import forward_context, model_runner  # noqa: F401
+    from sglang.srt.models import nemotron_h  # noqa: F401
+
+    # torch.compile'd helpers (the embedding's local shard, ...) run eagerly:
+    # the same arithmetic, without seconds of tracing in every rank of every case.
+    torch._dynamo.config.disable = True
+    if not getattr(ps.GroupCoordinator, "_seam_recording", False):
+        cls = groups.make_group_class(ps.GroupCoordinator)
+        cls._seam_recording = True
+        ps.GroupCoordinator = cls
+    from sglang.srt.model_executor import forward_batch_info
+
+    # The engine's own CPU copy stands in for its Triton copy kernel.
+    dp_attention.memcpy_func = dp_attention.memcpy_cpu
+    # The batch preparation's CPU branch: unpinned host tensors (pinning needs
+    # a CUDA driver) and the CPU graph's fill value; nothing it communicates.
+    forward_batch_info._is_cpu = True
+    standins.install_cpu_ops()
+    standins.install_moe(fused_moe_native)
+    _answer_cpu_device()
+    set_engine_roots([engine.root])
+
+
+def _answer_cpu_device() -> None:
+    """`get_device()` (utils/common.py) names the accelerator, and raises
+    without one; the recorder's device is the CPU. Each module binds the name
+    it imports, so every loaded engine module holding the function gets the
+    stand-in (as SGLang's own communicator_patch.py does for its doubles)."""
+    from sglang.srt.utils import common
+
+    original = getattr(common, "_seam_original_get_device", common.get_device)
+    common._seam_original_get_device = original
+
+    def cpu_device(device_id: Optional[int] = None) -> str:
+        return "cpu"
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("sglang") and getattr(module, "get_device", None) is original:
+            module.get_device = cpu_device
+
+
+def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
+    """Resolves and publishes the case's server arguments with the engine's
+    own parser and resolution (its refusals are the case's)."""
+    if case.family != "single-stage":
+        raise EngineError(f"the recorder runs Nemotron-H (single-stage) cases only so far, not {case.family}")
+    from sglang.srt import runtime_context as rc
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.server_args import prepare_server_args
+
+    from .frames import raise_site
+    import traceback
+
+    model_dir = write_model_dir(nemotron_h_config(case), os.path.join(workdir, "model"))
+    flags = case.launch_flags()
+    os.environ.update(case.env())
+    try:
+        server_args = prepare_server_args(["--model-path", model_dir] + CPU_FLAGS + flags)
+        rc.publish(server_args, role="scheduler")
+        model_config = ModelConfig.from_server_args(server_args)
+    except (AssertionError, ValueError, NotImplementedError, RuntimeError, SystemExit) as e:
+        site = raise_site(traceback.extract_tb(e.__traceback__))
+        raise EngineRefusal(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", site) from None
+    return Prepared(case=case, server_args=server_args, model_config=model_config, launch_flags=flags)
+
+
+class _RunnerStandin:
+    """The ModelRunner attributes the engine's eager batch preparation reads;
+    its methods are ModelRunner's own."""
+
+    def __init__(self, model_config: Any, attn_backend: Any):
+        self.model_config = model_config
+        self.attn_backend = attn_backend
+        self.is_draft_worker = False
+        self.hisparse_coordinator = None
+
+    def attn_tp_sequence_sharded(self, num_tokens: int) -> bool:
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        return ModelRunner.attn_tp_sequence_sharded(self, num_tokens)
+
+
+def _forward_batch(case: Case, dp_rank: int):
+    """The batch this rank's scheduler hands the model: its DP shard's tokens
+    (decode: one token per request; extend: one request of all its tokens),
+    the DP group's token counts as the scheduler's sync gives them, and an
+    idle rank in IDLE mode."""
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
+
+    tokens = case.tokens[dp_rank] if case.attn_dp > 1 else sum(case.tokens)
+    extend = case.mode == "extend"
+    if tokens == 0:
+        mode = ForwardMode.IDLE
+    else:
+        mode = ForwardMode.EXTEND if extend else ForwardMode.DECODE
+    bs = (1 if tokens else 0) if extend else tokens
+    seq_len = tokens if extend else 8
+    fb = ForwardBatch(
+        forward_mode=mode,
+        batch_size=bs,
+        input_ids=torch.arange(tokens, dtype=torch.int64) % 200 + 1,
+        req_pool_indices=torch.arange(bs, dtype=torch.int64),
+        seq_lens=torch.full((bs,), seq_len, dtype=torch.int64),
+        out_cache_loc=torch.arange(tokens, dtype=torch.int64),
+        seq_lens_sum=seq_len * bs,
+        positions=torch.arange(tokens, dtype=torch.int64) if extend else torch.full((tokens,), 7, dtype=torch.int64),
+        seq_lens_cpu=torch.full((bs,), seq_len, dtype=torch.int64),
+        orig_seq_lens=torch.full((bs,), seq_len, dtype=torch.int64),
+        is_extend_in_batch=extend,
+    )
+    if extend and tokens:
+        fb.extend_num_tokens = tokens
+        fb.extend_seq_lens = torch.tensor([tokens], dtype=torch.int32)
+        fb.extend_prefix_lens = torch.zeros(1, dtype=torch.int64)
+        fb.extend_start_loc = torch.zeros(1, dtype=torch.int32)
+        fb.extend_seq_lens_cpu = [tokens]
+        fb.extend_prefix_lens_cpu = [0]
+        fb.extend_logprob_start_lens_cpu = [0]
+    if case.attn_dp > 1:
+        fb.global_num_tokens_cpu = list(case.tokens)
+        fb.global_num_tokens_gpu = torch.tensor(case.tokens, dtype=torch.int64)
+        fb.global_num_tokens_for_logprob_cpu = list(case.tokens)
+        fb.global_num_tokens_for_logprob_gpu = torch.tensor(case.tokens, dtype=torch.int64)
+    return fb
+
+
+def _tag_layers(model: Any) -> None:
+    """Each decoder layer's forward sets the recorder's layer context (the
+    model calls layer.forward directly, so hooks would not fire)."""
+    from . import groups
+
+    for index, layer in enumerate(model.model.layers):
+        inner = layer.forward
+
+        def tagged(*args, _inner=inner, _index=index, **kwargs):
+            groups.CONTEXT["layer"] = _index
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                groups.CONTEXT["layer"] = None
+
+        layer.forward = tagged
+
+
+def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
+    """One rank: the engine's bootstrap of its groups, its model, its eager
+    batch preparation, one forward. Returns the output's shape and digest."""
+    import hashlib
+
+    import torch
+    from sglang.srt import runtime_context as rc
+    from sglang.srt.distributed import bootstrap
+    from sglang.srt.layers.attention.hybrid_linear_attn_backend import (
+        HybridLinearAttnBackend,
+        Mamba2AttnBackend,
+    )
+    from sglang.srt.layers.dp_attention import get_attention_dp_rank
+    from sglang.srt.model_executor import forward_context as fc
+    from sglang.srt.model_executor.model_runner import ModelRunner
+    from sglang.srt.models.nemotron_h import NemotronHForCausalLM
+
+    from . import groups, standins
+
+    case = prepared.case
+    groups.bind_rank(rank, comm)
+    groups.patch_torch_distributed(case.world)
+    parallel = rc.get_parallel()
+    bootstrap._set_all_reduce_flags()
+    bootstrap._init_parallel_groups(
+        backend="gloo",
+        dist_init_method="tcp://127.0.0.1:0",
+        server_args=prepared.server_args,
+        model_config=prepared.model_config,
+        gpu_id=rank,
+        tp_rank=rank % case.tp,
+        tp_size=case.tp,
+        pp_rank=rank // case.tp,
+        pp_size=case.pp,
+        attn_dp_size=parallel.attn_dp_size,
+        attn_cp_size=parallel.attn_cp_size,
+        moe_ep_size=parallel.moe_ep_size,
+        moe_dp_size=parallel.moe_dp_size,
+        dcp_size=1,
+    )
+    torch.manual_seed(20261207)
+    model = NemotronHForCausalLM(config=prepared.model_config.hf_config, quant_config=None)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            param.normal_(0.0, 0.05)
+    _tag_layers(model)
+    backend = standins.make_backends(HybridLinearAttnBackend, Mamba2AttnBackend)
+    dp_rank = get_attention_dp_rank() if case.attn_dp > 1 else 0
+    batch = _forward_batch(case, dp_rank)
+    with fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
+        ModelRunner._prepare_eager_forward_batch(_RunnerStandin(prepared.model_config, backend), batch)
+        out = model.model(batch.input_ids, batch.positions, batch)
+    if isinstance(out, tuple):
+        out = out[0]
+    digest = hashlib.sha256(out.detach().to(torch.float32).contiguous().numpy().tobytes()).hexdigest()[:16]
+    return {
+        "output_shape": [int(d) for d in out.shape],
+        "output_digest": digest,
+        "dp_rank": dp_rank,
+        "dp_padding": getattr(getattr(batch, "dp_padding_mode", None), "name", ""),
+        "batch_tokens": int(batch.input_ids.shape[0]),
+    }

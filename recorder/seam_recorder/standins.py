@@ -1,0 +1,116 @@
+"""CPU stand-ins for the GPU kernels SGLang's layers call, of the same shapes.
+
+Each stands in for a kernel only: the engine's modules around it (the
+projections, row-parallel linears, norms, communicators, decoder layers) run
+as the engine wrote them. What each replaces:
+- the Mamba-2 scan and causal convolution: MambaMixer2.forward's steps run
+  on the mixer's own in_proj, norm and out_proj, with the scan's output taken
+  as the convolution's x part (token-local, no state);
+- the attention kernel: each token's output is its own query (no KV cache);
+- the fused MoE kernel: each routed token's top-k experts as plain SiLU MLPs
+  of the layer's own local expert weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+
+
+def mamba2_mixer(mixer: Any, hidden_states: torch.Tensor, output: Optional[torch.Tensor]) -> torch.Tensor:
+    """MambaMixer2.forward with the scan and convolution stood in for."""
+    projected, _ = mixer.in_proj(hidden_states)
+    tp = mixer.tp_size
+    gate_width, dt_width = mixer.intermediate_size // tp, mixer.num_heads // tp
+    gate, xbc, _dt = torch.split(
+        projected, [gate_width, projected.shape[-1] - gate_width - dt_width, dt_width], dim=-1
+    )
+    x = xbc[:, : mixer.intermediate_size // tp].contiguous()
+    y = mixer.norm(x, gate)
+    out, _ = mixer.out_proj(y)
+    if output is not None:
+        output[: out.shape[0]].copy_(out)
+    return out
+
+
+def make_backends(hybrid_cls: type, mamba_cls: type) -> Any:
+    """A HybridLinearAttnBackend (isinstance holds) whose linear backend is a
+    Mamba2AttnBackend stand-in and whose full attention is token-local."""
+
+    class MambaStandin(mamba_cls):  # type: ignore[misc, valid-type]
+        def __init__(self):  # no pools, no metadata: nothing is cached
+            pass
+
+        def forward(self, mixer, hidden_states, output, layer_id, forward_batch, **kwargs):
+            return mamba2_mixer(mixer, hidden_states, output)
+
+    class FullAttentionStandin:
+        def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
+            return q.reshape(q.shape[0], -1).clone()
+
+        def get_cuda_graph_seq_len_fill_value(self) -> int:
+            return 1
+
+        get_cpu_graph_seq_len_fill_value = get_cuda_graph_seq_len_fill_value
+
+    class HybridStandin(hybrid_cls):  # type: ignore[misc, valid-type]
+        def __init__(self):
+            self.linear_attn_backend = MambaStandin()
+            self.full_attn_backend = FullAttentionStandin()
+
+        def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
+            return self.full_attn_backend.forward(q, k, v, layer, forward_batch)
+
+        def forward_decode(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
+            return self.forward(q, k, v, layer, forward_batch)
+
+        def forward_extend(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
+            return self.forward(q, k, v, layer, forward_batch)
+
+    return HybridStandin()
+
+
+def install_cpu_ops() -> None:
+    """torch ops whose CPU build lacks an overload the engine calls (CUDA
+    kernels), answered with the same arithmetic on the CPU."""
+    mm = torch.mm
+    if getattr(mm, "_seam_standin", False):
+        return
+
+    def mm_with_out_dtype(a, b, *args, out_dtype=None, **kwargs):
+        if out_dtype is None:
+            return mm(a, b, *args, **kwargs)
+        return mm(a.to(out_dtype), b.to(out_dtype), *args, **kwargs)
+
+    mm_with_out_dtype._seam_standin = True  # type: ignore[attr-defined]
+    torch.mm = mm_with_out_dtype
+
+
+def moe_experts(layer: Any, x: torch.Tensor, topk_output: Any, moe_runner_config: Any) -> torch.Tensor:
+    """The fused MoE kernel: each token's routed experts that this rank holds
+    (ids outside its local range, as EP marks them, are skipped), weighted
+    and summed; gated activations split w13 in two."""
+    topk_weights, topk_ids = topk_output[0], topk_output[1]
+    act = moe_runner_config.activation
+    gated = getattr(moe_runner_config, "is_gated", True) and act != "relu2"
+    out = torch.zeros(x.shape[0], layer.w2_weight.shape[1], dtype=x.dtype)
+    for e in range(layer.w13_weight.shape[0]):
+        rows, slots = (topk_ids == e).nonzero(as_tuple=True)
+        if rows.numel() == 0:
+            continue
+        h = torch.nn.functional.linear(x[rows], layer.w13_weight[e])
+        if gated:
+            g, u = h.chunk(2, dim=-1)
+            h = torch.nn.functional.silu(g) * u
+        elif act == "relu2":
+            h = torch.relu(h) ** 2
+        else:
+            h = torch.nn.functional.silu(h)
+        y = torch.nn.functional.linear(h, layer.w2_weight[e])
+        out.index_add_(0, rows, y * topk_weights[rows, slots].unsqueeze(-1).to(y.dtype))
+    return out
+
+
+def install_moe(fused_moe_native_module: Any) -> None:
+    fused_moe_native_module.moe_forward_native = moe_experts

@@ -1,0 +1,27 @@
+// `seam sweep --engine sglang`: every case of the space that the recorder
+// runs, run on the engine itself once per engine-distinct case, and each
+// case's plan under the declared and the legacy policy compared with what
+// the engine called: a conformance table per model and configuration family.
+#pragma once
+
+#include <string>
+
+#include "case_options.h"
+#include "engine_check.h"
+
+namespace seam::tools {
+
+struct EngineSweepOptions {
+  int world = 8;
+  std::string model;
+  std::string pattern;
+  FilterOptions fixed;
+  EngineOptions engine;
+  std::string keep;  ///< --keep-recordings DIR: the recordings are written there and kept
+};
+
+/// Exit 0 when every case the engine ran agrees with the declared plan, 1
+/// otherwise, 2 on bad input.
+int sweepEngine(const EngineSweepOptions& o);
+
+}  // namespace seam::tools
