@@ -115,6 +115,7 @@ int checkEngine(const CaseOptions& given, const EngineOptions& e, bool json) {
   if (fusion_asked)
     std::cout << "fusion: the CPU has no fused all-reduce + RMSNorm kernel; compared with the plan "
                  "under --fusion off\n";
+  if (rec->engine.verdict == "recorder-error") return kExitInternal;
   if (rec->engine.verdict == "refused" || rec->engine.verdict == "cpu-gap") return kExitBadInput;
   // The engine picks DP padding from the batch (prepare_mlp_sync_batch); a
   // plan built with the other mode cannot match it.

@@ -36,7 +36,10 @@ class Case:
     tbo: bool = False
     layernorm_sp: bool = False
     dp_gatherv: bool = False
-    extra: Dict[str, Any] = field(default_factory=dict)
+    # The checkpoint's counts that decide the engine's weight splits (heads,
+    # kv_heads, mamba_heads, mamba_groups, experts, top_k); absent: the
+    # recorder's defaults.
+    shape: Dict[str, int] = field(default_factory=dict)
 
     @property
     def world(self) -> int:
@@ -101,4 +104,5 @@ def parse_case(text: str) -> Case:
         tbo=bool(cfg.get("tbo", False)),
         layernorm_sp=bool(cfg.get("layernorm_sp", False)),
         dp_gatherv=bool(cfg.get("dp_gatherv", False)),
+        shape={k: int(v) for k, v in (doc.get("shape") or {}).items() if isinstance(v, int) and v > 0},
     )

@@ -89,7 +89,9 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
                 entry["outcome"] = "cpu-gap"
         lines.append(_line(entry))
     raised = [o for o in result.outcomes if o.status in ("raised", "died")]
-    if any(o.status == "raised" and cpu_gap(o.error) for o in raised):
+    if any(o.status == "recorder-error" for o in result.outcomes):
+        verdict = "recorder-error"
+    elif any(o.status == "raised" and cpu_gap(o.error) for o in raised):
         verdict = "cpu-gap"
     elif result.failure_kind:
         verdict = result.failure_kind

@@ -100,28 +100,34 @@ HIDDEN = 64  # the recorder's hidden size; seam scales recorded rows by its own
 
 
 def nemotron_h_config(case: Case) -> Dict[str, Any]:
-    """A Nemotron-H config.json of tiny dimensions with the case's pattern:
-    the layer types are the case's, every width divides the TP sizes up to 16."""
+    """A Nemotron-H config.json of tiny widths with the case's pattern and the
+    checkpoint's counts (case.shape: heads, KV heads, Mamba heads and
+    groups, experts, top-k), so that the engine splits them over its groups
+    as it would the checkpoint's; without them, counts that divide every TP
+    size up to 16."""
     pattern = case.pattern.replace("|", "")
+    shape = case.shape
+    heads = shape.get("heads", 16)
+    mamba_heads = shape.get("mamba_heads", 16)
     return {
         "architectures": ["NemotronHForCausalLM"],
         "model_type": "nemotron_h",
         "hidden_size": HIDDEN,
         "intermediate_size": 128,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 16,
+        "num_attention_heads": heads,
+        "num_key_value_heads": shape.get("kv_heads", heads),
         "head_dim": 4,
-        "mamba_num_heads": 16,
+        "mamba_num_heads": mamba_heads,
         "mamba_head_dim": 4,
         "ssm_state_size": 4,
-        "n_groups": 16,
+        "n_groups": shape.get("mamba_groups", mamba_heads),
         "conv_kernel": 4,
         "expand": 1,
         "hybrid_override_pattern": pattern,
         "num_hidden_layers": len(pattern),
         "vocab_size": 256,
-        "n_routed_experts": 16,
-        "num_experts_per_tok": 2,
+        "n_routed_experts": shape.get("experts", 16),
+        "num_experts_per_tok": shape.get("top_k", 2),
         "moe_intermediate_size": 32,
         "n_shared_experts": 1,
         "moe_shared_expert_intermediate_size": 32,

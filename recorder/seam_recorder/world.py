@@ -33,7 +33,7 @@ class WorldAborted(BaseException):
 
 @dataclass
 class RankOutcome:
-    status: str = "running"  # ok | raised | aborted | hung | died
+    status: str = "running"  # ok | raised | recorder-error | aborted | hung | died
     error: str = ""  # "AssertionError: ..." for raised
     where: str = ""  # the engine's file:line:function that raised
     result: Any = None  # what the rank's function returned
@@ -82,7 +82,12 @@ def _child(rank: int, conn: Connection, main: Callable[[int, RankComm], Any]) ->
         conn.send(("aborted", str(e)))
     except BaseException as e:  # the engine raising is a result, not a crash
         tb = traceback.extract_tb(e.__traceback__)
-        conn.send(("raised", f"{type(e).__name__}: {e}", raise_site(tb), traceback.format_exc()))
+        # Raised inside the recorder's own code (a stand-in, the groups): a
+        # bug of the recorder, never the engine's.
+        own = bool(tb) and os.path.dirname(os.path.abspath(tb[-1].filename)) == os.path.dirname(os.path.abspath(__file__))
+        kind = "recorder-error" if own else "raised"
+        where = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}:{tb[-1].name}" if own else raise_site(tb)
+        conn.send((kind, f"{type(e).__name__}: {e}", where, traceback.format_exc()))
     finally:
         conn.close()
         os._exit(0)
@@ -150,8 +155,8 @@ def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float
                 finish(rank, RankOutcome(status="ok", result=msg[1]))
             elif kind == "aborted":
                 finish(rank, RankOutcome(status="aborted", error=msg[1]))
-            elif kind == "raised":
-                finish(rank, RankOutcome(status="raised", error=msg[1], where=msg[2], result=msg[3]))
+            elif kind in ("raised", "recorder-error"):
+                finish(rank, RankOutcome(status=kind, error=msg[1], where=msg[2], result=msg[3]))
             elif kind == "call":
                 _, group, name, call, packed, record = msg
                 call.tensor = collectives.unpack(packed)

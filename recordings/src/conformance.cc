@@ -71,7 +71,8 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
 CaseAgreement agreementOf(const Case& c, PolicyKind policy, const Recording& rec) {
   const std::string& v = rec.engine.verdict;
   if (v == "refused") return {Agreement::kEngineRefused, rec.engine.failure};
-  if (v == "cpu-gap") return {Agreement::kCpuGap, rec.engine.failure};
+  if (v == "cpu-gap" || v == "recorder-error")
+    return {Agreement::kCpuGap, v + ": " + rec.engine.failure};
   if (v != "ran") {
     std::string why = v + (rec.engine.failure.empty() ? "" : ": " + rec.engine.failure);
     for (const RankEnd& r : rec.engine.ranks)

@@ -242,6 +242,16 @@ std::string renderEngineRun(const Recording& rec) {
            ", every collective paired over its group" +
            (padding.empty() ? "" : "; DP padding " + padding) + "\n";
   }
+  if (e.verdict == "recorder-error") {
+    out +=
+        "engine verdict: NOT JUDGED: seam's recorder itself failed (a bug of seam, not of the "
+        "engine)\n";
+    for (std::size_t r = 0; r < e.ranks.size(); ++r)
+      if (e.ranks[r].outcome == "recorder-error")
+        return out + "  rank " + std::to_string(r) + " at " + e.ranks[r].where + ": " +
+               e.ranks[r].error + "\n";
+    return out;
+  }
   if (e.verdict == "cpu-gap") {
     out +=
         "engine verdict: NOT RUN: the CPU lacks what this case needs on a GPU (a gap of seam's "

@@ -68,3 +68,13 @@ class AWorldThatCannotFinishIsNamed(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ARaiseInsideTheRecorderIsTheRecordersOwn(unittest.TestCase):
+    def test_an_error_in_the_recorders_code_is_never_the_engines(self):
+        def main(r, comm):
+            return C.unpack(C.Packed("float32", [2], b"x"))  # three bytes short of one float
+
+        res = run_world(1, main, 20)
+        self.assertEqual(res.outcomes[0].status, "recorder-error")
+        self.assertTrue(res.outcomes[0].where.startswith("collectives.py:"), res.outcomes[0].where)
