@@ -91,11 +91,7 @@ void addEngineOptions(CLI::App* sub, EngineOptions& e) {
 
 int checkEngine(const CaseOptions& given, const EngineOptions& e, bool json) {
   if (Status s = caseOptionsValid(given, e); !s) return fail(s);
-  // The CPU has no flashinfer fused all-reduce kernel, so the engine takes
-  // its unfused path: the plan it is compared with is the unfused one.
-  CaseOptions o = given;
-  const bool fusion_asked = o.fusion == "on";
-  o.fusion = "off";
+  const CaseOptions& o = given;
   auto c = buildCase(o);
   if (!c) return fail(c.status());
   if (Status s = recorderRuns(*c); !s) return fail(s);
@@ -112,9 +108,6 @@ int checkEngine(const CaseOptions& given, const EngineOptions& e, bool json) {
   auto rec = recordings::readRecording(path);
   if (!rec) return fail(rec.status());
   std::cout << recordings::renderEngineRun(*rec);
-  if (fusion_asked)
-    std::cout << "fusion: the CPU has no fused all-reduce + RMSNorm kernel; compared with the plan "
-                 "under --fusion off\n";
   if (rec->engine.verdict == "recorder-error") return kExitInternal;
   if (rec->engine.verdict == "refused" || rec->engine.verdict == "cpu-gap") return kExitBadInput;
   // The engine picks DP padding from the batch (prepare_mlp_sync_batch); a

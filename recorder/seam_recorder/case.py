@@ -67,6 +67,11 @@ class Case:
             flags += ["--enable-attn-tp-input-scattered"]
         if self.tbo:
             flags += ["--enable-two-batch-overlap"]
+        if self.fusion:
+            # What the engine turns on by itself on SM90/SM100 for Nemotron-H
+            # with tp > 1, no DP attention and no all-to-all backend
+            # (arg_groups/overrides.py, the FlashInfer fusion auto-enable).
+            flags += ["--flashinfer-allreduce-fusion-backend", "auto"]
         return flags
 
     def env(self) -> Dict[str, str]:

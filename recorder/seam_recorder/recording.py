@@ -60,8 +60,13 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
             "fused MoE kernel",
             "router mm out_dtype",
             "dp_attention memcpy (the engine's memcpy_cpu)",
-        ],
-        "fused_allreduce_kernel": "unavailable on the CPU (apply_flashinfer_allreduce_fusion is false)",
+        ]
+        + (["FlashInfer fused all-reduce + residual + RMSNorm kernel"] if case.fusion else []),
+        "fused_allreduce_kernel": (
+            "on: the fusion gate's SM90 and FlashInfer facts set, the kernel stood in for"
+            if case.fusion
+            else "off: the fusion gate's SM90 and FlashInfer facts unset"
+        ),
     }
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="seam-recorder-") as workdir:

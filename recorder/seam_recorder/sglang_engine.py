@@ -239,6 +239,15 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
     import traceback
 
     model_dir = write_model_dir(nemotron_h_config(case), os.path.join(workdir, "model"))
+    from sglang.srt.layers import communicator, flashinfer_comm_fusion
+
+    from . import standins
+
+    if case.fusion:
+        standins.install_fused_kernel(communicator, flashinfer_comm_fusion)
+    else:
+        communicator._is_sm90_supported = False
+        communicator._is_flashinfer_available = False
     flags = case.launch_flags()
     os.environ.update(case.env())
     try:

@@ -116,3 +116,44 @@ def moe_experts(layer: Any, x: torch.Tensor, topk_output: Any, moe_runner_config
 
 def install_moe(fused_moe_native_module: Any) -> None:
     fused_moe_native_module.moe_forward_native = moe_experts
+
+
+def fused_allreduce_rmsnorm(input_tensor, residual, weight, eps=1e-6, max_token_num=2048,
+                            use_oneshot=None, trigger_completion_at_end=False, fp32_acc=True,
+                            use_attn_tp_group=True):
+    """FlashInfer's fused all-reduce + residual add + RMSNorm kernel
+    (flashinfer_comm_fusion.flashinfer_allreduce_residual_rmsnorm): its
+    group and its checks as the engine's wrapper has them (the attention-TP
+    group, else MoE-EP when it is split, else MoE-TP; nothing for one rank;
+    at most max_token_num rows), the arithmetic as one all-reduce, an add and
+    an RMSNorm."""
+    from sglang.srt.distributed import parallel_state as ps
+    from sglang.srt.runtime_context import get_parallel
+
+    p = get_parallel()
+    if use_attn_tp_group:
+        group = ps.get_attn_tp_group()
+    else:
+        group = ps.get_moe_ep_group() if p.moe_ep_size > 1 else ps.get_moe_tp_group()
+    if group.world_size <= 1:
+        return None, None
+    assert input_tensor.shape[0] <= max_token_num
+    from . import groups
+
+    groups.CONTEXT["kernel"] = "flashinfer_allreduce_residual_rmsnorm"
+    try:
+        summed = group.all_reduce(input_tensor.clone())
+    finally:
+        groups.CONTEXT["kernel"] = None
+    residual_out = summed + residual
+    variance = residual_out.float().pow(2).mean(-1, keepdim=True)
+    norm_out = (residual_out.float() * torch.rsqrt(variance + eps)).to(residual_out.dtype) * weight
+    return norm_out, residual_out
+
+
+def install_fused_kernel(communicator_module: Any, fusion_module: Any) -> None:
+    """The hardware facts the fusion gate reads (apply_flashinfer_allreduce_fusion:
+    an SM90 GPU with FlashInfer) and the kernel stood in for."""
+    communicator_module._is_sm90_supported = True
+    communicator_module._is_flashinfer_available = True
+    fusion_module.flashinfer_allreduce_residual_rmsnorm = fused_allreduce_rmsnorm

@@ -38,7 +38,6 @@ std::string recorderGap(const Case& c) {
   if (c.flags.input_scattered) return "input-scattered attention";
   if (c.flags.dp_gatherv) return "SGLANG_DP_USE_GATHERV";
   if (!c.flags.capture.empty()) return "aux hidden-state captures";
-  if (c.flags.fusion) return "the fused all-reduce + RMSNorm kernel (--fusion on)";
   if (c.config.attn_dp > 1 && c.flags.reduction != engineDefaultReduction(c.model))
     return "a --reduction other than the model's default (the engine has no such flag)";
   return "";
@@ -49,7 +48,7 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
   EngineSpace space;
   // What the engine is given: the layers, the launch flags, the batch. The
   // DP padding and the boundary reduction it decides itself.
-  using Key = std::tuple<std::string, std::vector<int>, bool, bool, std::vector<int>, int>;
+  using Key = std::tuple<std::string, std::vector<int>, bool, bool, bool, std::vector<int>, int>;
   std::map<Key, int> run_of_key;
   for (const Case& c : cases) {
     if (const std::string gap = recorderGap(c); !gap.empty()) {
@@ -57,9 +56,13 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
       continue;
     }
     const ParallelConfig& p = c.config;
-    const Key key{c.model.pattern.text(), {p.pp, p.tp, p.attn_dp, p.attn_cp, p.moe_ep, p.moe_dp},
-                  c.flags.layernorm_sp,   c.flags.dense_tp1,
-                  c.batch.tokens,         static_cast<int>(c.flags.mode)};
+    const Key key{c.model.pattern.text(),
+                  {p.pp, p.tp, p.attn_dp, p.attn_cp, p.moe_ep, p.moe_dp},
+                  c.flags.layernorm_sp,
+                  c.flags.dense_tp1,
+                  c.flags.fusion,
+                  c.batch.tokens,
+                  static_cast<int>(c.flags.mode)};
     auto [it, fresh] = run_of_key.emplace(key, static_cast<int>(space.runs.size()));
     if (fresh) space.runs.push_back(caseJson(c));
     space.cases.push_back(c);

@@ -106,12 +106,12 @@ class EngineSweep(unittest.TestCase):
         run = subprocess.run([SEAM, "sweep", "--engine", "sglang", "--pattern", "M*E", "--world", "2"],
                              capture_output=True, text=True, timeout=600)
         out = run.stdout + run.stderr
-        self.assertIn("pattern M*E world 2: 33 cases in 24 engine runs", out)
-        self.assertIn("left out (the fused all-reduce + RMSNorm kernel (--fusion on))", out)
+        self.assertIn("pattern M*E world 2: 66 cases in 48 engine runs", out)
+        self.assertIn("300 left out (the DeepEP all-to-all)", out)
         # SGLang 0.5.20 refuses moe_dp 2 without attention CP 2 in its own
         # argument checks (server_args resolution); seam plans those cases.
-        self.assertIn("tp+moe_dp: 2 | engine-refused 2 || engine-refused 2", out)
-        self.assertIn("tp: 2 | agrees 2 || agrees 2", out)
+        self.assertIn("tp+moe_dp: 4 | engine-refused 4 || engine-refused 4", out)
+        self.assertIn("tp: 4 | agrees 4 || agrees 4", out)
         self.assertEqual(run.returncode, 0, out)
 
     def test_an_engine_sweep_refuses_the_store_options(self):
