@@ -8,6 +8,7 @@
 #include "command.h"
 #include "seam/properties/check.h"
 #include "seam/recordings/alignment.h"
+#include "seam/recordings/conformance.h"
 #include "seam/recordings/recorder.h"
 
 namespace seam::tools {
@@ -43,27 +44,6 @@ Status engineOptionsValid(const EngineOptions& e) {
 
 namespace {
 
-/// What the recorder runs so far (docs/limitations.md): Nemotron-H's
-/// single-stage layers, one pipeline stage, no MTP step, no flag whose
-/// kernels or batch split it does not stand in for.
-Status recorderRuns(const Case& c) {
-  auto refuse = [](const std::string& what) {
-    return Status::invalid("--engine: the recorder does not run " + what +
-                           " yet (docs/limitations.md)");
-  };
-  if (c.model.family != LayerFamily::kSingleStage)
-    return refuse("two-stage decoder layers (" + c.model.name + ")");
-  if (!c.model.pattern.mtp.empty()) return refuse("the MTP draft layers (" + c.model.name + ")");
-  if (c.config.attn_cp > 1)
-    return refuse("attention CP (--cp " + std::to_string(c.config.attn_cp) + ")");
-  if (c.flags.a2a != A2aBackend::kNone) return refuse("the DeepEP all-to-all (--a2a deepep)");
-  if (c.flags.tbo) return refuse("two-batch overlap (--tbo)");
-  if (c.flags.input_scattered) return refuse("input-scattered attention (--input-scattered)");
-  if (c.flags.dp_gatherv) return refuse("SGLANG_DP_USE_GATHERV (--dp-gatherv)");
-  if (!c.flags.capture.empty()) return refuse("aux hidden-state captures (--capture)");
-  return Status::ok();
-}
-
 /// A scratch folder for one recording, removed when it goes.
 struct Scratch {
   std::string dir;
@@ -94,7 +74,9 @@ int checkEngine(const CaseOptions& given, const EngineOptions& e, bool json) {
   const CaseOptions& o = given;
   auto c = buildCase(o);
   if (!c) return fail(c.status());
-  if (Status s = recorderRuns(*c); !s) return fail(s);
+  if (const std::string gap = recordings::recorderGap(*c); !gap.empty())
+    return fail(Status::invalid("--engine: the recorder does not run " + gap +
+                                " yet (docs/limitations.md)"));
   auto plan = buildPolicyPlan(o, *c);
   if (!plan) return fail(plan.status());
   Scratch scratch;

@@ -21,6 +21,7 @@ class Case:
     family: str  # single-stage (Nemotron-H) | two-stage
     pattern: str  # one character per layer, as seam writes it
     model: Optional[str]
+    architecture: str  # the checkpoint's config.json class ("" : the family's default)
     pp: int
     tp: int
     attn_dp: int
@@ -94,6 +95,7 @@ def parse_case(text: str) -> Case:
         family=doc.get("family", "single-stage"),
         pattern=doc["pattern"],
         model=doc.get("model"),
+        architecture=str(doc.get("architecture") or ""),
         pp=int(cfg["pp"]),
         tp=int(cfg["tp"]),
         attn_dp=int(cfg["attn_dp"]),

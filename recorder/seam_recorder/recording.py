@@ -25,6 +25,7 @@ _CPU_GAPS = (
     "with arguments from the 'CPU' backend",
     "CUDA driver",
     "No CUDA GPUs",
+    "ModuleNotFoundError",  # a kernel package of the engine's that the recorder's environment lacks
 )
 
 
@@ -60,6 +61,7 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
             "fused MoE kernel",
             "router mm out_dtype",
             "dp_attention memcpy (the engine's memcpy_cpu)",
+            "rotary embedding (its torch-native path)",
         ]
         + (["FlashInfer fused all-reduce + residual + RMSNorm kernel"] if case.fusion else []),
         "fused_allreduce_kernel": (

@@ -136,6 +136,54 @@ def nemotron_h_config(case: Case) -> Dict[str, Any]:
     }
 
 
+def qwen3_config(case: Case) -> Dict[str, Any]:
+    """A Qwen3 (dense) config.json of tiny widths: the case's two-stage
+    pattern, one decoder layer per `*-` pair, the checkpoint's head counts."""
+    pattern = case.pattern.replace("|", "")
+    if len(pattern) % 2 or any(pattern[i : i + 2] != "*-" for i in range(0, len(pattern), 2)):
+        raise EngineError(f"Qwen3ForCausalLM layers are attention then MLP ('*-' each); the pattern is {pattern}")
+    heads = case.shape.get("heads", 16)
+    return {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "hidden_size": HIDDEN,
+        "intermediate_size": 128,
+        "num_attention_heads": heads,
+        "num_key_value_heads": case.shape.get("kv_heads", heads),
+        "head_dim": 4,
+        "num_hidden_layers": len(pattern) // 2,
+        "vocab_size": 256,
+        "max_position_embeddings": 4096,
+        "torch_dtype": "float32",
+        "tie_word_embeddings": False,
+    }
+
+
+@dataclass
+class Architecture:
+    """One model class the recorder builds: where the engine defines it and
+    the tiny config.json that gives it the case's layers."""
+
+    module: str  # under sglang.srt.models
+    cls: str
+    config: Any  # Callable[[Case], Dict[str, Any]]
+
+
+ARCHITECTURES: Dict[str, Architecture] = {
+    "NemotronHForCausalLM": Architecture("nemotron_h", "NemotronHForCausalLM", nemotron_h_config),
+    "Qwen3ForCausalLM": Architecture("qwen3", "Qwen3ForCausalLM", qwen3_config),
+}
+
+
+def architecture_of(case: Case) -> Architecture:
+    name = case.architecture or ("NemotronHForCausalLM" if case.family == "single-stage" else "")
+    if name not in ARCHITECTURES:
+        raise EngineError(
+            f"the recorder does not run {name or case.family} models yet (it runs {', '.join(sorted(ARCHITECTURES))})"
+        )
+    return ARCHITECTURES[name]
+
+
 def write_model_dir(config: Dict[str, Any], where: str) -> str:
     os.makedirs(where, exist_ok=True)
     with open(os.path.join(where, "config.json"), "w") as f:
@@ -160,6 +208,7 @@ class Prepared:
     server_args: Any
     model_config: Any
     launch_flags: List[str]
+    arch: Any = None  # Architecture
 
 
 class EngineRefusal(Exception):
@@ -186,7 +235,7 @@ def install(engine: Engine) -> None:
     from sglang.srt.distributed import bootstrap  # noqa: F401
     from sglang.srt.layers.attention import hybrid_linear_attn_backend  # noqa: F401
     from sglang.srt.model_executor import forward_context, model_runner  # noqa: F401
-    from sglang.srt.models import nemotron_h  # noqa: F401
+    from sglang.srt.models import nemotron_h, qwen3  # noqa: F401
 
     # torch.compile'd helpers (the embedding's local shard, ...) run eagerly:
     # the same arithmetic, without seconds of tracing in every rank of every case.
@@ -199,6 +248,11 @@ def install(engine: Engine) -> None:
 
     # The engine's own CPU copy stands in for its Triton copy kernel.
     dp_attention.memcpy_func = dp_attention.memcpy_cpu
+    # Rotary embeddings take their torch-native path (on a platform that is
+    # neither CUDA nor SGLang's CPU engine they would load vllm's kernel).
+    from sglang.srt.layers.rotary_embedding import base as rotary_base
+
+    rotary_base._is_cpu = True
     # The batch preparation's CPU branch: unpinned host tensors (pinning needs
     # a CUDA driver) and the CPU graph's fill value; nothing it communicates.
     forward_batch_info._is_cpu = True
@@ -229,8 +283,7 @@ def _answer_cpu_device() -> None:
 def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
     """Resolves and publishes the case's server arguments with the engine's
     own parser and resolution (its refusals are the case's)."""
-    if case.family != "single-stage":
-        raise EngineError(f"the recorder runs Nemotron-H (single-stage) cases only so far, not {case.family}")
+    arch = architecture_of(case)
     from sglang.srt import runtime_context as rc
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import prepare_server_args
@@ -238,7 +291,7 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
     from .frames import raise_site
     import traceback
 
-    model_dir = write_model_dir(nemotron_h_config(case), os.path.join(workdir, "model"))
+    model_dir = write_model_dir(arch.config(case), os.path.join(workdir, "model"))
     from sglang.srt.layers import communicator, flashinfer_comm_fusion
 
     from . import standins
@@ -257,7 +310,7 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
     except (AssertionError, ValueError, NotImplementedError, RuntimeError, SystemExit) as e:
         site = raise_site(traceback.extract_tb(e.__traceback__))
         raise EngineRefusal(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", site) from None
-    return Prepared(case=case, server_args=server_args, model_config=model_config, launch_flags=flags)
+    return Prepared(case=case, server_args=server_args, model_config=model_config, launch_flags=flags, arch=arch)
 
 
 class _RunnerStandin:
@@ -354,7 +407,7 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
     from sglang.srt.layers.dp_attention import get_attention_dp_rank
     from sglang.srt.model_executor import forward_context as fc
     from sglang.srt.model_executor.model_runner import ModelRunner
-    from sglang.srt.models.nemotron_h import NemotronHForCausalLM
+    import importlib
 
     from . import groups, standins
 
@@ -380,7 +433,8 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
         dcp_size=1,
     )
     torch.manual_seed(20261207)
-    model = NemotronHForCausalLM(config=prepared.model_config.hf_config, quant_config=None)
+    model_class = getattr(importlib.import_module(f"sglang.srt.models.{prepared.arch.module}"), prepared.arch.cls)
+    model = model_class(config=prepared.model_config.hf_config, quant_config=None)
     with torch.no_grad():
         for name, param in sorted(model.named_parameters()):
             param.normal_(0.0, 0.05)

@@ -89,7 +89,10 @@ Expected<RecordingVerdict> judgeRecording(const Recording& given, const Plan& pl
   seen.sees_pynccl = rec.format != "flight-recorder";
   // The recorder sees every call GroupCoordinator makes, whatever would
   // carry it on a GPU.
-  if (rec.format == "seam-recorder") seen.custom_all_reduce = false;
+  if (rec.format == "seam-recorder") {
+    seen.custom_all_reduce = false;
+    seen.sees_kernels = true;
+  }
   const ServingJudge judge(plan);
   auto groups = mapGroups(rec, judge.groups);
   if (!groups) return groups.status();

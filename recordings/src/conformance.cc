@@ -29,7 +29,10 @@ std::string_view agreementName(Agreement a) {
 }
 
 std::string recorderGap(const Case& c) {
-  if (c.model.family != LayerFamily::kSingleStage) return "two-stage decoder layers";
+  // The model classes the recorder builds (recorder/seam_recorder/sglang_engine.py ARCHITECTURES).
+  if (c.model.architecture != "NemotronHForCausalLM" && c.model.architecture != "Qwen3ForCausalLM")
+    return "the model class " + (c.model.architecture.empty() ? std::string("of ") + c.model.name
+                                                              : c.model.architecture);
   if (!c.model.pattern.mtp.empty()) return "the MTP draft layers";
   if (c.config.pp > 1) return "pipeline stages (pp > 1)";
   if (c.config.attn_cp > 1) return "attention CP";

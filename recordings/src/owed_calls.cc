@@ -32,6 +32,7 @@ constexpr std::int64_t kCustomArAlignBytes = 16;
 /// the same); the fused kernel is the plan's own op.
 Route routeOf(OpKind op, CallKind call, int group_size, std::int64_t bytes,
               const RecordingRoutes& routes) {
+  if (routes.sees_kernels) return Route::kNccl;
   if (op == OpKind::kArAddNorm) return Route::kFusedKernel;
   if (call == CallKind::kAllGatherv || call == CallKind::kReduceScatterv)
     return routes.sees_pynccl ? Route::kNccl : Route::kPynccl;

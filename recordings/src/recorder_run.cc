@@ -65,8 +65,23 @@ std::string recorderCaseJson(const Case& c) {
       {"tbo", c.flags.tbo},
       {"layernorm_sp", c.flags.layernorm_sp},
       {"dp_gatherv", c.flags.dp_gatherv}};
+  // The checkpoint's counts that decide how the engine splits its weights
+  // (heads, KV heads, Mamba heads and groups, experts); the recorder keeps
+  // the widths small.
+  const ModelShape& m = c.model.shape;
+  nlohmann::json shape = nlohmann::json::object();
+  const std::pair<const char*, int> counts[] = {{"heads", m.heads},
+                                                {"kv_heads", m.kv_heads},
+                                                {"mamba_heads", m.mamba_heads},
+                                                {"mamba_groups", m.mamba_groups},
+                                                {"experts", m.moe_experts},
+                                                {"top_k", m.moe_top_k}};
+  for (const auto& [key, value] : counts)
+    if (value > 0) shape[key] = value;
   return nlohmann::json{
       {"model", c.model.name},
+      {"architecture", c.model.architecture},
+      {"shape", std::move(shape)},
       {"pattern", c.model.pattern.text()},
       {"family", c.model.family == LayerFamily::kSingleStage ? "single-stage" : "two-stage"},
       {"config", std::move(config)}}

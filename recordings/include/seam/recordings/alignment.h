@@ -40,6 +40,10 @@ struct RecordingRoutes {
   /// Whether the recording sees pynccl's calls: NCCL's log does, a Flight
   /// Recorder dump does not (judgeRecording sets it from the format).
   bool sees_pynccl = true;
+  /// Whether the recording sees the calls of the engine's own kernels (the
+  /// fused all-reduce + add + RMSNorm): seam's recorder does, as it stands
+  /// the kernel in with a recorded all-reduce (judgeRecording sets it).
+  bool sees_kernels = false;
 };
 
 /// One collective the plan owes a rank: the plan op (or the step of a DP

@@ -1,0 +1,49 @@
+"""SGLang 0.5.20's Qwen3 (dense) decoder layers run on the CPU: the classic
+LayerCommunicator between two stages of a layer (attention, MLP). Expected
+calls read off the engine's own execution, agreeing with its code at the
+cited places (layers/communicator.py, models/qwen3.py, layers/linear.py)."""
+
+import json
+import unittest
+
+from test_sglang_nemotron_h import steps
+
+from seam_recorder.case import parse_case
+from seam_recorder.recording import record_case
+
+
+def record(pattern, **config):
+    cfg = {"pp": 1, "tp": 1, "attn_dp": 1, "attn_cp": 1, "moe_ep": 1, "moe_dp": 1, "tokens": [4], "mode": "decode"}
+    cfg.update(config)
+    doc = {"pattern": pattern, "architecture": "Qwen3ForCausalLM", "family": "two-stage",
+           "shape": {"heads": 32, "kv_heads": 8}, "config": cfg}
+    lines = [json.loads(l) for l in record_case(parse_case(json.dumps(doc)), None, 120)]
+    return [l for l in lines[1:-1] if "op" in l], lines[-1]
+
+
+class Qwen3DenseLayers(unittest.TestCase):
+    def test_under_tp_the_communicator_sums_attention_and_the_mlp_sums_itself(self):
+        # Fusion off: prepare_mlp all-reduces the o_proj partial over tp
+        # (communicator.py _gather_hidden_states_and_residual); the MLP's
+        # down_proj is a RowParallelLinear that reduces its own output.
+        calls, verdict = record("*-*-", tp=2)
+        self.assertEqual(verdict["verdict"], "ran")
+        tp = (0, 1)
+        self.assertEqual(
+            [s for s in steps(calls, 0) if s[0] is not None],
+            [
+                (0, "all_reduce", tp, 4, "communicator.py:_gather_hidden_states_and_residual"),
+                (0, "all_reduce", tp, 4, "linear.py:forward"),
+                (1, "all_reduce", tp, 4, "communicator.py:_gather_hidden_states_and_residual"),
+                (1, "all_reduce", tp, 4, "linear.py:forward"),
+            ],
+        )
+
+    def test_tp_8_splits_32_query_and_8_kv_heads_and_runs(self):
+        calls, verdict = record("*-", tp=8)
+        self.assertEqual(verdict["verdict"], "ran")
+        self.assertEqual({c["rank"] for c in calls}, set(range(8)))
+
+
+if __name__ == "__main__":
+    unittest.main()
