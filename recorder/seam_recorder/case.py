@@ -68,6 +68,8 @@ class Case:
             flags += ["--enable-attn-tp-input-scattered"]
         if self.tbo:
             flags += ["--enable-two-batch-overlap"]
+        if self.layernorm_sp:
+            flags += ["--enable-layernorm-sp"]
         if self.fusion:
             # What the engine turns on by itself on SM90/SM100 for Nemotron-H
             # with tp > 1, no DP attention and no all-to-all backend

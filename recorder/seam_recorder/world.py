@@ -176,8 +176,9 @@ def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float
                     outs = collectives.complete(members)
                 except collectives.Mismatch as e:
                     if not result.failure:
+                        frames = result.calls[rank][-1].get("frames") or ["?"]
                         result.failure_kind = "mismatch"
-                        result.failure = f"{name} call #{index} (ranks {list(group)}): {e}"
+                        result.failure = f"{name} call #{index} (ranks {list(group)}) at {' < '.join(frames[:3])}: {e}"
                     for r in group:
                         abort(r, f"collective mismatch on {name}")
                     continue

@@ -47,3 +47,14 @@ class Qwen3DenseLayers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MoeDenseTpOneOnADenseModel(unittest.TestCase):
+    def test_the_mlp_all_reduces_unequal_slices_over_tp_and_the_members_disagree(self):
+        # docs/engine-findings.md: the communicator scatters the MLP's input
+        # (enable_moe_dense_fully_dp) while Qwen2MLP's down_proj reduces over TP.
+        cfg = {"tp": 8, "attn_dp": 2, "tokens": [0, 1], "mode": "extend", "dense_tp": 1}
+        calls, verdict = record("*-", **cfg)
+        self.assertEqual(verdict["verdict"], "mismatch")
+        self.assertIn("all_reduce of different shapes", verdict["failure"])
+        self.assertIn("sglang/srt/layers/linear.py:1691:forward < sglang/srt/models/qwen2.py", verdict["failure"])
