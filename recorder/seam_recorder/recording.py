@@ -63,6 +63,7 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
             "dp_attention memcpy (the engine's memcpy_cpu)",
             "rotary embedding (its torch-native path)",
         ]
+        + (["MLA attention before o_proj"] if case.architecture == "DeepseekV3ForCausalLM" else [])
         + (["FlashInfer fused all-reduce + residual + RMSNorm kernel"] if case.fusion else []),
         "fused_allreduce_kernel": (
             "on: the fusion gate's SM90 and FlashInfer facts set, the kernel stood in for"

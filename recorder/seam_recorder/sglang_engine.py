@@ -159,6 +159,59 @@ def qwen3_config(case: Case) -> Dict[str, Any]:
     }
 
 
+def deepseek_v3_config(case: Case) -> Dict[str, Any]:
+    """A DeepSeek-V3 config.json of tiny widths: the case's two-stage pattern
+    (attention then a dense MLP `-` or a MoE `E` per layer; the dense ones
+    first, as first_k_dense_replace says), the checkpoint's head and expert
+    counts."""
+    pattern = case.pattern.replace("|", "")
+    pairs = [pattern[i : i + 2] for i in range(0, len(pattern), 2)]
+    if len(pattern) % 2 or any(p not in ("*-", "*E") for p in pairs):
+        raise EngineError(f"DeepseekV3ForCausalLM layers are MLA then an MLP or MoE ('*-', '*E'); the pattern is {pattern}")
+    dense = pairs.index("*E") if "*E" in pairs else len(pairs)
+    if any(p == "*-" for p in pairs[dense:]):
+        raise EngineError(f"DeepSeek-V3's dense layers come first (first_k_dense_replace); the pattern is {pattern}")
+    heads = case.shape.get("heads", 16)
+    return {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        "hidden_size": HIDDEN,
+        "intermediate_size": 128,
+        "moe_intermediate_size": 16,
+        "num_attention_heads": heads,
+        "num_key_value_heads": heads,
+        "q_lora_rank": 16,
+        "kv_lora_rank": 16,
+        "qk_nope_head_dim": 4,
+        "qk_rope_head_dim": 4,
+        "v_head_dim": 4,
+        "n_routed_experts": case.shape.get("experts", 16),
+        "num_experts_per_tok": case.shape.get("top_k", 2),
+        "n_shared_experts": 1,
+        "n_group": 1,
+        "topk_group": 1,
+        "first_k_dense_replace": dense,
+        "moe_layer_freq": 1,
+        "num_hidden_layers": len(pairs),
+        "num_nextn_predict_layers": 0,
+        "vocab_size": 256,
+        "max_position_embeddings": 4096,
+        "torch_dtype": "float32",
+        "tie_word_embeddings": False,
+        "topk_method": "noaux_tc",
+        "scoring_func": "sigmoid",
+        "routed_scaling_factor": 1.0,
+        "norm_topk_prob": True,
+        "hidden_act": "silu",
+        # DeepSeek-V3's own (its config.json): YaRN, which the engine's
+        # CPU rotary path takes as deepseek_yarn.
+        "rope_scaling": {
+            "type": "yarn", "factor": 40, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0,
+            "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+        },
+    }
+
+
 @dataclass
 class Architecture:
     """One model class the recorder builds: where the engine defines it and
@@ -172,6 +225,7 @@ class Architecture:
 ARCHITECTURES: Dict[str, Architecture] = {
     "NemotronHForCausalLM": Architecture("nemotron_h", "NemotronHForCausalLM", nemotron_h_config),
     "Qwen3ForCausalLM": Architecture("qwen3", "Qwen3ForCausalLM", qwen3_config),
+    "DeepseekV3ForCausalLM": Architecture("deepseek_v2", "DeepseekV3ForCausalLM", deepseek_v3_config),
 }
 
 
@@ -235,7 +289,10 @@ def install(engine: Engine) -> None:
     from sglang.srt.distributed import bootstrap  # noqa: F401
     from sglang.srt.layers.attention import hybrid_linear_attn_backend  # noqa: F401
     from sglang.srt.model_executor import forward_context, model_runner  # noqa: F401
-    from sglang.srt.models import nemotron_h, qwen3  # noqa: F401
+    from sglang.srt.models import deepseek_v2, nemotron_h, qwen3  # noqa: F401
+
+    # DeepSeek's MLA attention: everything before o_proj stood in for.
+    deepseek_v2.DeepseekV2AttentionMLA.forward = standins.mla_attention
 
     # torch.compile'd helpers (the embedding's local shard, ...) run eagerly:
     # the same arithmetic, without seconds of tracing in every rank of every case.

@@ -157,3 +157,27 @@ def install_fused_kernel(communicator_module: Any, fusion_module: Any) -> None:
     communicator_module._is_sm90_supported = True
     communicator_module._is_flashinfer_available = True
     fusion_module.flashinfer_allreduce_residual_rmsnorm = fused_allreduce_rmsnorm
+
+
+def mla_attention(self, positions, hidden_states, forward_batch, zero_allocator=None,
+                  layer_scatter_modes=None, llama_4_scaling=None, prev_topk_indices=None, **kwargs):
+    """DeepseekV2AttentionMLA.forward with everything before o_proj stood in
+    for (the q/kv low-rank projections, rotary, the absorbed MLA kernel: no
+    collective on these paths without input-scattered attention): the
+    engine's own short-circuit of a shard of no rows, then each token's
+    heads' values as a fixed projection of its row, then the engine's o_proj
+    (a RowParallelLinear over attention TP)."""
+    from sglang.srt.layers.communicator import get_attn_tp_context
+
+    if isinstance(hidden_states, tuple):
+        hidden_states = hidden_states[0]
+    if not get_attn_tp_context().input_scattered and hidden_states.shape[0] == 0:
+        assert not self.o_proj.reduce_results, "short-circuiting allreduce will lead to hangs"
+        return hidden_states
+    width = self.num_local_heads * self.v_head_dim
+    if getattr(self, "_seam_values", None) is None or self._seam_values.shape != (hidden_states.shape[-1], width):
+        generator = torch.Generator().manual_seed(width)
+        self._seam_values = torch.randn(hidden_states.shape[-1], width, generator=generator) * 0.05
+    values = hidden_states.to(self._seam_values.dtype) @ self._seam_values
+    out, _ = self.o_proj(values.to(hidden_states.dtype))
+    return out

@@ -30,7 +30,8 @@ std::string_view agreementName(Agreement a) {
 
 std::string recorderGap(const Case& c) {
   // The model classes the recorder builds (recorder/seam_recorder/sglang_engine.py ARCHITECTURES).
-  if (c.model.architecture != "NemotronHForCausalLM" && c.model.architecture != "Qwen3ForCausalLM")
+  if (c.model.architecture != "NemotronHForCausalLM" &&
+      c.model.architecture != "Qwen3ForCausalLM" && c.model.architecture != "DeepseekV3ForCausalLM")
     return "the model class " + (c.model.architecture.empty() ? std::string("of ") + c.model.name
                                                               : c.model.architecture);
   if (!c.model.pattern.mtp.empty()) return "the MTP draft layers";
