@@ -40,7 +40,15 @@ def _line(obj: Dict[str, Any]) -> str:
 
 def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List[str]:
     engine = sglang_engine.load(engine_src)
-    sglang_engine.install(engine)
+    try:
+        sglang_engine.install(engine)
+    except ModuleNotFoundError as e:
+        raise sglang_engine.EngineError(
+            f"importing SGLang failed: no module named {e.name!r}; tools/setup.sh installs the "
+            "recorder's pinned packages (recorder/requirements.txt)"
+        ) from None
+    except Exception as e:  # a tree whose modules do not import (a syntax error, ...) is bad input
+        raise sglang_engine.EngineError(f"importing SGLang failed: {type(e).__name__}: {e}") from None
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -147,8 +147,7 @@ Status spawnRecorder(const RecorderRun& run, const std::vector<std::string>& tai
     return Status::ok();
   }
   if (code == 2) return Status::invalid("recorder: " + message);
-  return Status::internal("the recorder failed (exit " + std::to_string(code) + "): " + message +
-                          "; its output is in " + err_path);
+  return Status::internal("the recorder failed (exit " + std::to_string(code) + "): " + message);
 }
 
 Status writeFile(const std::string& path, const std::string& text) {

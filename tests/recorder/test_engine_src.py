@@ -87,6 +87,12 @@ class EngineSourceTrees(unittest.TestCase):
         self.assertIn("engine verdict: RAISED", out)
         self.assertRegex(out, r"rank 0 raised at sglang/srt/layers/communicator.py:\d+:_gather_hidden_states_and_residual: AssertionError: planted")
 
+    def test_a_tree_whose_communicator_does_not_import_is_bad_input_naming_it(self):
+        tree = self.tree("srt/layers/communicator.py", lambda t: t + "\ndef broken(:\n")
+        code, out = seam(*CASE, "--engine-src", tree)
+        self.assertEqual(code, 2, out)
+        self.assertRegex(out.strip(), r"^seam: recorder: importing SGLang failed: SyntaxError: .*communicator.py, line \d+\)$")
+
     def test_a_folder_that_is_no_sglang_tree_is_bad_input(self):
         empty = tempfile.mkdtemp()
         self.trees = [empty]
