@@ -172,15 +172,14 @@ Command registerSweep(CLI::App& app) {
             if (!e->engine.asked() && !e->keep.empty())
               return fail(Status::invalid("--keep-recordings needs --engine or --engine-src"));
             if (e->engine.asked()) {
-              if (Status s = refuseGiven(*sub,
-                                         {"--shard", "--resume", "--junit", "--db", "--policy",
-                                          "--jobs", "--format", "--layout"},
-                                         "a sweep without --engine (an engine sweep prints a table "
-                                         "and writes no store yet)");
-                  !s)
-                return fail(s);
+              auto json = jsonFormat(o->format);
+              Status s = refuseGiven(*sub, {"--junit", "--policy", "--layout", "--family"},
+                                     "a sweep without --engine (which runs serving cases and "
+                                     "compares both policies' plans with the engine)");
+              if (!s || !json) return fail(s ? json.status() : s);
               e->world = o->world, e->model = o->model, e->pattern = o->pattern,
-              e->fixed = o->fixed;
+              e->fixed = o->fixed, e->jobs = o->jobs, e->shard = o->shard, e->db = o->db,
+              e->resume = o->resume, e->json = *json;
               return sweepEngine(*e);
             }
             auto training = trainingFamily(o->family);

@@ -2,119 +2,124 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <map>
 
 #include "command.h"
-#include "seam/properties/sweep.h"
-#include "seam/recordings/conformance.h"
-#include "seam/recordings/recorder.h"
+#include "seam/recordings/engine_sweep.h"
+#include "seam/reports/engine_view.h"
+#include "seam/reports/recorders.h"
 
 namespace seam::tools {
 
 namespace {
 
-constexpr PolicyKind kPolicies[] = {PolicyKind::kDeclared, PolicyKind::kLegacy};
-constexpr int kExamples = 3;
+constexpr std::size_t kExamples = 3;
+constexpr std::size_t kRowsPerBatch = 512;
 
-struct Tally {
-  int cases = 0;
-  int counts[2][recordings::kAgreementCount] = {};
-};
+/// The arguments a resumed engine sweep must match.
+std::string engineSweepArgs(const EngineSweepOptions& o, const ConfigFilter& f) {
+  auto leaf = [](const char* name, const std::optional<int>& v) {
+    return v ? std::string(" ") + name + "=" + std::to_string(*v) : std::string();
+  };
+  return "world=" + std::to_string(o.world) + " shard=" + o.shard +
+         (o.engine.engine_src.empty() ? " engine=" + o.engine.engine
+                                      : " engine-src=" + o.engine.engine_src) +
+         leaf("pp", f.pp) + leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) +
+         leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) + " model=" + o.model +
+         " pattern=" + o.pattern;
+}
+
+/// A scratch folder (removed at the end), or --keep-recordings's.
+Expected<std::string> recordingsFolder(const std::string& keep) {
+  if (!keep.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::create_directories(keep, ec) && ec)
+      return Status::invalid("--keep-recordings " + keep + ": " + ec.message());
+    return keep;
+  }
+  std::string tmpl = (std::filesystem::temp_directory_path() / "seam-engine-sweep-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) return Status::invalid("cannot make a scratch folder");
+  return tmpl;
+}
 
 }  // namespace
 
 int sweepEngine(const EngineSweepOptions& o) {
   if (Status s = engineOptionsValid(o.engine); !s) return fail(s);
+  recordings::EngineSweepSpec spec;
+  spec.world = o.world;
+  spec.filter = o.fixed.filter();
   auto models = properties::sweepModels(o.model, o.pattern);
   if (!models) return fail(models.status());
-  std::string dir = o.keep;
-  if (dir.empty()) {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "seam-engine-sweep-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr)
-      return fail(Status::invalid("cannot make a scratch folder"));
-    dir = tmpl;
-  } else if (std::error_code ec; !std::filesystem::create_directories(dir, ec) && ec) {
-    return fail(Status::invalid("--keep-recordings " + dir + ": " + ec.message()));
+  spec.models = std::move(*models);
+  if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe)
+    return fail(probe.status());
+  auto shard = parseShard(o.shard);
+  if (!shard) return fail(shard.status());
+  spec.shard = *shard;
+  auto jobs = workerThreads(o.jobs);
+  if (!jobs) return fail(jobs.status());
+  spec.jobs = *jobs;
+  spec.run = recordings::defaultRecorderRun(SEAM_CHECKOUT);
+  spec.run.engine_src = o.engine.engine_src;
+  spec.run.timeout_s = o.engine.timeout_s;
+  auto opened = reports::openRun(o.db, "sweep --engine", engineSweepArgs(o, spec.filter),
+                                 kSeamVersion, o.resume);
+  if (!opened) return fail(opened.status());
+  reports::Store& store = opened->store;
+  if (o.resume) {
+    auto done = store.engineCaseIndices(opened->run.id);
+    if (!done) return fail(done.status());
+    spec.skip = std::move(*done);
   }
-  recordings::RecorderRun run = recordings::defaultRecorderRun(SEAM_CHECKOUT);
-  run.engine_src = o.engine.engine_src;
-  run.timeout_s = o.engine.timeout_s;
-  bool all_agree = true;
-  for (const properties::SweepModel& m : *models) {
-    if (!m.model) {
-      std::cout << m.name << ": not modelled (" << m.why_not << ")\n";
-      continue;
-    }
-    const auto space =
-        recordings::engineSpace(properties::enumerateCases(*m.model, o.world, o.fixed.filter()),
-                                recordings::recorderCaseJson);
-    std::cout << "sweep --engine: " << m.name << " world " << o.world << ": " << space.cases.size()
-              << " cases in " << space.runs.size() << " engine runs";
-    for (const auto& [why, n] : space.left_out)
-      std::cout << "; " << n << " left out (" << why << ")";
-    std::cout << "\n" << std::flush;
-    const std::string model_dir = dir + "/" + m.name;
-    std::filesystem::create_directories(model_dir);
-    const auto start = std::chrono::steady_clock::now();
-    if (Status s = recordings::runRecorderBatch(run, space.runs, model_dir); !s) return fail(s);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::map<std::string, Tally> tally;
-    std::map<std::string, std::pair<int, std::string>> divergences[2];
-    for (std::size_t i = 0; i < space.cases.size(); ++i) {
-      const Case& c = space.cases[i];
-      auto rec = recordings::readRecording(
-          model_dir + "/" + recordings::recordingName(run, space.runs[space.run_of[i]]));
-      if (!rec) return fail(rec.status());
-      Tally& t = tally[recordings::configFamily(c.config)];
-      ++t.cases;
-      for (int p = 0; p < 2; ++p) {
-        const auto a = recordings::agreementOf(c, kPolicies[p], *rec);
-        ++t.counts[p][static_cast<int>(a.agreement)];
-        const bool counted = a.agreement != recordings::Agreement::kEngineRefused &&
-                             a.agreement != recordings::Agreement::kOtherPadding;
-        if (p == 0 && counted && a.agreement != recordings::Agreement::kAgrees) all_agree = false;
-        if (!a.divergence.empty() && counted) {
-          auto& d = divergences[p][std::string(recordings::agreementName(a.agreement)) + ": " +
-                                   a.divergence];
-          if (d.first++ == 0)
-            d.second = reproduceCommand(c, policyName(kPolicies[p])) + " --engine sglang";
-        }
-      }
-    }
-    std::cout << "  recorded in " << static_cast<int>(seconds) << " s (" << space.runs.size()
-              << " runs); per configuration family, cases: declared | legacy\n";
-    for (const auto& [family, t] : tally) {
-      std::cout << "  " << family << ": " << t.cases;
-      for (int p = 0; p < 2; ++p) {
-        std::cout << (p == 0 ? " |" : " ||");
-        for (int a = 0; a < recordings::kAgreementCount; ++a)
-          if (t.counts[p][a] > 0)
-            std::cout << " " << recordings::agreementName(static_cast<recordings::Agreement>(a))
-                      << " " << t.counts[p][a];
-      }
-      std::cout << "\n";
-    }
-    for (int p = 0; p < 2; ++p) {
-      int shown = 0;
-      for (const auto& [what, d] : divergences[p]) {
-        if (shown++ == kExamples) {
-          std::cout << "  (" << divergences[p].size() - kExamples << " more classes)\n";
-          break;
-        }
-        std::cout << "  " << policyName(kPolicies[p]) << " " << what.substr(0, 200) << " ("
-                  << d.first << " cases), e.g. " << d.second << "\n";
-      }
-    }
-  }
+  auto dir = recordingsFolder(o.keep);
+  if (!dir) return fail(dir.status());
+  spec.dir = *dir;
+
+  std::size_t pending = 0;
+  Status batch = store.beginBatch();
+  auto sink = [&](const reports::EngineCaseRecord& row) -> Status {
+    if (Status s = store.addEngineCase(opened->run.id, row); !s) return s;
+    if (++pending < kRowsPerBatch) return Status::ok();
+    pending = 0;
+    if (Status s = store.commitBatch(); !s) return s;
+    return store.beginBatch();
+  };
+  auto result = batch ? recordings::runEngineSweep(spec, sink)
+                      : Expected<recordings::EngineSweepResult>(batch);
+  if (result) batch = store.commitBatch();
   if (o.keep.empty()) {
     std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(*dir, ec);
   }
-  return all_agree ? kExitOk : kExitPropertyFailed;
+  if (!result) {
+    (void)store.rollbackBatch();
+    return fail(result.status());
+  }
+  if (!batch) return fail(batch);
+  if (Status s = store.finishRun(opened->run.id); !s) return fail(s);
+  auto rows = store.engineCases(opened->run.id);
+  if (!rows) return fail(rows.status());
+  const reports::EngineConformance table = reports::foldEngineCases(*rows);
+  if (o.json) {
+    std::cout << reports::conformanceJson(table, opened->run.args);
+  } else {
+    for (const recordings::EngineSweepModel& m : result->models) {
+      std::cout << "sweep --engine: " << m.name << " world " << o.world;
+      if (!m.not_modelled.empty()) {
+        std::cout << ": not modelled (" << m.not_modelled << ")\n";
+        continue;
+      }
+      std::cout << ", shard " << o.shard << ": " << m.cases << " cases in " << m.runs
+                << " engine runs (" << m.recorded << " recorded now, "
+                << static_cast<int>(m.seconds) << " s)";
+      for (const auto& [why, n] : m.left_out) std::cout << "; " << n << " left out (" << why << ")";
+      std::cout << "\n";
+    }
+    std::cout << reports::renderConformance(table, kExamples) << "store: " << store.path()
+              << ", run " << opened->run.id << "\n";
+  }
+  return table.declared_disagreements == 0 ? kExitOk : kExitPropertyFailed;
 }
 
 }  // namespace seam::tools

@@ -1,7 +1,8 @@
 // `seam sweep --engine sglang`: every case of the space that the recorder
 // runs, run on the engine itself once per engine-distinct case, and each
 // case's plan under the declared and the legacy policy compared with what
-// the engine called: a conformance table per model and configuration family.
+// the engine called (recordings/engine_sweep.h); the rows go to the store,
+// and the conformance table per model and configuration family is printed.
 #pragma once
 
 #include <string>
@@ -18,6 +19,11 @@ struct EngineSweepOptions {
   FilterOptions fixed;
   EngineOptions engine;
   std::string keep;  ///< --keep-recordings DIR: the recordings are written there and kept
+  int jobs = 0;      ///< recorder processes at once (0: one per core)
+  std::string shard = "0/1";
+  std::string db = "seam.db";
+  bool resume = false;
+  bool json = false;
 };
 
 /// Exit 0 when every case the engine ran agrees with the declared plan, 1

@@ -20,6 +20,7 @@ import tempfile
 from .case import CaseError, parse_case
 from .recording import record_case
 from .sglang_engine import EngineError
+from .world import die_with_parent
 
 
 def main(argv=None) -> int:
@@ -31,6 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("--engine-src", default=None, help="an SGLang checkout to run instead of the installed release")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds a case may run (default 120)")
     args = parser.parse_args(argv)
+    die_with_parent()
     if args.cases:
         return _many(args)
     if not args.case or not args.out:

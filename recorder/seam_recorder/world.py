@@ -27,6 +27,22 @@ from . import collectives
 from .frames import raise_site
 
 
+def die_with_parent() -> None:
+    """Asks Linux to kill this process when its parent goes (prctl
+    PR_SET_PDEATHSIG), so that a killed seam or recorder leaves no process
+    behind; elsewhere, nothing."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent went before the request
+        os._exit(1)
+
+
 class WorldAborted(BaseException):
     """Raised in a rank whose collective can never complete (the hub said so)."""
 
@@ -103,6 +119,7 @@ def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float
         parent, child = Pipe()
         pid = os.fork()
         if pid == 0:
+            die_with_parent()
             for c in conns:
                 c.close()
             parent.close()

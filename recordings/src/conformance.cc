@@ -54,7 +54,8 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
   // DP padding and the boundary reduction it decides itself.
   using Key = std::tuple<std::string, std::vector<int>, bool, bool, bool, std::vector<int>, int>;
   std::map<Key, int> run_of_key;
-  for (const Case& c : cases) {
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
     if (const std::string gap = recorderGap(c); !gap.empty()) {
       ++space.left_out[gap];
       continue;
@@ -71,6 +72,7 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
     if (fresh) space.runs.push_back(caseJson(c));
     space.cases.push_back(c);
     space.run_of.push_back(it->second);
+    space.index_of.push_back(static_cast<std::int64_t>(i));
   }
   return space;
 }

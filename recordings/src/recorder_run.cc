@@ -171,7 +171,7 @@ Status runRecorder(const RecorderRun& run, const std::string& case_json,
 std::string recordingName(const RecorderRun& run, const std::string& case_json) {
   // FNV-1a: the same name for the same case and engine in every build.
   std::uint64_t h = 1469598103934665603ULL;
-  for (const std::string* part : {&run.engine, &run.engine_src, &case_json})
+  for (const std::string* part : {&run.engine, &run.engine_src, &run.fingerprint, &case_json})
     for (const char ch : *part + '\0') h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
   char name[32];
   std::snprintf(name, sizeof name, "%016llx.jsonl", static_cast<unsigned long long>(h));
@@ -179,16 +179,17 @@ std::string recordingName(const RecorderRun& run, const std::string& case_json) 
 }
 
 Status runRecorderBatch(const RecorderRun& run, const std::vector<std::string>& case_jsons,
-                        const std::string& dir) {
+                        const std::string& dir, const std::string& tag) {
   std::string lines;
   for (const std::string& j : case_jsons) {
     auto doc = nlohmann::json::parse(j);
     doc["out"] = recordingName(run, j);
     lines += doc.dump() + "\n";
   }
-  const std::string cases = dir + "/cases.jsonl";
+  const std::string cases = dir + "/cases" + tag + ".jsonl";
   if (Status s = writeFile(cases, lines); !s) return s;
-  return spawnRecorder(run, {"--cases", cases, "--out-dir", dir}, dir + "/recorder.stderr");
+  return spawnRecorder(run, {"--cases", cases, "--out-dir", dir},
+                       dir + "/recorder" + tag + ".stderr");
 }
 
 }  // namespace seam::recordings

@@ -20,6 +20,7 @@ struct RunContents {
   std::vector<KillRecord> kills;
   std::vector<EquivalenceRecord> equivalences;
   std::vector<TimingRecord> timings;
+  std::vector<EngineCaseRecord> engine_cases;
   std::optional<BaselineRecord> baseline;  ///< a campaign's stored baseline, copied as it is
 };
 
@@ -67,6 +68,9 @@ Expected<InputContents> readInput(const std::string& path) {
     auto timings = store->timings(r.id);
     if (!timings) return timings.status();
     c.timings = std::move(*timings);
+    auto engine_cases = store->engineCases(r.id);
+    if (!engine_cases) return engine_cases.status();
+    c.engine_cases = std::move(*engine_cases);
     auto baseline = store->baseline(r.id);
     if (!baseline) return baseline.status();
     c.baseline = std::move(*baseline);
@@ -96,6 +100,9 @@ Status writeRun(Store& out, RunContents& c) {
   }
   for (const TimingRecord& t : c.timings) {
     if (Status st = out.addTiming(run.id, t); !st) return st;
+  }
+  for (const EngineCaseRecord& e : c.engine_cases) {
+    if (Status st = out.addEngineCase(run.id, e); !st) return st;
   }
   // The row keeps its checksum: a resumed campaign checks it (and its
   // space and build) before it takes the baseline.

@@ -75,7 +75,7 @@ void renderSummary(Doc& d, const Store& store, const std::vector<RunData>& runs)
   OutcomeCounts all;
   StatusCounts statuses;
   Verdict worst = Verdict::kNoCases;
-  std::int64_t comparisons = 0, refuted = 0, failing_runs = 0;
+  std::int64_t comparisons = 0, refuted = 0, failing_runs = 0, engine_cases = 0, engine_differ = 0;
   for (const RunData& r : runs) {
     all.add(r.counts);
     statuses.killed += r.statuses.killed;
@@ -85,6 +85,8 @@ void renderSummary(Doc& d, const Store& store, const std::vector<RunData>& runs)
     statuses.planner_errors += r.statuses.planner_errors;
     comparisons += static_cast<std::int64_t>(r.equivalences.size());
     refuted += r.refuted;
+    engine_cases += r.engine.cases;
+    engine_differ += r.engine.declared_disagreements;
     if (r.verdict == Verdict::kFails) ++failing_runs;
     worst = std::max(worst, r.verdict, [](Verdict a, Verdict b) {
       auto rank = [](Verdict v) { return v == Verdict::kNoCases ? 0 : static_cast<int>(v) + 1; };
@@ -96,6 +98,9 @@ void renderSummary(Doc& d, const Store& store, const std::vector<RunData>& runs)
   if (failing_runs > 0) text += " (" + grouped(failing_runs) + " failing)";
   text += "; " + countsLine(all) + ".";
   if (statuses.total() > 0) text += " Campaigns: " + scoreLine(statuses) + ".";
+  if (engine_cases > 0)
+    text += " Run on the engine: " + grouped(engine_cases) + " cases, " + grouped(engine_differ) +
+            " not bearing out the declared plan.";
   if (comparisons > 0) {
     text += " GPU: " + grouped(comparisons) + " comparisons, " + grouped(refuted) +
             " predictions refuted.";
@@ -105,8 +110,8 @@ void renderSummary(Doc& d, const Store& store, const std::vector<RunData>& runs)
   for (const RunData& r : runs) {
     rows.push_back(
         {std::to_string(r.run.id), r.run.command, ellipsis(r.verdict_text, 80),
-         grouped(r.counts.total()), grouped(r.counts.violated), grouped(r.counts.findings),
-         grouped(r.counts.not_modelled), grouped(r.counts.refused),
+         grouped(r.counts.total() + r.engine.cases), grouped(r.counts.violated),
+         grouped(r.counts.findings), grouped(r.counts.not_modelled), grouped(r.counts.refused),
          r.statuses.total() > 0 ? std::to_string(r.statuses.killed) + "/" +
                                       std::to_string(r.statuses.killed + r.statuses.survived)
                                 : "-",

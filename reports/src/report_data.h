@@ -13,6 +13,7 @@
 
 #include "report_bench.h"
 #include "report_doc.h"
+#include "seam/reports/engine_view.h"
 #include "seam/reports/mutate_view.h"
 #include "seam/reports/store.h"
 
@@ -58,6 +59,7 @@ struct RunData {
   std::vector<TimingRecord> timings;
   std::vector<CaseRecord> bench_cases;  ///< kept for `gpu bench` runs only
   std::int64_t prop_cases = 0;          ///< a prop run's generated cases (its arguments)
+  EngineConformance engine;             ///< a `sweep --engine` run's table
   Verdict verdict = Verdict::kNoCases;
   std::string verdict_text;  ///< "fails: 3 violations", "holds", ...
 };

@@ -90,6 +90,9 @@ void judge(RunData& r) {
   if (plain > 0) why.push_back(grouped(plain) + (plain == 1 ? " violation" : " violations"));
   if (r.statuses.survived > 0) why.push_back(std::to_string(r.statuses.survived) + " survived");
   if (r.refuted > 0) why.push_back(std::to_string(r.refuted) + " predictions refuted");
+  if (r.engine.declared_disagreements > 0)
+    why.push_back(grouped(r.engine.declared_disagreements) + " of " + grouped(r.engine.cases) +
+                  " cases differ from what " + r.engine.engine + " ran");
   if (!why.empty()) {
     r.verdict = Verdict::kFails;
     r.verdict_text = "fails: ";
@@ -100,7 +103,7 @@ void judge(RunData& r) {
                      (r.counts.findings == 1 ? " case" : " cases") +
                      " where SGLang's own plans violate a property";
   } else if (r.counts.total() > 0 || r.statuses.total() > 0 || !r.equivalences.empty() ||
-             r.prop_cases > 0) {
+             r.prop_cases > 0 || r.engine.cases > 0) {
     r.verdict = Verdict::kHolds;
     r.verdict_text = "holds";
   } else {
@@ -144,6 +147,9 @@ Expected<RunData> readRunData(Store& store, const RunRecord& run) {
   auto t = store.timings(run.id);
   if (!t) return t.status();
   r.timings = std::move(*t);
+  auto engine_cases = store.engineCases(run.id);
+  if (!engine_cases) return engine_cases.status();
+  r.engine = foldEngineCases(*engine_cases);
   // A passing prop run stores no case: its arguments say how many it tried.
   if (run.command == "prop" && r.counts.total() == 0 && run.finished_ms != 0)
     r.prop_cases = std::atoll(argument(run.args, "cases").c_str());
@@ -158,6 +164,9 @@ void renderRunVerdict(Doc& d, const RunData& r) {
   if (r.counts.total() > 0) what = countsLine(r.counts) + ". ";
   if (r.prop_cases > 0) what += grouped(r.prop_cases) + " generated cases, every property held. ";
   if (r.statuses.total() > 0) what += scoreLine(r.statuses) + ". ";
+  if (r.engine.cases > 0)
+    what += grouped(r.engine.cases) + " cases run on " + r.engine.engine + ", " +
+            grouped(r.engine.declared_disagreements) + " not bearing out the declared plan. ";
   if (!r.equivalences.empty()) {
     what += std::to_string(r.equivalences.size()) +
             (r.equivalences.size() == 1 ? " GPU comparison, " : " GPU comparisons, ") +

@@ -158,12 +158,38 @@ void renderCampaignPlot(Doc& d, const RunData& r) {
 
 }  // namespace
 
+/// An engine sweep's conformance: per model and family, the classes of each policy.
+static void renderConformanceTable(Doc& d, const EngineConformance& c) {
+  d.para("What " + c.engine +
+         " ran, case by case, against each policy's plan (classes: docs/recordings.md).");
+  std::vector<std::vector<Cell>> rows;
+  for (const auto& [key, row] : c.rows) {
+    std::vector<Cell> cells = {key.first, key.second, grouped(row.cases)};
+    for (const char* policy : {"declared", "legacy"}) {
+      std::string text;
+      const auto it = row.by_policy.find(policy);
+      if (it != row.by_policy.end())
+        for (const char* name : kAgreementClasses)
+          if (const auto n = it->second.find(name); n != it->second.end())
+            text += (text.empty() ? "" : ", ") + std::string(name) + " " + grouped(n->second);
+      cells.push_back(text.empty() ? "-" : text);
+    }
+    rows.push_back(std::move(cells));
+  }
+  d.table({"model", "family", "cases", "declared", "legacy"}, rows);
+  for (const auto& [policy, classes] : c.classes)
+    for (const auto& [what, k] : classes)
+      d.item(policy + ": " + ellipsis(what, 300) + " (" + grouped(k.cases) + ")", k.reproduce);
+  d.endList();
+}
+
 void renderRunTables(Doc& d, const RunData& r, BenchPlots& plots) {
   const bool bench = r.run.command == "gpu bench";
   const bool any = (!r.by_group.empty() && !bench) || !r.mutants.empty() || !r.timings.empty() ||
-                   (!r.equivalences.empty() && !bench);
+                   (!r.equivalences.empty() && !bench) || r.engine.cases > 0;
   if (!any) return;
   d.heading(2, "Run " + std::to_string(r.run.id) + " in tables: seam " + r.run.command);
+  if (r.engine.cases > 0) renderConformanceTable(d, r.engine);
   if (!r.by_group.empty() && !bench) renderGroupTable(d, r);
   if (!r.mutants.empty()) renderCampaign(d, r);
   // A bench's checks are columns of its tables.

@@ -49,6 +49,9 @@ enum class Sql : std::size_t {
   kEquivalences,
   kAddTiming,
   kTimings,
+  kAddEngineCase,
+  kEngineCases,
+  kEngineCaseIndices,
   kCount,
 };
 

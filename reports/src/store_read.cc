@@ -97,6 +97,13 @@ TimingRecord readTiming(sqlite3_stmt* s) {
   return t;
 }
 
+EngineCaseRecord readEngineCase(sqlite3_stmt* s) {
+  EngineCaseRecord e;
+  readColumns(s, 0, e.case_index, e.policy, e.model, e.config, e.flags, e.batch, e.family, e.engine,
+              e.engine_verdict, e.agreement, e.divergence, e.reproduce);
+  return e;
+}
+
 }  // namespace
 
 Expected<std::optional<RunRecord>> Store::findUnfinished(const std::string& command,
@@ -199,6 +206,15 @@ Expected<std::vector<EquivalenceRecord>> Store::equivalences(std::int64_t run_id
 
 Expected<std::vector<TimingRecord>> Store::timings(std::int64_t run_id) {
   return impl_->rows<TimingRecord>(Sql::kTimings, readTiming, run_id);
+}
+
+Expected<std::vector<EngineCaseRecord>> Store::engineCases(std::int64_t run_id) {
+  return impl_->rows<EngineCaseRecord>(Sql::kEngineCases, readEngineCase, run_id);
+}
+
+Expected<std::vector<std::int64_t>> Store::engineCaseIndices(std::int64_t run_id) {
+  return impl_->rows<std::int64_t>(
+      Sql::kEngineCaseIndices, [](sqlite3_stmt* s) { return sqlite3_column_int64(s, 0); }, run_id);
 }
 
 }  // namespace seam::reports

@@ -1,5 +1,5 @@
 // The store's schema: the CREATE TABLE text of version 1 and its migrations
-// to versions 2, 3 and 4, the marks that identify a seam store (application id,
+// to versions 2 to 5, the marks that identify a seam store (application id,
 // seam_meta rows, user_version), the creation of the schema in a new file,
 // the check of an existing one and the migration of an older file.
 #include <cstdio>
@@ -183,9 +183,33 @@ CREATE TABLE baselines(
 UPDATE seam_meta SET value = '4' WHERE key = 'schema_version';
 PRAGMA user_version = 4;
 )sql";
-static_assert(kStoreSchemaVersion == 4, "kMigrateV3ToV4 ends at version 4");
 
-/// Migrates a store of `from` (1, 2 or 3) to version `to`, step by step.
+// Version 4 -> 5: `seam sweep --engine`'s rows: per case of the space and
+// per policy, how the policy's plan compares with what the engine ran (the
+// agreement classes of docs/recordings.md), with the engine's own verdict. A
+// table added: a version 4 store's rows read as they were.
+constexpr const char* kMigrateV4ToV5 = R"sql(
+CREATE TABLE engine_cases(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  case_idx INTEGER NOT NULL,
+  policy TEXT NOT NULL,
+  model TEXT NOT NULL,
+  config TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  batch TEXT NOT NULL,
+  family TEXT NOT NULL,
+  engine TEXT NOT NULL,
+  engine_verdict TEXT NOT NULL,
+  agreement TEXT NOT NULL,
+  divergence TEXT NOT NULL,
+  reproduce TEXT NOT NULL,
+  PRIMARY KEY (run_id, case_idx, policy));
+UPDATE seam_meta SET value = '5' WHERE key = 'schema_version';
+PRAGMA user_version = 5;
+)sql";
+static_assert(kStoreSchemaVersion == 5, "kMigrateV4ToV5 ends at version 5");
+
+/// Migrates a store of `from` (1 to 4) to version `to`, step by step.
 int migrateFrom(sqlite3* db, int from, int to = kStoreSchemaVersion) {
   int rc = detail::registerTypedFunction(db);
   if (rc == SQLITE_OK && from < 2 && to >= 2)
@@ -194,6 +218,8 @@ int migrateFrom(sqlite3* db, int from, int to = kStoreSchemaVersion) {
     rc = sqlite3_exec(db, migrateV2ToV3().c_str(), nullptr, nullptr, nullptr);
   if (rc == SQLITE_OK && from < 4 && to >= 4)
     rc = sqlite3_exec(db, kMigrateV3ToV4, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK && from < 5 && to >= 5)
+    rc = sqlite3_exec(db, kMigrateV4ToV5, nullptr, nullptr, nullptr);
   return rc;
 }
 
@@ -265,12 +291,12 @@ Status checkSchema(sqlite3* db, const std::string& path) {
     return s;
   }
   if (!found) return refuse(path, "a seam store without a schema version");
-  if (value != "1" && value != "2" && value != "3" &&
+  if (value != "1" && value != "2" && value != "3" && value != "4" &&
       value != std::to_string(kStoreSchemaVersion)) {
     return Status::invalid(dbName(path) + ": a seam store of schema version " +
                            value.substr(0, 16) + ", but this seam reads and writes version " +
                            std::to_string(kStoreSchemaVersion) +
-                           " (and migrates versions 1, 2 and 3); refusing to write to it");
+                           " (and migrates versions 1 to 4); refusing to write to it");
   }
   return Status::ok();
 }
@@ -329,7 +355,7 @@ Status Store::Impl::migrate() {
   // Read inside the write lock: two runs opening one old file migrate it once.
   const std::string stored = detail::columnText(raw, 0);
   version.reset();
-  if (stored == "1" || stored == "2" || stored == "3") {
+  if (stored == "1" || stored == "2" || stored == "3" || stored == "4") {
     if (const int rc = migrateFrom(db.get(), std::stoi(stored)); rc != SQLITE_OK) {
       // A schema SQLite cannot rebuild (an index left over from a damaged
       // table, say) is the file's fault; busy, I/O and the like are this

@@ -90,6 +90,16 @@ constexpr std::array<const char*, static_cast<std::size_t>(Sql::kCount)> kSqlTex
     "SELECT case_idx, rank, op_index, op_kind, group_key, bytes, median_us, p10_us, p90_us, "
     "algbw_gbps, "
     "busbw_gbps FROM timings WHERE run_id = ? ORDER BY case_idx, rank, op_index",
+    // kAddEngineCase
+    "INSERT OR REPLACE INTO engine_cases(run_id, case_idx, policy, model, config, flags, batch, "
+    "family, engine, engine_verdict, agreement, divergence, reproduce) VALUES (?, ?, ?, ?, ?, ?, "
+    "?, ?, ?, ?, ?, ?, ?)",
+    // kEngineCases
+    "SELECT case_idx, policy, model, config, flags, batch, family, engine, engine_verdict, "
+    "agreement, divergence, reproduce FROM engine_cases WHERE run_id = ? ORDER BY case_idx, "
+    "policy",
+    // kEngineCaseIndices
+    "SELECT DISTINCT case_idx FROM engine_cases WHERE run_id = ? ORDER BY case_idx",
 };
 
 }  // namespace

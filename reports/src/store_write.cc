@@ -178,4 +178,10 @@ Status Store::addTiming(std::int64_t run_id, const TimingRecord& t) {
                       t.bytes, t.median_us, t.p10_us, t.p90_us, t.algbw_gbps, t.busbw_gbps);
 }
 
+Status Store::addEngineCase(std::int64_t run_id, const EngineCaseRecord& e) {
+  return impl_->write(Sql::kAddEngineCase, run_id, e.case_index, e.policy, e.model, e.config,
+                      e.flags, e.batch, e.family, e.engine, e.engine_verdict, e.agreement,
+                      e.divergence, e.reproduce);
+}
+
 }  // namespace seam::reports

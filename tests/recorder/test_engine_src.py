@@ -3,11 +3,14 @@ release: an unedited copy, a copy with one all-reduce removed from the
 communicator, and a copy that raises for one configuration. Needs the seam
 binary ($SEAM_BIN)."""
 
+import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import tempfile
+import time
 import unittest
 
 import sglang
@@ -102,26 +105,103 @@ class EngineSourceTrees(unittest.TestCase):
         self.assertEqual(len(out.strip().splitlines()), 1)
 
 
-if __name__ == "__main__":
-    unittest.main()
+def sweep(*args, timeout=600):
+    run = subprocess.run([SEAM, "sweep", "--engine", "sglang", *args], capture_output=True, text=True,
+                         timeout=timeout)
+    return run.returncode, run.stdout + run.stderr
 
 
 @unittest.skipUnless(SEAM, "SEAM_BIN names the seam binary")
 class EngineSweep(unittest.TestCase):
+    """One world 2 sweep of the pattern M*E recorded once (setUpClass); the
+    other tests reuse its recordings, found by name in the kept folder."""
+
+    SPACE = ["--pattern", "M*E", "--world", "2"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="seam-engine-sweep-")
+        cls.recordings = os.path.join(cls.dir, "recordings")
+        cls.code, cls.out = sweep(*cls.SPACE, "--db", os.path.join(cls.dir, "whole.db"),
+                                  "--keep-recordings", cls.recordings)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
     def test_a_world_2_sweep_puts_every_case_the_engine_runs_in_a_class(self):
-        run = subprocess.run([SEAM, "sweep", "--engine", "sglang", "--pattern", "M*E", "--world", "2"],
-                             capture_output=True, text=True, timeout=600)
-        out = run.stdout + run.stderr
-        self.assertIn("pattern M*E world 2: 66 cases in 48 engine runs", out)
+        out = self.out
+        self.assertIn("pattern M*E world 2, shard 0/1: 66 cases in 48 engine runs (48 recorded now", out)
         self.assertIn("300 left out (the DeepEP all-to-all)", out)
+        self.assertIn("engine: sglang 0.5.20 (pypi, single-file)", out)
         # SGLang 0.5.20 refuses moe_dp 2 without attention CP 2 in its own
         # argument checks (server_args resolution); seam plans those cases.
-        self.assertIn("tp+moe_dp: 4 | engine-refused 4 || engine-refused 4", out)
-        self.assertIn("tp: 4 | agrees 4 || agrees 4", out)
-        self.assertEqual(run.returncode, 0, out)
+        self.assertIn("pattern M*E tp+moe_dp: 4 | engine-refused 4 | engine-refused 4", out)
+        self.assertIn("pattern M*E tp: 4 | agrees 4 | agrees 4", out)
+        self.assertIn("66 cases given to the engine (22 refused by its argument checks); 0 where", out)
+        self.assertEqual(self.code, 0, out)
 
-    def test_an_engine_sweep_refuses_the_store_options(self):
-        run = subprocess.run([SEAM, "sweep", "--engine", "sglang", "--world", "2", "--db", "x.db"],
-                             capture_output=True, text=True, timeout=60)
-        self.assertEqual(run.returncode, 2)
-        self.assertIn("--db applies to a sweep without --engine", run.stderr)
+    def test_the_store_has_a_row_per_case_and_policy_and_the_report_draws_the_table(self):
+        db = os.path.join(self.dir, "whole.db")
+        rows = sqlite3.connect(db).execute(
+            "SELECT policy, agreement, count(*) FROM engine_cases GROUP BY policy, agreement").fetchall()
+        self.assertEqual(sorted(rows), [("declared", "agrees", 24), ("declared", "engine-refused", 22),
+                                        ("declared", "other-padding", 20), ("legacy", "agrees", 24),
+                                        ("legacy", "engine-refused", 22), ("legacy", "other-padding", 20)])
+        report = os.path.join(self.dir, "r.md")
+        subprocess.run([SEAM, "report", "--db", db, "-o", report], check=True, capture_output=True)
+        text = open(report).read()
+        self.assertIn("**Verdict: holds.** 66 cases run on sglang 0.5.20 (pypi, single-file), 0 not bearing out", text)
+        self.assertIn("| pattern M\\*E | tp+moe_dp | 4 | engine-refused 4 | engine-refused 4 |", text)
+
+    def test_two_shards_split_the_space_and_reuse_the_kept_recordings(self):
+        counts = []
+        for shard in ("0/2", "1/2"):
+            code, out = sweep(*self.SPACE, "--shard", shard, "--format", "json", "--db",
+                              os.path.join(self.dir, "shards.db"), "--keep-recordings", self.recordings)
+            self.assertEqual(code, 0, out)
+            doc = json.loads(out)
+            self.assertEqual(doc["engine"], "sglang 0.5.20 (pypi, single-file)")
+            counts.append(doc["counts"]["cases"])
+        self.assertEqual(sum(counts), 66)
+        self.assertTrue(all(c > 0 for c in counts), counts)
+
+    def test_an_interrupted_sweep_resumes_its_run_recording_only_what_is_missing(self):
+        db = os.path.join(self.dir, "resume.db")
+        kept = os.path.join(self.dir, "half")
+        os.makedirs(kept)
+        names = sorted(n for n in os.listdir(self.recordings) if n.endswith(".jsonl") and not n.startswith("cases"))
+        for n in names[: len(names) // 2]:
+            shutil.copy(os.path.join(self.recordings, n), kept)
+        first = subprocess.Popen([SEAM, "sweep", "--engine", "sglang", *self.SPACE, "--db", db,
+                                  "--keep-recordings", kept], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # Killed once it has recorded one of the missing half (its recorder
+        # processes die with it).
+        deadline = time.monotonic() + 120
+        def recorded():
+            return [n for n in os.listdir(kept) if n.endswith(".jsonl") and not n.startswith("cases")]
+
+        while len(recorded()) <= len(names) // 2:
+            self.assertLess(time.monotonic(), deadline, "the first sweep recorded nothing")
+            time.sleep(0.2)
+        first.kill()
+        first.wait()
+        code, out = sweep(*self.SPACE, "--db", db, "--keep-recordings", kept, "--resume")
+        self.assertEqual(code, 0, out)
+        recorded = int(re.search(r"\((\d+) recorded now", out).group(1))
+        self.assertLess(recorded, 24, out)
+        self.assertIn("store: " + db + ", run 1", out)
+        con = sqlite3.connect(db)
+        self.assertEqual(con.execute("SELECT count(*) FROM runs").fetchone()[0], 1)
+        self.assertEqual(con.execute("SELECT count(*) FROM engine_cases").fetchone()[0], 132)
+
+    def test_an_engine_sweep_refuses_options_it_does_not_take(self):
+        for option in (["--junit", "x.xml"], ["--policy", "legacy"], ["--family", "training"]):
+            code, out = sweep("--world", "2", *option, timeout=60)
+            self.assertEqual(code, 2, out)
+            self.assertIn(option[0] + " applies to a sweep without --engine", out)
+            self.assertEqual(len(out.strip().splitlines()), 1, out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -244,8 +244,9 @@ TEST(BaselineRows, AVersionThreeStoreIsMigratedKeepingItsCampaignWhichHasNoBasel
     ASSERT_TRUE(baseline.hasValue()) << baseline.status().message();
     EXPECT_FALSE(baseline->has_value());
   }
-  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), "4");
-  EXPECT_EQ(rawSql(path, "SELECT value FROM seam_meta WHERE key = 'schema_version'"), "4");
+  EXPECT_EQ(rawSql(path, "PRAGMA user_version"), std::to_string(kStoreSchemaVersion));
+  EXPECT_EQ(rawSql(path, "SELECT value FROM seam_meta WHERE key = 'schema_version'"),
+            std::to_string(kStoreSchemaVersion));
   EXPECT_EQ(rawSql(path, "PRAGMA integrity_check"), "ok");
   { Store store = openOrDie(path); }
   EXPECT_EQ(rawSql(path, "SELECT count(*) FROM mutants"), "1");

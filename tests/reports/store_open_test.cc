@@ -175,17 +175,17 @@ TEST(StoreOpen, RefusesACrashedApplicationsWalDatabaseWithoutCheckpointingIt) {
 }
 
 TEST(StoreOpen, RefusesASeamStoreOfAnotherSchemaVersion) {
-  const std::string path = tempPath("v5.db");
+  const std::string path = tempPath("v6.db");
   { Store store = openOrDie(path); }
   ASSERT_EQ(rawSql(path,
-                   "UPDATE seam_meta SET value = '5' WHERE key = 'schema_version'; "
+                   "UPDATE seam_meta SET value = '6' WHERE key = 'schema_version'; "
                    "SELECT value FROM seam_meta WHERE key = 'schema_version'"),
-            "5");
+            "6");
   ASSERT_FALSE(hasSideFiles(path));
   const std::string message = expectRefusedAndUnchanged(path);
   EXPECT_EQ(message, "--db \"" + path +
-                         "\": a seam store of schema version 5, but this seam reads and writes "
-                         "version 4 (and migrates versions 1, 2 and 3); refusing to write to it");
+                         "\": a seam store of schema version 6, but this seam reads and writes "
+                         "version 5 (and migrates versions 1 to 4); refusing to write to it");
 }
 
 TEST(StoreOpen, MigratesAVersionOneStoreKeepingItsRows) {

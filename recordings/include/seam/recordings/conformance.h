@@ -21,6 +21,7 @@ struct EngineSpace {
   std::vector<Case> cases;              ///< the cases that run, in the space's order
   std::vector<int> run_of;              ///< per case: its index in `runs`
   std::vector<std::string> runs;        ///< per engine run: the case JSON the recorder takes
+  std::vector<std::int64_t> index_of;   ///< per case: its position in the cases given
   std::map<std::string, int> left_out;  ///< reason -> cases
 };
 

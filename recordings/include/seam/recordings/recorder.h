@@ -20,6 +20,9 @@ struct RecorderRun {
   /// links at $XDG_CACHE_HOME/seam/recorder-venv (~/.cache when unset).
   std::string python;
   std::string recorder_dir;  ///< holds seam_recorder/ ($SEAM_RECORDER_DIR, else the checkout's)
+  /// What the recordings were made by (engineFingerprint, engine_sweep.h);
+  /// part of a recording's name. Empty: the name depends on the case alone.
+  std::string fingerprint;
 };
 
 /// The interpreter and recorder folder as the environment and the build
@@ -36,9 +39,10 @@ std::string recordingName(const RecorderRun& run, const std::string& case_json);
 
 /// Records every case of `case_jsons` (recorderCaseJson lines) with one
 /// interpreter, each into `dir`/recordingName; recordings already there are
-/// kept (a rerun goes on where it stopped). Errors as runRecorder's.
+/// kept (a rerun goes on where it stopped). `tag` names the batch's own
+/// files in `dir` (several batches may share it). Errors as runRecorder's.
 Status runRecorderBatch(const RecorderRun& run, const std::vector<std::string>& case_jsons,
-                        const std::string& dir);
+                        const std::string& dir, const std::string& tag = "");
 
 /// Records the case `case_json` (recorderCaseJson) into
 /// `out_path`. A recorder that cannot run the case (no interpreter, not an

@@ -131,6 +131,20 @@ struct TimingRecord {
   double algbw_gbps = 0, busbw_gbps = 0;
 };
 
+/// One case of `seam sweep --engine` against one policy (schema version 5):
+/// how the policy's plan compares with what the engine ran.
+struct EngineCaseRecord {
+  std::int64_t case_index = 0;  ///< the case's position in the run's space
+  std::string policy;           ///< "declared", "legacy"
+  std::string model, config, flags, batch;
+  std::string family;          ///< the configuration family ("tp+dp+ep")
+  std::string engine;          ///< "sglang 0.5.20 (pypi)", or the checkout's path and commit
+  std::string engine_verdict;  ///< ran | refused | raised | mismatch | ... (docs/recordings.md)
+  std::string agreement;       ///< agrees | differs | engine-refused | ... (docs/recordings.md)
+  std::string divergence;      ///< the first divergence (or the engine's message), in words
+  std::string reproduce;       ///< `seam check ... --engine ...`
+};
+
 /// A store file. Movable, not copyable; closing commits nothing pending.
 class Store {
  public:
@@ -205,6 +219,11 @@ class Store {
   /// The run's baseline row, if it has one.
   Expected<std::optional<BaselineRecord>> baseline(std::int64_t run_id);
 
+  /// `seam sweep --engine`'s rows; engineCaseIndices is what a resumed one skips.
+  Status addEngineCase(std::int64_t run_id, const EngineCaseRecord& e);
+  Expected<std::vector<EngineCaseRecord>> engineCases(std::int64_t run_id);
+  Expected<std::vector<std::int64_t>> engineCaseIndices(std::int64_t run_id);
+
   /// GPU comparisons and timings (written by `seam db import` from seam-gpu's JSON).
   Status addEquivalence(std::int64_t run_id, const EquivalenceRecord& e);
   Expected<std::vector<EquivalenceRecord>> equivalences(std::int64_t run_id);
@@ -218,8 +237,8 @@ class Store {
 };
 
 /// The schema version this build reads and writes.
-/// Version 1, 2 and 3 stores are migrated to it when opened.
-inline constexpr int kStoreSchemaVersion = 4;
+/// Version 1 to 4 stores are migrated to it when opened.
+inline constexpr int kStoreSchemaVersion = 5;
 
 /// Creates `path` (which must not exist) as an empty store of an older
 /// schema `version` (1 .. kStoreSchemaVersion), as that version of seam

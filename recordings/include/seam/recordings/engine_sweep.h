@@ -1,0 +1,66 @@
+// `seam sweep --engine`: every case of a space the recorder runs, recorded
+// once per engine-distinct run (several recorder processes at once), each
+// case's plan under the declared and the legacy policy compared with what the
+// engine called. Rows go to a sink (the store; reports/engine_view.h folds them
+// into the conformance table); recordings are cached by the content of the
+// engine and recorder that made them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "seam/properties/sweep.h"
+#include "seam/recordings/conformance.h"
+#include "seam/recordings/recorder.h"
+#include "seam/reports/store.h"
+
+namespace seam::recordings {
+
+/// The policies an engine sweep compares, in this order.
+inline constexpr std::array<PolicyKind, 2> kEnginePolicies = {PolicyKind::kDeclared,
+                                                              PolicyKind::kLegacy};
+
+struct EngineSweepSpec {
+  int world = 8;
+  std::vector<properties::SweepModel> models;
+  ConfigFilter filter;
+  Shard shard;   ///< engine runs with index % count == index (a run's cases stay together)
+  int jobs = 1;  ///< recorder processes at once
+  RecorderRun run;
+  std::string dir;  ///< where recordings are written (and found again)
+  /// Case indices already stored by an interrupted run (--resume), ascending.
+  std::vector<std::int64_t> skip;
+};
+
+struct EngineSweepModel {
+  std::string name;
+  std::string not_modelled;   ///< why seam does not model it ("" when it does)
+  std::int64_t cases = 0;     ///< cases of this shard the engine was asked about
+  std::int64_t runs = 0;      ///< engine runs they need
+  std::int64_t recorded = 0;  ///< runs recorded now (the others were found recorded)
+  double seconds = 0;         ///< spent recording
+  std::map<std::string, std::int64_t> left_out;  ///< reason -> cases the recorder cannot run
+};
+
+struct EngineSweepResult {
+  std::string engine;  ///< "sglang 0.5.20 (pypi, single-file)", from the recordings
+  std::vector<EngineSweepModel> models;  ///< how each model's runs went; its rows went to the sink
+};
+
+/// A fingerprint of what makes a recording: the engine's Python files (a
+/// checkout's sglang package, or the pinned requirements) and the
+/// recorder's own. Part of every recording's name, so a cached recording is
+/// reused only while neither changed.
+std::string engineFingerprint(const RecorderRun& run);
+
+/// Runs the sweep; `sink` gets one row per case and policy as each model
+/// finishes (the store's writer). Errors: the recorder's (bad input) or the sink's.
+Expected<EngineSweepResult> runEngineSweep(
+    const EngineSweepSpec& spec,
+    const std::function<Status(const reports::EngineCaseRecord&)>& sink);
+
+}  // namespace seam::recordings
