@@ -14,6 +14,8 @@ its own, with
 which exempts the page's command lines that start with TEXT; a marker that exempts
 nothing fails (docs/contributing.md). Environment: SEAM_BIN (required), SEAM_GPU_BIN
 (default: seam-gpu beside SEAM_BIN), SEAM_DOCS_ROOT (default: this checkout).
+Every relative link of those pages must name a file, and a heading there when it
+has an anchor (the glossary's terms are linked so).
 Run: SEAM_BIN=build/tools/seam python3 -m unittest tests/tools/test_docs_commands.py
 """
 import glob
@@ -161,6 +163,46 @@ def missingOptions(command, helps, path):
             if o not in known]
 
 
+def slug(heading):
+    """A heading's anchor as GitHub makes it (lower case, punctuation dropped)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchorsOf(page):
+    found, fenced = set(), False
+    with open(page, encoding="utf-8") as f:
+        for line in f:
+            if FENCE.match(line):
+                fenced = not fenced
+            m = None if fenced else re.match(r"^#+\s+(.*)$", line)
+            if m:
+                base, n = slug(m.group(1)), 1
+                name = base
+                while name in found:
+                    name, n = f"{base}-{n}", n + 1
+                found.add(name)
+    return found
+
+
+def brokenLinks(page):
+    """Relative links of a page whose file or heading does not exist."""
+    with open(page, encoding="utf-8") as f:
+        text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    broken = []
+    for m in re.finditer(r"\]\(([^)\s]+)\)", text):
+        target = m.group(1)
+        if re.match(r"^[a-z]+:", target):
+            continue  # a URL
+        name, _, anchor = target.partition("#")
+        path = os.path.normpath(os.path.join(os.path.dirname(page), name)) if name else page
+        if not os.path.exists(path):
+            broken.append(f"{os.path.relpath(page, ROOT)}: {target}: no such file")
+        elif anchor and path.endswith(".md") and anchor not in anchorsOf(path):
+            broken.append(f"{os.path.relpath(page, ROOT)}: {target}: no such heading")
+    return broken
+
+
 def binaries():
     seam = os.environ.get("SEAM_BIN", "")
     gpu = os.environ.get("SEAM_GPU_BIN") or os.path.join(os.path.dirname(seam), "seam-gpu")
@@ -195,6 +237,10 @@ class DocsCommands(unittest.TestCase):
         self.assertGreater(checked, 0, "no command line found in the docs")
         self.assertEqual(failures + stale, [], "\ndocumented command lines the tool refuses:\n" +
                          "\n".join(failures + stale))
+
+    def test_every_relative_link_names_a_file_and_heading_that_exist(self):
+        broken = [b for page in pages() for b in brokenLinks(page)]
+        self.assertEqual(broken, [], "\n" + "\n".join(broken))
 
 
 if __name__ == "__main__":
