@@ -150,7 +150,8 @@ Command registerSweep(CLI::App& app) {
   addFilterOptions(sub, o->fixed);
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
   sub->add_option("--shard", o->shard, "take shard i/n of the case space")->capture_default_str();
-  sub->add_option("--policy", o->policy, "boundary policy: declared")->capture_default_str();
+  sub->add_option("--policy", o->policy, "boundary policy: declared|legacy|naive")
+      ->capture_default_str();
   sub->add_option("--db", o->db, "SQLite store the run is written to")->capture_default_str();
   sub->add_flag("--resume", o->resume,
                 "continue the latest unfinished run with the same arguments in --db");
