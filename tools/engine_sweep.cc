@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "command.h"
+#include "seam/properties/sweep.h"
 #include "seam/recordings/engine_sweep.h"
 #include "seam/reports/engine_view.h"
 #include "seam/reports/recorders.h"
@@ -47,13 +48,15 @@ Expected<std::string> recordingsFolder(const std::string& keep) {
 int sweepEngine(const EngineSweepOptions& o) {
   if (Status s = engineOptionsValid(o.engine); !s) return fail(s);
   recordings::EngineSweepSpec spec;
-  spec.world = o.world;
-  spec.filter = o.fixed.filter();
+  const ConfigFilter filter = o.fixed.filter();
+  if (auto probe = ConfigSpace::build(o.world, nullptr, filter); !probe)
+    return fail(probe.status());
   auto models = properties::sweepModels(o.model, o.pattern);
   if (!models) return fail(models.status());
-  spec.models = std::move(*models);
-  if (auto probe = ConfigSpace::build(spec.world, nullptr, spec.filter); !probe)
-    return fail(probe.status());
+  for (const properties::SweepModel& m : *models)
+    spec.models.push_back(
+        {m.name, m.model ? "" : m.why_not,
+         m.model ? properties::enumerateCases(*m.model, o.world, filter) : std::vector<Case>{}});
   auto shard = parseShard(o.shard);
   if (!shard) return fail(shard.status());
   spec.shard = *shard;
@@ -63,8 +66,8 @@ int sweepEngine(const EngineSweepOptions& o) {
   spec.run = recordings::defaultRecorderRun(SEAM_CHECKOUT);
   spec.run.engine_src = o.engine.engine_src;
   spec.run.timeout_s = o.engine.timeout_s;
-  auto opened = reports::openRun(o.db, "sweep --engine", engineSweepArgs(o, spec.filter),
-                                 kSeamVersion, o.resume);
+  auto opened =
+      reports::openRun(o.db, "sweep --engine", engineSweepArgs(o, filter), kSeamVersion, o.resume);
   if (!opened) return fail(opened.status());
   reports::Store& store = opened->store;
   if (o.resume) {

@@ -98,14 +98,11 @@ Expected<EngineSweepResult> runEngineSweep(
   const std::string engine_option =
       run.engine_src.empty() ? " --engine sglang" : " --engine-src " + run.engine_src;
   std::int64_t case_base = 0, run_base = 0;
-  for (const properties::SweepModel& m : spec.models) {
+  for (const EngineSweepCases& m : spec.models) {
     EngineSweepModel& out = result.models.emplace_back();
     out.name = m.name;
-    if (!m.model) {
-      out.not_modelled = m.why_not;
-      continue;
-    }
-    const std::vector<Case> all = properties::enumerateCases(*m.model, spec.world, spec.filter);
+    out.not_modelled = m.not_modelled;
+    const std::vector<Case>& all = m.cases;
     const EngineSpace space = engineSpace(all, recorderCaseJson);
     out.left_out.insert(space.left_out.begin(), space.left_out.end());
     // This shard's runs, and of its cases those not stored yet.

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "seam/properties/sweep.h"
 #include "seam/recordings/conformance.h"
 #include "seam/recordings/recorder.h"
 #include "seam/reports/store.h"
+#include "seam/sim/model/config_space.h"
 
 namespace seam::recordings {
 
@@ -24,10 +24,15 @@ namespace seam::recordings {
 inline constexpr std::array<PolicyKind, 2> kEnginePolicies = {PolicyKind::kDeclared,
                                                               PolicyKind::kLegacy};
 
+/// One model's cases, in the space's order (`seam sweep`'s enumeration).
+struct EngineSweepCases {
+  std::string name;
+  std::string not_modelled;  ///< why seam does not model it ("": it does)
+  std::vector<Case> cases;
+};
+
 struct EngineSweepSpec {
-  int world = 8;
-  std::vector<properties::SweepModel> models;
-  ConfigFilter filter;
+  std::vector<EngineSweepCases> models;
   Shard shard;   ///< engine runs with index % count == index (a run's cases stay together)
   int jobs = 1;  ///< recorder processes at once
   RecorderRun run;
