@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 
+#include "did_you_mean.h"
 #include "option_values.h"
 #include "seam/sim/base/status.h"
 
@@ -149,6 +150,14 @@ inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::str
     return kExitOk;
   } catch (const CLI::CallForVersion&) {
     std::cout << kSeamVersion << "\n";
+#ifdef SEAM_ENGINE_PIN
+    std::cout << "engine: " << SEAM_ENGINE_PIN
+              << " (what --engine sglang runs: the PyPI release recorder/requirements.txt pins)\n"
+                 "policies: declared models SGLang's layer communicator after its declarations "
+                 "refactor, read at several commits (docs/modelling/sglang.md); legacy the "
+                 "single-file communicator before it, read; naive: every stage completes its own "
+                 "sum (a baseline)\n";
+#endif
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     // One line on stderr naming the bad value (DESIGN §9): CLI11's own line
@@ -157,7 +166,7 @@ inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::str
     for (char& c : what) {
       if (c == '\n') c = ' ';
     }
-    std::cerr << program << ": " << oneLine(what) << "\n";
+    std::cerr << program << ": " << oneLine(what) << didYouMean(app, argc, argv) << "\n";
     return kExitBadInput;
   }
   return -1;

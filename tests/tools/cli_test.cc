@@ -22,6 +22,14 @@ namespace {
 using seam::testing::CliRun;
 CliRun seam(const std::string& args) { return seam::testing::runSeam(args); }
 
+/// " --db <temp>/<name>.db": a store of the test's own, so that tests run at
+/// once never wait on one another's ./seam.db.
+std::string ownDb(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "seam_cli_" + name + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  return " --db " + path;
+}
+
 int lines(const std::string& s) { return seam::testing::lineCount(s); }
 
 TEST(Cli, ModelsListsEveryPresetOfCheckpointsJson) {
@@ -31,6 +39,21 @@ TEST(Cli, ModelsListsEveryPresetOfCheckpointsJson) {
     EXPECT_NE(r.out.find(std::string(p.name)), std::string::npos) << p.name;
   }
   EXPECT_NE(r.out.find("17 models"), std::string::npos);
+}
+
+TEST(Cli, VersionNamesTheEngineReleaseTheRecorderPinsAndWhatEachPolicyModels) {
+  CliRun r = seam("--version");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream pins(std::string(SEAM_SOURCE_DIR) + "/recorder/requirements.txt");
+  std::string line, engine;
+  while (std::getline(pins, line))
+    if (line.rfind("# ENGINE ", 0) == 0) engine = line.substr(9);
+  ASSERT_FALSE(engine.empty());
+  engine.replace(engine.find("=="), 2, " ");
+  EXPECT_NE(r.out.find("engine: " + engine + " (what --engine sglang runs"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("policies: declared models SGLang's layer communicator"), std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, ConfigsPrintsEveryConfigurationOfWorldEightAndTheCount) {
@@ -84,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(Cli, SweepEndsWithTheCaseCountViolationsAndRate) {
-  CliRun r = seam("sweep --world 2 --pattern 'M-*E-' --jobs 2");
+  CliRun r = seam("sweep --world 2 --pattern 'M-*E-' --jobs 2" + ownDb("cli_test1"));
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
   EXPECT_TRUE(std::regex_match(last, std::regex("[0-9]+ cases, 0 violations, [0-9]+ cases/s\n")))
@@ -94,7 +117,7 @@ TEST(Cli, SweepEndsWithTheCaseCountViolationsAndRate) {
 // At tp 4 with ep 2 SGLang's own plans violate properties (docs/engine-findings.md):
 // each is listed as an engine finding with the SGLang call, and the run exits 1.
 TEST(Cli, SweepListsEngineFindingsWithTheSglangCallAndExitsOne) {
-  CliRun r = seam("sweep --world 4 --pattern 'M-*E-' --jobs 2");
+  CliRun r = seam("sweep --world 4 --pattern 'M-*E-' --jobs 2" + ownDb("cli_test2"));
   ASSERT_EQ(r.code, 1) << r.err;
   const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
   std::smatch m;
@@ -110,7 +133,7 @@ TEST(Cli, SweepListsEngineFindingsWithTheSglangCallAndExitsOne) {
 }
 
 TEST(Cli, SweepOfTheDefaultModelsAtWorldEightViolatesOnlyAsEngineFindings) {
-  CliRun r = seam("sweep --world 8");
+  CliRun r = seam("sweep --world 8" + ownDb("cli_test3"));
   ASSERT_EQ(r.code, 1) << r.out;
   std::smatch m;
   const std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);

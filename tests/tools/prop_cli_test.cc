@@ -14,6 +14,14 @@ namespace {
 using seam::testing::CliRun;
 CliRun seam(const std::string& args) { return seam::testing::runSeam(args); }
 
+/// " --db <temp>/<name>.db": a store of the test's own, so that tests run at
+/// once never wait on one another's ./seam.db.
+std::string ownDb(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "seam_cli_" + name + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  return " --db " + path;
+}
+
 constexpr int kExitOk = 0;
 constexpr int kExitPropertyFailed = 1;
 constexpr int kExitBadInput = 2;
@@ -32,7 +40,7 @@ std::string lineStartingWith(const std::string& text, const std::string& prefix)
 
 // World 2: no engine finding fits there (each needs tp >= 4).
 TEST(PropCli, TwoHundredCasesWithSeedOnePassAndSaySo) {
-  CliRun r = seam("prop --cases 200 --seed 1 --world 2");
+  CliRun r = seam("prop --cases 200 --seed 1 --world 2" + ownDb("prop_cli_test1"));
   EXPECT_EQ(r.code, kExitOk) << r.out << r.err;
   EXPECT_EQ(r.out.rfind("seam prop: 200 cases, seed 1", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("\n200 cases passed (seed 1)\n"), std::string::npos) << r.out;
@@ -40,7 +48,8 @@ TEST(PropCli, TwoHundredCasesWithSeedOnePassAndSaySo) {
 }
 
 TEST(PropCli, AFlippedDecisionFailsWithRcParamsAndASeamCheckLine) {
-  CliRun r = seam("prop --cases 500 --seed 7 --decision ffn-keeps-sum-from-mixer");
+  CliRun r = seam("prop --cases 500 --seed 7 --decision ffn-keeps-sum-from-mixer" +
+                  ownDb("prop_cli_test2"));
   EXPECT_EQ(r.code, kExitPropertyFailed) << r.out << r.err;
   EXPECT_NE(r.out.find("FAILED after "), std::string::npos) << r.out;
   EXPECT_EQ(lineStartingWith(r.out, "RC_PARAMS="),
@@ -63,7 +72,8 @@ TEST(PropCli, ThePrintedRcParamsReplayTheSameFailure) {
   rc_params.pop_back();  // the closing quote
   // Another seed and count on the command line: RC_PARAMS wins, as in rapidcheck.
   ASSERT_EQ(setenv("RC_PARAMS", rc_params.c_str(), 1), 0);
-  CliRun replay = seam("prop --cases 50 --seed 99 --decision ffn_keeps_sum_from_mixer");
+  CliRun replay = seam("prop --cases 50 --seed 99 --decision ffn_keeps_sum_from_mixer" +
+                       ownDb("prop_cli_test3"));
   unsetenv("RC_PARAMS");
   EXPECT_EQ(replay.code, kExitPropertyFailed) << replay.out << replay.err;
   EXPECT_EQ(lineStartingWith(replay.out, "seam check "),
