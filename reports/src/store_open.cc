@@ -371,7 +371,9 @@ Expected<Store> Store::openInput(const std::string& path, const std::string& lab
   if (path.empty()) return Status::invalid(label + ": the path is empty");
   if (::stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return cannotRead(path, errno);
-    return Status::invalid(label + ": no such store");
+    return Status::invalid(label +
+                           ": no such store (seam sweep, prop, mutate and diff write one, "
+                           "./seam.db unless their --db names another)");
   }
   if (S_ISREG(st.st_mode) && st.st_size == 0) {
     return Status::invalid(label + ": an empty file, not a seam store");
