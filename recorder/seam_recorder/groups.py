@@ -24,7 +24,7 @@ _RANK: List[int] = [0]
 _COMM: List[Any] = [None]
 # What the recorder knows about where the engine is (layer, module), filled
 # by forward hooks.
-CONTEXT: Dict[str, Any] = {"layer": None, "module": None, "kernel": None}
+CONTEXT: Dict[str, Any] = {"layer": None, "module": None, "kernel": None, "draft": False}
 _BY_HANDLE: Dict[int, "Any"] = {}
 
 
@@ -49,6 +49,8 @@ def issue(group_ranks: List[int], name: str, call: collectives.Call, out: Option
         "layer": CONTEXT["layer"],
         "module": CONTEXT["module"],
     }
+    if CONTEXT["draft"]:
+        record["draft"] = True  # issued by the MTP step's draft model
     if CONTEXT["kernel"]:
         record["kernel"] = CONTEXT["kernel"]  # a fused kernel's collective (stood in for)
     return _COMM[0].collective(tuple(group_ranks), name, call, record)

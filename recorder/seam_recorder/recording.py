@@ -60,6 +60,7 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
         "world": case.world,
         "hidden": sglang_engine.HIDDEN,
         "pattern": case.pattern,
+        "mtp": case.mtp,
         "tokens": case.tokens,
         "mode": case.mode,
         "launch_flags": case.launch_flags(),
