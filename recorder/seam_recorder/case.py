@@ -58,7 +58,11 @@ class Case:
         if self.attn_dp > 1:
             flags += ["--dp-size", str(self.attn_dp), "--enable-dp-attention"]
         if self.attn_cp > 1:
-            flags += ["--attn-cp-size", str(self.attn_cp)]
+            # Prefill CP with the zigzag layout (seam's model of CP), on the
+            # attention backend SM90 runs it with (FlashAttention; the CPU's
+            # own default, torch_native, has no CP path).
+            flags += ["--attn-cp-size", str(self.attn_cp), "--enable-prefill-cp", "--cp-strategy", "zigzag",
+                      "--attention-backend", "fa3"]
         if self.moe_ep > 1:
             flags += ["--ep-size", str(self.moe_ep)]
         if self.moe_dp > 1:

@@ -90,6 +90,9 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
                 _line({"verdict": "refused", "error": str(refusal), "where": refusal.where,
                        "seconds": round(time.monotonic() - start, 3)}),
             ]
+        except sglang_engine.RecorderGap as gap:
+            return [_line(header), _line({"verdict": "cpu-gap", "failure": str(gap),
+                                          "seconds": round(time.monotonic() - start, 3)})]
         result = run_world(case.world, lambda rank, comm: sglang_engine.run_rank(prepared, rank, comm), timeout_s)
     lines = [_line(header)]
     for rank, calls in enumerate(result.calls):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from .architectures import HIDDEN, EngineError, architecture_of, write_model_dir  # noqa: F401
-from . import draft
+from . import cp, draft
 from .case import Case
 
 
@@ -111,6 +111,11 @@ class Prepared:
     launch_flags: List[str]
     arch: Any = None  # Architecture
     draft_config: Any = None  # the draft's ModelConfig (a case with an MTP step)
+
+
+class RecorderGap(Exception):
+    """The engine accepted the case, but runs it on a path the recorder has
+    no CPU stand-in for (never an engine finding)."""
 
 
 class EngineRefusal(Exception):
@@ -216,6 +221,15 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
     except (AssertionError, ValueError, NotImplementedError, RuntimeError, SystemExit) as e:
         site = raise_site(traceback.extract_tb(e.__traceback__))
         raise EngineRefusal(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", site) from None
+    from sglang.srt.arg_groups.model_override_base import resolved_view
+
+    a2a = str(resolved_view(server_args).moe_a2a_backend)
+    if a2a != case.a2a and a2a != "none":
+        # Resolution turned an all-to-all backend on by itself (MLA prefill CP
+        # sets DeepEP): its kernels move tokens through their own buffers,
+        # which the recorder does not stand in for.
+        raise RecorderGap(f"the engine resolved --moe-a2a-backend {a2a} itself (its log says why); "
+                          "the recorder does not stand in for that backend")
     if draft_config is not None:
         named = draft_config.hf_config.architectures[0]
         if arch.draft is None or named != arch.draft[1]:
@@ -356,7 +370,7 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
     batch = _forward_batch(case, dp_rank)
     with fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
         ModelRunner._prepare_eager_forward_batch(_RunnerStandin(prepared.model_config, backend), batch)
-        out = model.model(batch.input_ids, batch.positions, batch)
+        out = cp.forward(model, batch)
     if isinstance(out, tuple):
         out = out[0]
     result = {

@@ -7,6 +7,8 @@ as the engine wrote them. What each replaces:
   on the mixer's own in_proj, norm and out_proj, with the scan's output taken
   as the convolution's x part (token-local, no state);
 - the attention kernel: each token's output is its own query (no KV cache);
+  under an active CP extend the FlashAttention backend's K/V all-gather over
+  the CP group runs first, through the engine's strategy (cp.py);
 - the fused MoE kernel: each routed token's top-k experts as plain SiLU MLPs
   of the layer's own local expert weights.
 """
@@ -16,6 +18,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import torch
+
+from . import cp
 
 
 def mamba2_mixer(mixer: Any, hidden_states: torch.Tensor, output: Optional[torch.Tensor]) -> torch.Tensor:
@@ -47,6 +51,9 @@ def make_backends(hybrid_cls: type, mamba_cls: type) -> Any:
 
     class FullAttentionStandin:
         def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
+            # Under an active CP extend the backend gathers K and V over the
+            # CP group first (cp.py gather_kv); the kernel itself is stood in for.
+            cp.gather_kv(k, v, forward_batch)
             # The kernel's output: one row a query token, its heads' values.
             width = layer.tp_q_head_num * layer.v_head_dim
             return q.reshape(q.shape[0], -1)[:, :width].clone() if q.shape[0] else q.new_zeros(0, width)
