@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from .architectures import HIDDEN, EngineError, architecture_of, write_model_dir  # noqa: F401
-from . import cp, draft
+from . import cp, draft, tbo
 from .case import Case
 
 
@@ -144,8 +144,10 @@ def install(engine: Engine) -> None:
     from sglang.srt.model_executor import forward_context, model_runner  # noqa: F401
     from sglang.srt.models import deepseek_nextn, deepseek_v2, nemotron_h, nemotron_h_mtp, qwen3  # noqa: F401
 
-    # DeepSeek's MLA attention: everything before o_proj stood in for.
+    # DeepSeek's MLA attention: everything before o_proj stood in for (its
+    # forward, and its first half for the overlapped operations of TBO).
     deepseek_v2.DeepseekV2AttentionMLA.forward = standins.mla_attention
+    deepseek_v2.DeepseekV2AttentionMLA.forward_prepare = standins.mla_attention_prepare
 
     # torch.compile'd helpers (the embedding's local shard, ...) run eagerly:
     # the same arithmetic, without seconds of tracing in every rank of every case.
@@ -167,6 +169,10 @@ def install(engine: Engine) -> None:
     # a CUDA driver) and the CPU graph's fill value; nothing it communicates.
     forward_batch_info._is_cpu = True
     standins.install_cpu_ops()
+    from . import tbo
+
+    tbo.install_device_properties()
+    tbo.install_deepep_constants()
     standins.install_moe(fused_moe_native)
     _answer_cpu_device()
     set_engine_roots([engine.root])
@@ -217,6 +223,7 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
         server_args = prepare_server_args(["--model-path", model_dir] + CPU_FLAGS + flags)
         rc.publish(server_args, role="scheduler")
         model_config = ModelConfig.from_server_args(server_args)
+        _seed_moe_flags(model_config)
         draft_config = ModelConfig.from_server_args(server_args, is_draft_model=True) if case.mtp else None
     except (AssertionError, ValueError, NotImplementedError, RuntimeError, SystemExit) as e:
         site = raise_site(traceback.extract_tb(e.__traceback__))
@@ -236,6 +243,22 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
             raise EngineError(f"the engine's draft configuration names {named}, a class the recorder does not build")
     return Prepared(case=case, server_args=server_args, model_config=model_config, launch_flags=flags, arch=arch,
                     draft_config=draft_config)
+
+
+def _seed_moe_flags(model_config: Any) -> None:
+    """What the scheduler does after publishing (managers/scheduler.py): the
+    MoE runtime flags (the a2a backend, two-batch overlap, ...) seeded from
+    the published configuration when the model has a per-token expert count,
+    else left at their defaults (reset here: one process records many cases)."""
+    from sglang.srt.layers.moe.utils import initialize_moe_config
+    from sglang.srt.runtime_context import get_flags
+
+    flags = get_flags()
+    flags.moe = type(flags.moe)()
+    config = model_config.hf_text_config if hasattr(model_config, "hf_text_config") else model_config.hf_config
+    if any(hasattr(config, a) for a in ("num_experts_per_tok", "num_experts_per_token", "top_k_experts",
+                                        "moe_top_k", "moe_topk")):
+        initialize_moe_config()
 
 
 class _RunnerStandin:
@@ -368,6 +391,9 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
     backend = standins.make_backends(HybridLinearAttnBackend, Mamba2AttnBackend)
     dp_rank = get_attention_dp_rank() if case.attn_dp > 1 else 0
     batch = _forward_batch(case, dp_rank)
+    if case.tbo:
+        batch.tbo_split_seq_index, batch.global_forward_mode = tbo.split_decision(case, dp_rank)
+        backend = tbo.backend(lambda: standins.make_backends(HybridLinearAttnBackend, Mamba2AttnBackend))
     with fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
         ModelRunner._prepare_eager_forward_batch(_RunnerStandin(prepared.model_config, backend), batch)
         out = cp.forward(model, batch)
@@ -380,6 +406,9 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
         "dp_padding": getattr(getattr(batch, "dp_padding_mode", None), "name", ""),
         "batch_tokens": int(batch.input_ids.shape[0]),
     }
+    if case.tbo:
+        children = batch.tbo_children or []
+        result["tbo_children_tokens"] = [int(c.input_ids.shape[0]) for c in children]
     if prepared.draft_config is not None:
         result.update(_run_draft(prepared, dp_rank, out, len(draft.decoder_layers(model)), backend))
     return result

@@ -188,3 +188,12 @@ def mla_attention(self, positions, hidden_states, forward_batch, zero_allocator=
     values = hidden_states.to(self._seam_values.dtype) @ self._seam_values
     out, _ = self.o_proj(values.to(hidden_states.dtype))
     return out
+
+
+def mla_attention_prepare(self, positions, hidden_states, forward_batch, zero_allocator=None, **kwargs):
+    """DeepseekV2AttentionMLA.forward_prepare, the first half the TBO
+    operations call (op_prepare): the stand-in's whole output, handed on so
+    that the engine's own forward_core returns it (an intermediate state with
+    no inner state)."""
+    out = mla_attention(self, positions, hidden_states, forward_batch, zero_allocator, **kwargs)
+    return out, None, forward_batch, None
