@@ -11,6 +11,7 @@ through the engine's bootstrap, builds the model and runs one forward
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 import os
 import subprocess
 import sys
@@ -212,13 +213,16 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
 
     from . import standins
 
+    # The attention-TP context's hardware fact (AttnTpContext.init_context
+    # allows input-scattered attention on CUDA or NPU only).
+    communicator._is_cuda = case.input_scattered
     if case.fusion:
         standins.install_fused_kernel(communicator, flashinfer_comm_fusion)
     else:
         communicator._is_sm90_supported = False
         communicator._is_flashinfer_available = False
     flags = case.launch_flags()
-    os.environ.update(case.env())
+    _apply_env(case)
     try:
         server_args = prepare_server_args(["--model-path", model_dir] + CPU_FLAGS + flags)
         rc.publish(server_args, role="scheduler")
@@ -243,6 +247,26 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
             raise EngineError(f"the engine's draft configuration names {named}, a class the recorder does not build")
     return Prepared(case=case, server_args=server_args, model_config=model_config, launch_flags=flags, arch=arch,
                     draft_config=draft_config)
+
+
+# Environment variables the engine reads once, at import, into a module
+# global: (variable, module, global).
+_IMPORT_TIME_ENV = (("SGLANG_DP_USE_GATHERV", "sglang.srt.layers.dp_attention", "_USE_DP_GATHERV"),)
+
+
+def _apply_env(case: Case) -> None:
+    """The case's environment (and no earlier case's: one process records
+    many), and the globals the engine fills from it at import, refilled with
+    the engine's own reader as a freshly started server would have them."""
+    from sglang.srt.utils.common import get_bool_env_var
+
+    wanted = case.env()
+    for name, module, attr in _IMPORT_TIME_ENV:
+        if name in wanted:
+            os.environ[name] = wanted[name]
+        else:
+            os.environ.pop(name, None)
+        setattr(sys.modules[module], attr, get_bool_env_var(name))
 
 
 def _seed_moe_flags(model_config: Any) -> None:
@@ -396,7 +420,13 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
         backend = tbo.backend(lambda: standins.make_backends(HybridLinearAttnBackend, Mamba2AttnBackend))
     with fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
         ModelRunner._prepare_eager_forward_batch(_RunnerStandin(prepared.model_config, backend), batch)
-        out = cp.forward(model, batch)
+        # DeepseekV3ForCausalLM.forward runs its body inside the attention-TP
+        # context's input-scattered scope (models/deepseek_v2.py).
+        from sglang.srt.layers.communicator import get_attn_tp_context
+
+        scope = get_attn_tp_context().maybe_input_scattered(batch) if case.input_scattered else nullcontext()
+        with scope:
+            out = cp.forward(model, batch)
     if isinstance(out, tuple):
         out = out[0]
     result = {

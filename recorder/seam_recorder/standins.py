@@ -173,14 +173,23 @@ def mla_attention(self, positions, hidden_states, forward_batch, zero_allocator=
     collective on these paths without input-scattered attention): the
     engine's own short-circuit of a shard of no rows, then each token's
     heads' values as a fixed projection of its row, then the engine's o_proj
-    (a RowParallelLinear over attention TP)."""
+    (a RowParallelLinear over attention TP). Under input-scattered attention
+    the rows are the q/kv latent the engine fetches (its prepare_qkv_latent,
+    all-gathered over TP by the layer's attention inputs)."""
     from sglang.srt.layers.communicator import get_attn_tp_context
 
     if isinstance(hidden_states, tuple):
         hidden_states = hidden_states[0]
-    if not get_attn_tp_context().input_scattered and hidden_states.shape[0] == 0:
+    context = get_attn_tp_context()
+    if not context.input_scattered and hidden_states.shape[0] == 0:
         assert not self.o_proj.reduce_results, "short-circuiting allreduce will lead to hangs"
         return hidden_states
+    if context.input_scattered:
+        # The MLA prepare paths fetch the q/kv latent through the layer's
+        # attention inputs (forward_mla.py, forward_mha.py): the engine's own
+        # prepare_qkv_latent on the rank's rows, all-gathered over TP
+        # (communicator.py AttentionInputs.fetch_qkv_latent).
+        hidden_states = context.fetch_qkv_latent()
     width = self.num_local_heads * self.v_head_dim
     if getattr(self, "_seam_values", None) is None or self._seam_values.shape != (hidden_states.shape[-1], width):
         generator = torch.Generator().manual_seed(width)
