@@ -89,7 +89,18 @@ class Case:
         return flags
 
     def env(self) -> Dict[str, str]:
-        return {"SGLANG_DP_USE_GATHERV": "1"} if self.dp_gatherv else {}
+        """The environment variables of this case (ENV_VARIABLES: every one
+        the recorder sets or clears)."""
+        env = {"SGLANG_DP_USE_GATHERV": "1"} if self.dp_gatherv else {}
+        if self.pp > 1 and "|" in self.pattern:
+            # The engine's pipeline split (distributed/utils.py get_pp_indices)
+            # at the case's cuts, in decoder layers per stage.
+            per_layer = 1 if self.family == "single-stage" else 2
+            env["SGLANG_PP_LAYER_PARTITION"] = ",".join(str(len(p) // per_layer) for p in self.pattern.split("|"))
+        return env
+
+
+ENV_VARIABLES = ("SGLANG_DP_USE_GATHERV", "SGLANG_PP_LAYER_PARTITION")
 
 
 def parse_case(text: str) -> Case:

@@ -21,9 +21,10 @@ from typing import Any
 import torch
 
 
-def forward(model: Any, batch: Any) -> torch.Tensor:
+def forward(model: Any, batch: Any, **kwargs: Any) -> torch.Tensor:
     """The model body's forward for this rank, through the CP split when the
-    engine's strategy applies to the batch."""
+    engine's strategy applies to the batch (kwargs: the body's own, e.g.
+    pp_proxy_tensors)."""
     from sglang.srt.layers.cp.utils import (
         cp_gather_after_forward,
         cp_shard_model_inputs,
@@ -32,11 +33,11 @@ def forward(model: Any, batch: Any) -> torch.Tensor:
     )
 
     if not is_cp_active(batch):
-        return model.model(batch.input_ids, batch.positions, batch)
+        return model.model(batch.input_ids, batch.positions, batch, **kwargs)
     prepare_cp_forward(batch)
     embeds = model.get_input_embeddings()(batch.input_ids)
     with cp_shard_model_inputs(embeds, batch.positions, batch, batch.input_ids) as (local, positions, input_ids):
-        hidden = model.model(input_ids, positions, batch, input_embeds=local)
+        hidden = model.model(input_ids, positions, batch, input_embeds=local, **kwargs)
     if isinstance(hidden, tuple):
         hidden = hidden[0]
     return cp_gather_after_forward(hidden, batch, None)

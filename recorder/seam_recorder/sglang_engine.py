@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from .architectures import HIDDEN, EngineError, architecture_of, write_model_dir  # noqa: F401
-from . import cp, draft, tbo
-from .case import Case
+from . import cp, draft, pp, tbo
+from .case import ENV_VARIABLES, Case
 
 
 @dataclass
@@ -261,11 +261,12 @@ def _apply_env(case: Case) -> None:
     from sglang.srt.utils.common import get_bool_env_var
 
     wanted = case.env()
-    for name, module, attr in _IMPORT_TIME_ENV:
+    for name in ENV_VARIABLES:
         if name in wanted:
             os.environ[name] = wanted[name]
         else:
             os.environ.pop(name, None)
+    for name, module, attr in _IMPORT_TIME_ENV:
         setattr(sys.modules[module], attr, get_bool_env_var(name))
 
 
@@ -426,9 +427,14 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
 
         scope = get_attn_tp_context().maybe_input_scattered(batch) if case.input_scattered else nullcontext()
         with scope:
-            out = cp.forward(model, batch)
+            if case.pp > 1:
+                out = pp.forward(model, batch, lambda proxies: cp.forward(model, batch, pp_proxy_tensors=proxies))
+            else:
+                out = cp.forward(model, batch)
     if isinstance(out, tuple):
         out = out[0]
+    if hasattr(out, "tensors"):  # a stage before the last hands on its proxies
+        out = out["hidden_states"]
     result = {
         "output_shape": [int(d) for d in out.shape],
         "output_digest": _digest(out),
