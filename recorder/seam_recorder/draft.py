@@ -26,9 +26,21 @@ from .case import Case
 def build(prepared: Any) -> Any:
     """The draft class, as the engine's draft worker builds it: on the draft
     ModelConfig (`ModelConfig.from_server_args(..., is_draft_model=True)`)."""
+    from sglang.srt.layers.moe.utils import (
+        draft_model_build_scope,
+        speculative_moe_a2a_backend_context,
+        speculative_moe_backend_context,
+    )
+    from sglang.srt.speculative.spec_utils import draft_pp_context
+
     module, cls = prepared.arch.draft
     model_class = getattr(importlib.import_module(f"sglang.srt.models.{module}"), cls)
-    model = model_class(config=prepared.draft_config.hf_config, quant_config=None)
+    # The scopes the EAGLE worker builds its draft in (eagle_worker_v2.py
+    # EAGLEWorkerV2.__init__): a pipeline group of one, the speculative MoE
+    # backends, the draft build scope.
+    with draft_pp_context(), speculative_moe_backend_context(), speculative_moe_a2a_backend_context(), \
+            draft_model_build_scope():
+        model = model_class(config=prepared.draft_config.hf_config, quant_config=None)
     with torch.no_grad():
         for _name, param in sorted(model.named_parameters()):
             param.normal_(0.0, 0.05)
@@ -66,3 +78,24 @@ def attach_spec_input(case: Case, batch: Any, target_out: torch.Tensor, real_row
             num_tokens_per_req=1,
             num_tokens_for_logprob_per_req=1,
         )
+
+
+def forward_scope() -> Any:
+    """The scopes the EAGLE worker runs its draft's forwards in
+    (eagle_worker_v2.py forward_batch_generation): under DP attention the
+    draft runner's TP group patched in (draft_tp_context; for NEXTN/EAGLE the
+    draft is built on the target's TP group), and the speculative MoE
+    backends."""
+    from contextlib import ExitStack
+
+    from sglang.srt.distributed import get_tp_group
+    from sglang.srt.layers.moe.utils import speculative_moe_a2a_backend_context, speculative_moe_backend_context
+    from sglang.srt.runtime_context import get_parallel
+    from sglang.srt.speculative.spec_utils import draft_tp_context
+
+    stack = ExitStack()
+    if get_parallel().enable_dp_attention:
+        stack.enter_context(draft_tp_context(get_tp_group()))
+    stack.enter_context(speculative_moe_backend_context())
+    stack.enter_context(speculative_moe_a2a_backend_context())
+    return stack

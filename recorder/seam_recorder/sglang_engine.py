@@ -445,7 +445,11 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
     if case.tbo:
         children = batch.tbo_children or []
         result["tbo_children_tokens"] = [int(c.input_ids.shape[0]) for c in children]
-    if prepared.draft_config is not None:
+    from sglang.srt.distributed import get_pp_group
+
+    # Under pipeline stages the draft lives on the last stage only
+    # (eagle_worker_v2.py: the other stages forward the target's proxies).
+    if prepared.draft_config is not None and get_pp_group().is_last_rank:
         result.update(_run_draft(prepared, dp_rank, out, len(draft.decoder_layers(model)), backend))
     return result
 
@@ -478,7 +482,7 @@ def _run_draft(prepared: Prepared, dp_rank: int, target_out: Any, first_layer: i
     runner.is_draft_worker = True
     groups.CONTEXT["draft"] = True
     try:
-        with fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
+        with draft.forward_scope(), fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
             ModelRunner._prepare_eager_forward_batch(runner, batch)
             out = model.model(batch.input_ids, batch.positions, batch)
     finally:

@@ -81,6 +81,17 @@ class NemotronHDraftUnderDpAttention(unittest.TestCase):
         self.assertEqual(draft_steps(calls, 0)[1], (2, "all_gather", (0, 1), 4, "nemotron_h_mtp.py:forward"))
 
 
+class DraftUnderPipelineStages(unittest.TestCase):
+    def test_only_the_last_stage_runs_the_draft_on_a_pipeline_group_of_one(self):
+        # eagle_worker_v2.py: the draft is built under draft_pp_context (a
+        # pipeline group of one) and hosted by the last stage only.
+        _, calls, outcomes, verdict = record("M-|*E/*E", tp=2, pp=2)
+        self.assertEqual(verdict["verdict"], "ran")
+        self.assertEqual({c["rank"] for c in calls if c.get("draft")}, {2, 3})
+        self.assertEqual({c["layer"] for c in calls if c.get("draft")}, {None, 4, 5})
+        self.assertEqual(["draft_output_shape" in o for o in outcomes], [False, False, True, True])
+
+
 class DraftRefusalsAndDeepseek(unittest.TestCase):
     def test_the_engine_builds_no_mtp_mlp_layer(self):
         _, _, outcomes, verdict = record("M-/*-", tp=2)
