@@ -10,17 +10,15 @@ through the engine's bootstrap, builds the model and runs one forward
 
 from __future__ import annotations
 
-import json
-from contextlib import nullcontext
 import os
 import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from .architectures import HIDDEN, EngineError, architecture_of, write_model_dir  # noqa: F401
 from . import cp, draft, pp, tbo
+from .architectures import HIDDEN, EngineError, architecture_of, write_model_dir  # noqa: F401
 from .case import ENV_VARIABLES, Case
 
 
@@ -170,8 +168,6 @@ def install(engine: Engine) -> None:
     # a CUDA driver) and the CPU graph's fill value; nothing it communicates.
     forward_batch_info._is_cpu = True
     standins.install_cpu_ops()
-    from . import tbo
-
     tbo.install_device_properties()
     tbo.install_deepep_constants()
     standins.install_moe(fused_moe_native)
