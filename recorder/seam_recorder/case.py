@@ -19,7 +19,7 @@ _KEYS = ("pp", "tp", "attn_dp", "attn_cp", "moe_ep", "moe_dp", "tokens", "mode")
 @dataclass
 class Case:
     family: str  # single-stage (Nemotron-H) | two-stage
-    pattern: str  # one character per layer, as seam writes it
+    pattern: str  # one character per layer, as seam writes it (the MTP step apart)
     model: Optional[str]
     architecture: str  # the checkpoint's config.json class ("" : the family's default)
     pp: int
@@ -41,6 +41,9 @@ class Case:
     # kv_heads, mamba_heads, mamba_groups, experts, top_k); absent: the
     # recorder's defaults.
     shape: Dict[str, int] = field(default_factory=dict)
+    # The MTP step's layers (seam's Pattern::mtp, the same alphabet): the
+    # engine's draft model runs one forward after the target's ("" : none).
+    mtp: str = ""
 
     @property
     def world(self) -> int:
@@ -55,7 +58,11 @@ class Case:
         if self.attn_dp > 1:
             flags += ["--dp-size", str(self.attn_dp), "--enable-dp-attention"]
         if self.attn_cp > 1:
-            flags += ["--attn-cp-size", str(self.attn_cp)]
+            # Prefill CP with the zigzag layout (seam's model of CP), on the
+            # attention backend SM90 runs it with (FlashAttention; the CPU's
+            # own default, torch_native, has no CP path).
+            flags += ["--attn-cp-size", str(self.attn_cp), "--enable-prefill-cp", "--cp-strategy", "zigzag",
+                      "--attention-backend", "fa3"]
         if self.moe_ep > 1:
             flags += ["--ep-size", str(self.moe_ep)]
         if self.moe_dp > 1:
@@ -70,6 +77,10 @@ class Case:
             flags += ["--enable-two-batch-overlap"]
         if self.layernorm_sp:
             flags += ["--enable-layernorm-sp"]
+        if self.mtp:
+            # The engine resolves NEXTN to EAGLE and takes the draft layers from
+            # the target's checkpoint (server_args: speculative_hook.py).
+            flags += ["--speculative-algorithm", "NEXTN"]
         if self.fusion:
             # What the engine turns on by itself on SM90/SM100 for Nemotron-H
             # with tp > 1, no DP attention and no all-to-all backend
@@ -78,7 +89,18 @@ class Case:
         return flags
 
     def env(self) -> Dict[str, str]:
-        return {"SGLANG_DP_USE_GATHERV": "1"} if self.dp_gatherv else {}
+        """The environment variables of this case (ENV_VARIABLES: every one
+        the recorder sets or clears)."""
+        env = {"SGLANG_DP_USE_GATHERV": "1"} if self.dp_gatherv else {}
+        if self.pp > 1 and "|" in self.pattern:
+            # The engine's pipeline split (distributed/utils.py get_pp_indices)
+            # at the case's cuts, in decoder layers per stage.
+            per_layer = 1 if self.family == "single-stage" else 2
+            env["SGLANG_PP_LAYER_PARTITION"] = ",".join(str(len(p) // per_layer) for p in self.pattern.split("|"))
+        return env
+
+
+ENV_VARIABLES = ("SGLANG_DP_USE_GATHERV", "SGLANG_PP_LAYER_PARTITION")
 
 
 def parse_case(text: str) -> Case:
@@ -93,9 +115,13 @@ def parse_case(text: str) -> Case:
     if missing:
         raise CaseError(f"the case's config lacks {', '.join(missing)}")
     dense = cfg.get("dense_tp")
+    pattern, _, mtp = str(doc["pattern"]).partition("/")
+    if "mtp" in doc and mtp and str(doc["mtp"]) != mtp:
+        raise CaseError(f"the case's \"mtp\" {doc['mtp']!r} is not its pattern's MTP step {mtp!r}")
+    mtp = str(doc.get("mtp") or mtp)
     return Case(
         family=doc.get("family", "single-stage"),
-        pattern=doc["pattern"],
+        pattern=pattern,
         model=doc.get("model"),
         architecture=str(doc.get("architecture") or ""),
         pp=int(cfg["pp"]),
@@ -114,4 +140,5 @@ def parse_case(text: str) -> Case:
         layernorm_sp=bool(cfg.get("layernorm_sp", False)),
         dp_gatherv=bool(cfg.get("dp_gatherv", False)),
         shape={k: int(v) for k, v in (doc.get("shape") or {}).items() if isinstance(v, int) and v > 0},
+        mtp=mtp,
     )

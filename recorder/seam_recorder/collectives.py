@@ -19,7 +19,9 @@ import torch
 SUMMING = {"all_reduce", "reduce_scatter_tensor", "reduce_scatterv", "reduce_scatter"}
 GATHERING = {"all_gather_into_tensor", "all_gather", "all_gatherv"}
 OTHER = {"all_to_all_single", "broadcast", "barrier"}
-KNOWN = SUMMING | GATHERING | OTHER
+# Point to point: a pair (sender, receiver) completes a send with a recv.
+P2P = {"send", "recv"}
+KNOWN = SUMMING | GATHERING | OTHER | P2P
 
 
 @dataclass
@@ -91,6 +93,8 @@ def complete(calls: Sequence[Call]) -> List[Optional[torch.Tensor]]:
     """Every member's result, in group order; raises Mismatch where the
     members' calls do not form one collective."""
     ops = {c.op for c in calls}
+    if ops & P2P:
+        return _point_to_point(calls)
     if len(ops) != 1:
         raise Mismatch("different collectives: " + ", ".join(c.signature() for c in calls))
     op = calls[0].op
@@ -156,3 +160,15 @@ def complete(calls: Sequence[Call]) -> List[Optional[torch.Tensor]]:
         root = calls[0].src
         return [calls[root].tensor.clone() for _ in calls]
     raise Mismatch(f"the recorder does not know the collective {op!r}")
+
+
+def _point_to_point(calls: Sequence[Call]) -> List[Optional[torch.Tensor]]:
+    """A send (the pair's first member) and the recv that takes it (its
+    second): the receiver's buffer must hold the sender's elements."""
+    if len(calls) != 2 or [c.op for c in calls] != ["send", "recv"]:
+        raise Mismatch("point to point calls that do not pair: " + ", ".join(c.signature() for c in calls))
+    sent, buffer = calls[0].tensor, calls[1].tensor
+    if sent.dtype != buffer.dtype or sent.numel() != buffer.numel():
+        raise Mismatch(f"recv of {buffer.numel()} {buffer.dtype} for a send of {sent.numel()} {sent.dtype}: "
+                       + ", ".join(c.signature() for c in calls))
+    return [None, sent.reshape(buffer.shape).clone()]

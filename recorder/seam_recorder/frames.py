@@ -54,3 +54,15 @@ def raise_site(tb: traceback.StackSummary) -> str:
         last = tb[-1]
         return f"{last.filename}:{last.lineno}:{last.name}"
     return ""
+
+
+def raise_frames(tb: traceback.StackSummary, limit: int = 8) -> List[str]:
+    """The engine frames of a traceback, innermost first (file:line:function)."""
+    out: List[str] = []
+    for entry in reversed(tb):
+        rel = _relative(entry.filename)
+        if rel is not None:
+            out.append(f"{rel}:{entry.lineno}:{entry.name}")
+            if len(out) == limit:
+                break
+    return out

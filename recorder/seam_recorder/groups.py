@@ -24,7 +24,7 @@ _RANK: List[int] = [0]
 _COMM: List[Any] = [None]
 # What the recorder knows about where the engine is (layer, module), filled
 # by forward hooks.
-CONTEXT: Dict[str, Any] = {"layer": None, "module": None, "kernel": None}
+CONTEXT: Dict[str, Any] = {"layer": None, "module": None, "kernel": None, "draft": False, "pipeline": None}
 _BY_HANDLE: Dict[int, "Any"] = {}
 
 
@@ -49,6 +49,12 @@ def issue(group_ranks: List[int], name: str, call: collectives.Call, out: Option
         "layer": CONTEXT["layer"],
         "module": CONTEXT["module"],
     }
+    if CONTEXT["pipeline"]:
+        # Issued by the stage transfer the recorder drives as the scheduler's
+        # pipeline loop does (pp.py), through the engine's own methods.
+        record["pipeline"] = CONTEXT["pipeline"]
+    if CONTEXT["draft"]:
+        record["draft"] = True  # issued by the MTP step's draft model
     if CONTEXT["kernel"]:
         record["kernel"] = CONTEXT["kernel"]  # a fused kernel's collective (stood in for)
     return _COMM[0].collective(tuple(group_ranks), name, call, record)
@@ -249,6 +255,32 @@ def patch_torch_distributed(world: int) -> None:
     dist.all_reduce = all_reduce
     dist.all_gather_into_tensor = all_gather_into_tensor
     dist.reduce_scatter_tensor = reduce_scatter_tensor
+
+    # Point to point between two global ranks (the engine's send_tensor_dict
+    # and recv_tensor_dict, send_object and recv_object, call these): the
+    # pair (sender, receiver) is the hub's group; a send waits for its recv.
+    def send(tensor, dst, group=None, tag=0):
+        issue([_RANK[0], int(dst)], f"p2p:{_name(group)}", collectives.Call("send", tensor))
+        return _Done()
+
+    def recv(tensor, src=None, group=None, tag=0):
+        tensor.copy_(issue([int(src), _RANK[0]], f"p2p:{_name(group)}", collectives.Call("recv", tensor)))
+        return _Done()
+
+    dist.send = send
+    dist.isend = send
+    dist.recv = recv
+    dist.irecv = recv
+
+
+class _Done:
+    """The work handle of a point-to-point call the hub has completed."""
+
+    def wait(self, *args, **kwargs) -> bool:
+        return True
+
+    def is_completed(self) -> bool:
+        return True
 
 
 def _name(group) -> str:

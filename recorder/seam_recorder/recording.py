@@ -26,6 +26,8 @@ _CPU_GAPS = (
     "CUDA driver",
     "No CUDA GPUs",
     "ModuleNotFoundError",  # a kernel package of the engine's that the recorder's environment lacks
+    "DeepEP is not installed",  # the DeepEP all-to-all, which the recorder does not stand in for
+    "Cannot re-initialize CUDA",  # a CUDA call in a forked CPU rank
 )
 
 
@@ -60,6 +62,7 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
         "world": case.world,
         "hidden": sglang_engine.HIDDEN,
         "pattern": case.pattern,
+        "mtp": case.mtp,
         "tokens": case.tokens,
         "mode": case.mode,
         "launch_flags": case.launch_flags(),
@@ -72,7 +75,11 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
             "rotary embedding (its torch-native path)",
         ]
         + (["MLA attention before o_proj"] if case.architecture == "DeepseekV3ForCausalLM" else [])
-        + (["FlashInfer fused all-reduce + residual + RMSNorm kernel"] if case.fusion else []),
+        + (["FlashInfer fused all-reduce + residual + RMSNorm kernel"] if case.fusion else [])
+        + (["FlashAttention backend under CP: its K/V all-gather through the engine's strategy, no KV pool"]
+           if case.attn_cp > 1 else [])
+        + (["TboAttnBackend over the attention stand-ins", "MLA forward_prepare (TBO operations)",
+            "CUDA device properties (132 SMs) and deep_ep.Buffer.num_sms (20)"] if case.tbo else []),
         "fused_allreduce_kernel": (
             "on: the fusion gate's SM90 and FlashInfer facts set, the kernel stood in for"
             if case.fusion
@@ -89,6 +96,9 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
                 _line({"verdict": "refused", "error": str(refusal), "where": refusal.where,
                        "seconds": round(time.monotonic() - start, 3)}),
             ]
+        except sglang_engine.RecorderGap as gap:
+            return [_line(header), _line({"verdict": "cpu-gap", "failure": str(gap),
+                                          "seconds": round(time.monotonic() - start, 3)})]
         result = run_world(case.world, lambda rank, comm: sglang_engine.run_rank(prepared, rank, comm), timeout_s)
     lines = [_line(header)]
     for rank, calls in enumerate(result.calls):
@@ -101,6 +111,8 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
         elif outcome.error:
             entry["error"] = outcome.error.splitlines()[0][:400]
             entry["where"] = outcome.where
+            if outcome.frames:
+                entry["frames"] = outcome.frames
             if outcome.status == "raised" and cpu_gap(outcome.error):
                 entry["outcome"] = "cpu-gap"
         lines.append(_line(entry))

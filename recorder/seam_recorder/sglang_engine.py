@@ -10,19 +10,16 @@ through the engine's bootstrap, builds the model and runs one forward
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from .case import Case
-
-
-class EngineError(Exception):
-    """The engine cannot be loaded or the case cannot be put to it (exit 2)."""
+from . import cp, draft, pp, tbo
+from .architectures import HIDDEN, EngineError, architecture_of, write_model_dir  # noqa: F401
+from .case import ENV_VARIABLES, Case
 
 
 @dataclass
@@ -94,157 +91,6 @@ def load(src: Optional[str]) -> Engine:
     )
 
 
-# --- the model: a tiny configuration with the case's layer pattern ---------
-
-HIDDEN = 64  # the recorder's hidden size; seam scales recorded rows by its own
-
-
-def nemotron_h_config(case: Case) -> Dict[str, Any]:
-    """A Nemotron-H config.json of tiny widths with the case's pattern and the
-    checkpoint's counts (case.shape: heads, KV heads, Mamba heads and
-    groups, experts, top-k), so that the engine splits them over its groups
-    as it would the checkpoint's; without them, counts that divide every TP
-    size up to 16."""
-    pattern = case.pattern.replace("|", "")
-    shape = case.shape
-    heads = shape.get("heads", 16)
-    mamba_heads = shape.get("mamba_heads", 16)
-    return {
-        "architectures": ["NemotronHForCausalLM"],
-        "model_type": "nemotron_h",
-        "hidden_size": HIDDEN,
-        "intermediate_size": 128,
-        "num_attention_heads": heads,
-        "num_key_value_heads": shape.get("kv_heads", heads),
-        "head_dim": 4,
-        "mamba_num_heads": mamba_heads,
-        "mamba_head_dim": 4,
-        "ssm_state_size": 4,
-        "n_groups": shape.get("mamba_groups", mamba_heads),
-        "conv_kernel": 4,
-        "expand": 1,
-        "hybrid_override_pattern": pattern,
-        "num_hidden_layers": len(pattern),
-        "vocab_size": 256,
-        "n_routed_experts": shape.get("experts", 16),
-        "num_experts_per_tok": shape.get("top_k", 2),
-        "moe_intermediate_size": 32,
-        "n_shared_experts": 1,
-        "moe_shared_expert_intermediate_size": 32,
-        "torch_dtype": "float32",
-        "max_position_embeddings": 4096,
-    }
-
-
-def qwen3_config(case: Case) -> Dict[str, Any]:
-    """A Qwen3 (dense) config.json of tiny widths: the case's two-stage
-    pattern, one decoder layer per `*-` pair, the checkpoint's head counts."""
-    pattern = case.pattern.replace("|", "")
-    if len(pattern) % 2 or any(pattern[i : i + 2] != "*-" for i in range(0, len(pattern), 2)):
-        raise EngineError(f"Qwen3ForCausalLM layers are attention then MLP ('*-' each); the pattern is {pattern}")
-    heads = case.shape.get("heads", 16)
-    return {
-        "architectures": ["Qwen3ForCausalLM"],
-        "model_type": "qwen3",
-        "hidden_size": HIDDEN,
-        "intermediate_size": 128,
-        "num_attention_heads": heads,
-        "num_key_value_heads": case.shape.get("kv_heads", heads),
-        "head_dim": 4,
-        "num_hidden_layers": len(pattern) // 2,
-        "vocab_size": 256,
-        "max_position_embeddings": 4096,
-        "torch_dtype": "float32",
-        "tie_word_embeddings": False,
-    }
-
-
-def deepseek_v3_config(case: Case) -> Dict[str, Any]:
-    """A DeepSeek-V3 config.json of tiny widths: the case's two-stage pattern
-    (attention then a dense MLP `-` or a MoE `E` per layer; the dense ones
-    first, as first_k_dense_replace says), the checkpoint's head and expert
-    counts."""
-    pattern = case.pattern.replace("|", "")
-    pairs = [pattern[i : i + 2] for i in range(0, len(pattern), 2)]
-    if len(pattern) % 2 or any(p not in ("*-", "*E") for p in pairs):
-        raise EngineError(f"DeepseekV3ForCausalLM layers are MLA then an MLP or MoE ('*-', '*E'); the pattern is {pattern}")
-    dense = pairs.index("*E") if "*E" in pairs else len(pairs)
-    if any(p == "*-" for p in pairs[dense:]):
-        raise EngineError(f"DeepSeek-V3's dense layers come first (first_k_dense_replace); the pattern is {pattern}")
-    heads = case.shape.get("heads", 16)
-    return {
-        "architectures": ["DeepseekV3ForCausalLM"],
-        "model_type": "deepseek_v3",
-        "hidden_size": HIDDEN,
-        "intermediate_size": 128,
-        "moe_intermediate_size": 16,
-        "num_attention_heads": heads,
-        "num_key_value_heads": heads,
-        "q_lora_rank": 16,
-        "kv_lora_rank": 16,
-        "qk_nope_head_dim": 4,
-        "qk_rope_head_dim": 4,
-        "v_head_dim": 4,
-        "n_routed_experts": case.shape.get("experts", 16),
-        "num_experts_per_tok": case.shape.get("top_k", 2),
-        "n_shared_experts": 1,
-        "n_group": 1,
-        "topk_group": 1,
-        "first_k_dense_replace": dense,
-        "moe_layer_freq": 1,
-        "num_hidden_layers": len(pairs),
-        "num_nextn_predict_layers": 0,
-        "vocab_size": 256,
-        "max_position_embeddings": 4096,
-        "torch_dtype": "float32",
-        "tie_word_embeddings": False,
-        "topk_method": "noaux_tc",
-        "scoring_func": "sigmoid",
-        "routed_scaling_factor": 1.0,
-        "norm_topk_prob": True,
-        "hidden_act": "silu",
-        # DeepSeek-V3's own (its config.json): YaRN, which the engine's
-        # CPU rotary path takes as deepseek_yarn.
-        "rope_scaling": {
-            "type": "yarn", "factor": 40, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0,
-            "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
-        },
-    }
-
-
-@dataclass
-class Architecture:
-    """One model class the recorder builds: where the engine defines it and
-    the tiny config.json that gives it the case's layers."""
-
-    module: str  # under sglang.srt.models
-    cls: str
-    config: Any  # Callable[[Case], Dict[str, Any]]
-
-
-ARCHITECTURES: Dict[str, Architecture] = {
-    "NemotronHForCausalLM": Architecture("nemotron_h", "NemotronHForCausalLM", nemotron_h_config),
-    "Qwen3ForCausalLM": Architecture("qwen3", "Qwen3ForCausalLM", qwen3_config),
-    "DeepseekV3ForCausalLM": Architecture("deepseek_v2", "DeepseekV3ForCausalLM", deepseek_v3_config),
-}
-
-
-def architecture_of(case: Case) -> Architecture:
-    name = case.architecture or ("NemotronHForCausalLM" if case.family == "single-stage" else "")
-    if name not in ARCHITECTURES:
-        raise EngineError(
-            f"the recorder does not run {name or case.family} models yet (it runs {', '.join(sorted(ARCHITECTURES))})"
-        )
-    return ARCHITECTURES[name]
-
-
-def write_model_dir(config: Dict[str, Any], where: str) -> str:
-    os.makedirs(where, exist_ok=True)
-    with open(os.path.join(where, "config.json"), "w") as f:
-        json.dump(config, f, indent=1)
-    return where
-
-
 # --- one case --------------------------------------------------------------
 
 CPU_FLAGS = [
@@ -263,6 +109,12 @@ class Prepared:
     model_config: Any
     launch_flags: List[str]
     arch: Any = None  # Architecture
+    draft_config: Any = None  # the draft's ModelConfig (a case with an MTP step)
+
+
+class RecorderGap(Exception):
+    """The engine accepted the case, but runs it on a path the recorder has
+    no CPU stand-in for (never an engine finding)."""
 
 
 class EngineRefusal(Exception):
@@ -289,10 +141,12 @@ def install(engine: Engine) -> None:
     from sglang.srt.distributed import bootstrap  # noqa: F401
     from sglang.srt.layers.attention import hybrid_linear_attn_backend  # noqa: F401
     from sglang.srt.model_executor import forward_context, model_runner  # noqa: F401
-    from sglang.srt.models import deepseek_v2, nemotron_h, qwen3  # noqa: F401
+    from sglang.srt.models import deepseek_nextn, deepseek_v2, nemotron_h, nemotron_h_mtp, qwen3  # noqa: F401
 
-    # DeepSeek's MLA attention: everything before o_proj stood in for.
+    # DeepSeek's MLA attention: everything before o_proj stood in for (its
+    # forward, and its first half for the overlapped operations of TBO).
     deepseek_v2.DeepseekV2AttentionMLA.forward = standins.mla_attention
+    deepseek_v2.DeepseekV2AttentionMLA.forward_prepare = standins.mla_attention_prepare
 
     # torch.compile'd helpers (the embedding's local shard, ...) run eagerly:
     # the same arithmetic, without seconds of tracing in every rank of every case.
@@ -314,6 +168,8 @@ def install(engine: Engine) -> None:
     # a CUDA driver) and the CPU graph's fill value; nothing it communicates.
     forward_batch_info._is_cpu = True
     standins.install_cpu_ops()
+    tbo.install_device_properties()
+    tbo.install_deepep_constants()
     standins.install_moe(fused_moe_native)
     _answer_cpu_device()
     set_engine_roots([engine.root])
@@ -353,21 +209,77 @@ def prepare(engine: Engine, case: Case, workdir: str) -> Prepared:
 
     from . import standins
 
+    # The attention-TP context's hardware fact (AttnTpContext.init_context
+    # allows input-scattered attention on CUDA or NPU only).
+    communicator._is_cuda = case.input_scattered
     if case.fusion:
         standins.install_fused_kernel(communicator, flashinfer_comm_fusion)
     else:
         communicator._is_sm90_supported = False
         communicator._is_flashinfer_available = False
     flags = case.launch_flags()
-    os.environ.update(case.env())
+    _apply_env(case)
     try:
         server_args = prepare_server_args(["--model-path", model_dir] + CPU_FLAGS + flags)
         rc.publish(server_args, role="scheduler")
         model_config = ModelConfig.from_server_args(server_args)
+        _seed_moe_flags(model_config)
+        draft_config = ModelConfig.from_server_args(server_args, is_draft_model=True) if case.mtp else None
     except (AssertionError, ValueError, NotImplementedError, RuntimeError, SystemExit) as e:
         site = raise_site(traceback.extract_tb(e.__traceback__))
         raise EngineRefusal(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", site) from None
-    return Prepared(case=case, server_args=server_args, model_config=model_config, launch_flags=flags, arch=arch)
+    from sglang.srt.arg_groups.model_override_base import resolved_view
+
+    a2a = str(resolved_view(server_args).moe_a2a_backend)
+    if a2a != case.a2a and a2a != "none":
+        # Resolution turned an all-to-all backend on by itself (MLA prefill CP
+        # sets DeepEP): its kernels move tokens through their own buffers,
+        # which the recorder does not stand in for.
+        raise RecorderGap(f"the engine resolved --moe-a2a-backend {a2a} itself (its log says why); "
+                          "the recorder does not stand in for that backend")
+    if draft_config is not None:
+        named = draft_config.hf_config.architectures[0]
+        if arch.draft is None or named != arch.draft[1]:
+            raise EngineError(f"the engine's draft configuration names {named}, a class the recorder does not build")
+    return Prepared(case=case, server_args=server_args, model_config=model_config, launch_flags=flags, arch=arch,
+                    draft_config=draft_config)
+
+
+# Environment variables the engine reads once, at import, into a module
+# global: (variable, module, global).
+_IMPORT_TIME_ENV = (("SGLANG_DP_USE_GATHERV", "sglang.srt.layers.dp_attention", "_USE_DP_GATHERV"),)
+
+
+def _apply_env(case: Case) -> None:
+    """The case's environment (and no earlier case's: one process records
+    many), and the globals the engine fills from it at import, refilled with
+    the engine's own reader as a freshly started server would have them."""
+    from sglang.srt.utils.common import get_bool_env_var
+
+    wanted = case.env()
+    for name in ENV_VARIABLES:
+        if name in wanted:
+            os.environ[name] = wanted[name]
+        else:
+            os.environ.pop(name, None)
+    for name, module, attr in _IMPORT_TIME_ENV:
+        setattr(sys.modules[module], attr, get_bool_env_var(name))
+
+
+def _seed_moe_flags(model_config: Any) -> None:
+    """What the scheduler does after publishing (managers/scheduler.py): the
+    MoE runtime flags (the a2a backend, two-batch overlap, ...) seeded from
+    the published configuration when the model has a per-token expert count,
+    else left at their defaults (reset here: one process records many cases)."""
+    from sglang.srt.layers.moe.utils import initialize_moe_config
+    from sglang.srt.runtime_context import get_flags
+
+    flags = get_flags()
+    flags.moe = type(flags.moe)()
+    config = model_config.hf_text_config if hasattr(model_config, "hf_text_config") else model_config.hf_config
+    if any(hasattr(config, a) for a in ("num_experts_per_tok", "num_experts_per_token", "top_k_experts",
+                                        "moe_top_k", "moe_topk")):
+        initialize_moe_config()
 
 
 class _RunnerStandin:
@@ -431,12 +343,14 @@ def _forward_batch(case: Case, dp_rank: int):
     return fb
 
 
-def _tag_layers(model: Any) -> None:
+def _tag_layers(model: Any, first: int = 0) -> None:
     """Each decoder layer's forward sets the recorder's layer context (the
-    model calls layer.forward directly, so hooks would not fire)."""
+    model calls layer.forward directly, so hooks would not fire); a draft's
+    layers are numbered on from the target's (`first`)."""
     from . import groups
+    from .draft import decoder_layers
 
-    for index, layer in enumerate(model.model.layers):
+    for index, layer in enumerate(decoder_layers(model), start=first):
         inner = layer.forward
 
         def tagged(*args, _inner=inner, _index=index, **kwargs):
@@ -451,9 +365,8 @@ def _tag_layers(model: Any) -> None:
 
 def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
     """One rank: the engine's bootstrap of its groups, its model, its eager
-    batch preparation, one forward. Returns the output's shape and digest."""
-    import hashlib
-
+    batch preparation, one forward (then the MTP step's, when the case has
+    one). Returns the outputs' shapes and digests."""
     import torch
     from sglang.srt import runtime_context as rc
     from sglang.srt.distributed import bootstrap
@@ -499,16 +412,81 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
     backend = standins.make_backends(HybridLinearAttnBackend, Mamba2AttnBackend)
     dp_rank = get_attention_dp_rank() if case.attn_dp > 1 else 0
     batch = _forward_batch(case, dp_rank)
+    if case.tbo:
+        batch.tbo_split_seq_index, batch.global_forward_mode = tbo.split_decision(case, dp_rank)
+        backend = tbo.backend(lambda: standins.make_backends(HybridLinearAttnBackend, Mamba2AttnBackend))
     with fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
         ModelRunner._prepare_eager_forward_batch(_RunnerStandin(prepared.model_config, backend), batch)
-        out = model.model(batch.input_ids, batch.positions, batch)
+        # DeepseekV3ForCausalLM.forward runs its body inside the attention-TP
+        # context's input-scattered scope (models/deepseek_v2.py).
+        from sglang.srt.layers.communicator import get_attn_tp_context
+
+        scope = get_attn_tp_context().maybe_input_scattered(batch) if case.input_scattered else nullcontext()
+        with scope:
+            if case.pp > 1:
+                out = pp.forward(model, batch, lambda proxies: cp.forward(model, batch, pp_proxy_tensors=proxies))
+            else:
+                out = cp.forward(model, batch)
     if isinstance(out, tuple):
         out = out[0]
-    digest = hashlib.sha256(out.detach().to(torch.float32).contiguous().numpy().tobytes()).hexdigest()[:16]
-    return {
+    if hasattr(out, "tensors"):  # a stage before the last hands on its proxies
+        out = out["hidden_states"]
+    result = {
         "output_shape": [int(d) for d in out.shape],
-        "output_digest": digest,
+        "output_digest": _digest(out),
         "dp_rank": dp_rank,
         "dp_padding": getattr(getattr(batch, "dp_padding_mode", None), "name", ""),
         "batch_tokens": int(batch.input_ids.shape[0]),
+    }
+    if case.tbo:
+        children = batch.tbo_children or []
+        result["tbo_children_tokens"] = [int(c.input_ids.shape[0]) for c in children]
+    from sglang.srt.distributed import get_pp_group
+
+    # Under pipeline stages the draft lives on the last stage only
+    # (eagle_worker_v2.py: the other stages forward the target's proxies).
+    if prepared.draft_config is not None and get_pp_group().is_last_rank:
+        result.update(_run_draft(prepared, dp_rank, out, len(draft.decoder_layers(model)), backend))
+    return result
+
+
+def _digest(out: Any) -> str:
+    import hashlib
+
+    import torch
+
+    return hashlib.sha256(out.detach().to(torch.float32).contiguous().numpy().tobytes()).hexdigest()[:16]
+
+
+def _run_draft(prepared: Prepared, dp_rank: int, target_out: Any, first_layer: int, backend: Any) -> Dict[str, Any]:
+    """The MTP step (draft.py): the engine's draft class on the same ranks
+    and groups, its layers numbered after the target's, its calls marked."""
+    import torch
+    from sglang.srt.model_executor import forward_context as fc
+    from sglang.srt.model_executor.model_runner import ModelRunner
+
+    from . import groups
+
+    case = prepared.case
+    torch.manual_seed(20261208)
+    model = draft.build(prepared)
+    _tag_layers(model, first_layer)
+    batch = _forward_batch(case, dp_rank)
+    real_rows = case.tokens[dp_rank] if case.attn_dp > 1 else sum(case.tokens)
+    draft.attach_spec_input(case, batch, target_out, real_rows)
+    runner = _RunnerStandin(prepared.draft_config, backend)
+    runner.is_draft_worker = True
+    groups.CONTEXT["draft"] = True
+    try:
+        with draft.forward_scope(), fc.forward_context(fc.ForwardContext(attn_backend=backend)), torch.no_grad():
+            ModelRunner._prepare_eager_forward_batch(runner, batch)
+            out = model.model(batch.input_ids, batch.positions, batch)
+    finally:
+        groups.CONTEXT["draft"] = False
+    if isinstance(out, tuple):
+        out = out[0]
+    return {
+        "draft_output_shape": [int(d) for d in out.shape],
+        "draft_output_digest": _digest(out),
+        "draft_batch_tokens": int(batch.input_ids.shape[0]),
     }

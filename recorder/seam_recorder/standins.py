@@ -7,6 +7,8 @@ as the engine wrote them. What each replaces:
   on the mixer's own in_proj, norm and out_proj, with the scan's output taken
   as the convolution's x part (token-local, no state);
 - the attention kernel: each token's output is its own query (no KV cache);
+  under an active CP extend the FlashAttention backend's K/V all-gather over
+  the CP group runs first, through the engine's strategy (cp.py);
 - the fused MoE kernel: each routed token's top-k experts as plain SiLU MLPs
   of the layer's own local expert weights.
 """
@@ -16,6 +18,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import torch
+
+from . import cp
 
 
 def mamba2_mixer(mixer: Any, hidden_states: torch.Tensor, output: Optional[torch.Tensor]) -> torch.Tensor:
@@ -47,6 +51,9 @@ def make_backends(hybrid_cls: type, mamba_cls: type) -> Any:
 
     class FullAttentionStandin:
         def forward(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
+            # Under an active CP extend the backend gathers K and V over the
+            # CP group first (cp.py gather_kv); the kernel itself is stood in for.
+            cp.gather_kv(k, v, forward_batch)
             # The kernel's output: one row a query token, its heads' values.
             width = layer.tp_q_head_num * layer.v_head_dim
             return q.reshape(q.shape[0], -1)[:, :width].clone() if q.shape[0] else q.new_zeros(0, width)
@@ -166,14 +173,23 @@ def mla_attention(self, positions, hidden_states, forward_batch, zero_allocator=
     collective on these paths without input-scattered attention): the
     engine's own short-circuit of a shard of no rows, then each token's
     heads' values as a fixed projection of its row, then the engine's o_proj
-    (a RowParallelLinear over attention TP)."""
+    (a RowParallelLinear over attention TP). Under input-scattered attention
+    the rows are the q/kv latent the engine fetches (its prepare_qkv_latent,
+    all-gathered over TP by the layer's attention inputs)."""
     from sglang.srt.layers.communicator import get_attn_tp_context
 
     if isinstance(hidden_states, tuple):
         hidden_states = hidden_states[0]
-    if not get_attn_tp_context().input_scattered and hidden_states.shape[0] == 0:
+    context = get_attn_tp_context()
+    if not context.input_scattered and hidden_states.shape[0] == 0:
         assert not self.o_proj.reduce_results, "short-circuiting allreduce will lead to hangs"
         return hidden_states
+    if context.input_scattered:
+        # The MLA prepare paths fetch the q/kv latent through the layer's
+        # attention inputs (forward_mla.py, forward_mha.py): the engine's own
+        # prepare_qkv_latent on the rank's rows, all-gathered over TP
+        # (communicator.py AttentionInputs.fetch_qkv_latent).
+        hidden_states = context.fetch_qkv_latent()
     width = self.num_local_heads * self.v_head_dim
     if getattr(self, "_seam_values", None) is None or self._seam_values.shape != (hidden_states.shape[-1], width):
         generator = torch.Generator().manual_seed(width)
@@ -181,3 +197,12 @@ def mla_attention(self, positions, hidden_states, forward_batch, zero_allocator=
     values = hidden_states.to(self._seam_values.dtype) @ self._seam_values
     out, _ = self.o_proj(values.to(hidden_states.dtype))
     return out
+
+
+def mla_attention_prepare(self, positions, hidden_states, forward_batch, zero_allocator=None, **kwargs):
+    """DeepseekV2AttentionMLA.forward_prepare, the first half the TBO
+    operations call (op_prepare): the stand-in's whole output, handed on so
+    that the engine's own forward_core returns it (an intermediate state with
+    no inner state)."""
+    out = mla_attention(self, positions, hidden_states, forward_batch, zero_allocator, **kwargs)
+    return out, None, forward_batch, None

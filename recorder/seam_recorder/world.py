@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import torch
 
 from . import collectives
-from .frames import raise_site
+from .frames import raise_frames, raise_site
 
 
 def die_with_parent() -> None:
@@ -52,6 +52,7 @@ class RankOutcome:
     status: str = "running"  # ok | raised | recorder-error | aborted | hung | died
     error: str = ""  # "AssertionError: ..." for raised
     where: str = ""  # the engine's file:line:function that raised
+    frames: List[str] = field(default_factory=list)  # the engine's frames of the raise, innermost first
     result: Any = None  # what the rank's function returned
 
 
@@ -103,7 +104,7 @@ def _child(rank: int, conn: Connection, main: Callable[[int, RankComm], Any]) ->
         own = bool(tb) and os.path.dirname(os.path.abspath(tb[-1].filename)) == os.path.dirname(os.path.abspath(__file__))
         kind = "recorder-error" if own else "raised"
         where = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}:{tb[-1].name}" if own else raise_site(tb)
-        conn.send((kind, f"{type(e).__name__}: {e}", where, traceback.format_exc()))
+        conn.send((kind, f"{type(e).__name__}: {e}", where, traceback.format_exc(), [] if own else raise_frames(tb)))
     finally:
         conn.close()
         os._exit(0)
@@ -173,7 +174,7 @@ def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float
             elif kind == "aborted":
                 finish(rank, RankOutcome(status="aborted", error=msg[1]))
             elif kind in ("raised", "recorder-error"):
-                finish(rank, RankOutcome(status=kind, error=msg[1], where=msg[2], result=msg[3]))
+                finish(rank, RankOutcome(status=kind, error=msg[1], where=msg[2], result=msg[3], frames=msg[4]))
             elif kind == "call":
                 _, group, name, call, packed, record = msg
                 call.tensor = collectives.unpack(packed)

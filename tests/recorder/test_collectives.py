@@ -12,6 +12,17 @@ def t(*rows):
     return torch.tensor(rows, dtype=torch.float32)
 
 
+class PointToPoint(unittest.TestCase):
+    def test_a_recv_takes_the_senders_tensor_into_its_own_shape(self):
+        out = C.complete([C.Call("send", t(1.0, 2.0, 3.0, 4.0)), C.Call("recv", torch.zeros(2, 2))])
+        self.assertIsNone(out[0])
+        self.assertTrue(torch.equal(out[1], t([1.0, 2.0], [3.0, 4.0])))
+
+    def test_a_recv_buffer_of_another_size_does_not_pair(self):
+        with self.assertRaises(C.Mismatch):
+            C.complete([C.Call("send", t(1.0, 2.0)), C.Call("recv", torch.zeros(3))])
+
+
 class CollectivesComputeWhatNcclDefines(unittest.TestCase):
     def test_an_all_reduce_gives_every_member_the_sum(self):
         out = C.complete([C.Call("all_reduce", t([1.0, 2.0])), C.Call("all_reduce", t([10.0, 20.0]))])

@@ -58,3 +58,31 @@ class MoeDenseTpOneOnADenseModel(unittest.TestCase):
         self.assertEqual(verdict["verdict"], "mismatch")
         self.assertIn("all_reduce of different shapes", verdict["failure"])
         self.assertIn("sglang/srt/layers/linear.py:1691:forward < sglang/srt/models/qwen2.py", verdict["failure"])
+
+
+class LayernormSpOfOneToken(unittest.TestCase):
+    def test_an_extend_of_one_token_is_padded_to_a_row_a_rank_and_gathered_as_eight(self):
+        # --enable-layernorm-sp: prepare_attn opens the SP region in an
+        # EXTEND (communicator.py); sp_entry_scatter pads the 1 token to a
+        # multiple of tp (8 rows) and keeps one row a rank; sp_exit_gather
+        # all-gathers rows x tp and narrows to the real count afterwards
+        # (layers/layernorm_sp.py). The 7 padding rows travel: the engine's
+        # own sizes, not a fault of the recorder.
+        calls, verdict = record("*-", tp=8, tokens=[1], mode="extend", layernorm_sp=True)
+        self.assertEqual(verdict["verdict"], "ran")
+        self.assertEqual(
+            [(s[1], s[3], s[4]) for s in steps(calls, 0) if s[0] == 0],
+            [
+                ("all_gather_into_tensor", 1, "layernorm_sp.py:sp_exit_gather"),
+                ("reduce_scatter_tensor", 8, "layernorm_sp.py:row_parallel_gbar_matmul"),
+                ("all_gather_into_tensor", 1, "layernorm_sp.py:sp_exit_gather"),
+                ("reduce_scatter_tensor", 8, "layernorm_sp.py:row_parallel_gbar_matmul"),
+            ],
+        )
+        gathers = [c for c in calls if c["rank"] == 0 and c["op"] == "all_gather_into_tensor"]
+        self.assertEqual({tuple(c["out_shape"]) for c in gathers}, {(8, 64)})
+
+    def test_a_decode_of_one_token_stays_outside_the_sp_region(self):
+        calls, verdict = record("*-", tp=8, tokens=[1], mode="decode", layernorm_sp=True)
+        self.assertEqual(verdict["verdict"], "ran")
+        self.assertEqual([s[1] for s in steps(calls, 0) if s[0] == 0], ["all_reduce", "all_reduce"])
