@@ -22,7 +22,10 @@ Status caseOptionsValid(const CaseOptions& o, const EngineOptions& e) {
   if (isTraining(o))
     return Status::invalid("--engine runs SGLang; --family training is not served");
   if (!o.trace.empty()) return Status::invalid("--engine and --trace: give one");
-  if (o.pp != 1) return Status::invalid("--engine: the recorder runs one pipeline stage (--pp 1)");
+  if (o.pp != 1)
+    return Status::invalid(
+        "--engine --pp " + std::to_string(o.pp) +
+        ": the engine's stage transfers are recorded but not yet aligned to the plan (--pp 1)");
   return Status::ok();
 }
 

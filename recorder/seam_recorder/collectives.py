@@ -24,6 +24,13 @@ P2P = {"send", "recv"}
 KNOWN = SUMMING | GATHERING | OTHER | P2P
 
 
+
+class CollectiveArgumentError(RuntimeError):
+    """The engine called a collective with arguments torch.distributed
+    refuses (an output buffer of another size): the engine's error, raised
+    where the engine called."""
+
+
 @dataclass
 class Call:
     """One member's side of a collective."""

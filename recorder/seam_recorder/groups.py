@@ -124,6 +124,17 @@ def make_group_class(base: type) -> type:
         def _issue(self, call: collectives.Call, out=None):
             return issue(self.ranks, self.unique_name, call, out)
 
+        @staticmethod
+        def _into(output: torch.Tensor, result: torch.Tensor, op: str) -> None:
+            """Copies a collective's result into the engine's output buffer;
+            a buffer of another size is the engine's error (torch.distributed
+            refuses it before NCCL runs), raised at the engine's call."""
+            if output.numel() != result.numel():
+                raise collectives.CollectiveArgumentError(
+                    f"{op}: the output buffer holds {output.numel()} elements ({list(output.shape)}), "
+                    f"the collective gives {result.numel()} ({list(result.shape)}); torch.distributed refuses it")
+            output.copy_(result.reshape(output.shape))
+
         # The collectives, each with the engine's bypass for a group of one.
         def all_reduce(self, input_: torch.Tensor) -> torch.Tensor:
             if self.world_size == 1:
@@ -136,7 +147,8 @@ def make_group_class(base: type) -> type:
             if self.world_size == 1:
                 output.copy_(input)
                 return output
-            output.copy_(self._issue(collectives.Call("reduce_scatter_tensor", input), output))
+            self._into(output, self._issue(collectives.Call("reduce_scatter_tensor", input), output),
+                       "reduce_scatter_tensor")
             return output
 
         def reduce_scatter(self, output: torch.Tensor, input_list: List[torch.Tensor]):
@@ -156,7 +168,8 @@ def make_group_class(base: type) -> type:
             if self.world_size == 1:
                 output.copy_(input)
                 return
-            output.copy_(self._issue(collectives.Call("all_gather_into_tensor", input), output))
+            self._into(output, self._issue(collectives.Call("all_gather_into_tensor", input), output),
+                       "all_gather_into_tensor")
 
         def all_gather(self, input_: torch.Tensor, dim: int = -1, output_tensor_list=None):
             if self.world_size == 1:

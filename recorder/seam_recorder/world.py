@@ -101,7 +101,8 @@ def _child(rank: int, conn: Connection, main: Callable[[int, RankComm], Any]) ->
         tb = traceback.extract_tb(e.__traceback__)
         # Raised inside the recorder's own code (a stand-in, the groups): a
         # bug of the recorder, never the engine's.
-        own = bool(tb) and os.path.dirname(os.path.abspath(tb[-1].filename)) == os.path.dirname(os.path.abspath(__file__))
+        own = (bool(tb) and not isinstance(e, collectives.CollectiveArgumentError)
+               and os.path.dirname(os.path.abspath(tb[-1].filename)) == os.path.dirname(os.path.abspath(__file__)))
         kind = "recorder-error" if own else "raised"
         where = f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}:{tb[-1].name}" if own else raise_site(tb)
         conn.send((kind, f"{type(e).__name__}: {e}", where, traceback.format_exc(), [] if own else raise_frames(tb)))

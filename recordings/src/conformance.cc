@@ -29,18 +29,19 @@ std::string_view agreementName(Agreement a) {
 }
 
 std::string recorderGap(const Case& c) {
-  // The model classes the recorder builds (recorder/seam_recorder/sglang_engine.py ARCHITECTURES).
+  // The model classes the recorder builds (recorder/seam_recorder/architectures.py).
   if (c.model.architecture != "NemotronHForCausalLM" &&
       c.model.architecture != "Qwen3ForCausalLM" && c.model.architecture != "DeepseekV3ForCausalLM")
     return "the model class " + (c.model.architecture.empty() ? std::string("of ") + c.model.name
                                                               : c.model.architecture);
-  if (!c.model.pattern.mtp.empty()) return "the MTP draft layers";
-  if (c.config.pp > 1) return "pipeline stages (pp > 1)";
-  if (c.config.attn_cp > 1) return "attention CP";
+  if (!c.model.pattern.mtp.empty() && c.model.architecture == "Qwen3ForCausalLM")
+    return "the MTP draft layers of a model without a draft class";
+  if (c.config.attn_cp > 1 && c.model.architecture == "DeepseekV3ForCausalLM")
+    return "attention CP of an MLA model (the engine turns the DeepEP all-to-all on)";
   if (c.flags.a2a != A2aBackend::kNone) return "the DeepEP all-to-all";
-  if (c.flags.tbo) return "two-batch overlap";
-  if (c.flags.input_scattered) return "input-scattered attention";
-  if (c.flags.dp_gatherv) return "SGLANG_DP_USE_GATHERV";
+  // The recorder runs them (its send/recv between stages); the judge does
+  // not yet align those transfers to the plan's stage sends.
+  if (c.config.pp > 1) return "pipeline stages (pp > 1): their transfers are not aligned yet";
   if (!c.flags.capture.empty()) return "aux hidden-state captures";
   if (c.config.attn_dp > 1 && c.flags.reduction != engineDefaultReduction(c.model))
     return "a --reduction other than the model's default (the engine has no such flag)";
@@ -52,7 +53,7 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
   EngineSpace space;
   // What the engine is given: the layers, the launch flags, the batch. The
   // DP padding and the boundary reduction it decides itself.
-  using Key = std::tuple<std::string, std::vector<int>, bool, bool, bool, std::vector<int>, int>;
+  using Key = std::tuple<std::string, std::vector<int>, std::vector<bool>, std::vector<int>, int>;
   std::map<Key, int> run_of_key;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
@@ -63,9 +64,8 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
     const ParallelConfig& p = c.config;
     const Key key{c.model.pattern.text(),
                   {p.pp, p.tp, p.attn_dp, p.attn_cp, p.moe_ep, p.moe_dp},
-                  c.flags.layernorm_sp,
-                  c.flags.dense_tp1,
-                  c.flags.fusion,
+                  {c.flags.layernorm_sp, c.flags.dense_tp1, c.flags.fusion, c.flags.tbo,
+                   c.flags.input_scattered, c.flags.dp_gatherv},
                   c.batch.tokens,
                   static_cast<int>(c.flags.mode)};
     auto [it, fresh] = run_of_key.emplace(key, static_cast<int>(space.runs.size()));
@@ -80,8 +80,12 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
 CaseAgreement agreementOf(const Case& c, PolicyKind policy, const Recording& rec) {
   const std::string& v = rec.engine.verdict;
   if (v == "refused") return {Agreement::kEngineRefused, rec.engine.failure};
-  if (v == "cpu-gap" || v == "recorder-error")
-    return {Agreement::kCpuGap, v + ": " + rec.engine.failure};
+  if (v == "cpu-gap" || v == "recorder-error") {
+    std::string why = rec.engine.failure;
+    for (const RankEnd& r : rec.engine.ranks)
+      if (why.empty() && !r.error.empty()) why = r.where + ": " + r.error;
+    return {Agreement::kCpuGap, v + ": " + why};
+  }
   if (v != "ran") {
     std::string why = v + (rec.engine.failure.empty() ? "" : ": " + rec.engine.failure);
     for (const RankEnd& r : rec.engine.ranks)

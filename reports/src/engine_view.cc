@@ -9,7 +9,11 @@
 namespace seam::reports {
 
 bool countsAgainstPlan(const std::string& agreement) {
-  return agreement != "agrees" && agreement != "engine-refused" && agreement != "other-padding";
+  return agreement == "differs" || agreement == "engine-failed";
+}
+
+bool unjudged(const std::string& agreement) {
+  return agreement == "cpu-gap" || agreement == "plan-refused";
 }
 
 EngineConformance foldEngineCases(const std::vector<EngineCaseRecord>& rows) {
@@ -24,8 +28,9 @@ EngineConformance foldEngineCases(const std::vector<EngineCaseRecord>& rows) {
       last_case = r.case_index;
     }
     ++row.by_policy[r.policy][r.agreement];
-    if (!countsAgainstPlan(r.agreement)) continue;
-    if (r.policy == "declared") ++out.declared_disagreements;
+    if (r.policy == "declared" && unjudged(r.agreement)) ++out.declared_unjudged;
+    if (!countsAgainstPlan(r.agreement) && !unjudged(r.agreement)) continue;
+    if (r.policy == "declared" && countsAgainstPlan(r.agreement)) ++out.declared_disagreements;
     if (r.divergence.empty()) continue;
     ConformanceClass& k = out.classes[r.policy][r.agreement + ": " + r.divergence];
     if (k.cases++ == 0) k.reproduce = r.reproduce;
@@ -78,7 +83,8 @@ std::string renderConformance(const EngineConformance& c, std::size_t examples) 
         refused += n->second;
   out << grouped(c.cases) << " cases given to the engine (" << grouped(refused)
       << " refused by its argument checks); " << grouped(c.declared_disagreements)
-      << " where its run does not bear out the declared plan\n";
+      << " where its run does not bear out the declared plan; " << grouped(c.declared_unjudged)
+      << " not judged (seam refuses what the engine ran, or the CPU lacks what it needs)\n";
   return out.str();
 }
 
@@ -97,13 +103,15 @@ std::string conformanceJson(const EngineConformance& c, const std::string& args)
       items.push_back({{"class", what}, {"cases", k.cases}, {"reproduce", k.reproduce}});
     classes[policy] = std::move(items);
   }
-  const Json doc = {
-      {"command", "sweep --engine"},
-      {"args", args},
-      {"engine", c.engine},
-      {"counts", {{"cases", c.cases}, {"declared_disagreements", c.declared_disagreements}}},
-      {"families", std::move(families)},
-      {"divergences", std::move(classes)}};
+  const Json doc = {{"command", "sweep --engine"},
+                    {"args", args},
+                    {"engine", c.engine},
+                    {"counts",
+                     {{"cases", c.cases},
+                      {"declared_disagreements", c.declared_disagreements},
+                      {"declared_unjudged", c.declared_unjudged}}},
+                    {"families", std::move(families)},
+                    {"divergences", std::move(classes)}};
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

@@ -166,7 +166,8 @@ void renderRunVerdict(Doc& d, const RunData& r) {
   if (r.statuses.total() > 0) what += scoreLine(r.statuses) + ". ";
   if (r.engine.cases > 0)
     what += grouped(r.engine.cases) + " cases run on " + r.engine.engine + ", " +
-            grouped(r.engine.declared_disagreements) + " not bearing out the declared plan. ";
+            grouped(r.engine.declared_disagreements) + " not bearing out the declared plan, " +
+            grouped(r.engine.declared_unjudged) + " not judged. ";
   if (!r.equivalences.empty()) {
     what += std::to_string(r.equivalences.size()) +
             (r.equivalences.size() == 1 ? " GPU comparison, " : " GPU comparisons, ") +

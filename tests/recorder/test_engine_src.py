@@ -131,27 +131,33 @@ class EngineSweep(unittest.TestCase):
 
     def test_a_world_2_sweep_puts_every_case_the_engine_runs_in_a_class(self):
         out = self.out
-        self.assertIn("pattern M*E world 2, shard 0/1: 66 cases in 48 engine runs (48 recorded now", out)
-        self.assertIn("300 left out (the DeepEP all-to-all)", out)
+        self.assertIn("pattern M*E world 2, shard 0/1: 96 cases in 78 engine runs (78 recorded now", out)
+        self.assertIn("316 left out (the DeepEP all-to-all)", out)
         self.assertIn("engine: sglang 0.5.20 (pypi, single-file)", out)
         # SGLang 0.5.20 refuses moe_dp 2 without attention CP 2 in its own
         # argument checks (server_args resolution); seam plans those cases.
         self.assertIn("pattern M*E tp+moe_dp: 4 | engine-refused 4 | engine-refused 4", out)
         self.assertIn("pattern M*E tp: 4 | agrees 4 | agrees 4", out)
-        self.assertIn("66 cases given to the engine (22 refused by its argument checks); 0 where", out)
+        # SGLang 0.5.20 runs a Nemotron-H decode under --enable-prefill-cp;
+        # seam's models refuse Nemotron-H with attention CP: not judged.
+        self.assertIn("pattern M*E tp+cp: 4 | plan-refused 4 | plan-refused 4", out)
+        self.assertIn("96 cases given to the engine (28 refused by its argument checks); 0 where its run "
+                      "does not bear out the declared plan; 12 not judged", out)
         self.assertEqual(self.code, 0, out)
 
     def test_the_store_has_a_row_per_case_and_policy_and_the_report_draws_the_table(self):
         db = os.path.join(self.dir, "whole.db")
         rows = sqlite3.connect(db).execute(
             "SELECT policy, agreement, count(*) FROM engine_cases GROUP BY policy, agreement").fetchall()
-        self.assertEqual(sorted(rows), [("declared", "agrees", 24), ("declared", "engine-refused", 22),
-                                        ("declared", "other-padding", 20), ("legacy", "agrees", 24),
-                                        ("legacy", "engine-refused", 22), ("legacy", "other-padding", 20)])
+        self.assertEqual(sorted(rows), [("declared", "agrees", 24), ("declared", "engine-refused", 28),
+                                        ("declared", "other-padding", 32), ("declared", "plan-refused", 12),
+                                        ("legacy", "agrees", 24), ("legacy", "engine-refused", 28),
+                                        ("legacy", "other-padding", 32), ("legacy", "plan-refused", 12)])
         report = os.path.join(self.dir, "r.md")
         subprocess.run([SEAM, "report", "--db", db, "-o", report], check=True, capture_output=True)
         text = open(report).read()
-        self.assertIn("**Verdict: holds.** 66 cases run on sglang 0.5.20 (pypi, single-file), 0 not bearing out", text)
+        self.assertIn("**Verdict: holds.** 96 cases run on sglang 0.5.20 (pypi, single-file), 0 not bearing out "
+                      "the declared plan, 12 not judged", text)
         self.assertIn("| pattern M\\*E | tp+moe_dp | 4 | engine-refused 4 | engine-refused 4 |", text)
 
     def test_two_shards_split_the_space_and_reuse_the_kept_recordings(self):
@@ -163,7 +169,7 @@ class EngineSweep(unittest.TestCase):
             doc = json.loads(out)
             self.assertEqual(doc["engine"], "sglang 0.5.20 (pypi, single-file)")
             counts.append(doc["counts"]["cases"])
-        self.assertEqual(sum(counts), 66)
+        self.assertEqual(sum(counts), 96)
         self.assertTrue(all(c > 0 for c in counts), counts)
 
     def test_an_interrupted_sweep_resumes_its_run_recording_only_what_is_missing(self):
@@ -189,11 +195,11 @@ class EngineSweep(unittest.TestCase):
         code, out = sweep(*self.SPACE, "--db", db, "--keep-recordings", kept, "--resume")
         self.assertEqual(code, 0, out)
         recorded = int(re.search(r"\((\d+) recorded now", out).group(1))
-        self.assertLess(recorded, 24, out)
+        self.assertLess(recorded, 39, out)
         self.assertIn("store: " + db + ", run 1", out)
         con = sqlite3.connect(db)
         self.assertEqual(con.execute("SELECT count(*) FROM runs").fetchone()[0], 1)
-        self.assertEqual(con.execute("SELECT count(*) FROM engine_cases").fetchone()[0], 132)
+        self.assertEqual(con.execute("SELECT count(*) FROM engine_cases").fetchone()[0], 192)
 
     def test_an_engine_sweep_refuses_options_it_does_not_take(self):
         for option in (["--junit", "x.xml"], ["--policy", "legacy"], ["--family", "training"]):

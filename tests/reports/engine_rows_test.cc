@@ -104,6 +104,20 @@ TEST(EngineConformanceFold, CountsCasesOncePerFamilyAndEachPolicysClasses) {
   EXPECT_EQ(k.reproduce, "seam check --case 5 --engine sglang");
 }
 
+TEST(EngineConformanceFold, LeavesPlanRefusedAndCpuGapCasesUnjudgedNotAgainstThePlan) {
+  std::vector<EngineCaseRecord> rows = threeCases();
+  rows.push_back(row(7, "declared", "tp+cp", "plan-refused", "seam refuses attention CP"));
+  rows.push_back(row(8, "declared", "tp+cp", "cpu-gap", "cpu-gap: DeepEP"));
+  const EngineConformance c = foldEngineCases(rows);
+  EXPECT_EQ(c.cases, 5);
+  EXPECT_EQ(c.declared_disagreements, 1);
+  EXPECT_EQ(c.declared_unjudged, 2);
+  EXPECT_EQ(c.classes.at("declared").size(), 3u);
+  EXPECT_NE(renderConformance(c, 3).find("; 2 not judged (seam refuses what the engine ran, or "
+                                         "the CPU lacks what it needs)"),
+            std::string::npos);
+}
+
 TEST(EngineConformanceFold, PrintsTheTableTheClassesAndTheJsonCounts) {
   const EngineConformance c = foldEngineCases(threeCases());
   const std::string text = renderConformance(c, 3);

@@ -37,15 +37,20 @@ struct EngineConformance {
   std::map<std::pair<std::string, std::string>, ConformanceRow> rows;  ///< (model, family)
   /// policy -> "<class>: <first divergence>" -> cases.
   std::map<std::string, std::map<std::string, ConformanceClass>> classes;
-  /// Cases whose declared plan the engine's run does not bear out (any
-  /// class but agrees, engine-refused and other-padding): exit 1.
+  /// Cases whose declared plan the engine's run does not bear out
+  /// (`differs`, `engine-failed`): exit 1.
   std::int64_t declared_disagreements = 0;
+  /// Cases not judged against the declared plan: seam refuses what the engine
+  /// ran (`plan-refused`), or the CPU lacks what it needs (`cpu-gap`).
+  std::int64_t declared_unjudged = 0;
 };
 
 EngineConformance foldEngineCases(const std::vector<EngineCaseRecord>& rows);
 
-/// Whether a class counts against the plan (not agrees, engine-refused, other-padding).
+/// Whether a class counts against the plan (`differs`, `engine-failed`).
 bool countsAgainstPlan(const std::string& agreement);
+/// Whether a class leaves the case unjudged (`cpu-gap`, `plan-refused`).
+bool unjudged(const std::string& agreement);
 
 /// The console table (and the first `examples` divergence classes of each policy).
 std::string renderConformance(const EngineConformance& c, std::size_t examples);
