@@ -79,6 +79,21 @@ int sweepEngine(const EngineSweepOptions& o) {
   if (!dir) return fail(dir.status());
   spec.dir = *dir;
 
+  // Each model's line as it finishes (a world 8 sweep of every preset takes minutes).
+  if (!o.json) {
+    spec.on_model = [&](const recordings::EngineSweepModel& m) {
+      std::cout << "sweep --engine: " << m.name << " world " << o.world;
+      if (!m.not_modelled.empty()) {
+        std::cout << ": not modelled (" << m.not_modelled << ")\n" << std::flush;
+        return;
+      }
+      std::cout << ", shard " << o.shard << ": " << m.cases << " cases in " << m.runs
+                << " engine runs (" << m.recorded << " recorded now, "
+                << static_cast<int>(m.seconds) << " s)";
+      for (const auto& [why, n] : m.left_out) std::cout << "; " << n << " left out (" << why << ")";
+      std::cout << "\n" << std::flush;
+    };
+  }
   std::size_t pending = 0;
   Status batch = store.beginBatch();
   auto sink = [&](const reports::EngineCaseRecord& row) -> Status {
@@ -107,18 +122,6 @@ int sweepEngine(const EngineSweepOptions& o) {
   if (o.json) {
     std::cout << reports::conformanceJson(table, opened->run.args);
   } else {
-    for (const recordings::EngineSweepModel& m : result->models) {
-      std::cout << "sweep --engine: " << m.name << " world " << o.world;
-      if (!m.not_modelled.empty()) {
-        std::cout << ": not modelled (" << m.not_modelled << ")\n";
-        continue;
-      }
-      std::cout << ", shard " << o.shard << ": " << m.cases << " cases in " << m.runs
-                << " engine runs (" << m.recorded << " recorded now, "
-                << static_cast<int>(m.seconds) << " s)";
-      for (const auto& [why, n] : m.left_out) std::cout << "; " << n << " left out (" << why << ")";
-      std::cout << "\n";
-    }
     std::cout << reports::renderConformance(table, kExamples) << "store: " << store.path()
               << ", run " << opened->run.id << "\n";
   }

@@ -155,6 +155,7 @@ Expected<EngineSweepResult> runEngineSweep(
         if (Status s = sink(row); !s) return s;
       }
     }
+    if (spec.on_model) spec.on_model(out);
   }
   return result;
 }

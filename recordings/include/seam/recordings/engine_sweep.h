@@ -31,16 +31,6 @@ struct EngineSweepCases {
   std::vector<Case> cases;
 };
 
-struct EngineSweepSpec {
-  std::vector<EngineSweepCases> models;
-  Shard shard;   ///< engine runs with index % count == index (a run's cases stay together)
-  int jobs = 1;  ///< recorder processes at once
-  RecorderRun run;
-  std::string dir;  ///< where recordings are written (and found again)
-  /// Case indices already stored by an interrupted run (--resume), ascending.
-  std::vector<std::int64_t> skip;
-};
-
 struct EngineSweepModel {
   std::string name;
   std::string not_modelled;   ///< why seam does not model it ("" when it does)
@@ -49,6 +39,18 @@ struct EngineSweepModel {
   std::int64_t recorded = 0;  ///< runs recorded now (the others were found recorded)
   double seconds = 0;         ///< spent recording
   std::map<std::string, std::int64_t> left_out;  ///< reason -> cases the recorder cannot run
+};
+
+struct EngineSweepSpec {
+  std::vector<EngineSweepCases> models;
+  Shard shard;   ///< engine runs with index % count == index (a run's cases stay together)
+  int jobs = 1;  ///< recorder processes at once
+  RecorderRun run;
+  std::string dir;  ///< where recordings are written (and found again)
+  /// Case indices already stored by an interrupted run (--resume), ascending.
+  std::vector<std::int64_t> skip;
+  /// Told of each model once its rows went to the sink (a long sweep's progress).
+  std::function<void(const EngineSweepModel&)> on_model;
 };
 
 struct EngineSweepResult {
