@@ -117,6 +117,12 @@ std::string renderRecordingVerdict(const Recording& rec, const RecordingVerdict&
     for (const auto& [name, n] : counts) out += " " + name + " " + std::to_string(n);
     out += "\n";
   }
+  // Every divergence a size, none explained: most often the batch given is
+  // not the recording's.
+  if (v.explained == 0 && v.calls > 0 && counts.size() == 1 && counts.count("wrong-size") == 1)
+    out +=
+        "hint: no recorded call has a size the plan owes: is the recording of this case's "
+        "batch? Give its --tokens (per DP shard) and --mode as recorded\n";
   bool cross_any = false;
   for (const Finding& f : v.findings) cross_any = cross_any || f.kind >= FindingKind::kCrossRankOp;
   out += cross_any ? "cross-rank (fr_trace's rules): violated\n"

@@ -28,6 +28,22 @@ TEST(RecordingCli, ACorrectRecordingHoldsWithExitZero) {
   EXPECT_NE(r.out.find("plan (declared): all properties hold"), std::string::npos);
 }
 
+TEST(RecordingCli, ARecordingOfAnotherBatchSaysWhichOptionToChange) {
+  // fr/correct was recorded at tokens 2,2; judged at 3,3 no size fits.
+  const CliRun r = seam::testing::runSeam(
+      "check --pattern '*E' --tp 4 --dp 2 --ep 4 --tokens 3,3 "
+      "--recording " +
+      kData + "fr/correct");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("explained: 0 of 20 recorded calls"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hint: no recorded call has a size the plan owes: is the recording of this "
+                       "case's batch? Give its --tokens (per DP shard) and --mode as recorded"),
+            std::string::npos)
+      << r.out;
+  // A recording that fits the batch gets no such hint.
+  EXPECT_EQ(check("fr/wrong_group").out.find("hint:"), std::string::npos);
+}
+
 TEST(RecordingCli, APlantedBugExitsOneNamingTheFirstDivergenceAndItsReproduceLine) {
   const CliRun r = check("fr/wrong_group");
   EXPECT_EQ(r.code, 1) << r.err;
