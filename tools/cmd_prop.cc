@@ -1,5 +1,5 @@
 // `seam prop`: rapidcheck generates cases (patterns, configs, flags, uneven
-// batches with idle ranks) and checks properties 1-6 of each declared plan;
+// batches with idle ranks) and checks properties 1-6, 8 and 9 of each declared plan;
 // a failure is shrunk to a minimal case and printed with the RC_PARAMS value
 // and the `seam check` command that reproduce it. RC_PARAMS in the
 // environment (seed, max_success, max_size, noshrink) overrides --seed and

@@ -183,7 +183,7 @@ Expected<PropResult> runProp(const PropSpec& spec) {
   params.disableShrinking = !spec.shrink;
   rc::detail::TestMetadata metadata;
   metadata.id = "seam prop";
-  metadata.description = "every generated case's declared plan satisfies properties 1-6";
+  metadata.description = "every generated case's declared plan satisfies properties 1-6, 8 and 9";
   CountingListener listener(spec.on_progress);
   // An empty reproduce map: rapidcheck searches from the seed and never reads
   // its global configuration (RC_PARAMS), which would print to stderr.

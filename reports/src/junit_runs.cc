@@ -180,7 +180,7 @@ Status writePropJunit(const properties::PropSpec& spec, const properties::PropRe
   JunitCase j;
   j.classname = "prop";
   // The name is the property tested: no seed or count, which change between runs.
-  j.name = "every generated case satisfies properties 1-6" +
+  j.name = "every generated case satisfies properties 1-6, 8 and 9" +
            (decision == "none" ? std::string() : " with --decision " + decision);
   j.seconds = result.seconds;
   j.output = std::to_string(result.cases_run) + " cases (" + std::to_string(result.refused) +

@@ -5,7 +5,7 @@
 // the trace file. Contracts: a refused trace is one line, never an internal
 // error; an accepted trace has only ops on the case's ranks, each with the
 // layer of its stage, and replaying
-// it through properties 1-6 never crashes, however wrong its ops are.
+// it through properties 1-6, 8 and 9 never crashes, however wrong its ops are.
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // `seam prop` as a library call: rapidcheck generates cases (generators.h),
-// checks that each declared plan satisfies properties 1-6, and shrinks a
+// checks that each declared plan satisfies properties 1-6, 8 and 9, and shrinks a
 // failure to a minimal case. The result is a value: the violation in words,
 // the RC_PARAMS value and the `seam check` line that reproduce it. Nothing is
 // printed (STYLE 5); the same seed replays the same run (STYLE 8).
@@ -58,7 +58,7 @@ struct PropResult {
 };
 
 /// Runs the property "every generated case's declared plan satisfies
-/// properties 1-6" under rapidcheck. Bad spec (cases < 1, world out of range,
+/// properties 1-6, 8 and 9" under rapidcheck. Bad spec (cases < 1, world out of range,
 /// max_layers < 1, max_size < 0) -> kInvalidInput naming the value; a
 /// rapidcheck error (a generator that gave up) -> kInternal.
 Expected<PropResult> runProp(const PropSpec& spec);
