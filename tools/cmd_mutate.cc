@@ -37,6 +37,7 @@ struct MutateOptions {
   std::string family = "serving";
   std::string layout;
   std::uint64_t seed = 1;
+  bool verbose = false;
 };
 
 int mutateTraining(const MutateOptions& o) {
@@ -112,8 +113,8 @@ int mutateServing(const MutateOptions& o) {
     }
   }
   if (mpi.split()) {
-    return campaignUnderMpi(mpi, *spec, std::move(opened), open_status, decided, o.junit,
-                            o.fail_on_survivor, *json);
+    return campaignUnderMpi(mpi, *spec, std::move(opened), open_status, decided,
+                            {o.junit, o.fail_on_survivor, *json, o.verbose});
   }
   if (!open_status) return fail(open_status);
   reports::Store& store = opened->store;
@@ -130,21 +131,22 @@ int mutateServing(const MutateOptions& o) {
     auto rows = reports::putMutantRowsInOrder(store, run_id, campaignList(*spec));
     if (!rows) return fail(rows.status());
   }
-  return finishCampaign(store, run_id, *spec, *result, o.junit, o.fail_on_survivor, *json);
+  return finishCampaign(store, run_id, *spec, *result,
+                        {o.junit, o.fail_on_survivor, *json, o.verbose});
 }
 
 }  // namespace
 
 int finishCampaign(reports::Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
-                   const mutants::CampaignResult& result, const std::string& junit,
-                   bool fail_on_survivor, bool json) {
+                   const mutants::CampaignResult& result, const CampaignOutput& output) {
   if (Status st = store.finishRun(run_id); !st) return fail(st);
-  if (!junit.empty()) {
-    if (Status st = reports::writeCampaignJunit(result, junit); !st) return fail(st);
+  if (!output.junit.empty()) {
+    if (Status st = reports::writeCampaignJunit(result, output.junit); !st) return fail(st);
   }
-  std::cout << (json ? reports::campaignJson(spec, result) : reports::renderCampaign(spec, result));
+  std::cout << (output.json ? reports::campaignJson(spec, result)
+                            : reports::renderCampaign(spec, result, output.verbose));
   if (!result.baseline_holds) return kExitPropertyFailed;
-  if (fail_on_survivor && result.survived() > 0) return kExitPropertyFailed;
+  if (output.fail_on_survivor && result.survived() > 0) return kExitPropertyFailed;
   return kExitOk;
 }
 
@@ -161,6 +163,7 @@ Command registerMutate(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--fail-on-survivor", o->fail_on_survivor, "exit 1 when a mutant survives");
   sub->add_flag("--list", o->list, "list the mutation operators and exit");
+  sub->add_flag("--verbose", o->verbose, "also print each mutant's wall time");
   sub->add_option("--db", o->db, "SQLite store the campaign is written to")->capture_default_str();
   sub->add_flag("--resume", o->resume,
                 "continue the latest unfinished campaign with the same arguments in --db");

@@ -26,8 +26,7 @@ std::vector<const mutants::Mutant*> campaignList(const mutants::CampaignSpec& sp
 /// opened the run (`opened`) or failed to (`open_status`).
 int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,
                      std::optional<reports::StoredRun> opened, const Status& open_status,
-                     const std::vector<std::string>& decided, const std::string& junit,
-                     bool fail_on_survivor, bool json) {
+                     const std::vector<std::string>& decided, const CampaignOutput& output) {
   // Rank 0 says why it could not open the run; mpirun gives its code.
   if (!runOpened(mpi, open_status)) return mpi.root() ? fail(open_status) : kExitOk;
   const std::vector<const mutants::Mutant*> all = campaignList(spec);
@@ -91,7 +90,7 @@ int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,
     for (std::size_t i = 0; i < all.size(); ++i)
       total.outcomes.push_back(reports::outcomeFromRows(all[i], (*rows)[i]));
   }
-  return finishCampaign(store, run_id, spec, total, junit, fail_on_survivor, json);
+  return finishCampaign(store, run_id, spec, total, output);
 }
 
 }  // namespace seam::tools

@@ -28,18 +28,25 @@ int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
                 const properties::SweepResult& live, const std::string& junit, bool json,
                 bool verbose);
 
+/// How a campaign's end is written: its JUnit file (or ""), whether a
+/// survivor fails it, JSON or text, and (text) each mutant's wall time.
+struct CampaignOutput {
+  std::string junit;
+  bool fail_on_survivor = false;
+  bool json = false;
+  bool verbose = false;
+};
+
 /// `decided`: the ids of the mutants a resumed run has stored (rank 0's).
 int campaignUnderMpi(const MpiWorld& mpi, const mutants::CampaignSpec& spec,
                      std::optional<reports::StoredRun> opened, const Status& open_status,
-                     const std::vector<std::string>& decided, const std::string& junit,
-                     bool fail_on_survivor, bool json);
+                     const std::vector<std::string>& decided, const CampaignOutput& output);
 
 /// The end of a campaign's run, one process or many (cmd_mutate.cc): marks it
 /// finished, writes its JUnit XML, prints the summary (as JSON with `json`);
 /// 1 when the baseline fails or (with `fail_on_survivor`) a mutant survives.
 int finishCampaign(reports::Store& store, std::int64_t run_id, const mutants::CampaignSpec& spec,
-                   const mutants::CampaignResult& result, const std::string& junit,
-                   bool fail_on_survivor, bool json);
+                   const mutants::CampaignResult& result, const CampaignOutput& output);
 
 /// The campaign's mutants in the order it runs them (empty: the registry).
 std::vector<const mutants::Mutant*> campaignList(const mutants::CampaignSpec& spec);

@@ -56,13 +56,18 @@ std::string mutationScoreLine(const mutants::CampaignResult& r) {
   return scoreLine(countStatuses(r));
 }
 
-std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::CampaignResult& r) {
+std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::CampaignResult& r,
+                           bool verbose) {
   std::string worlds;
   for (int w : spec.worlds) worlds += (worlds.empty() ? "" : ",") + std::to_string(w);
   std::string out = "campaign: " + std::to_string(spec.models.size()) + " models, worlds " +
                     worlds + ", policy " + std::string(policyName(spec.policy)) + ": " +
                     std::to_string(r.cases) + " cases (" + std::to_string(r.baseline_refused) +
                     " refused by the engine, left out)\n";
+  out +=
+      "the score: of the planted planner bugs (mutants) whose site some case reached, the share "
+      "the properties catch; a survivor is a bug they miss, a not-covered mutant one this space "
+      "never reaches (widen --world or --model; docs/mutants.md)\n";
   if (r.baseline_engine_findings > 0) {
     out += std::to_string(r.baseline_engine_findings) +
            " cases left out as engine findings: the engine's own plan violates a property there "
@@ -144,6 +149,7 @@ std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::Cam
   // Wall times differ from run to run (and a resumed run recalls its decided
   // mutants with none): each on a line of its own, all starting "took ".
   for (const auto& o : r.outcomes) {
+    if (!verbose) break;
     char took[32];
     std::snprintf(took, sizeof took, "%.2f", o.seconds);
     out += "took " + std::string(o.mutant->id()) + ": " + took + " s\n";

@@ -28,8 +28,11 @@ StatusCounts countStatuses(const mutants::CampaignResult& result);
 /// error: killed / (killed + survived).
 std::string scoreLine(const StatusCounts& counts);
 
-std::string renderCampaign(const mutants::CampaignSpec& spec,
-                           const mutants::CampaignResult& result);
+/// The campaign's console text: what the score measures, the baseline, the
+/// tables and each mutant's end, then the score. `verbose`: also each
+/// mutant's wall time.
+std::string renderCampaign(const mutants::CampaignSpec& spec, const mutants::CampaignResult& result,
+                           bool verbose = false);
 std::string mutationScoreLine(const mutants::CampaignResult& result);
 
 }  // namespace seam::reports
