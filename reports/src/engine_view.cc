@@ -56,9 +56,11 @@ std::string renderConformance(const EngineConformance& c, std::size_t examples) 
   std::ostringstream out;
   out << "engine: " << (c.engine.empty() ? "(no case ran)" : c.engine) << "\n";
   out << "per model and configuration family, cases: declared | legacy\n";
-  for (const auto& [key, row] : c.rows) {
-    out << "  " << key.first << " " << key.second << ": " << grouped(row.cases) << " | ";
-    const auto policy = [&](const char* p) {
+  for (const auto& entry : c.rows) {
+    const ConformanceRow& row = entry.second;
+    out << "  " << entry.first.first << " " << entry.first.second << ": " << grouped(row.cases)
+        << " | ";
+    const auto policy = [&row](const char* p) {
       const auto it = row.by_policy.find(p);
       return it == row.by_policy.end() ? std::string("-") : countsOf(it->second);
     };
