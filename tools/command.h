@@ -166,7 +166,7 @@ inline int parseCommandLine(CLI::App& app, int argc, char** argv, const std::str
     for (char& c : what) {
       if (c == '\n') c = ' ';
     }
-    std::cerr << program << ": " << oneLine(what) << didYouMean(app, argc, argv) << "\n";
+    std::cerr << program << ": " << oneLine(what + didYouMean(app, argc, argv)) << "\n";
     return kExitBadInput;
   }
   return -1;

@@ -40,7 +40,7 @@ inline std::string didYouMean(const CLI::App& app, int argc, char** argv) {
   std::string out;
   for (int i = 1; i < argc; ++i) {
     std::string given = argv[i];
-    given = given.substr(0, given.find('='));
+    given = given.substr(0, std::min(given.find('='), std::size_t{64}));
     if (given.rfind("--", 0) != 0 || std::find(names.begin(), names.end(), given) != names.end())
       continue;
     std::string best;
