@@ -22,13 +22,7 @@ namespace {
 using seam::testing::CliRun;
 CliRun seam(const std::string& args) { return seam::testing::runSeam(args); }
 
-/// " --db <temp>/<name>.db": a store of the test's own, so that tests run at
-/// once never wait on one another's ./seam.db.
-std::string ownDb(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "seam_cli_" + name + ".db";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
-  return " --db " + path;
-}
+using seam::testing::ownDb;
 
 int lines(const std::string& s) { return seam::testing::lineCount(s); }
 

@@ -14,13 +14,7 @@ namespace {
 using seam::testing::CliRun;
 CliRun seam(const std::string& args) { return seam::testing::runSeam(args); }
 
-/// " --db <temp>/<name>.db": a store of the test's own, so that tests run at
-/// once never wait on one another's ./seam.db.
-std::string ownDb(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "seam_cli_" + name + ".db";
-  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
-  return " --db " + path;
-}
+using seam::testing::ownDb;
 
 constexpr int kExitOk = 0;
 constexpr int kExitPropertyFailed = 1;

@@ -26,6 +26,14 @@ struct CliRun {
 
 /// Runs `seam ARGS` (or another built binary) through the shell. ctest runs
 /// tests in parallel processes: stderr goes to a file per process and call.
+/// " --db <temp>/seam_cli_<name>.db", removed first: a store of the test's
+/// own, so that tests run at once never wait on one another's ./seam.db.
+inline std::string ownDb(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "seam_cli_" + name + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  return " --db " + path;
+}
+
 inline CliRun runSeam(const std::string& args, const std::string& bin = SEAM_BIN) {
   static int calls = 0;
   const std::string err_path = ::testing::TempDir() + "seam_cli_stderr." +
