@@ -16,9 +16,10 @@ import json
 import os
 import sys
 import tempfile
+from typing import Dict, List
 
 from .case import CaseError, parse_case
-from .recording import record_case
+from .recording import record_case, record_cases, server_key
 from .sglang_engine import EngineError
 from .world import die_with_parent
 
@@ -62,9 +63,10 @@ def _write(path: str, lines) -> None:
 
 
 def _many(args) -> int:
-    """Every case of a file, each recorded as --case would: a case that does
-    not parse is bad input before anything runs; a finished recording is kept
-    (a rerun skips the recordings already there)."""
+    """Every case of a file, recorded as --case would, the cases of one
+    server as its forwards in turn: a case that does not parse is bad input
+    before anything runs; a finished recording is kept (a rerun skips the
+    recordings already there)."""
     if not args.out_dir or not os.path.isdir(args.out_dir):
         print(f"seam_recorder: --out-dir {args.out_dir} is not a folder", file=sys.stderr)
         return 2
@@ -79,15 +81,21 @@ def _many(args) -> int:
         print(f"seam_recorder: {args.cases}: {e}", file=sys.stderr)
         return 2
     names = [json.loads(t).get("out") or f"{i}.jsonl" for i, t in enumerate(texts)]
+    outs = [os.path.join(args.out_dir, os.path.basename(n)) for n in names]
+    # The cases one server runs (the same launch, other batches), in the
+    # file's order: one world each, its model built once.
+    servers: Dict[str, List[int]] = {}
     for index, case in enumerate(cases):
-        out = os.path.join(args.out_dir, os.path.basename(names[index]))
-        if os.path.exists(out):
-            continue
+        if not os.path.exists(outs[index]):
+            servers.setdefault(server_key(case), []).append(index)
+    for indices in servers.values():
         try:
-            _write(out, record_case(case, args.engine_src, args.timeout))
+            recordings = record_cases([cases[i] for i in indices], args.engine_src, args.timeout)
         except (CaseError, EngineError) as e:
-            print(f"seam_recorder: case {index}: {e}", file=sys.stderr)
+            print(f"seam_recorder: case {indices[0]}: {e}", file=sys.stderr)
             return 2
+        for index, lines in zip(indices, recordings):
+            _write(outs[index], lines)
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 _ROOTS: List[str] = []  # directories whose files are the engine's
 _SKIP_PARTS = ("sglang/srt/distributed/",)  # the collective API and its wrappers
@@ -17,18 +17,22 @@ def set_engine_roots(roots: List[str]) -> None:
     """roots: directories holding the engine's package (site-packages, or a
     tree's python/); only files of its package `sglang/` count."""
     _ROOTS[:] = [os.path.realpath(r) + os.sep for r in roots]
+    _RELATIVE.clear()
 
 
 def _is_engine(rel: str) -> bool:
     return rel.startswith("sglang" + os.sep)
 
 
+_RELATIVE: Dict[str, Optional[str]] = {}  # a code object's file -> its engine-relative path
+
+
 def _relative(path: str) -> Optional[str]:
-    real = os.path.realpath(path)
-    for root in _ROOTS:
-        if real.startswith(root) and _is_engine(real[len(root):]):
-            return real[len(root):]
-    return None
+    if path not in _RELATIVE:
+        real = os.path.realpath(path)
+        _RELATIVE[path] = next((real[len(root):] for root in _ROOTS
+                                if real.startswith(root) and _is_engine(real[len(root):])), None)
+    return _RELATIVE[path]
 
 
 def engine_frames(limit: int = 4) -> List[str]:

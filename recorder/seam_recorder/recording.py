@@ -1,9 +1,12 @@
 """One case recorded, as the lines of the recording seam reads
 (docs/recordings.md, "seam-recorder"): a header, every rank's calls in
-order, each rank's outcome, and the run's verdict."""
+order, each rank's outcome, and the run's verdict. The cases one server
+runs (the same launch, other batches) are recorded as that server's
+forwards, one after another (record_cases)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import time
@@ -11,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from . import sglang_engine
 from .case import Case
-from .world import run_world
+from .world import WorldResult, run_world_steps
 
 FORMAT = "seam-recorder"
 
@@ -33,6 +36,8 @@ _CPU_GAPS = (
 
 def cpu_gap(error: str) -> bool:
     return any(marker in error for marker in _CPU_GAPS)
+
+
 FORMAT_VERSION = 1
 
 
@@ -40,7 +45,51 @@ def _line(obj: Dict[str, Any]) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
+def server_key(case: Case) -> str:
+    """What a server's launch decides: the case without its batch (tokens
+    and mode). Cases with one key are forwards of one server."""
+    return repr(dataclasses.replace(case, tokens=[], mode=""))
+
+
 def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List[str]:
+    return record_cases([case], engine_src, timeout_s)[0]
+
+
+def record_cases(cases: List[Case], engine_src: Optional[str], timeout_s: float) -> List[List[str]]:
+    """The recordings of cases that one server runs (one server_key): the
+    engine's argument resolution once, one world whose ranks build their
+    groups and model once and run each case's forward in turn. A forward
+    that does not end with every rank ok ends that world; the cases after it
+    run in a fresh one. Each forward may take timeout_s."""
+    if len({server_key(c) for c in cases}) != 1:
+        raise ValueError("record_cases: give the cases of one server")
+    engine = _load(engine_src)
+    out: List[List[str]] = []
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="seam-recorder-") as workdir:
+        try:
+            prepared = sglang_engine.prepare(engine, cases[0], workdir)
+        except sglang_engine.EngineRefusal as refusal:
+            verdict = {"verdict": "refused", "error": str(refusal), "where": refusal.where,
+                       "seconds": round(time.monotonic() - start, 3)}
+            return [[_line(_header(engine, c, 0)), _line(verdict)] for c in cases]
+        except sglang_engine.RecorderGap as gap:
+            verdict = {"verdict": "cpu-gap", "failure": str(gap), "seconds": round(time.monotonic() - start, 3)}
+            return [[_line(_header(engine, c, 0)), _line(verdict)] for c in cases]
+        while len(out) < len(cases):
+            batches = cases[len(out):]
+            results = run_world_steps(
+                batches[0].world,
+                lambda rank, comm: sglang_engine.rank_steps(prepared, batches, rank, comm),
+                len(batches),
+                timeout_s,
+            )
+            for before, result in enumerate(results):
+                out.append(_lines(_header(engine, batches[before], before), result))
+    return out
+
+
+def _load(engine_src: Optional[str]) -> sglang_engine.Engine:
     engine = sglang_engine.load(engine_src)
     try:
         sglang_engine.install(engine)
@@ -51,7 +100,11 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
         ) from None
     except Exception as e:  # a tree whose modules do not import (a syntax error, ...) is bad input
         raise sglang_engine.EngineError(f"importing SGLang failed: {type(e).__name__}: {e}") from None
-    header = {
+    return engine
+
+
+def _header(engine: sglang_engine.Engine, case: Case, forwards_before: int) -> Dict[str, Any]:
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "engine": engine.name,
@@ -65,6 +118,8 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
         "mtp": case.mtp,
         "tokens": case.tokens,
         "mode": case.mode,
+        # The forwards the same server (model and groups built once) ran before this one.
+        "forwards_before": forwards_before,
         "launch_flags": case.launch_flags(),
         "standins": [
             "mamba2 scan and causal conv",
@@ -86,20 +141,11 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
             else "off: the fusion gate's SM90 and FlashInfer facts unset"
         ),
     }
-    start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="seam-recorder-") as workdir:
-        try:
-            prepared = sglang_engine.prepare(engine, case, workdir)
-        except sglang_engine.EngineRefusal as refusal:
-            return [
-                _line(header),
-                _line({"verdict": "refused", "error": str(refusal), "where": refusal.where,
-                       "seconds": round(time.monotonic() - start, 3)}),
-            ]
-        except sglang_engine.RecorderGap as gap:
-            return [_line(header), _line({"verdict": "cpu-gap", "failure": str(gap),
-                                          "seconds": round(time.monotonic() - start, 3)})]
-        result = run_world(case.world, lambda rank, comm: sglang_engine.run_rank(prepared, rank, comm), timeout_s)
+
+
+def _lines(header: Dict[str, Any], result: WorldResult) -> List[str]:
+    """One forward's recording: the header, every rank's calls, each rank's
+    outcome, the verdict."""
     lines = [_line(header)]
     for rank, calls in enumerate(result.calls):
         for call in calls:
@@ -127,5 +173,5 @@ def record_case(case: Case, engine_src: Optional[str], timeout_s: float) -> List
         verdict = "raised"
     else:
         verdict = "ran"
-    lines.append(_line({"verdict": verdict, "failure": result.failure, "seconds": round(time.monotonic() - start, 3)}))
+    lines.append(_line({"verdict": verdict, "failure": result.failure, "seconds": round(result.seconds, 3)}))
     return lines

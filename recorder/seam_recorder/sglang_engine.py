@@ -4,8 +4,8 @@ layers, with only the GPU kernels stood in for (standins.py).
 
 The parent process imports the engine and publishes the case's server
 arguments once (`prepare`); each rank's process then builds its groups
-through the engine's bootstrap, builds the model and runs one forward
-(`run_rank`).
+through the engine's bootstrap and the model, and runs one forward per case
+of the server (`rank_steps`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from . import cp, draft, pp, tbo
 from .architectures import HIDDEN, EngineError, architecture_of, write_model_dir  # noqa: F401
@@ -102,7 +102,9 @@ CPU_FLAGS = [
 @dataclass
 class Prepared:
     """What every rank of one case shares: the published server arguments
-    and the model's configuration (made in the parent, before the fork)."""
+    and the model's configuration (made in the parent, before the fork). A server's
+    forwards share one Prepared: the cases that differ only in their batch
+    (tokens and mode)."""
 
     case: Case
     server_args: Any
@@ -363,23 +365,32 @@ def _tag_layers(model: Any, first: int = 0) -> None:
         layer.forward = tagged
 
 
-def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
-    """One rank: the engine's bootstrap of its groups, its model, its eager
-    batch preparation, one forward (then the MTP step's, when the case has
-    one). Returns the outputs' shapes and digests."""
+def rank_steps(prepared: Prepared, batches: List[Case], rank: int, comm: Any) -> Iterator[Dict[str, Any]]:
+    """One rank as a server runs it: the engine's bootstrap of its groups and
+    its model once, then for each case of `batches` (the prepared case's
+    server arguments, each its own tokens and mode) the engine's eager batch
+    preparation and one forward (then the MTP step's, when the case has one),
+    yielding the outputs' shapes and digests. Each forward starts from the
+    random state the model's build left, so a batch's forward is the same
+    whichever batches ran before it."""
+    import torch
+
+    model = _build_rank(prepared, rank, comm)
+    after_build = torch.get_rng_state()
+    for case in batches:
+        torch.set_rng_state(after_build)
+        yield _forward_rank(prepared, case, model)
+
+
+def _build_rank(prepared: Prepared, rank: int, comm: Any) -> Any:
+    """The rank's groups (the engine's bootstrap) and its model, with seeded
+    weights and each decoder layer tagged."""
     import torch
     from sglang.srt import runtime_context as rc
     from sglang.srt.distributed import bootstrap
-    from sglang.srt.layers.attention.hybrid_linear_attn_backend import (
-        HybridLinearAttnBackend,
-        Mamba2AttnBackend,
-    )
-    from sglang.srt.layers.dp_attention import get_attention_dp_rank
-    from sglang.srt.model_executor import forward_context as fc
-    from sglang.srt.model_executor.model_runner import ModelRunner
     import importlib
 
-    from . import groups, standins
+    from . import groups
 
     case = prepared.case
     groups.bind_rank(rank, comm)
@@ -409,6 +420,23 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
         for name, param in sorted(model.named_parameters()):
             param.normal_(0.0, 0.05)
     _tag_layers(model)
+    return model
+
+
+def _forward_rank(prepared: Prepared, case: Case, model: Any) -> Dict[str, Any]:
+    """One forward of `case`'s batch on the built model (then the MTP
+    step's)."""
+    import torch
+    from sglang.srt.layers.attention.hybrid_linear_attn_backend import (
+        HybridLinearAttnBackend,
+        Mamba2AttnBackend,
+    )
+    from sglang.srt.layers.dp_attention import get_attention_dp_rank
+    from sglang.srt.model_executor import forward_context as fc
+    from sglang.srt.model_executor.model_runner import ModelRunner
+
+    from . import standins
+
     backend = standins.make_backends(HybridLinearAttnBackend, Mamba2AttnBackend)
     dp_rank = get_attention_dp_rank() if case.attn_dp > 1 else 0
     batch = _forward_batch(case, dp_rank)
@@ -446,7 +474,7 @@ def run_rank(prepared: Prepared, rank: int, comm: Any) -> Dict[str, Any]:
     # Under pipeline stages the draft lives on the last stage only
     # (eagle_worker_v2.py: the other stages forward the target's proxies).
     if prepared.draft_config is not None and get_pp_group().is_last_rank:
-        result.update(_run_draft(prepared, dp_rank, out, len(draft.decoder_layers(model)), backend))
+        result.update(_run_draft(prepared, case, dp_rank, out, len(draft.decoder_layers(model)), backend))
     return result
 
 
@@ -458,7 +486,8 @@ def _digest(out: Any) -> str:
     return hashlib.sha256(out.detach().to(torch.float32).contiguous().numpy().tobytes()).hexdigest()[:16]
 
 
-def _run_draft(prepared: Prepared, dp_rank: int, target_out: Any, first_layer: int, backend: Any) -> Dict[str, Any]:
+def _run_draft(prepared: Prepared, case: Case, dp_rank: int, target_out: Any, first_layer: int,
+               backend: Any) -> Dict[str, Any]:
     """The MTP step (draft.py): the engine's draft class on the same ranks
     and groups, its layers numbered after the target's, its calls marked."""
     import torch
@@ -467,7 +496,6 @@ def _run_draft(prepared: Prepared, dp_rank: int, target_out: Any, first_layer: i
 
     from . import groups
 
-    case = prepared.case
     torch.manual_seed(20261208)
     model = draft.build(prepared)
     _tag_layers(model, first_layer)

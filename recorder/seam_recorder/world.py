@@ -12,6 +12,7 @@ arrival order per rank, so a rank that hangs or dies keeps what it issued.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
@@ -19,7 +20,7 @@ import traceback
 from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
@@ -89,12 +90,16 @@ class _Open:
     signature: str = ""
 
 
-def _child(rank: int, conn: Connection, main: Callable[[int, RankComm], Any]) -> None:
+def _child(rank: int, conn: Connection, steps: Callable[[int, RankComm], Iterator[Any]]) -> None:
     torch.set_num_threads(1)
+    gc.disable()  # a rank lives for a few forwards: no collector passes over the parent's objects
     comm = RankComm(conn, rank)
     try:
-        result = main(rank, comm)
-        conn.send(("done", result))
+        for result in steps(rank, comm):
+            conn.send(("step", result))
+            if conn.recv()[0] != "go":
+                break
+        conn.send(("end",))
     except WorldAborted as e:
         conn.send(("aborted", str(e)))
     except BaseException as e:  # the engine raising is a result, not a crash
@@ -114,9 +119,37 @@ def _child(rank: int, conn: Connection, main: Callable[[int, RankComm], Any]) ->
 def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float) -> WorldResult:
     """Runs main(rank, comm) in `world` forked processes until each returns,
     raises or is stopped; never hangs past timeout_s."""
-    start = time.monotonic()
+
+    def one(rank: int, comm: RankComm) -> Iterator[Any]:
+        yield main(rank, comm)
+
+    return run_world_steps(world, one, 1, timeout_s)[0]
+
+
+class _Hub:
+    """The hub's view of one step: every rank's calls, the collectives some
+    members have issued, who waits where."""
+
+    def __init__(self, world: int):
+        self.result = WorldResult(calls=[[] for _ in range(world)], outcomes=[RankOutcome() for _ in range(world)])
+        self.open_calls: Dict[Tuple[Tuple[int, ...], int], _Open] = {}
+        self.issued: Dict[Tuple[int, Tuple[int, ...]], int] = {}  # (rank, group) -> calls issued on it
+        self.blocked: Dict[int, Tuple[Tuple[int, ...], int]] = {}
+        self.start = time.monotonic()
+
+
+def run_world_steps(world: int, steps: Callable[[int, RankComm], Iterator[Any]], count: int,
+                    timeout_s: float) -> List[WorldResult]:
+    """Runs the generator steps(rank, comm) in `world` forked processes, one
+    WorldResult for each step it yields (a server running one forward after
+    another): every rank finishes a step before any starts the next, and
+    each step's calls are its own. The first step that does not end with
+    every rank ok (a raise, a mismatch, a deadlock, a timeout) is the last:
+    its result is the list's last, and the steps after it are not run.
+    Each step may take timeout_s."""
     conns: List[Connection] = []
     pids: List[int] = []
+    gc.freeze()  # the parent's objects stay out of the ranks' collections (fewer copied pages)
     for rank in range(world):
         parent, child = Pipe()
         pid = os.fork()
@@ -125,42 +158,67 @@ def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float
             for c in conns:
                 c.close()
             parent.close()
-            _child(rank, child, main)
+            _child(rank, child, steps)
         child.close()
         conns.append(parent)
         pids.append(pid)
 
-    result = WorldResult(calls=[[] for _ in range(world)], outcomes=[RankOutcome() for _ in range(world)])
-    open_calls: Dict[Tuple[Tuple[int, ...], int], _Open] = {}
-    issued: Dict[Tuple[int, Tuple[int, ...]], int] = {}  # (rank, group) -> calls issued on it
-    blocked: Dict[int, Tuple[Tuple[int, ...], int]] = {}
+    results: List[WorldResult] = []
+    hub = _Hub(world)
     alive = set(range(world))
+    waiting: Dict[int, Any] = {}  # rank -> its step's result, while it waits for the next step
 
     def abort(rank: int, why: str) -> None:
         try:
             conns[rank].send(("abort", why))
         except (BrokenPipeError, OSError):
             pass
-        blocked.pop(rank, None)
+        hub.blocked.pop(rank, None)
 
     def finish(rank: int, outcome: RankOutcome) -> None:
-        result.outcomes[rank] = outcome
+        hub.result.outcomes[rank] = outcome
         alive.discard(rank)
 
+    def close_step() -> bool:
+        """Ends the step every live rank waits after; True: go on."""
+        for r, value in waiting.items():
+            hub.result.outcomes[r] = RankOutcome(status="ok", result=value)
+        hub.result.seconds = time.monotonic() - hub.start
+        results.append(hub.result)
+        go = (not hub.result.failure and len(results) < count
+              and all(o.status == "ok" for o in hub.result.outcomes))
+        for r in list(waiting):
+            try:
+                conns[r].send(("go",) if go else ("stop",))
+            except (BrokenPipeError, OSError):
+                pass
+            if not go:
+                alive.discard(r)
+        waiting.clear()
+        return go
+
     while alive:
-        remaining = timeout_s - (time.monotonic() - start)
-        ready = wait([conns[r] for r in alive], timeout=max(0.0, remaining)) if remaining > 0 else []
-        if not ready:
-            waiting = ", ".join(
-                f"rank {r} in {result.calls[r][-1]['op']} on {result.calls[r][-1]['group']}" if r in blocked and result.calls[r]
-                else f"rank {r} computing" for r in sorted(alive)
+        remaining = timeout_s - (time.monotonic() - hub.start)
+        running = [r for r in alive if r not in waiting]
+        ready = wait([conns[r] for r in running], timeout=max(0.0, remaining)) if remaining > 0 and running else []
+        if running and not ready:
+            calls = hub.result.calls
+            stuck = ", ".join(
+                f"rank {r} in {calls[r][-1]['op']} on {calls[r][-1]['group']}" if r in hub.blocked and calls[r]
+                else f"rank {r} computing" for r in sorted(running)
             )
-            result.failure_kind = "timeout"
-            result.failure = f"no progress within {timeout_s:g} s: {waiting}"
+            hub.result.failure_kind = "timeout"
+            hub.result.failure = f"no progress within {timeout_s:g} s: {stuck}"
             for r in sorted(alive):
                 os.kill(pids[r], signal.SIGKILL)
-                result.outcomes[r] = RankOutcome(status="hung")
+                if r not in waiting:
+                    hub.result.outcomes[r] = RankOutcome(status="hung")
+            for r, value in waiting.items():
+                hub.result.outcomes[r] = RankOutcome(status="ok", result=value)
+            waiting.clear()
             alive.clear()
+            hub.result.seconds = time.monotonic() - hub.start
+            results.append(hub.result)
             break
         for conn in ready:
             rank = conns.index(conn)
@@ -170,53 +228,34 @@ def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float
                 finish(rank, RankOutcome(status="died", error="the rank's process ended without a word"))
                 continue
             kind = msg[0]
-            if kind == "done":
-                finish(rank, RankOutcome(status="ok", result=msg[1]))
+            if kind == "step":
+                waiting[rank] = msg[1]
+            elif kind == "end":
+                alive.discard(rank)
             elif kind == "aborted":
                 finish(rank, RankOutcome(status="aborted", error=msg[1]))
             elif kind in ("raised", "recorder-error"):
                 finish(rank, RankOutcome(status=kind, error=msg[1], where=msg[2], result=msg[3], frames=msg[4]))
             elif kind == "call":
-                _, group, name, call, packed, record = msg
-                call.tensor = collectives.unpack(packed)
-                index = issued.get((rank, group), 0)
-                issued[(rank, group)] = index + 1
-                record = dict(record, seq=len(result.calls[rank]), group=name, ranks=list(group), group_seq=index)
-                result.calls[rank].append(record)
-                key = (group, index)
-                entry = open_calls.setdefault(key, _Open())
-                entry.calls[rank] = call
-                blocked[rank] = key
-                if len(entry.calls) < len(group):
-                    continue
-                del open_calls[key]
-                members = [entry.calls[r] for r in group]
-                try:
-                    outs = collectives.complete(members)
-                except collectives.Mismatch as e:
-                    if not result.failure:
-                        frames = result.calls[rank][-1].get("frames") or ["?"]
-                        result.failure_kind = "mismatch"
-                        result.failure = f"{name} call #{index} (ranks {list(group)}) at {' < '.join(frames[:3])}: {e}"
-                    for r in group:
-                        abort(r, f"collective mismatch on {name}")
-                    continue
-                for r, out in zip(group, outs):
-                    blocked.pop(r, None)
-                    conns[r].send(("result", collectives.pack(out)))
-        # Every live rank waits on a collective that a finished rank owes, or
-        # on one another: nothing can move.
-        if alive and all(r in blocked for r in alive):
-            stuck = sorted(alive)
-            if not result.failure:
+                _complete_call(hub, rank, msg, conns, abort)
+        # Every live rank waits on a collective that a finished (or waiting)
+        # rank owes, or on one another: nothing can move.
+        if alive and all(r in hub.blocked or r in waiting for r in alive) and hub.blocked:
+            stuck_ranks = sorted(hub.blocked)
+            if not hub.result.failure:
+                calls = hub.result.calls
                 detail = "; ".join(
-                    f"rank {r} waits in {result.calls[r][-1]['op']} on {result.calls[r][-1]['group']}"
-                    f" (members {result.calls[r][-1]['ranks']})" for r in stuck
+                    f"rank {r} waits in {calls[r][-1]['op']} on {calls[r][-1]['group']}"
+                    f" (members {calls[r][-1]['ranks']})" for r in stuck_ranks
                 )
-                result.failure_kind = "deadlock"
-                result.failure = f"deadlock: {detail}"
-            for r in stuck:
+                hub.result.failure_kind = "deadlock"
+                hub.result.failure = f"deadlock: {detail}"
+            for r in stuck_ranks:
                 abort(r, "deadlock")
+        if all(r in waiting for r in alive):  # no rank is still in this step
+            if not close_step():
+                break
+            hub = _Hub(world)
     for pid in pids:
         try:
             os.waitpid(pid, 0)
@@ -224,5 +263,38 @@ def run_world(world: int, main: Callable[[int, RankComm], Any], timeout_s: float
             pass
     for c in conns:
         c.close()
-    result.seconds = time.monotonic() - start
-    return result
+    return results
+
+
+def _complete_call(hub: _Hub, rank: int, msg: Tuple[Any, ...], conns: List[Connection],
+                   abort: Callable[[int, str], None]) -> None:
+    """Logs a rank's call and, once every member of its group has issued it,
+    answers each member with its result (or aborts them on a mismatch)."""
+    _, group, name, call, packed, record = msg
+    result = hub.result
+    call.tensor = collectives.unpack(packed)
+    index = hub.issued.get((rank, group), 0)
+    hub.issued[(rank, group)] = index + 1
+    record = dict(record, seq=len(result.calls[rank]), group=name, ranks=list(group), group_seq=index)
+    result.calls[rank].append(record)
+    key = (group, index)
+    entry = hub.open_calls.setdefault(key, _Open())
+    entry.calls[rank] = call
+    hub.blocked[rank] = key
+    if len(entry.calls) < len(group):
+        return
+    del hub.open_calls[key]
+    members = [entry.calls[r] for r in group]
+    try:
+        outs = collectives.complete(members)
+    except collectives.Mismatch as e:
+        if not result.failure:
+            frames = result.calls[rank][-1].get("frames") or ["?"]
+            result.failure_kind = "mismatch"
+            result.failure = f"{name} call #{index} (ranks {list(group)}) at {' < '.join(frames[:3])}: {e}"
+        for r in group:
+            abort(r, f"collective mismatch on {name}")
+        return
+    for r, out in zip(group, outs):
+        hub.blocked.pop(r, None)
+        conns[r].send(("result", collectives.pack(out)))

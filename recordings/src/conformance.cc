@@ -55,6 +55,7 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
   // DP padding and the boundary reduction it decides itself.
   using Key = std::tuple<std::string, std::vector<int>, std::vector<bool>, std::vector<int>, int>;
   std::map<Key, int> run_of_key;
+  std::map<Key, int> server_of_key;  // the key with no batch
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     if (const std::string gap = recorderGap(c); !gap.empty()) {
@@ -69,7 +70,12 @@ EngineSpace engineSpace(const std::vector<Case>& cases,
                   c.batch.tokens,
                   static_cast<int>(c.flags.mode)};
     auto [it, fresh] = run_of_key.emplace(key, static_cast<int>(space.runs.size()));
-    if (fresh) space.runs.push_back(caseJson(c));
+    if (fresh) {
+      space.runs.push_back(caseJson(c));
+      const Key server{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}, 0};
+      const int next = static_cast<int>(server_of_key.size());
+      space.server_of.push_back(server_of_key.emplace(server, next).first->second);
+    }
     space.cases.push_back(c);
     space.run_of.push_back(it->second);
     space.index_of.push_back(static_cast<std::int64_t>(i));

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -54,19 +55,29 @@ std::string describeEngine(const EngineRun& e) {
 }
 
 /// Records `runs` (case JSONs) into `dir` with `jobs` recorder processes at
-/// once, each taking every jobs-th run.
-Status recordAll(const RecorderRun& run, const std::vector<std::string>& runs, int jobs,
-                 const std::string& dir) {
-  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(runs.size())));
+/// once. A server's runs (`server_of`) go to one process, which runs them as
+/// that server's forwards; the largest servers are placed first, each on the
+/// process with the fewest runs so far.
+Status recordAll(const RecorderRun& run, const std::vector<std::string>& runs,
+                 const std::vector<int>& server_of, int jobs, const std::string& dir) {
+  std::map<int, std::vector<std::size_t>> by_server;
+  for (std::size_t r = 0; r < runs.size(); ++r) by_server[server_of[r]].push_back(r);
+  std::vector<const std::vector<std::size_t>*> servers;
+  for (const auto& entry : by_server) servers.push_back(&entry.second);
+  std::stable_sort(servers.begin(), servers.end(),
+                   [](const auto* a, const auto* b) { return a->size() > b->size(); });
+  jobs = std::max(1, std::min<int>(jobs, static_cast<int>(servers.size())));
+  std::vector<std::vector<std::string>> mine(jobs);
+  for (const auto* server : servers) {
+    auto least = std::min_element(mine.begin(), mine.end(),
+                                  [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    for (const std::size_t r : *server) least->push_back(runs[r]);
+  }
   std::vector<Status> status(jobs, Status::ok());
   std::vector<std::thread> workers;
-  for (int j = 0; j < jobs; ++j) {
-    workers.emplace_back([&, j] {
-      std::vector<std::string> mine;
-      for (std::size_t r = j; r < runs.size(); r += jobs) mine.push_back(runs[r]);
-      status[j] = runRecorderBatch(run, mine, dir, "-" + std::to_string(j));
-    });
-  }
+  for (int j = 0; j < jobs; ++j)
+    workers.emplace_back(
+        [&, j] { status[j] = runRecorderBatch(run, mine[j], dir, "-" + std::to_string(j)); });
   for (std::thread& w : workers) w.join();
   for (const Status& s : status)
     if (!s) return s;
@@ -97,7 +108,7 @@ Expected<EngineSweepResult> runEngineSweep(
   if (run.fingerprint.empty()) run.fingerprint = engineFingerprint(run);
   const std::string engine_option =
       run.engine_src.empty() ? " --engine sglang" : " --engine-src " + run.engine_src;
-  std::int64_t case_base = 0, run_base = 0;
+  std::int64_t case_base = 0, server_base = 0;
   for (const EngineSweepCases& m : spec.models) {
     EngineSweepModel& out = result.models.emplace_back();
     out.name = m.name;
@@ -105,31 +116,34 @@ Expected<EngineSweepResult> runEngineSweep(
     const std::vector<Case>& all = m.cases;
     const EngineSpace space = engineSpace(all, recorderCaseJson);
     out.left_out.insert(space.left_out.begin(), space.left_out.end());
-    // This shard's runs, and of its cases those not stored yet.
+    // This shard's servers, and of their cases those not stored yet.
     std::vector<bool> wanted(space.runs.size(), false);
     std::vector<std::size_t> cases;
     for (std::size_t i = 0; i < space.cases.size(); ++i) {
-      const std::int64_t r = run_base + space.run_of[i];
+      const std::int64_t server = server_base + space.server_of[space.run_of[i]];
       const std::int64_t index = case_base + space.index_of[i];
-      if (r % spec.shard.count != spec.shard.index) continue;
+      if (server % spec.shard.count != spec.shard.index) continue;
       if (std::binary_search(spec.skip.begin(), spec.skip.end(), index)) continue;
       wanted[space.run_of[i]] = true;
       cases.push_back(i);
     }
     const std::int64_t model_base = case_base;
     case_base += static_cast<std::int64_t>(all.size());
-    run_base += static_cast<std::int64_t>(space.runs.size());
+    if (!space.server_of.empty())
+      server_base += 1 + *std::max_element(space.server_of.begin(), space.server_of.end());
     std::vector<std::string> runs;
+    std::vector<int> server_of;
     for (std::size_t r = 0; r < space.runs.size(); ++r) {
       if (!wanted[r]) continue;
       runs.push_back(space.runs[r]);
+      server_of.push_back(space.server_of[r]);
       std::error_code ec;
       if (!fs::exists(spec.dir + "/" + recordingName(run, space.runs[r]), ec)) ++out.recorded;
     }
     out.cases = static_cast<std::int64_t>(cases.size());
     out.runs = static_cast<std::int64_t>(runs.size());
     const auto start = std::chrono::steady_clock::now();
-    if (Status s = recordAll(run, runs, spec.jobs, spec.dir); !s) return s;
+    if (Status s = recordAll(run, runs, server_of, spec.jobs, spec.dir); !s) return s;
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (const std::size_t i : cases) {
       const Case& c = space.cases[i];

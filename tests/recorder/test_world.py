@@ -8,7 +8,7 @@ import unittest
 import torch
 
 from seam_recorder import collectives as C
-from seam_recorder.world import run_world
+from seam_recorder.world import run_world, run_world_steps
 
 
 def reduce(comm, group, value, op="all_reduce"):
@@ -66,9 +66,6 @@ class AWorldThatCannotFinishIsNamed(unittest.TestCase):
         self.assertEqual(res.outcomes[1].status, "hung")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class ARaiseInsideTheRecorderIsTheRecordersOwn(unittest.TestCase):
     def test_an_error_in_the_recorders_code_is_never_the_engines(self):
@@ -78,3 +75,56 @@ class ARaiseInsideTheRecorderIsTheRecordersOwn(unittest.TestCase):
         res = run_world(1, main, 20)
         self.assertEqual(res.outcomes[0].status, "recorder-error")
         self.assertTrue(res.outcomes[0].where.startswith("collectives.py:"), res.outcomes[0].where)
+
+
+class AWorldRunsItsStepsOneAfterAnother(unittest.TestCase):
+    """run_world_steps: a server's forwards in sequence, each its own result."""
+
+    def test_each_step_has_its_own_calls_counted_from_zero(self):
+        def steps(r, comm):
+            for value in (1, 10):
+                yield float(reduce(comm, [0, 1], value * (r + 1))[0, 0])
+
+        res = run_world_steps(2, steps, 2, 20)
+        self.assertEqual([[o.result for o in step.outcomes] for step in res], [[3.0, 3.0], [30.0, 30.0]])
+        self.assertEqual([[c["group_seq"] for c in step.calls[0]] for step in res], [[0], [0]])
+
+    def test_a_raise_in_a_step_is_the_last_step_run(self):
+        ran = []
+
+        def steps(r, comm):
+            yield r
+            if r == 1:
+                raise AssertionError("second forward refused")
+            yield r
+            ran.append(r)
+
+        res = run_world_steps(2, steps, 3, 20)
+        self.assertEqual(len(res), 2)
+        self.assertEqual(res[1].outcomes[1].status, "raised")
+        self.assertEqual(res[1].outcomes[0].status, "ok")
+
+    def test_a_rank_that_issues_fewer_calls_in_a_step_is_a_deadlock_of_that_step(self):
+        def steps(r, comm):
+            yield r
+            if r == 0:
+                reduce(comm, [0, 1], 1)
+            yield r
+
+        res = run_world_steps(2, steps, 3, 20)
+        self.assertEqual(len(res), 2)
+        self.assertEqual(res[1].failure_kind, "deadlock")
+        self.assertEqual(res[1].outcomes[0].status, "aborted")
+
+    def test_each_step_has_the_whole_timeout(self):
+        def steps(r, comm):
+            for _ in range(3):
+                time.sleep(0.4)
+                yield r
+
+        res = run_world_steps(2, steps, 3, 1.0)
+        self.assertEqual([step.failure_kind for step in res], ["", "", ""])
+
+
+if __name__ == "__main__":
+    unittest.main()

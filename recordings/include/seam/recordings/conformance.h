@@ -18,9 +18,13 @@ namespace seam::recordings {
 /// decides itself (DP padding, the boundary reduction) share one run; cases
 /// the recorder cannot run are counted by reason.
 struct EngineSpace {
-  std::vector<Case> cases;              ///< the cases that run, in the space's order
-  std::vector<int> run_of;              ///< per case: its index in `runs`
-  std::vector<std::string> runs;        ///< per engine run: the case JSON the recorder takes
+  std::vector<Case> cases;        ///< the cases that run, in the space's order
+  std::vector<int> run_of;        ///< per case: its index in `runs`
+  std::vector<std::string> runs;  ///< per engine run: the case JSON the recorder takes
+  /// Per engine run: its server, numbered from 0 in the space's order. Runs
+  /// of one server differ only in their batch (tokens, mode): the recorder
+  /// runs them as one server's forwards, its model built once.
+  std::vector<int> server_of;
   std::vector<std::int64_t> index_of;   ///< per case: its position in the cases given
   std::map<std::string, int> left_out;  ///< reason -> cases
 };

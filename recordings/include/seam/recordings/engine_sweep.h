@@ -43,7 +43,7 @@ struct EngineSweepModel {
 
 struct EngineSweepSpec {
   std::vector<EngineSweepCases> models;
-  Shard shard;   ///< engine runs with index % count == index (a run's cases stay together)
+  Shard shard;   ///< servers with index % count == index (their runs stay together)
   int jobs = 1;  ///< recorder processes at once
   RecorderRun run;
   std::string dir;  ///< where recordings are written (and found again)
