@@ -104,10 +104,11 @@ def moe_experts(layer: Any, x: torch.Tensor, topk_output: Any, moe_runner_config
     act = moe_runner_config.activation
     gated = getattr(moe_runner_config, "is_gated", True) and act != "relu2"
     out = torch.zeros(x.shape[0], layer.w2_weight.shape[1], dtype=x.dtype)
-    for e in range(layer.w13_weight.shape[0]):
+    local = layer.w13_weight.shape[0]
+    # The routed experts this rank holds, in ascending order (the order of the
+    # sum does not depend on which experts no token chose).
+    for e in (int(i) for i in torch.unique(topk_ids).tolist() if 0 <= i < local):
         rows, slots = (topk_ids == e).nonzero(as_tuple=True)
-        if rows.numel() == 0:
-            continue
         h = torch.nn.functional.linear(x[rows], layer.w13_weight[e])
         if gated:
             g, u = h.chunk(2, dim=-1)
