@@ -92,6 +92,9 @@ class _Open:
 
 def _child(rank: int, conn: Connection, steps: Callable[[int, RankComm], Iterator[Any]]) -> None:
     torch.set_num_threads(1)
+    # Memory the engine allocates and does not write (a padded buffer's rows)
+    # reads as NaN, not as whatever the allocator held: the same on every run.
+    torch.use_deterministic_algorithms(True, warn_only=True)
     gc.disable()  # a rank lives for a few forwards: no collector passes over the parent's objects
     comm = RankComm(conn, rank)
     try:

@@ -117,13 +117,20 @@ class AWorldRunsItsStepsOneAfterAnother(unittest.TestCase):
         self.assertEqual(res[1].outcomes[0].status, "aborted")
 
     def test_each_step_has_the_whole_timeout(self):
+        # Three steps of 2 s each under a 5 s limit: the limit is a step's.
         def steps(r, comm):
             for _ in range(3):
-                time.sleep(0.4)
+                time.sleep(2.0)
                 yield r
 
-        res = run_world_steps(2, steps, 3, 1.0)
+        res = run_world_steps(2, steps, 3, 5.0)
         self.assertEqual([step.failure_kind for step in res], ["", "", ""])
+
+
+class ARanksUnwrittenMemoryIsTheSameOnEveryRun(unittest.TestCase):
+    def test_an_allocation_the_rank_does_not_write_reads_as_nan(self):
+        res = run_world(1, lambda r, comm: bool(torch.isnan(torch.empty(64)).all()), 20)
+        self.assertEqual(res.outcomes[0].result, True)
 
 
 if __name__ == "__main__":
