@@ -5,6 +5,7 @@
 
 #include "case_options.h"
 #include "command.h"
+#include "engine_diff.h"
 #include "memory_budget.h"
 #include "option_values.h"
 #include "recording_check.h"
@@ -27,6 +28,7 @@ struct DiffOptions {
   bool resume = false;
   std::string format = "text";
   RecordingOptions recording;
+  EngineDiffOptions engine;
 };
 
 /// One case: a planted --decision or a --trace against --against, or the two policies.
@@ -135,6 +137,7 @@ Command registerDiff(CLI::App& app) {
   sub->add_option("--format", o->format, "text|json (a space's summary as one JSON object)")
       ->capture_default_str();
   addRecordingOptions(sub, o->recording);
+  addEngineDiffOptions(sub, o->engine);
   return {sub, [o, sub]() {
             auto a = parsePolicy(o->c.policy);
             if (!a) return fail(a.status());
@@ -146,6 +149,17 @@ Command registerDiff(CLI::App& app) {
                                       sub->count("--tokens") + sub->count("--cp") +
                                       sub->count("--ep") + sub->count("--moe-dp") >
                                   0;
+            if (o->engine.asked()) {
+              if (Status s = refuseGiven(*sub,
+                                         {"--against", "--decision", "--trace", "--recording",
+                                          "--format", "--resume", "--db"},
+                                         "seam diff of policies, not of engine trees");
+                  !s)
+                return fail(s);
+              o->engine.worlds = sub->count("--world") > 0 ? o->worlds : "8";
+              o->engine.jobs = o->jobs;
+              return diffEngineTrees(o->c, one_case, o->engine);
+            }
             if (!o->c.decision.empty() && !o->c.trace.empty()) {
               return fail(Status::invalid(
                   "--decision " + o->c.decision +

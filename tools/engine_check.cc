@@ -45,6 +45,19 @@ Status engineOptionsValid(const EngineOptions& e) {
   return Status::ok();
 }
 
+/// A scratch folder (removed at the end), or --keep-recordings's.
+Expected<std::string> recordingsFolder(const std::string& keep) {
+  if (!keep.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::create_directories(keep, ec) && ec)
+      return Status::invalid("--keep-recordings " + keep + ": " + ec.message());
+    return keep;
+  }
+  std::string tmpl = (std::filesystem::temp_directory_path() / "seam-engine-sweep-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) return Status::invalid("cannot make a scratch folder");
+  return tmpl;
+}
+
 namespace {
 
 /// A scratch folder for one recording, removed when it goes.

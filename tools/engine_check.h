@@ -21,6 +21,9 @@ struct EngineOptions {
 /// --engine with --engine-src, a timeout out of range), or ok.
 Status engineOptionsValid(const EngineOptions& e);
 
+/// A scratch folder (the caller removes it), or --keep-recordings's DIR, made.
+Expected<std::string> recordingsFolder(const std::string& keep);
+
 /// Adds --engine, --engine-src and --engine-timeout.
 void addEngineOptions(CLI::App* sub, EngineOptions& e);
 

@@ -54,12 +54,12 @@ std::string describeEngine(const EngineRun& e) {
   return out + ")";
 }
 
-/// Records `runs` (case JSONs) into `dir` with `jobs` recorder processes at
-/// once. A server's runs (`server_of`) go to one process, which runs them as
-/// that server's forwards; the largest servers are placed first, each on the
-/// process with the fewest runs so far.
-Status recordAll(const RecorderRun& run, const std::vector<std::string>& runs,
-                 const std::vector<int>& server_of, int jobs, const std::string& dir) {
+}  // namespace
+
+Status recordRuns(const RecorderRun& run, const std::vector<std::string>& runs,
+                  const std::vector<int>& server_of, int jobs, const std::string& dir) {
+  // The largest servers are placed first, each on the process with the
+  // fewest runs so far.
   std::map<int, std::vector<std::size_t>> by_server;
   for (std::size_t r = 0; r < runs.size(); ++r) by_server[server_of[r]].push_back(r);
   std::vector<const std::vector<std::size_t>*> servers;
@@ -84,7 +84,32 @@ Status recordAll(const RecorderRun& run, const std::vector<std::string>& runs,
   return Status::ok();
 }
 
-}  // namespace
+ShardRuns shardRuns(const EngineSpace& space, const Shard& shard,
+                    const std::vector<std::int64_t>& skip, std::int64_t case_base,
+                    std::int64_t server_base) {
+  ShardRuns out;
+  std::vector<bool> wanted(space.runs.size(), false);
+  for (std::size_t i = 0; i < space.cases.size(); ++i) {
+    const std::int64_t server = server_base + space.server_of[space.run_of[i]];
+    const std::int64_t index = case_base + space.index_of[i];
+    if (server % shard.count != shard.index) continue;
+    if (std::binary_search(skip.begin(), skip.end(), index)) continue;
+    wanted[space.run_of[i]] = true;
+    out.cases.push_back(i);
+  }
+  for (std::size_t r = 0; r < space.runs.size(); ++r) {
+    if (!wanted[r]) continue;
+    out.runs.push_back(space.runs[r]);
+    out.server_of.push_back(space.server_of[r]);
+  }
+  return out;
+}
+
+std::int64_t serverCount(const EngineSpace& space) {
+  return space.server_of.empty()
+             ? 0
+             : 1 + *std::max_element(space.server_of.begin(), space.server_of.end());
+}
 
 std::string engineFingerprint(const RecorderRun& run) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -116,34 +141,20 @@ Expected<EngineSweepResult> runEngineSweep(
     const std::vector<Case>& all = m.cases;
     const EngineSpace space = engineSpace(all, recorderCaseJson);
     out.left_out.insert(space.left_out.begin(), space.left_out.end());
-    // This shard's servers, and of their cases those not stored yet.
-    std::vector<bool> wanted(space.runs.size(), false);
-    std::vector<std::size_t> cases;
-    for (std::size_t i = 0; i < space.cases.size(); ++i) {
-      const std::int64_t server = server_base + space.server_of[space.run_of[i]];
-      const std::int64_t index = case_base + space.index_of[i];
-      if (server % spec.shard.count != spec.shard.index) continue;
-      if (std::binary_search(spec.skip.begin(), spec.skip.end(), index)) continue;
-      wanted[space.run_of[i]] = true;
-      cases.push_back(i);
-    }
+    const ShardRuns mine = shardRuns(space, spec.shard, spec.skip, case_base, server_base);
     const std::int64_t model_base = case_base;
     case_base += static_cast<std::int64_t>(all.size());
-    if (!space.server_of.empty())
-      server_base += 1 + *std::max_element(space.server_of.begin(), space.server_of.end());
-    std::vector<std::string> runs;
-    std::vector<int> server_of;
-    for (std::size_t r = 0; r < space.runs.size(); ++r) {
-      if (!wanted[r]) continue;
-      runs.push_back(space.runs[r]);
-      server_of.push_back(space.server_of[r]);
+    server_base += serverCount(space);
+    const std::vector<std::size_t>& cases = mine.cases;
+    const std::vector<std::string>& runs = mine.runs;
+    for (const std::string& r : runs) {
       std::error_code ec;
-      if (!fs::exists(spec.dir + "/" + recordingName(run, space.runs[r]), ec)) ++out.recorded;
+      if (!fs::exists(spec.dir + "/" + recordingName(run, r), ec)) ++out.recorded;
     }
     out.cases = static_cast<std::int64_t>(cases.size());
     out.runs = static_cast<std::int64_t>(runs.size());
     const auto start = std::chrono::steady_clock::now();
-    if (Status s = recordAll(run, runs, server_of, spec.jobs, spec.dir); !s) return s;
+    if (Status s = recordRuns(run, runs, mine.server_of, spec.jobs, spec.dir); !s) return s;
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (const std::size_t i : cases) {
       const Case& c = space.cases[i];

@@ -64,6 +64,27 @@ struct EngineSweepResult {
 /// reused only while neither changed.
 std::string engineFingerprint(const RecorderRun& run);
 
+/// One model's share of a sweep: the cases of `space` whose server falls in
+/// `shard` (servers numbered on from `server_base` across models) and whose
+/// index (from `case_base`) is not in `skip`, and the runs they need.
+struct ShardRuns {
+  std::vector<std::size_t> cases;  ///< indices into space.cases
+  std::vector<std::string> runs;   ///< case JSONs, one per engine run
+  std::vector<int> server_of;      ///< per run: its server in the space
+};
+ShardRuns shardRuns(const EngineSpace& space, const Shard& shard,
+                    const std::vector<std::int64_t>& skip, std::int64_t case_base,
+                    std::int64_t server_base);
+
+/// How many servers `space` numbers.
+std::int64_t serverCount(const EngineSpace& space);
+
+/// Records `runs` (case JSONs) into `dir` with `jobs` recorder processes at
+/// once; a server's runs go to one process, which runs them as that
+/// server's forwards. Recordings already in `dir` are kept.
+Status recordRuns(const RecorderRun& run, const std::vector<std::string>& runs,
+                  const std::vector<int>& server_of, int jobs, const std::string& dir);
+
 /// Runs the sweep; `sink` gets one row per case and policy as each model
 /// finishes (the store's writer). Errors: the recorder's (bad input) or the sink's.
 Expected<EngineSweepResult> runEngineSweep(
