@@ -1,8 +1,11 @@
 // `seam graph CASE -o FILE.svg|png|dot|mmd [--against POLICY] [--no-fold]`:
-// the boundary graph of one case for code review; with --against, the diff
-// graph.
+// the boundary graph of one case for code review, judged as `seam check`
+// judges it (a violated property is marked where it is seen); with
+// --against, the diff graph.
 #include "case_options.h"
 #include "command.h"
+#include "seam/properties/check.h"
+#include "seam/properties/engine_finding.h"
 #include "seam/reports/graph.h"
 #include "seam/reports/output_file.h"
 
@@ -42,12 +45,30 @@ Command registerGraph(CLI::App& app) {
               if (!p) return fail(p.status());
               other = std::move(*p);
             }
-            if (Status st = reports::writeBoundaryGraph(*plan, other ? &*other : nullptr, o->out,
-                                                        {.fold = !o->no_fold});
+            // The verdict `seam check` gives, and for the engine as it runs the
+            // SGLang call behind its first violation.
+            Ledger ledger;
+            const auto verdict = properties::checkPlan(*plan, ledger, properties::Depth::kAll);
+            const auto first = verdict.firstViolation();
+            const std::string site = first && plansEngineAsRun(o->c)
+                                         ? properties::engineFindingSite(*plan, *first)
+                                         : std::string();
+            if (Status st = reports::writeBoundaryGraph(
+                    *plan, other ? &*other : nullptr, o->out,
+                    {.fold = !o->no_fold, .verdict = &verdict, .engine_site = site});
                 !st)
               return fail(st);
             std::cout << "wrote " << o->out << " (" << plan->stages.size() << " stages, "
                       << plan->boundaries.size() << " boundaries)\n";
+            if (first) {
+              const bool output = first->stage == plan->stackSize(first->stack);
+              std::cout << "marked: " << propertyName(first->property) << " violated at "
+                        << (first->stack == 1 ? "MTP " : "")
+                        << (output ? std::string("final norm (output)")
+                                   : "stage " + std::to_string(first->stage))
+                        << (site.empty() ? "" : ", an engine finding")
+                        << " (seam check says more)\n";
+            }
             return kExitOk;
           }};
 }

@@ -62,16 +62,28 @@ std::string joined(const std::vector<std::string>& lines, const char* sep) {
   return out;
 }
 
-/// The legend, as rows of an HTML-like table: a swatch of each colour or
-/// line style the graph uses and what it means, in one left-aligned cell
-/// (two cells are stretched apart to the title's width).
-std::string legendRows(bool diff, bool snapshots, const std::string& other) {
+/// The legend, as rows of an HTML-like table of two columns: a swatch of
+/// each colour or line style the graph's edges use and what it means, a diff
+/// graph's difference keys spelled out once, then the fill and border of
+/// each kind of node it draws. It is a node of its own (legendNode), so
+/// that it keeps its natural width under a wider title.
+std::string legendRows(const GraphContent& content) {
   auto row = [](const std::string& colour, const std::string& swatch, const std::string& text) {
     return "<TR><TD ALIGN=\"LEFT\"><FONT COLOR=\"" + colour + "\">" + swatch +
-           "</FONT>&#160;&#160;" + text + "</TD></TR>";
+           "</FONT></TD><TD ALIGN=\"LEFT\">&#160;" + text + "</TD></TR>";
+  };
+  // A node's swatch: a small box with its fill and border.
+  auto box = [](const char* fill, const char* border, int width, const std::string& text) {
+    return "<TR><TD ALIGN=\"LEFT\"><TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"0\">"
+           "<TR><TD FIXEDSIZE=\"TRUE\" WIDTH=\"26\" HEIGHT=\"13\" BGCOLOR=\"" +
+           std::string(fill) + "\" COLOR=\"" + border + "\" BORDER=\"" + std::to_string(width) +
+           "\"></TD></TR></TABLE></TD><TD ALIGN=\"LEFT\">&#160;" + text + "</TD></TR>";
+  };
+  auto heading = [](const std::string& text) {
+    return "<TR><TD ALIGN=\"LEFT\" COLSPAN=\"2\"><I>" + text + "</I></TD></TR>";
   };
   const std::string line = "&#9472;&#9472;&#9472;";
-  std::string rows;
+  std::string rows = heading("edges (boundaries)");
   for (SumGroup g : {SumGroup::kNone, SumGroup::kAttnTp, SumGroup::kTp, SumGroup::kMoeOutput,
                      SumGroup::kDpReturn}) {
     rows += row(
@@ -81,20 +93,39 @@ std::string legendRows(bool diff, bool snapshots, const std::string& other) {
   rows += row("#000000", "&#9548;&#9548;&#9548;", "dashed: carried into the next entry");
   // A bold light line draws no thicker in most fonts; the heavy one does.
   rows += row("#000000", "&#9473;&#9473;&#9473;", "thick: the consumer's entry completes it");
-  if (diff) {
-    rows += row(kDiffersColour, "&#9552;&#9552;&#9552;", "double, magenta: differs from " + other);
+  if (content.diff) {
+    const std::string other = escapeXml(content.other);
+    rows += row(kDiffersColour, "&#9552;&#9552;&#9552;",
+                "double, magenta: differs from " + other + "; its mark says how:");
+    for (std::size_t k = 0; k < content.keys.text.size(); ++k) {
+      const int n = content.keys.boundaries[k];
+      rows +=
+          row(kDiffersColour, "&#160;&#160;" + escapeXml(differenceMark(static_cast<int>(k) + 1)),
+              escapeXml(content.keys.text[k]) + " (" + std::to_string(n) +
+                  (n == 1 ? " boundary)" : " boundaries)"));
+    }
   }
-  if (snapshots) {
-    rows += row(kSnapshotColour, "&#9552;", "double green border: the entry takes an aux snapshot");
+  rows += heading("nodes (stages)");
+  if (content.mixer) rows += box(kMixerFill, "#000000", 1, "a mixer: Mamba-2, attention, ...");
+  if (content.ffn) rows += box(kFfnFill, "#000000", 1, "an FFN: dense MLP or MoE");
+  rows += box(kEndFill, "#000000", 1, "the input and the final norm (output)");
+  if (!content.violations.empty()) {
+    rows += box(kViolatedFill, kViolatedBorder, 3,
+                "VIOLATED: a property's first violation is seen at this stage");
   }
-  rows += row("#000000", "&#8942;", "folded: repeats of the blocks above");
+  if (!content.snapshots.empty()) {
+    rows +=
+        box("#FFFFFF", kSnapshotColour, 2, "green double border: the entry takes an aux snapshot");
+  }
+  if (content.folds) rows += row("#000000", "&#8942;", "folded: repeats of the blocks above");
   return rows;
 }
 
 /// The graph's title (the case, the policy, how many boundaries differ from
-/// `against`), its legend, and the attributes every node and edge shares.
+/// `against`, the checker's verdict) and the attributes every node and edge
+/// shares.
 void setGraphAttributes(Agraph_t* g, const Plan& plan, const Plan* against,
-                        const std::vector<BoundaryDiff>& diffs, bool snapshots) {
+                        const GraphContent& content) {
   const Case& c = plan.source;
   // A long pattern (DeepSeek-V3's is 124 letters) is wrapped, not one wide line.
   std::string pattern = c.model.pattern.text();
@@ -113,17 +144,16 @@ void setGraphAttributes(Agraph_t* g, const Plan& plan, const Plan* against,
   }
   if (against) {
     int n = 0;
-    for (const BoundaryDiff& d : diffs) n += d.differs ? 1 : 0;
-    title += "<BR/><B>" + std::to_string(n) + " of " + std::to_string(diffs.size()) +
+    for (const BoundaryDiff& d : content.diffs) n += d.differs ? 1 : 0;
+    title += "<BR/><B>" + std::to_string(n) + " of " + std::to_string(content.diffs.size()) +
              " boundaries differ from " + escapeXml(against->policy) + "</B>";
   }
-  // The title over the legend, a table of its own so that its rows stay narrow.
-  const std::string label =
-      "<TABLE BORDER=\"0\" CELLSPACING=\"0\"><TR><TD>" + title +
-      "</TD></TR><TR><TD><TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">" +
-      legendRows(against != nullptr, snapshots, against ? escapeXml(against->policy) : "") +
-      "</TABLE></TD></TR></TABLE>";
-  agsafeset(g, const_cast<char*>("label"), agstrdup_html(g, const_cast<char*>(label.c_str())),
+  for (const std::string& line : content.verdict) {
+    title += "<BR/>" + (content.violated ? "<FONT COLOR=\"" + std::string(kViolatedBorder) +
+                                               "\"><B>" + escapeXml(line) + "</B></FONT>"
+                                         : escapeXml(line));
+  }
+  agsafeset(g, const_cast<char*>("label"), agstrdup_html(g, const_cast<char*>(title.c_str())),
             const_cast<char*>(""));
   set(g, "labelloc", "t");
   set(g, "fontname", "Helvetica");
@@ -137,6 +167,34 @@ void setGraphAttributes(Agraph_t* g, const Plan& plan, const Plan* against,
   agattr(g, AGNODE, const_cast<char*>("fontsize"), const_cast<char*>("11"));
   agattr(g, AGEDGE, const_cast<char*>("fontname"), const_cast<char*>("Helvetica"));
   agattr(g, AGEDGE, const_cast<char*>("fontsize"), const_cast<char*>("9"));
+}
+
+/// The legend as a node, made before the stacks so that dot orders it,
+/// and the columns after it, from the left.
+Agnode_t* addLegendNode(Agraph_t* g, const GraphContent& content) {
+  Agnode_t* n = agnode(g, const_cast<char*>("legend"), 1);
+  const std::string label =
+      "<TABLE BORDER=\"0\" CELLSPACING=\"0\" CELLPADDING=\"1\">" + legendRows(content) + "</TABLE>";
+  agsafeset(n, const_cast<char*>("label"), agstrdup_html(g, const_cast<char*>(label.c_str())),
+            const_cast<char*>(""));
+  set(n, "shape", "plaintext");
+  set(n, "fontsize", "14");
+  return n;
+}
+
+/// Holds the main stack's input under the legend (an invisible edge), and
+/// the MTP stack's input beside it, on the same rank: tied to the legend
+/// too, dot would draw the MTP stack between the main stack's columns.
+void holdUnderLegend(Agraph_t* g, Agnode_t* legend, int stack) {
+  Agnode_t* input = agnode(g, const_cast<char*>(nodeName(stack, -1).c_str()), 1);
+  if (stack == 0) {
+    set(agedge(g, legend, input, nullptr, 1), "style", "invis");
+    return;
+  }
+  Agraph_t* inputs = agsubg(g, const_cast<char*>("inputs"), 1);
+  set(inputs, "rank", "same");
+  agsubnode(inputs, agnode(g, const_cast<char*>(nodeName(0, -1).c_str()), 1), 1);
+  agsubnode(inputs, input, 1);
 }
 
 Agnode_t* addNode(Agraph_t* g, const std::string& name, const std::string& label,
@@ -165,53 +223,63 @@ std::string stageLabel(const Plan& plan, int stack, int stage) {
 }
 
 /// The nodes of one stack's items: input, stages (one whose entry takes an
-/// aux snapshot with a double green border and a line saying so), folds,
-/// output. A long stack snakes through balanced columns of at most
-/// kMaxRowsPerColumn items, so that a 52- or 124-stage model stays readable
-/// on a screen.
+/// aux snapshot with a double green border and a line saying so, one where a
+/// property is violated filled red with a thick border and its marks),
+/// folds, output. A long stack snakes through balanced columns
+/// (itemsPerColumn).
 void addStackNodes(Agraph_t* g, const Plan& plan, int stack, const std::vector<GraphItem>& items,
-                   const std::set<std::pair<int, int>>& snapshots) {
-  constexpr int kMaxRowsPerColumn = 14;
+                   const std::set<std::pair<int, int>>& snapshots,
+                   const ViolationMarks& violations) {
   const std::string pre = stack == 1 ? "MTP " : "";
   const int n = static_cast<int>(items.size());
-  const int columns = (n + kMaxRowsPerColumn - 1) / kMaxRowsPerColumn;
-  const int per_column = (n + columns - 1) / columns;
+  const int per_column = itemsPerColumn(n);
   std::vector<Agraph_t*> rows;
-  for (int row = 0; columns > 1 && row < per_column; ++row) {
+  for (int row = 0; per_column < n && row < per_column; ++row) {
     const std::string name = "rank_" + std::to_string(stack) + "_" + std::to_string(row);
     rows.push_back(agsubg(g, const_cast<char*>(name.c_str()), 1));
     set(rows.back(), "rank", "same");
   }
   for (int i = 0; i < n; ++i) {
     const GraphItem& it = items[i];
-    const std::string name = itemName(stack, it);
-    Agnode_t* node = nullptr;
+    std::string label;
+    const char* fill = kEndFill;
+    bool snapshot = false;
     if (it.kind == GraphItem::kInput) {
-      node = addNode(g, name, pre + (stack == 1 ? "eh_proj input" : "embedding"), "gray92");
+      label = pre + (stack == 1 ? "eh_proj input" : "embedding");
     } else if (it.kind == GraphItem::kOutput) {
-      node = addNode(g, name, pre + "final norm (output)", "gray92");
+      label = pre + "final norm (output)";
     } else if (it.kind == GraphItem::kFold) {
-      node = addNode(g, name,
-                     "\xE2\x8B\xAE stages " + std::to_string(it.stage) + " to " +
-                         std::to_string(it.last) + " folded:\\n" + std::to_string(it.blocks) +
-                         " more blocks of " + std::to_string(it.period) +
-                         (it.period == 1 ? " stage" : " stages") + " exactly as above",
-                     "white");
-      set(node, "style", "dashed");
+      label = "\xE2\x8B\xAE stages " + std::to_string(it.stage) + " to " + std::to_string(it.last) +
+              " folded:\\n" + std::to_string(it.blocks) + " more blocks of " +
+              std::to_string(it.period) + (it.period == 1 ? " stage" : " stages") +
+              " exactly as above";
+      fill = "white";
     } else {
-      const bool mixer = isMixer(plan.stages[plan.stageIndex(stack, it.stage)].kind);
-      const bool snapshot = snapshots.count({stack, it.stage}) > 0;
-      node = addNode(g, name,
-                     stageLabel(plan, stack, it.stage) +
-                         (snapshot ? "\\naux hidden-state snapshot at its entry" : ""),
-                     mixer ? "lightcyan" : "lightyellow");
-      if (snapshot) {
-        set(node, "color", kSnapshotColour);
-        set(node, "peripheries", "2");
-        set(node, "penwidth", "1.5");
-      }
+      snapshot = snapshots.count({stack, it.stage}) > 0;
+      label = stageLabel(plan, stack, it.stage) +
+              (snapshot ? "\\naux hidden-state snapshot at its entry" : "");
+      fill = isMixer(plan.stages[plan.stageIndex(stack, it.stage)].kind) ? kMixerFill : kFfnFill;
     }
-    if (columns > 1) agsubnode(rows[i % per_column], node, 1);
+    // A fold never holds a violation (stackItems), nor is one seen at the input.
+    const auto marks = it.kind == GraphItem::kFold || it.kind == GraphItem::kInput
+                           ? violations.end()
+                           : violations.find({stack, it.stage});
+    if (marks != violations.end()) {
+      label += "\\n" + joined(marks->second, "\\n");
+      fill = kViolatedFill;
+    }
+    Agnode_t* node = addNode(g, itemName(stack, it), label, fill);
+    if (it.kind == GraphItem::kFold) set(node, "style", "dashed");
+    if (snapshot) {
+      set(node, "color", kSnapshotColour);
+      set(node, "peripheries", "2");
+      set(node, "penwidth", "1.5");
+    }
+    if (marks != violations.end()) {
+      set(node, "color", kViolatedBorder);
+      set(node, "penwidth", "3");
+    }
+    if (per_column < n) agsubnode(rows[i % per_column], node, 1);
   }
 }
 
@@ -232,7 +300,7 @@ void styleEdge(Agedge_t* e, const Boundary& b, const BoundaryDiff& d) {
 /// sum it owes; into and out of a fold, the boundary the fold starts with
 /// and the one it ends with, unlabelled.
 void addEdges(Agraph_t* g, const Plan& plan, int stack, const std::vector<GraphItem>& items,
-              const std::vector<BoundaryDiff>& diffs, const std::string& other) {
+              const std::vector<BoundaryDiff>& diffs, const DifferenceKeys& keys) {
   std::map<int, const GraphItem*> drawn;    // stage (-1 input, n output) -> its item
   std::map<int, const GraphItem*> fold_at;  // first folded stage -> the fold
   for (const GraphItem& it : items) {
@@ -266,7 +334,7 @@ void addEdges(Agraph_t* g, const Plan& plan, int stack, const std::vector<GraphI
     Agnode_t* z = agnode(g, const_cast<char*>(itemName(stack, *to).c_str()), 0);
     if (!a || !z) continue;
     Agedge_t* e = agedge(g, a, z, nullptr, 1);
-    set(e, "label", labelled ? joined(boundaryLines(b, diffs[i], other), "\\n") : "");
+    set(e, "label", labelled ? joined(boundaryLines(b, keys.key_of[i]), "\\n") : "");
     styleEdge(e, b, diffs[i]);
   }
 }
@@ -301,15 +369,15 @@ Expected<std::string> renderBoundaryGraph(const Plan& plan, const Plan* against,
   if (!gvc) return Status::internal("Graphviz: gvContext failed");
   Graph g(agopen(const_cast<char*>("seam"), Agdirected, nullptr));
   if (!g) return Status::internal("Graphviz: agopen failed");
-  const std::vector<BoundaryDiff> diffs = diffBoundaries(plan, against);
-  const auto snapshots = snapshotStages(plan);
-  setGraphAttributes(g.get(), plan, against, diffs, !snapshots.empty());
-  const std::string other = against ? against->policy : "";
+  const GraphContent content = graphContent(plan, against, options);
+  setGraphAttributes(g.get(), plan, against, content);
+  Agnode_t* legend = addLegendNode(g.get(), content);
   for (int stack = 0; stack < 2; ++stack) {
-    if (plan.stackSize(stack) == 0) continue;
-    const auto items = stackItems(plan, stack, diffs, snapshots, options.fold);
-    addStackNodes(g.get(), plan, stack, items, snapshots);
-    addEdges(g.get(), plan, stack, items, diffs, other);
+    if (content.items[stack].empty()) continue;
+    holdUnderLegend(g.get(), legend, stack);
+    addStackNodes(g.get(), plan, stack, content.items[stack], content.snapshots,
+                  content.violations);
+    addEdges(g.get(), plan, stack, content.items[stack], content.diffs, content.keys);
   }
   return layOutAndRender(gvc, g.get(), format);
 }

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
+
+#include "seam/sim/replay/ledger.h"
 
 namespace seam::reports {
 
@@ -68,7 +71,7 @@ std::string firstOpDifference(const std::vector<std::vector<const Op*>>* a,
 struct StageSignature {
   const StageInfo* info = nullptr;
   const Boundary* into = nullptr;
-  bool differs = false, snapshot = false;
+  bool differs = false, snapshot = false, violated = false;
   int reads_norm_offset = 0, joins_offset = 0;
   bool operator==(const StageSignature& o) const {
     const StageInfo& a = *info;
@@ -82,7 +85,8 @@ struct StageSignature {
                                       into->pipeline_cut == o.into->pipeline_cut &&
                                       into->exit_steps == o.into->exit_steps &&
                                       into->entry_steps == o.into->entry_steps));
-    return stage_same && into_same && differs == o.differs && snapshot == o.snapshot;
+    return stage_same && into_same && differs == o.differs && snapshot == o.snapshot && !violated &&
+           !o.violated;
   }
 };
 
@@ -113,6 +117,8 @@ std::vector<BoundaryDiff> diffBoundaries(const Plan& plan, const Plan* against) 
   return out;
 }
 
+std::string differenceMark(int key) { return "\xE2\x89\xA0" + std::to_string(key); }
+
 std::set<std::pair<int, int>> snapshotStages(const Plan& plan) {
   std::set<std::pair<int, int>> out;
   if (plan.ranks.empty()) return out;
@@ -124,13 +130,15 @@ std::set<std::pair<int, int>> snapshotStages(const Plan& plan) {
 
 std::vector<GraphItem> stackItems(const Plan& plan, int stack,
                                   const std::vector<BoundaryDiff>& diffs,
-                                  const std::set<std::pair<int, int>>& snapshots, bool fold) {
+                                  const std::set<std::pair<int, int>>& snapshots,
+                                  const ViolationMarks& violations, bool fold) {
   const int n = plan.stackSize(stack);
   std::vector<StageSignature> sig(n);
   for (int s = 0; s < n; ++s) {
     const StageInfo& info = plan.stages[plan.stageIndex(stack, s)];
     sig[s].info = &info;
     sig[s].snapshot = snapshots.count({stack, s}) > 0;
+    sig[s].violated = violations.count({stack, s}) > 0;
     sig[s].reads_norm_offset = info.reads_norm_of < 0 ? 0 : info.reads_norm_of - s;
     sig[s].joins_offset = info.joins_at < 0 ? 0 : info.joins_at - s;
   }
@@ -168,6 +176,11 @@ std::vector<GraphItem> stackItems(const Plan& plan, int stack,
   return items;
 }
 
+int itemsPerColumn(int items) {
+  const int columns = std::max(1, (items + kMaxItemsPerColumn - 1) / kMaxItemsPerColumn);
+  return (items + columns - 1) / columns;
+}
+
 std::string sumColour(SumGroup s) {
   switch (s) {
     case SumGroup::kNone:
@@ -194,8 +207,7 @@ std::string steps(const OpKindList& kinds) {
 
 }  // namespace
 
-std::vector<std::string> boundaryLines(const Boundary& b, const BoundaryDiff& d,
-                                       const std::string& other_policy) {
+std::vector<std::string> boundaryLines(const Boundary& b, int key) {
   std::vector<std::string> lines = {"exit: " + steps(b.exit_steps),
                                     "entry: " + steps(b.entry_steps)};
   if (b.entry.owes != SumGroup::kNone) {
@@ -204,16 +216,36 @@ std::vector<std::string> boundaryLines(const Boundary& b, const BoundaryDiff& d,
   }
   lines.push_back(std::string(rowKindName(b.entry.rows)) + " rows" +
                   (b.pipeline_cut ? ", pipeline cut" : ""));
-  if (!d.differs) return lines;
-  if (!d.other) {
-    lines.push_back("DIFFERS: " + other_policy + " has no such boundary");
-  } else if (d.ops_only) {
-    lines.push_back("DIFFERS from " + other_policy + " (same steps): " + d.first_op_difference);
-  } else {
-    lines.push_back("DIFFERS: " + other_policy + ": exit " + steps(d.other->exit_steps) +
-                    " / entry " + steps(d.other->entry_steps));
-  }
+  if (key > 0) lines.push_back(differenceMark(key));
   return lines;
+}
+
+DifferenceKeys differenceKeys(const Plan& plan, const std::vector<BoundaryDiff>& diffs,
+                              const std::string& other_policy) {
+  DifferenceKeys keys;
+  keys.key_of.assign(plan.boundaries.size(), 0);
+  for (std::size_t i = 0; i < plan.boundaries.size() && i < diffs.size(); ++i) {
+    const BoundaryDiff& d = diffs[i];
+    if (!d.differs) continue;
+    std::string text;
+    if (!d.other) {
+      text = other_policy + " has no such boundary";
+    } else if (d.ops_only) {
+      text = other_policy + " has the same steps, other ops: " + d.first_op_difference;
+    } else {
+      text = other_policy + ": exit " + steps(d.other->exit_steps) + " / entry " +
+             steps(d.other->entry_steps);
+    }
+    const std::size_t k = static_cast<std::size_t>(
+        std::find(keys.text.begin(), keys.text.end(), text) - keys.text.begin());
+    if (k == keys.text.size()) {
+      keys.text.push_back(text);
+      keys.boundaries.push_back(0);
+    }
+    keys.key_of[i] = static_cast<int>(k) + 1;
+    ++keys.boundaries[k];
+  }
+  return keys;
 }
 
 std::string kindText(LayerKind k) {
@@ -232,6 +264,115 @@ std::string kindText(LayerKind k) {
       return "P  attention || Mamba-2";
   }
   return "?";
+}
+
+namespace {
+
+/// "at its entry: add_norm, rank 0": where in the stage, and on which rank.
+std::string violationPlace(const Violation& v) {
+  std::string s = v.phase == Phase::kCompute ? std::string("in its compute")
+                                             : "at its " + std::string(phaseName(v.phase));
+  if (v.op_index >= 0) s += ": " + std::string(opName(v.op));
+  if (v.rank >= 0) s += (v.op_index >= 0 ? ", rank " : ", on rank ") + std::to_string(v.rank);
+  return s;
+}
+
+/// Each violated property's first violation, the first violation first.
+std::vector<const Violation*> violationsOf(const properties::PlanVerdict* verdict,
+                                           std::optional<Violation>& first) {
+  std::vector<const Violation*> out;
+  if (!verdict) return out;
+  first = verdict->firstViolation();
+  if (first) out.push_back(&*first);
+  for (const properties::PropertyVerdict& p : verdict->properties) {
+    if (!p.first || (first && p.property == first->property)) continue;
+    out.push_back(&*p.first);
+  }
+  return out;
+}
+
+/// `text` broken at spaces into lines of about `width` characters.
+std::vector<std::string> wrapped(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines(1);
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(' ', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(at, end - at);
+    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width)
+      lines.emplace_back();
+    lines.back() += (lines.back().empty() ? "" : " ") + word;
+    at = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+ViolationMarks violationMarks(const Plan& plan, const properties::PlanVerdict* verdict) {
+  ViolationMarks marks;
+  std::optional<Violation> first;
+  for (const Violation* v : violationsOf(verdict, first)) {
+    if (v->stack < 0 || v->stack > 1 || v->stage < 0 || v->stage > plan.stackSize(v->stack))
+      continue;
+    auto& lines = marks[{v->stack, v->stage}];
+    lines.push_back("VIOLATED: " + std::string(propertyName(v->property)) + " (" +
+                    std::string(violationClassName(v->cls)) + ")");
+    lines.push_back(violationPlace(*v));
+  }
+  return marks;
+}
+
+std::vector<std::string> verdictLines(const properties::PlanVerdict* verdict,
+                                      const std::string& engine_site) {
+  if (!verdict) return {};
+  std::optional<Violation> first;
+  const auto violations = violationsOf(verdict, first);
+  if (violations.empty()) return {"checked: every property holds"};
+  // The violation's words without its sentence of detail, which the stage's
+  // mark and `seam check` carry.
+  std::string where = describeViolation(*first);
+  if (where.size() > first->detail.size() + 2)
+    where.resize(where.size() - first->detail.size() - 2);
+  std::string text = "first violation: " + where;
+  if (violations.size() > 1) {
+    text += "; also violated:";
+    for (std::size_t i = 1; i < violations.size(); ++i)
+      text += (i > 1 ? ", " : " ") + std::string(propertyName(violations[i]->property));
+  }
+  std::vector<std::string> lines = wrapped(text, kTitleWidth);
+  if (!engine_site.empty()) {
+    for (const std::string& l :
+         wrapped("an engine finding: SGLang calls " + engine_site, kTitleWidth))
+      lines.push_back(l);
+  }
+  return lines;
+}
+
+GraphContent graphContent(const Plan& plan, const Plan* against, const GraphOptions& options) {
+  GraphContent g;
+  g.diffs = diffBoundaries(plan, against);
+  g.diff = against != nullptr;
+  g.other = against ? against->policy : "";
+  g.keys = differenceKeys(plan, g.diffs, g.other);
+  g.snapshots = snapshotStages(plan);
+  g.violations = violationMarks(plan, options.verdict);
+  g.violated = options.verdict && !options.verdict->holds();
+  g.verdict = verdictLines(options.verdict, options.engine_site);
+  for (int stack = 0; stack < 2; ++stack) {
+    if (plan.stackSize(stack) == 0) continue;
+    g.items[stack] = stackItems(plan, stack, g.diffs, g.snapshots, g.violations, options.fold);
+    for (const GraphItem& it : g.items[stack]) {
+      g.folds = g.folds || it.kind == GraphItem::kFold;
+      if (it.kind != GraphItem::kStage) continue;
+      if (isMixer(plan.stages[plan.stageIndex(stack, it.stage)].kind)) {
+        g.mixer = true;
+      } else {
+        g.ffn = true;
+      }
+    }
+  }
+  return g;
 }
 
 }  // namespace seam::reports

@@ -1,6 +1,9 @@
 #include "seam/reports/report.h"
 
+#include <cctype>
+#include <filesystem>
 #include <regex>
+#include <string_view>
 
 #include "report_data.h"
 #include "seam/reports/input_file.h"
@@ -30,9 +33,36 @@ std::string scaledToPage(std::string svg) {
   return open + style + svg.substr(end);
 }
 
+/// `path` as a link from the page written at `report` (relative to its
+/// folder; as given when the report's path is not known), percent-encoded
+/// where a character is not a URL's own.
+std::string linkTo(const std::string& path, const std::string& report) {
+  std::string rel = path;
+  if (!report.empty()) {
+    std::error_code ec;
+    namespace fs = std::filesystem;
+    const fs::path from = fs::absolute(fs::path(report), ec).parent_path();
+    const fs::path to = fs::absolute(fs::path(path), ec);
+    const fs::path r = ec ? fs::path(path) : to.lexically_relative(from);
+    if (!r.empty()) rel = r.generic_string();
+  }
+  std::string out;
+  const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : rel) {
+    if (std::isalnum(c) ||
+        std::string_view("-._~/").find(static_cast<char>(c)) != std::string_view::npos) {
+      out += static_cast<char>(c);
+    } else {
+      out += std::string("%") + hex[c >> 4] + hex[c & 15];
+    }
+  }
+  return out;
+}
+
 /// The boundary graphs: SVG inline in the HTML page and linked from the
-/// Markdown; Mermaid blocks in the Markdown, their text in the HTML page.
-Status renderGraphs(Doc& d, const std::vector<std::string>& graphs) {
+/// Markdown; Mermaid blocks in the Markdown (GitHub draws them), linked from
+/// the HTML page, which draws no Mermaid (it runs no script).
+Status renderGraphs(Doc& d, const std::vector<std::string>& graphs, const std::string& report) {
   for (const std::string& path : graphs) {
     const std::string label = "--graph \"" + ellipsis(path, 200) + "\"";
     auto read = readInputFile(label, path, kMaxGraphFileBytes);
@@ -44,7 +74,12 @@ Status renderGraphs(Doc& d, const std::vector<std::string>& graphs) {
     d.heading(2, "Boundary graph: " + path);
     if (mermaid) {
       d.rawMarkdown("```mermaid\n" + *read + (read->back() == '\n' ? "" : "\n") + "```\n\n");
-      if (d.html()) d.code(*read);
+      const std::string href = linkTo(path, report);
+      d.rawHtml("<p>Mermaid flowchart: <a href=\"" + Doc::escapeHtml(href) + "\">" +
+                Doc::escapeHtml(href) +
+                "</a>. GitHub draws it in Markdown, and the Markdown report embeds it; this page "
+                "runs no script to draw it. The same graph as .svg (<code>seam graph ... -o "
+                "FILE.svg</code>) is drawn here.</p>\n");
     } else if (d.html()) {
       d.rawHtml("<div class=\"graph\">" + scaledToPage(read->substr(start)) + "</div>\n");
     } else {
@@ -147,7 +182,7 @@ Expected<std::string> renderReport(Store& store, ReportFormat format,
     for (const RunData& r : data) renderRunPlots(d, r);
   }
   if (!bench.empty()) renderBenchPlots(d, bench);
-  if (Status s = renderGraphs(d, options.graphs); !s) return s;
+  if (Status s = renderGraphs(d, options.graphs, options.report_path); !s) return s;
   return d.finish("seam report");
 }
 
@@ -158,8 +193,9 @@ Status writeReport(Store& store, const std::string& path, const ReportOptions& o
     return Status::invalid("-o \"" + ellipsis(path, 200) +
                            "\": the extension must be .md or .html");
   }
-  auto text =
-      renderReport(store, ext == "md" ? ReportFormat::kMarkdown : ReportFormat::kHtml, options);
+  ReportOptions at = options;
+  at.report_path = path;
+  auto text = renderReport(store, ext == "md" ? ReportFormat::kMarkdown : ReportFormat::kHtml, at);
   if (!text) return text.status();
   return writeOutputFile("-o", path, *text);
 }

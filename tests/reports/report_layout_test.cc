@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "seam/reports/report.h"
 #include "seam/sim/base/status.h"
@@ -188,13 +189,21 @@ TEST_F(ReportLayout, TheHtmlPagePlotsTheSweepPerModelAndConfigurationAndMutantsB
   EXPECT_EQ(count(html, "<script"), 0);
 }
 
-TEST_F(ReportLayout, MermaidGraphsAreBlocksInTheMarkdownAndTextInTheHtml) {
+TEST_F(ReportLayout, MermaidGraphsAreBlocksInTheMarkdownAndLinkedFromTheHtmlNotPasted) {
   const std::string mmd = temp("g.mmd");
   { std::ofstream(mmd) << "flowchart TB\n  a --> b\n"; }
   const std::string md = render(ReportFormat::kMarkdown, {.graphs = {mmd}});
   EXPECT_NE(md.find("```mermaid\nflowchart TB\n  a --> b\n```"), std::string::npos) << md;
-  const std::string html = render(ReportFormat::kHtml, {.graphs = {mmd}});
-  EXPECT_NE(html.find("<pre>flowchart TB\n  a --&gt; b\n</pre>"), std::string::npos);
+  // The page beside the graph links it by its name and carries none of its source.
+  const std::string page = temp("report.html");
+  ASSERT_TRUE(writeReport(*store_, page, {.graphs = {mmd}}).isOk());
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string name = mmd.substr(mmd.rfind('/') + 1);
+  EXPECT_NE(html.find("<a href=\"" + name + "\">" + name + "</a>"), std::string::npos) << html;
+  EXPECT_EQ(html.find("flowchart TB"), std::string::npos);
+  EXPECT_EQ(html.find("a --&gt; b"), std::string::npos);
+  std::remove(page.c_str());
   const std::string txt = temp("g.txt");
   { std::ofstream(txt) << "hello"; }
   auto bad = renderReport(*store_, ReportFormat::kHtml, {.graphs = {txt}});

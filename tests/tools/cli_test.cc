@@ -170,6 +170,29 @@ TEST(Cli, ADiffOfAPlantedDecisionNamesThePlantedSideWhenBothSidesAreOnePolicy) {
       << d.out;
 }
 
+TEST(Cli, AGraphOfAnEngineFindingNamesTheViolationSeamCheckNamesAndAHealthyGraphNamesNone) {
+  // docs/engine-findings.md: the MTP MoE layer under DP attention.
+  const std::string c = " --pattern 'M-/*E' --tp 4 --dp 2 --reduction ar";
+  const CliRun check = seam("check" + c);
+  ASSERT_EQ(check.code, 1) << check.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(check.out, m,
+                                std::regex(R"(first violation: (\S+) violated \([^)]*\) at (MTP )?)"
+                                           R"(layer \d+ stage (\d+))")))
+      << check.out;
+  const std::string svg = ::testing::TempDir() + "seam_cli_finding.svg";
+  const CliRun graph = seam("graph" + c + " -o " + svg);
+  EXPECT_EQ(graph.code, 0) << graph.err;
+  EXPECT_NE(graph.out.find("marked: " + m[1].str() + " violated at " + m[2].str() + "stage " +
+                           m[3].str() + ", an engine finding"),
+            std::string::npos)
+      << graph.out;
+  const CliRun healthy = seam("graph --model nemotron-h-8b --tp 4 -o " + svg);
+  EXPECT_EQ(healthy.code, 0) << healthy.err;
+  EXPECT_EQ(healthy.out.find("marked:"), std::string::npos) << healthy.out;
+  std::remove(svg.c_str());
+}
+
 TEST(Cli, HelpExitsZero) {
   CliRun r = seam("--help");
   EXPECT_EQ(r.code, 0);

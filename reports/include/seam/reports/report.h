@@ -24,8 +24,11 @@ inline constexpr std::size_t kMarkdownCapBytes = 1000 * 1000;
 struct ReportOptions {
   /// Boundary graphs from `seam graph`: .svg files are drawn in the HTML page
   /// (and linked from the Markdown), .mmd files are Mermaid blocks in the
-  /// Markdown (and shown as text in the HTML page).
+  /// Markdown (GitHub draws them) and linked from the HTML page.
   std::vector<std::string> graphs;
+  /// Where the report is written (writeReport sets it): the HTML page links a
+  /// .mmd by its path from the report's folder. Empty: as given.
+  std::string report_path;
   std::optional<std::int64_t> run;  ///< only this run
   bool latest = false;              ///< only the newest run
   /// A Markdown report longer than this loses whole sections from its end
