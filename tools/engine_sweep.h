@@ -9,6 +9,7 @@
 
 #include "case_options.h"
 #include "engine_check.h"
+#include "seam/sim/model/case_spec.h"
 
 namespace seam::tools {
 
@@ -17,6 +18,7 @@ struct EngineSweepOptions {
   std::string model;
   std::string pattern;
   FilterOptions fixed;
+  FlagFilterSpec flags;  ///< the flag values kept (--a2a, --fusion, ...)
   EngineOptions engine;
   std::string keep;  ///< --keep-recordings DIR: the recordings are written there and kept
   int jobs = 0;      ///< recorder processes at once (0: one per core)
