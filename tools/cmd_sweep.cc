@@ -60,6 +60,9 @@ int sweepServing(const SweepOptions& o) {
   auto json = jsonFormat(o.format);
   if (!json) return fail(json.status());
   if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
+  auto baseline = prepareBaseline(o.baseline, reports::kSweepRun, o.db, o.junit);
+  if (!baseline) return fail(baseline.status());
+  const SweepOutput output{o.junit, *json, o.verbose, std::move(*baseline)};
   // Under mpirun rank 0 opens the store (and every rank learns whether it
   // could), each rank sweeps its part of the shard, and rank 0 writes every
   // rank's rows as they come and prints the one summary.
@@ -74,8 +77,7 @@ int sweepServing(const SweepOptions& o) {
       open_status = run.status();
     }
   }
-  if (mpi.split())
-    return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, o.junit, *json, o.verbose);
+  if (mpi.split()) return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, output);
   if (!open_status) return fail(open_status);
   ProgressLine progress;
   reports::SweepRecorder recorder(opened->store, opened->run.id, *spec,
@@ -83,21 +85,23 @@ int sweepServing(const SweepOptions& o) {
   auto live = properties::runSweep(*spec, &recorder);
   if (!live) return fail(live.status());
   if (Status st = recorder.flush(); !st) return fail(st);
-  return finishSweep(*opened, *spec, *live, o.junit, *json, o.verbose);
+  return finishSweep(*opened, *spec, *live, output);
 }
 
 }  // namespace
 
 int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
-                const properties::SweepResult& live, const std::string& junit, bool json,
-                bool verbose) {
-  auto result = reports::finishSweepRun(opened, spec, live, junit);
+                const properties::SweepResult& live, const SweepOutput& out) {
+  auto result = reports::finishSweepRun(opened, spec, live, out.junit);
   if (!result) return fail(result.status());
-  std::cout << (json ? reports::sweepJson(spec, *result)
-                     : reports::renderSweep(
-                           spec, *result,
-                           verbose ? std::numeric_limits<std::size_t>::max() : kConsoleRefusals));
-  return result->violated == 0 ? kExitOk : kExitPropertyFailed;
+  auto end = endBaseline(out.baseline, opened.store, opened.run.id);
+  if (!end) return fail(end.status());
+  const std::size_t refusals =
+      out.verbose ? std::numeric_limits<std::size_t>::max() : kConsoleRefusals;
+  std::cout << withBaseline(
+      out.json ? reports::sweepJson(spec, *result) : reports::renderSweep(spec, *result, refusals),
+      *end, out.json);
+  return baselineExit(result->violated > 0, *end);
 }
 
 Command registerSweep(CLI::App& app) {
@@ -109,6 +113,7 @@ Command registerSweep(CLI::App& app) {
   sub->add_option("--pattern", o->pattern, "one bare single-stage pattern instead of the presets");
   addFilterOptions(sub, o->fixed);
   addFlagFilterOptions(sub, o->flags);
+  addBaselineOptions(sub, o->baseline);
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
   sub->add_option("--shard", o->shard, "take shard i/n of the case space")->capture_default_str();
   sub->add_option("--policy", o->policy, "boundary policy: declared|legacy|naive")
@@ -141,16 +146,17 @@ Command registerSweep(CLI::App& app) {
               if (!s || !json) return fail(s ? json.status() : s);
               e->world = o->world, e->model = o->model, e->pattern = o->pattern,
               e->fixed = o->fixed, e->flags = o->flags, e->jobs = o->jobs, e->shard = o->shard,
-              e->db = o->db, e->resume = o->resume, e->json = *json;
+              e->db = o->db, e->resume = o->resume, e->json = *json, e->baseline = o->baseline;
               return sweepEngine(*e);
             }
             auto training = trainingFamily(o->family);
             if (!training) return fail(training.status());
             if (*training) {
-              // The training sweep runs its whole space, unsharded.
-              Status s = refuseGiven(
-                  *sub, {"--shard", "--a2a", "--fusion", "--dp-padding", "--reduction", "--mode"},
-                  "--family serving");
+              // The training sweep runs its whole space, unsharded, and finds no engine findings.
+              Status s = refuseGiven(*sub,
+                                     {"--shard", "--a2a", "--fusion", "--dp-padding", "--reduction",
+                                      "--mode", "--baseline", "--write-baseline"},
+                                     "--family serving");
               if (s) s = refuseStoreOptions(*sub);
               if (!s) return fail(s);
             }

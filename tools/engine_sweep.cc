@@ -70,8 +70,10 @@ int sweepEngine(const EngineSweepOptions& o) {
   spec.run = recordings::defaultRecorderRun(SEAM_CHECKOUT);
   spec.run.engine_src = o.engine.engine_src;
   spec.run.timeout_s = o.engine.timeout_s;
-  auto opened = reports::openRun(o.db, "sweep --engine", engineSweepArgs(o, filter, *flags),
-                                 kSeamVersion, o.resume);
+  auto baseline = prepareBaseline(o.baseline, reports::kEngineSweepRun, o.db, "");
+  if (!baseline) return fail(baseline.status());
+  auto opened = reports::openRun(o.db, std::string(reports::kEngineSweepRun),
+                                 engineSweepArgs(o, filter, *flags), kSeamVersion, o.resume);
   if (!opened) return fail(opened.status());
   reports::Store& store = opened->store;
   if (o.resume) {
@@ -123,13 +125,14 @@ int sweepEngine(const EngineSweepOptions& o) {
   auto rows = store.engineCases(opened->run.id);
   if (!rows) return fail(rows.status());
   const reports::EngineConformance table = reports::foldEngineCases(*rows);
-  if (o.json) {
-    std::cout << reports::conformanceJson(table, opened->run.args);
-  } else {
-    std::cout << reports::renderConformance(table, kExamples) << "store: " << store.path()
-              << ", run " << opened->run.id << "\n";
-  }
-  return table.declared_disagreements == 0 ? kExitOk : kExitPropertyFailed;
+  auto end = endBaseline(*baseline, store, opened->run.id);
+  if (!end) return fail(end.status());
+  std::cout << withBaseline(o.json ? reports::conformanceJson(table, opened->run.args)
+                                   : reports::renderConformance(table, kExamples) +
+                                         "store: " + store.path() + ", run " +
+                                         std::to_string(opened->run.id) + "\n",
+                            *end, o.json);
+  return baselineExit(table.declared_disagreements > 0, *end);
 }
 
 }  // namespace seam::tools

@@ -6,6 +6,7 @@
 
 #include "case_options.h"
 #include "seam/sim/model/case_spec.h"
+#include "sweep_baseline.h"
 
 namespace seam::tools {
 
@@ -25,6 +26,7 @@ struct SweepOptions {
   std::string family = "serving";
   std::string layout;
   bool verbose = false;
+  BaselineOptions baseline;
 };
 
 /// `seam sweep --family training`: every training case of --world, its
