@@ -15,6 +15,20 @@ void addFilterOptions(CLI::App* sub, FilterOptions& o) {
   sub->add_option("--moe-dp", o.moe_dp, "fix MoE data parallel (moe_dp)");
 }
 
+void addFlagFilterOptions(CLI::App* sub, FlagFilterSpec& o) {
+  sub->add_option("--a2a", o.a2a,
+                  "keep the cases of these MoE all-to-all backends (a list): none, deepep");
+  sub->add_option("--fusion", o.fusion,
+                  "keep the cases with fused all-reduce+add+RMSNorm on or off (a list)");
+  sub->add_option("--dp-padding", o.dp_padding,
+                  "keep the cases of these DP paddings (a list): max_len, sum_len");
+  sub->add_option("--reduction", o.reduction,
+                  "keep the cases of these FFN returns over DP (a list): auto (the model's "
+                  "default), ar, rs, rsv, rs+rsv");
+  sub->add_option("--mode", o.mode,
+                  "keep the cases of these forward modes (a list): decode, extend");
+}
+
 void addCaseOptions(CLI::App* sub, CaseOptions& o) {
   sub->add_option("--model", o.model, "model preset (see `seam models`)");
   sub->add_option("--pattern", o.pattern, "a bare pattern instead of a preset, e.g. 'M-*E-'");

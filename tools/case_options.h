@@ -45,6 +45,10 @@ struct FilterOptions {
 /// Adds --pp --tp --dp --cp --ep --moe-dp as optional fixed leaves.
 void addFilterOptions(CLI::App* sub, FilterOptions& o);
 
+/// Adds --a2a --fusion --dp-padding --reduction --mode as lists of the flag
+/// values a space keeps (buildFlagFilter parses them as the case options').
+void addFlagFilterOptions(CLI::App* sub, FlagFilterSpec& o);
+
 /// Refuses, naming the option, a case option given where it does not apply:
 /// the training options without --family training, --dense-tp on a bare
 /// single-stage pattern, --decision or --policy beside --trace.

@@ -6,7 +6,6 @@
 #include <limits>
 #include <optional>
 
-#include "case_options.h"
 #include "command.h"
 #include "engine_sweep.h"
 #include "memory_budget.h"
@@ -15,60 +14,18 @@
 #include "option_values.h"
 #include "progress.h"
 #include "seam/properties/sweep.h"
-#include "seam/properties/training_sweep.h"
 #include "seam/reports/output_file.h"
 #include "seam/reports/recorders.h"
 #include "seam/reports/run_json.h"
 #include "seam/reports/sweep_view.h"
-#include "seam/reports/training_view.h"
+#include "sweep_options.h"
 
 namespace seam::tools {
 
 namespace {
 
-struct SweepOptions {
-  int world = 8;
-  std::string model;
-  std::string pattern;
-  FilterOptions fixed;
-  int jobs = 0;
-  std::string shard = "0/1";
-  std::string policy = "declared";
-  std::string db = "seam.db";
-  bool resume = false;
-  std::string junit;
-  std::string format = "text";
-  std::string family = "serving";
-  std::string layout;
-  bool verbose = false;
-};
-
 /// The refusal reasons a sweep's console summary lists without --verbose.
 constexpr std::size_t kConsoleRefusals = 10;
-
-int sweepTraining(const SweepOptions& o) {
-  if (!o.pattern.empty())
-    return fail(Status::invalid("--family training sweeps presets, not a --pattern"));
-  const FilterOptions& f = o.fixed;
-  if (f.pp || f.tp || f.dp || f.cp || f.ep || f.moe_dp) {
-    return fail(Status::invalid(
-        "--family training sweeps every config of --world; fixed leaves are not supported"));
-  }
-  if (o.policy != "declared") return fail(Status::invalid("--policy applies to --family serving"));
-  properties::TrainingSweepSpec spec;
-  spec.world = o.world;
-  auto space = trainingSpace(o.model, o.layout);
-  if (!space) return fail(space.status());
-  spec.models = space->models;
-  spec.layouts = space->layouts;
-  auto jobs = workerThreads(o.jobs);
-  if (!jobs) return fail(jobs.status());
-  spec.jobs = *jobs;
-  auto r = properties::runTrainingSweep(spec);
-  if (!r) return fail(r.status());
-  std::cout << reports::renderTrainingSweep(spec, *r);
-  return r->violated == 0 ? kExitOk : kExitPropertyFailed;
-}
 
 Expected<properties::SweepSpec> servingSpec(const SweepOptions& o) {
   if (!o.layout.empty()) return Status::invalid("--layout applies to --family training");
@@ -84,6 +41,9 @@ Expected<properties::SweepSpec> servingSpec(const SweepOptions& o) {
   if (!jobs) return jobs.status();
   spec.jobs = *jobs;
   spec.filter = o.fixed.filter();
+  auto flags = buildFlagFilter(o.flags);
+  if (!flags) return flags.status();
+  spec.flags = std::move(*flags);
   auto models = properties::sweepModels(o.model, o.pattern);
   if (!models) return models.status();
   spec.models = std::move(*models);
@@ -100,6 +60,9 @@ int sweepServing(const SweepOptions& o) {
   auto json = jsonFormat(o.format);
   if (!json) return fail(json.status());
   if (Status st = reports::checkJunitOutput(o.junit, o.db); !st) return fail(st);
+  auto baseline = prepareBaseline(o.baseline, reports::kSweepRun, o.db, o.junit);
+  if (!baseline) return fail(baseline.status());
+  const SweepOutput output{o.junit, *json, o.verbose, std::move(*baseline)};
   // Under mpirun rank 0 opens the store (and every rank learns whether it
   // could), each rank sweeps its part of the shard, and rank 0 writes every
   // rank's rows as they come and prints the one summary.
@@ -114,8 +77,7 @@ int sweepServing(const SweepOptions& o) {
       open_status = run.status();
     }
   }
-  if (mpi.split())
-    return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, o.junit, *json, o.verbose);
+  if (mpi.split()) return sweepUnderMpi(mpi, *spec, std::move(opened), open_status, output);
   if (!open_status) return fail(open_status);
   ProgressLine progress;
   reports::SweepRecorder recorder(opened->store, opened->run.id, *spec,
@@ -123,21 +85,23 @@ int sweepServing(const SweepOptions& o) {
   auto live = properties::runSweep(*spec, &recorder);
   if (!live) return fail(live.status());
   if (Status st = recorder.flush(); !st) return fail(st);
-  return finishSweep(*opened, *spec, *live, o.junit, *json, o.verbose);
+  return finishSweep(*opened, *spec, *live, output);
 }
 
 }  // namespace
 
 int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
-                const properties::SweepResult& live, const std::string& junit, bool json,
-                bool verbose) {
-  auto result = reports::finishSweepRun(opened, spec, live, junit);
+                const properties::SweepResult& live, const SweepOutput& out) {
+  auto result = reports::finishSweepRun(opened, spec, live, out.junit);
   if (!result) return fail(result.status());
-  std::cout << (json ? reports::sweepJson(spec, *result)
-                     : reports::renderSweep(
-                           spec, *result,
-                           verbose ? std::numeric_limits<std::size_t>::max() : kConsoleRefusals));
-  return result->violated == 0 ? kExitOk : kExitPropertyFailed;
+  auto end = endBaseline(out.baseline, opened.store, opened.run.id);
+  if (!end) return fail(end.status());
+  const std::size_t refusals =
+      out.verbose ? std::numeric_limits<std::size_t>::max() : kConsoleRefusals;
+  std::cout << withBaseline(
+      out.json ? reports::sweepJson(spec, *result) : reports::renderSweep(spec, *result, refusals),
+      *end, out.json);
+  return baselineExit(result->violated > 0, *end);
 }
 
 Command registerSweep(CLI::App& app) {
@@ -148,6 +112,8 @@ Command registerSweep(CLI::App& app) {
   sub->add_option("--model", o->model, "one preset (default: every preset)");
   sub->add_option("--pattern", o->pattern, "one bare single-stage pattern instead of the presets");
   addFilterOptions(sub, o->fixed);
+  addFlagFilterOptions(sub, o->flags);
+  addBaselineOptions(sub, o->baseline);
   sub->add_option("--jobs", o->jobs, "worker threads (default: all cores)");
   sub->add_option("--shard", o->shard, "take shard i/n of the case space")->capture_default_str();
   sub->add_option("--policy", o->policy, "boundary policy: declared|legacy|naive")
@@ -179,15 +145,18 @@ Command registerSweep(CLI::App& app) {
                                      "compares both policies' plans with the engine)");
               if (!s || !json) return fail(s ? json.status() : s);
               e->world = o->world, e->model = o->model, e->pattern = o->pattern,
-              e->fixed = o->fixed, e->jobs = o->jobs, e->shard = o->shard, e->db = o->db,
-              e->resume = o->resume, e->json = *json;
+              e->fixed = o->fixed, e->flags = o->flags, e->jobs = o->jobs, e->shard = o->shard,
+              e->db = o->db, e->resume = o->resume, e->json = *json, e->baseline = o->baseline;
               return sweepEngine(*e);
             }
             auto training = trainingFamily(o->family);
             if (!training) return fail(training.status());
             if (*training) {
-              // The training sweep runs its whole space, unsharded.
-              Status s = refuseGiven(*sub, {"--shard"}, "--family serving");
+              // The training sweep runs its whole space, unsharded, and finds no engine findings.
+              Status s = refuseGiven(*sub,
+                                     {"--shard", "--a2a", "--fusion", "--dp-padding", "--reduction",
+                                      "--mode", "--baseline", "--write-baseline"},
+                                     "--family serving");
               if (s) s = refuseStoreOptions(*sub);
               if (!s) return fail(s);
             }

@@ -18,7 +18,8 @@ constexpr std::size_t kExamples = 3;
 constexpr std::size_t kRowsPerBatch = 512;
 
 /// The arguments a resumed engine sweep must match.
-std::string engineSweepArgs(const EngineSweepOptions& o, const ConfigFilter& f) {
+std::string engineSweepArgs(const EngineSweepOptions& o, const ConfigFilter& f,
+                            const FlagFilter& flags) {
   auto leaf = [](const char* name, const std::optional<int>& v) {
     return v ? std::string(" ") + name + "=" + std::to_string(*v) : std::string();
   };
@@ -26,7 +27,7 @@ std::string engineSweepArgs(const EngineSweepOptions& o, const ConfigFilter& f) 
          (o.engine.engine_src.empty() ? " engine=" + o.engine.engine
                                       : " engine-src=" + o.engine.engine_src) +
          leaf("pp", f.pp) + leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) +
-         leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) + " model=" + o.model +
+         leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) + flags.describe() + " model=" + o.model +
          " pattern=" + o.pattern;
 }
 
@@ -38,12 +39,15 @@ int sweepEngine(const EngineSweepOptions& o) {
   const ConfigFilter filter = o.fixed.filter();
   if (auto probe = ConfigSpace::build(o.world, nullptr, filter); !probe)
     return fail(probe.status());
+  auto flags = buildFlagFilter(o.flags);
+  if (!flags) return fail(flags.status());
   auto models = properties::sweepModels(o.model, o.pattern);
   if (!models) return fail(models.status());
-  for (const properties::SweepModel& m : *models)
-    spec.models.push_back(
-        {m.name, m.model ? "" : m.why_not,
-         m.model ? properties::enumerateCases(*m.model, o.world, filter) : std::vector<Case>{}});
+  for (const properties::SweepModel& m : *models) {
+    spec.models.push_back({m.name, m.model ? "" : m.why_not,
+                           m.model ? properties::enumerateCases(*m.model, o.world, filter, *flags)
+                                   : std::vector<Case>{}});
+  }
   auto shard = parseShard(o.shard);
   if (!shard) return fail(shard.status());
   spec.shard = *shard;
@@ -53,8 +57,10 @@ int sweepEngine(const EngineSweepOptions& o) {
   spec.run = recordings::defaultRecorderRun(SEAM_CHECKOUT);
   spec.run.engine_src = o.engine.engine_src;
   spec.run.timeout_s = o.engine.timeout_s;
-  auto opened =
-      reports::openRun(o.db, "sweep --engine", engineSweepArgs(o, filter), kSeamVersion, o.resume);
+  auto baseline = prepareBaseline(o.baseline, reports::kEngineSweepRun, o.db, "");
+  if (!baseline) return fail(baseline.status());
+  auto opened = reports::openRun(o.db, std::string(reports::kEngineSweepRun),
+                                 engineSweepArgs(o, filter, *flags), kSeamVersion, o.resume);
   if (!opened) return fail(opened.status());
   reports::Store& store = opened->store;
   if (o.resume) {
@@ -106,13 +112,14 @@ int sweepEngine(const EngineSweepOptions& o) {
   auto rows = store.engineCases(opened->run.id);
   if (!rows) return fail(rows.status());
   const reports::EngineConformance table = reports::foldEngineCases(*rows);
-  if (o.json) {
-    std::cout << reports::conformanceJson(table, opened->run.args);
-  } else {
-    std::cout << reports::renderConformance(table, kExamples) << "store: " << store.path()
-              << ", run " << opened->run.id << "\n";
-  }
-  return table.declared_disagreements == 0 ? kExitOk : kExitPropertyFailed;
+  auto end = endBaseline(*baseline, store, opened->run.id);
+  if (!end) return fail(end.status());
+  std::cout << withBaseline(o.json ? reports::conformanceJson(table, opened->run.args)
+                                   : reports::renderConformance(table, kExamples) +
+                                         "store: " + store.path() + ", run " +
+                                         std::to_string(opened->run.id) + "\n",
+                            *end, o.json);
+  return baselineExit(table.declared_disagreements > 0, *end);
 }
 
 }  // namespace seam::tools

@@ -9,6 +9,8 @@
 
 #include "case_options.h"
 #include "engine_check.h"
+#include "seam/sim/model/case_spec.h"
+#include "sweep_baseline.h"
 
 namespace seam::tools {
 
@@ -17,6 +19,7 @@ struct EngineSweepOptions {
   std::string model;
   std::string pattern;
   FilterOptions fixed;
+  FlagFilterSpec flags;  ///< the flag values kept (--a2a, --fusion, ...)
   EngineOptions engine;
   std::string keep;  ///< --keep-recordings DIR: the recordings are written there and kept
   int jobs = 0;      ///< recorder processes at once (0: one per core)
@@ -24,10 +27,11 @@ struct EngineSweepOptions {
   std::string db = "seam.db";
   bool resume = false;
   bool json = false;
+  BaselineOptions baseline;
 };
 
-/// Exit 0 when every case the engine ran agrees with the declared plan, 1
-/// otherwise, 2 on bad input.
+/// Exit 0 when every case the engine ran agrees with the declared plan (with
+/// --baseline: when no disagreement is new), 1 otherwise, 2 on bad input.
 int sweepEngine(const EngineSweepOptions& o);
 
 }  // namespace seam::tools

@@ -13,20 +13,28 @@
 #include "seam/mutants/campaign.h"
 #include "seam/properties/sweep.h"
 #include "seam/reports/recorders.h"
+#include "sweep_baseline.h"
 
 namespace seam::tools {
+
+/// How a sweep's end is written: its JUnit file (or ""), JSON or text, every
+/// refusal reason or (text) the ten most frequent, and its baseline.
+struct SweepOutput {
+  std::string junit;
+  bool json = false;
+  bool verbose = false;
+  RunBaseline baseline;
+};
 
 /// Rank 0 has opened the run (`opened`) or failed to (`open_status`).
 int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec,
                   std::optional<reports::StoredRun> opened, const Status& open_status,
-                  const std::string& junit, bool json, bool verbose);
+                  const SweepOutput& output);
 /// The end of a sweep's run, one process or many (cmd_sweep.cc): the
-/// summary from every case row it stored, printed (as JSON with `json`), and
-/// the exit code. The text summary lists the ten most frequent refusal
-/// reasons, all with `verbose`.
+/// summary from every case row it stored, printed, its findings against the
+/// baseline, and the exit code.
 int finishSweep(reports::StoredRun& opened, const properties::SweepSpec& spec,
-                const properties::SweepResult& live, const std::string& junit, bool json,
-                bool verbose);
+                const properties::SweepResult& live, const SweepOutput& output);
 
 /// How a campaign's end is written: its JUnit file (or ""), whether a
 /// survivor fails it, JSON or text, and (text) each mutant's wall time.

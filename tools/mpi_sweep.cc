@@ -32,7 +32,7 @@ std::vector<std::int64_t> decodeIndices(const std::string& bytes) {
 /// has opened the run (`opened`) or failed to (`open_status`).
 int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec,
                   std::optional<reports::StoredRun> opened, const Status& open_status,
-                  const std::string& junit, bool json, bool verbose) {
+                  const SweepOutput& output) {
   if (!runOpened(mpi, open_status)) return mpi.root() ? fail(open_status) : kExitOk;
   spec.skip = decodeIndices(mpi.broadcast(encodeIndices(spec.skip)));
   const properties::SweepSpec whole = spec;  // what the run's summary describes
@@ -74,7 +74,7 @@ int sweepUnderMpi(const MpiWorld& mpi, properties::SweepSpec spec,
     if (!shard) return fail(shard.status());
     ranks.push_back(std::move(*shard));
   }
-  return finishSweep(*opened, whole, reports::mergeSweepTotals(*live, ranks), junit, json, verbose);
+  return finishSweep(*opened, whole, reports::mergeSweepTotals(*live, ranks), output);
 }
 
 }  // namespace seam::tools

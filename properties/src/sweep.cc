@@ -210,9 +210,11 @@ std::vector<ParallelConfig> sweepConfigs(const ModelRef& model, int world,
   return out;
 }
 
-std::vector<FlagCases> flagCases(const ModelRef& model, const ParallelConfig& config) {
+std::vector<FlagCases> flagCases(const ModelRef& model, const ParallelConfig& config,
+                                 const FlagFilter& keep) {
   std::vector<FlagCases> out;
   for (Flags& f : flagsFor(model, config)) {
+    if (!keep.keeps(model, f)) continue;
     // An input-scattered batch: two tokens per TP rank, and one more, which
     // the engine pads to a multiple of tp (prepare_attn_tp_scatter_input).
     std::vector<Batch> batches =
@@ -232,10 +234,11 @@ std::vector<FlagCases> flagCases(const ModelRef& model, const ParallelConfig& co
   return out;
 }
 
-std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter) {
+std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter,
+                                 const FlagFilter& flags) {
   std::vector<Case> out;
   for (const ParallelConfig& config : sweepConfigs(model, world, filter)) {
-    for (FlagCases& fc : flagCases(model, config)) {
+    for (FlagCases& fc : flagCases(model, config, flags)) {
       for (Batch& b : fc.batches) {
         Case c;
         c.model = model;

@@ -19,8 +19,9 @@ struct FlagCases {
   Flags flags;
   std::vector<Batch> batches;
 };
-/// The flag sets of `config` with their batches: the cases of one
-/// configuration are these, flag set by flag set, batch by batch.
-std::vector<FlagCases> flagCases(const ModelRef& model, const ParallelConfig& config);
+/// The flag sets of `config` that `keep` keeps, with their batches: the
+/// cases of one configuration are these, flag set by flag set, batch by batch.
+std::vector<FlagCases> flagCases(const ModelRef& model, const ParallelConfig& config,
+                                 const FlagFilter& keep);
 
 }  // namespace seam::properties

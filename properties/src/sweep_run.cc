@@ -97,7 +97,7 @@ class SweepRun {
       if (!m.model) continue;
       for (const ParallelConfig& config : sweepConfigs(*m.model, spec_.world, spec_.filter)) {
         std::int64_t size = 0;
-        for (const FlagCases& fc : flagCases(*m.model, config))
+        for (const FlagCases& fc : flagCases(*m.model, config, spec_.flags))
           size += static_cast<std::int64_t>(fc.batches.size());
         if (ordinal++ % spec_.shard.count == spec_.shard.index) {
           blocks_.push_back({mi, config, index, size});
@@ -135,7 +135,7 @@ class SweepRun {
     out.results.clear();
     scratch.verdicts.clear();
     std::int64_t index = b.first;
-    for (FlagCases& fc : flagCases(model, b.config)) {
+    for (FlagCases& fc : flagCases(model, b.config, spec_.flags)) {
       // buildPlan's word on every batch of the flag set that it validates,
       // where the engine's rule reads no batch: the start-up refusals
       // (serverArgsRefusal) asked at once, the other gates (flagSetRefusal)

@@ -68,7 +68,7 @@ std::string sweepArgs(const properties::SweepSpec& spec) {
   return "world=" + std::to_string(spec.world) + " policy=" + std::string(policyName(spec.policy)) +
          " shard=" + std::to_string(spec.shard.index) + "/" + std::to_string(spec.shard.count) +
          leaf("pp", f.pp) + leaf("tp", f.tp) + leaf("dp", f.attn_dp) + leaf("cp", f.attn_cp) +
-         leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) +
+         leaf("ep", f.moe_ep) + leaf("moe_dp", f.moe_dp) + spec.flags.describe() +
          " decision=" + properties::decisionList(spec.schema) + " models=" + models;
 }
 

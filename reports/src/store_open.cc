@@ -378,7 +378,17 @@ Expected<Store> Store::openInput(const std::string& path, const std::string& lab
   if (S_ISREG(st.st_mode) && st.st_size == 0) {
     return Status::invalid(label + ": an empty file, not a seam store");
   }
-  return open(path);
+  auto store = open(path);
+  if (store) return store;
+  // open() names the file as --db and refuses to write to it; an input is
+  // named by its label, and only read.
+  std::string message = store.status().message();
+  const std::string db = dbName(path);
+  if (message.starts_with(db)) message = label + message.substr(db.size());
+  constexpr std::string_view kNoWrite = "; refusing to write to it";
+  if (message.ends_with(kNoWrite)) message.resize(message.size() - kNoWrite.size());
+  return store.status().code() == StatusCode::kInternal ? Status::internal(message)
+                                                        : Status::invalid(message);
 }
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -66,6 +66,35 @@ TEST(Sweep, CrossesTheAllToAllBackendOnlyForModelsWithMoe) {
   EXPECT_TRUE(deepep);
 }
 
+TEST(Sweep, AFlagFilterKeepsExactlyTheCasesWhoseFlagsHoldItsValuesInSweepOrder) {
+  const SweepModel m = patternModel("M-*E");
+  FlagFilter keep;
+  keep.fusion = {false};
+  keep.reduction = {BoundaryReduction::kRs, BoundaryReduction::kRsv};
+  // Expected by hand from the whole space: fusion off and rs or rsv.
+  std::vector<Case> expected;
+  for (Case& c : enumerateCases(*m.model, 4)) {
+    const bool rs =
+        c.flags.reduction == BoundaryReduction::kRs || c.flags.reduction == BoundaryReduction::kRsv;
+    if (!c.flags.fusion && rs) expected.push_back(std::move(c));
+  }
+  ASSERT_GT(expected.size(), 0u);
+  const std::vector<Case> kept = enumerateCases(*m.model, 4, {}, keep);
+  ASSERT_EQ(kept.size(), expected.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].config, expected[i].config) << i;
+    EXPECT_EQ(kept[i].flags, expected[i].flags) << i;
+    EXPECT_EQ(kept[i].batch, expected[i].batch) << i;
+  }
+  SweepSpec spec;
+  spec.models = {m};
+  spec.world = 4;
+  spec.flags = keep;
+  auto r = runSweep(spec);
+  ASSERT_TRUE(r.hasValue());
+  EXPECT_EQ(r->cases, static_cast<std::int64_t>(expected.size()));
+}
+
 TEST(Sweep, ShardsTogetherCoverTheUnshardedSweepExactly) {
   SweepSpec spec;
   spec.models = {patternModel("M-*E-")};

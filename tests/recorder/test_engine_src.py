@@ -209,5 +209,64 @@ class EngineSweep(unittest.TestCase):
             self.assertEqual(len(out.strip().splitlines()), 1, out)
 
 
+@unittest.skipUnless(SEAM, "SEAM_BIN names the seam binary")
+class EngineSweepBaseline(unittest.TestCase):
+    """An engine sweep narrowed by its flags and judged against a baseline,
+    on a tree that raises wherever attention DP gathers: the fused cases'
+    failures are the baseline, the unfused ones' are new."""
+
+    def test_an_engine_sweep_narrowed_by_flags_fails_only_on_findings_outside_its_baseline(self):
+        tree = tree_with(
+            "srt/layers/communicator.py",
+            lambda t: t.replace(
+                "        if context.attn_dp_size != 1:\n",
+                "        if context.attn_dp_size != 1:\n            assert False, 'planted'\n",
+                1,
+            ),
+        )
+        work = tempfile.mkdtemp(prefix="seam-engine-baseline-")
+        self.addCleanup(shutil.rmtree, tree, True)
+        self.addCleanup(shutil.rmtree, work, True)
+        space = ["--pattern", "M*E", "--world", "2", "--dp", "2", "--ep", "1", "--moe-dp", "1",
+                 "--mode", "decode", "--dp-padding", "max_len", "--engine-src", tree,
+                 "--keep-recordings", os.path.join(work, "recordings")]
+
+        def run(*args):
+            done = subprocess.run([SEAM, "sweep", *space, *args], capture_output=True, text=True,
+                                  timeout=600)
+            return done.returncode, done.stdout + done.stderr
+
+        def rows(db, where="1"):
+            # Declared rows of the store's one run: what the filters kept, and the findings.
+            return sqlite3.connect(db).execute(
+                "SELECT count(*) FROM engine_cases WHERE policy = 'declared' AND " + where).fetchone()[0]
+
+        fused, baseline = os.path.join(work, "fused.db"), os.path.join(work, "baseline.json")
+        code, out = run("--fusion", "on", "--db", fused, "--write-baseline", baseline)
+        self.assertEqual(code, 1, out)
+        failed = "agreement = 'engine-failed'"
+        known = rows(fused, failed)
+        self.assertGreater(known, 0, out)
+        self.assertEqual(rows(fused, "flags LIKE '%fusion=off%'"), 0, "--fusion on keeps no unfused case")
+        self.assertEqual(rows(fused, "flags NOT LIKE '%padding=max_len%'"), 0)
+        self.assertIn(f'wrote baseline "{baseline}": {known} findings', out)
+
+        both = os.path.join(work, "both.db")
+        code, out = run("--fusion", "on,off", "--db", both, "--baseline", baseline)
+        self.assertEqual(code, 1, out)
+        total = rows(both, failed)
+        self.assertEqual(rows(both, "flags LIKE '%fusion=off%'"), rows(fused))
+        self.assertIn(f'baseline "{baseline}": {total} findings, {known} baselined, {total - known} new',
+                      out)
+        self.assertIn("NEW FINDING: engine-failed: raised at "
+                      "sglang/srt/layers/communicator.py:_gather_hidden_states_and_residual: "
+                      "AssertionError: planted", out)
+
+        # The baseline's own space against its store: nothing new, exit 0.
+        code, out = run("--fusion", "on", "--db", os.path.join(work, "again.db"), "--baseline", fused)
+        self.assertEqual(code, 0, out)
+        self.assertIn(f'baseline "{fused}": {known} findings, {known} baselined, 0 new', out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -77,6 +77,86 @@ TEST(Flags, ARefusalEscapesUnprintableBytesAndTruncatesLongText) {
             "--a2a \"" + std::string(64, 'x') + "\" is not one of none, deepep");
 }
 
+TEST(Flags, FusionParsesOnAndOffAndRefusesAnythingElseNamingIt) {
+  EXPECT_EQ(parseFusion("on").value(), true);
+  EXPECT_EQ(parseFusion("off").value(), false);
+  for (const char* bad : {"ON", "true", "1", ""}) {
+    auto parsed = parseFusion(bad);
+    ASSERT_FALSE(parsed.hasValue()) << bad;
+    EXPECT_EQ(parsed.status().message(),
+              "--fusion \"" + std::string(bad) + "\" is not one of on, off");
+  }
+}
+
+TEST(Flags, TheReductionOptionTakesAutoAsNoneAndEveryReductionName) {
+  auto automatic = parseReductionOption("auto");
+  ASSERT_TRUE(automatic.hasValue());
+  EXPECT_FALSE(automatic->has_value());
+  const BoundaryReduction all[] = {BoundaryReduction::kAr, BoundaryReduction::kRs,
+                                   BoundaryReduction::kRsv, BoundaryReduction::kRsRsv};
+  for (BoundaryReduction r : all) {
+    auto parsed = parseReductionOption(reductionName(r));
+    ASSERT_TRUE(parsed.hasValue()) << reductionName(r);
+    EXPECT_EQ(parsed->value(), r);
+  }
+  auto bad = parseReductionOption("rsvv");
+  ASSERT_FALSE(bad.hasValue());
+  EXPECT_EQ(bad.status().message(), "--reduction \"rsvv\" is not one of auto, ar, rs, rsv, rs+rsv");
+}
+
+// --- the flag values a space keeps ------------------------------------------
+
+TEST(FlagFilter, AnEmptyFilterKeepsEveryFlagSet) {
+  const ModelRef model = *modelFromPattern("M-*E");
+  Flags f;
+  f.a2a = A2aBackend::kDeepep;
+  f.fusion = false;
+  f.dp_padding = DpPadding::kSumLen;
+  f.reduction = BoundaryReduction::kRsv;
+  f.mode = ForwardMode::kExtend;
+  EXPECT_TRUE(FlagFilter{}.keeps(model, f));
+  EXPECT_TRUE(FlagFilter{}.keeps(model, Flags{}));
+  EXPECT_EQ(FlagFilter{}.describe(), "");
+}
+
+TEST(FlagFilter, EachListKeepsOnlyItsValuesAndTheListsMustAllAgree) {
+  const ModelRef model = *modelFromPattern("M-*E");
+  FlagFilter keep;
+  keep.fusion = {false};
+  keep.mode = {ForwardMode::kDecode, ForwardMode::kExtend};
+  Flags f;
+  EXPECT_FALSE(keep.keeps(model, f)) << "fusion on is not kept";
+  f.fusion = false;
+  EXPECT_TRUE(keep.keeps(model, f));
+  f.mode = ForwardMode::kExtend;
+  EXPECT_TRUE(keep.keeps(model, f));
+  keep.a2a = {A2aBackend::kDeepep};
+  EXPECT_FALSE(keep.keeps(model, f)) << "a2a none is not kept";
+  f.a2a = A2aBackend::kDeepep;
+  EXPECT_TRUE(keep.keeps(model, f));
+  keep.dp_padding = {DpPadding::kSumLen};
+  EXPECT_FALSE(keep.keeps(model, f)) << "max_len is not kept";
+  EXPECT_EQ(keep.describe(), " a2a=deepep fusion=off padding=sum_len mode=decode,extend");
+}
+
+TEST(FlagFilter, AutoKeepsTheReductionTheEngineDefaultsToForTheCasesModel) {
+  // model_boundary_reduction: ar for Qwen3ForCausalLM, rs+rsv for the rest.
+  const ModelRef qwen = *modelFromPreset(**findPreset("qwen3-8b"));
+  const ModelRef nemotron = *modelFromPreset(**findPreset("nemotron-3-nano"));
+  FlagFilter keep;
+  keep.reduction = {std::nullopt};
+  Flags ar;
+  Flags rs_rsv;
+  rs_rsv.reduction = BoundaryReduction::kRsRsv;
+  EXPECT_TRUE(keep.keeps(qwen, ar));
+  EXPECT_FALSE(keep.keeps(qwen, rs_rsv));
+  EXPECT_FALSE(keep.keeps(nemotron, ar));
+  EXPECT_TRUE(keep.keeps(nemotron, rs_rsv));
+  keep.reduction.push_back(BoundaryReduction::kAr);
+  EXPECT_TRUE(keep.keeps(nemotron, ar));
+  EXPECT_EQ(keep.describe(), " reduction=auto,ar");
+}
+
 TEST(Flags, DescribeListsEveryFlagAndTheOptionalOnesOnlyWhenSet) {
   Flags f;
   EXPECT_EQ(f.describe(), "a2a=none fusion=on padding=max_len reduction=ar mode=decode");

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <climits>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -43,6 +44,9 @@ constexpr std::string_view kA2aNames[] = {"none", "deepep"};
 constexpr std::string_view kPaddingNames[] = {"max_len", "sum_len"};
 constexpr std::string_view kReductionNames[] = {"ar", "rs", "rsv", "rs+rsv"};
 constexpr std::string_view kModeNames[] = {"decode", "extend"};
+// --reduction as the case options take it: "auto", then kReductionNames in order.
+constexpr std::string_view kReductionOptionNames[] = {"auto", "ar", "rs", "rsv", "rs+rsv"};
+static_assert(std::size(kReductionOptionNames) == std::size(kReductionNames) + 1);
 
 template <class E, size_t N>
 Expected<E> parseNamed(std::string_view option, std::string_view text,
@@ -105,6 +109,56 @@ Expected<BoundaryReduction> parseReduction(std::string_view text) {
 }
 Expected<ForwardMode> parseMode(std::string_view text) {
   return parseNamed<ForwardMode>("--mode", text, kModeNames);
+}
+Expected<bool> parseFusion(std::string_view text) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  return Status::invalid(quotedOption("--fusion", text) + " is not one of on, off");
+}
+Expected<std::optional<BoundaryReduction>> parseReductionOption(std::string_view text) {
+  auto index = parseNamed<int>("--reduction", text, kReductionOptionNames);
+  if (!index) return index.status();
+  if (*index == 0) return std::optional<BoundaryReduction>();
+  return std::optional<BoundaryReduction>(static_cast<BoundaryReduction>(*index - 1));
+}
+
+namespace {
+
+template <class T>
+bool listKeeps(const std::vector<T>& list, const T& value) {
+  return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+}
+
+template <class T, class Name>
+std::string listed(const char* key, const std::vector<T>& list, Name name) {
+  if (list.empty()) return "";
+  std::string out = std::string(" ") + key + "=";
+  for (size_t i = 0; i < list.size(); ++i) out += (i > 0 ? "," : "") + std::string(name(list[i]));
+  return out;
+}
+
+}  // namespace
+
+bool FlagFilter::keeps(const ModelRef& model, const Flags& f) const {
+  if (!listKeeps(a2a, f.a2a) || !listKeeps(fusion, static_cast<bool>(f.fusion)) ||
+      !listKeeps(dp_padding, f.dp_padding) || !listKeeps(mode, f.mode)) {
+    return false;
+  }
+  if (reduction.empty()) return true;
+  return std::any_of(reduction.begin(), reduction.end(), [&](std::optional<BoundaryReduction> r) {
+    return r.value_or(engineDefaultReduction(model)) == f.reduction;
+  });
+}
+
+std::string FlagFilter::describe() const {
+  return listed("a2a", a2a, a2aName) +
+         listed("fusion", fusion, [](bool on) { return on ? "on" : "off"; }) +
+         listed("padding", dp_padding, paddingName) +
+         listed("reduction", reduction,
+                [](std::optional<BoundaryReduction> r) {
+                  return r ? reductionName(*r) : std::string_view("auto");
+                }) +
+         listed("mode", mode, modeName);
 }
 
 std::string Flags::describe() const {

@@ -33,6 +33,37 @@ std::optional<std::vector<int>> parseInts(const std::string& text, int lo, int h
 
 }  // namespace
 
+namespace {
+
+/// Each value of the comma-separated `text` parsed by `parse` into `out`.
+template <class T, class Parse>
+Status parseEach(const std::string& text, Parse parse, std::vector<T>& out) {
+  if (text.empty()) return Status::ok();
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    auto value = parse(
+        std::string_view(text).substr(start, comma == std::string::npos ? comma : comma - start));
+    if (!value) return value.status();
+    out.push_back(*value);
+    if (comma == std::string::npos) return Status::ok();
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+Expected<FlagFilter> buildFlagFilter(const FlagFilterSpec& spec) {
+  FlagFilter f;
+  Status s = parseEach(spec.a2a, parseA2a, f.a2a);
+  if (s) s = parseEach(spec.fusion, parseFusion, f.fusion);
+  if (s) s = parseEach(spec.dp_padding, parsePadding, f.dp_padding);
+  if (s) s = parseEach(spec.reduction, parseReductionOption, f.reduction);
+  if (s) s = parseEach(spec.mode, parseMode, f.mode);
+  if (!s) return s;
+  return f;
+}
+
 Expected<std::vector<int>> parseWorlds(const std::string& text) {
   auto worlds = parseInts(text, 1, kMaxWorld);
   if (!worlds) {
@@ -86,14 +117,9 @@ Expected<Batch> caseBatch(const CaseSpec& o, const ParallelConfig& config) {
 /// (resolve_boundary_reduction with boundary_reduction auto), said in the
 /// case's notes where the reduction can change a plan (attention DP or CP).
 Expected<BoundaryReduction> caseReduction(const CaseSpec& o, Case& c) {
-  if (o.reduction != "auto") {
-    auto parsed = parseReduction(o.reduction);
-    if (!parsed) {
-      return Status::invalid("--reduction \"" + o.reduction.substr(0, 64) +
-                             "\" is not one of auto, ar, rs, rsv, rs+rsv");
-    }
-    return parsed;
-  }
+  auto asked = parseReductionOption(o.reduction);
+  if (!asked) return asked.status();
+  if (*asked) return **asked;
   const BoundaryReduction r = engineDefaultReduction(c.model);
   if (c.config.attn_dp > 1 || c.config.attn_cp > 1) {
     const std::string arch =
@@ -111,10 +137,9 @@ Expected<Flags> caseFlags(const CaseSpec& o, Case& c) {
   auto a2a = parseA2a(o.a2a);
   if (!a2a) return a2a.status();
   f.a2a = *a2a;
-  if (o.fusion != "on" && o.fusion != "off") {
-    return Status::invalid("--fusion \"" + o.fusion.substr(0, 64) + "\" is not one of on, off");
-  }
-  f.fusion = o.fusion == "on";
+  auto fusion = parseFusion(o.fusion);
+  if (!fusion) return fusion.status();
+  f.fusion = *fusion;
   auto pad = parsePadding(o.dp_padding);
   if (!pad) return pad.status();
   f.dp_padding = *pad;

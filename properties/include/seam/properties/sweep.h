@@ -31,6 +31,7 @@ struct SweepSpec {
   std::vector<SweepModel> models;
   int world = 8;
   ConfigFilter filter;  ///< leaves fixed by the user
+  FlagFilter flags;     ///< flag values kept (--a2a, --fusion, ...; none given: every one)
   PolicyKind policy = PolicyKind::kDeclared;
   Schema schema;          ///< planner mutant switched on (none by default)
   int jobs = 1;           ///< worker threads
@@ -52,8 +53,10 @@ Expected<std::vector<SweepModel>> sweepModels(std::string_view preset_or_empty,
                                               std::string_view pattern_or_empty);
 
 /// Every case of one model at one world, in the fixed sweep order:
-/// configs (ConfigSpace order) x flags x batches.
-std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter = {});
+/// configs (ConfigSpace order) x flags x batches; `flags` leaves out the
+/// flag sets it does not keep.
+std::vector<Case> enumerateCases(const ModelRef& model, int world, const ConfigFilter& filter = {},
+                                 const FlagFilter& flags = {});
 
 /// A failing case.
 struct SweepFailure {

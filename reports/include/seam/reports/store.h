@@ -154,8 +154,9 @@ class Store {
   /// with a one-line message and left byte-for-byte unchanged.
   static Expected<Store> open(const std::string& path);
   /// Opens `path` as open() does, for a command that reads it: a missing or
-  /// empty file is refused (named as `label`, e.g. `--db "x.db"`) rather
-  /// than created, so that a file given as an input never becomes a store.
+  /// empty file is refused rather than created, so that a file given as an
+  /// input never becomes a store. Every refusal names the file as `label`
+  /// (e.g. `--baseline "x.db"`).
   static Expected<Store> openInput(const std::string& path, const std::string& label);
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;

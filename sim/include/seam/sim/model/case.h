@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,11 @@ Expected<A2aBackend> parseA2a(std::string_view text);
 Expected<DpPadding> parsePadding(std::string_view text);
 Expected<BoundaryReduction> parseReduction(std::string_view text);
 Expected<ForwardMode> parseMode(std::string_view text);
+/// Parses --fusion: "on" (true) or "off".
+Expected<bool> parseFusion(std::string_view text);
+/// Parses --reduction as the case options spell it: a reduction, or "auto"
+/// (nullopt), the engine's default for the model (engineDefaultReduction).
+Expected<std::optional<BoundaryReduction>> parseReductionOption(std::string_view text);
 
 /// Tokens of each attention-DP shard, in DP-rank order (0 = an idle rank).
 struct Batch {
@@ -115,6 +121,22 @@ bool isQwen3Dense(const ModelRef& model);
 /// rsv for LongcatFlashForCausalLM, ar for Qwen3ForCausalLM, rs+rsv for
 /// every other architecture, an unknown one included.
 BoundaryReduction engineDefaultReduction(const ModelRef& model);
+
+/// The flag values a space-wide command keeps (`seam sweep --fusion off
+/// --reduction rs,rsv`): a case whose flags hold another value is left out.
+/// An empty list keeps every value of its flag.
+struct FlagFilter {
+  std::vector<A2aBackend> a2a;
+  std::vector<bool> fusion;
+  std::vector<DpPadding> dp_padding;
+  /// nullopt: the engine's default for the case's model (`--reduction auto`).
+  std::vector<std::optional<BoundaryReduction>> reduction;
+  std::vector<ForwardMode> mode;
+  /// Whether a case of `model` with `flags` is kept.
+  bool keeps(const ModelRef& model, const Flags& flags) const;
+  /// " a2a=deepep reduction=auto,rs": each list given, "" when none is.
+  std::string describe() const;
+};
 
 /// One case. `batch.tokens.size()` must equal `config.attn_dp`.
 struct Case {

@@ -79,6 +79,17 @@ struct TrainingSpace {
 /// From --model and --layout (empty: all); the error names the bad value.
 Expected<TrainingSpace> trainingSpace(const std::string& model, const std::string& layout);
 
+/// The flag lists a space-wide command narrows its space by (`seam sweep
+/// --reduction rs,rsv`) as given: values separated by commas, each spelled
+/// as the case option of that name takes it; empty: not given.
+struct FlagFilterSpec {
+  std::string a2a, fusion, dp_padding, reduction, mode;
+};
+/// Each list parsed by the case options' own parsers (parseA2a,
+/// parseFusion, parsePadding, parseReductionOption, parseMode); the error
+/// names the option and the value.
+Expected<FlagFilter> buildFlagFilter(const FlagFilterSpec& spec);
+
 /// Parses "--world 2,4,8": world sizes in 1..kMaxWorld; the error names the text.
 Expected<std::vector<int>> parseWorlds(const std::string& text);
 
