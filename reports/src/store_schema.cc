@@ -368,6 +368,13 @@ Status Store::Impl::migrate() {
       (void)exec("ROLLBACK");
       return failed;
     }
+    // A damaged schema can take a migration without an error and without
+    // its effect (SQLite adds no column to a table whose stored CREATE text
+    // names another table): the migrated store is checked as an opened one.
+    if (Status s = detail::checkStoreIntact(db.get(), path); !s) {
+      (void)exec("ROLLBACK");
+      return s;
+    }
   }
   if (Status s = exec("COMMIT"); !s) {
     (void)exec("ROLLBACK");

@@ -357,6 +357,25 @@ TEST(StoreOpen, RefusesAnOldStoreWhoseMigrationSqliteCannotRunAsDamagedAndLeaves
   EXPECT_FALSE(hasSideFiles(path));
 }
 
+TEST(StoreOpen, RefusesAnOldStoreWhoseMigrationLeftAColumnOutAsDamagedAndLeavesItUnchanged) {
+  // Found by tests/fuzz/store_fuzz.cc (corpus/store/found_migration_without_effect):
+  // a version 1 store whose stored CREATE text names "mutanTs" takes the
+  // migration's ALTER TABLE mutants ADD COLUMN without an error and without
+  // the column; it opened, and reading its mutants failed as an internal
+  // error (exit 3, "no such column: applied").
+  const std::string path = tempPath("migration_without_effect.db");
+  writeFile(path, readFile(std::string(SEAM_SOURCE_DIR) +
+                           "/tests/fuzz/corpus/store/found_migration_without_effect"));
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.hasValue());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidInput) << store.status().message();
+  const std::string message = expectRefusedAndUnchanged(path);
+  EXPECT_NE(message.find("a damaged seam store (column \"mutants.applied\" is missing)"),
+            std::string::npos)
+      << message;
+  EXPECT_FALSE(hasSideFiles(path));
+}
+
 TEST(StoreOpen, RefusesADirectoryAndPathsItCannotReachWithOneLine) {
   const std::string dir = tempPath("dir.db");
   fs::create_directory(dir);
